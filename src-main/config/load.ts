@@ -1,0 +1,260 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { z } from 'zod'
+import { SETTINGS, SETTING_NAMES, settingValidators, type SettingName, type SettingSource, type SettingView } from './schema'
+import { atomicWriteFile, readStateFile } from '../core/files'
+
+export interface SshTarget {
+  readonly host: string
+  readonly user: string
+  readonly port: number
+}
+
+export interface RoleService {
+  /** Where the container runs (SSH); null when neither the role nor node2 is configured. */
+  readonly ssh: SshTarget | null
+  readonly container: string
+  /** HTTP port of the service on its host. */
+  readonly port: number
+}
+
+export interface DataPaths {
+  readonly dataDir: string
+  readonly settingsFile: string
+  readonly adminTokenFile: string
+  readonly knownHosts: string
+  readonly sshDir: string
+  readonly connectivityLog: string
+  readonly modelsOverrides: string
+  readonly servicesOverrides: string
+  readonly licensingDb: string
+  readonly licensingKeyDir: string
+}
+
+export interface Config {
+  readonly port: number
+  readonly bind: string
+  /** Explicit PUBLIC_URL, or null to derive it from the request host. */
+  readonly publicUrl: string | null
+  /** ADMIN_TOKEN from settings/env, or null to use the generated token file. */
+  readonly adminToken: string | null
+  readonly consumerApiKeys: readonly string[]
+  readonly chatUiUrl: string | null
+  readonly nodes: { readonly node1: SshTarget | null; readonly node2: SshTarget | null }
+  readonly wolBroadcast: string
+  readonly llm: { readonly port: number; readonly container: string; readonly launcherDir: string }
+  readonly asr: RoleService
+  readonly tts: RoleService
+  readonly registryApiKey: string | null
+  readonly deepHealthIntervalS: number
+  readonly embeddingsUrl: string | null
+  readonly vectorUrl: string | null
+  readonly scrubTerms: readonly string[]
+  readonly rateSources: readonly string[]
+  readonly paths: DataPaths
+  /** Each setting's effective raw value and where it came from. */
+  readonly settings: Readonly<Record<SettingName, { value: string; source: SettingSource }>>
+  /** Problems found while loading (malformed values, corrupt settings file); logged once at start. */
+  readonly warnings: readonly string[]
+}
+
+/** `/data` where it exists and is writable, else ~/.local/share/tandem. */
+export function defaultDataDir(): string {
+  try {
+    fs.accessSync('/data', fs.constants.W_OK)
+    if (fs.statSync('/data').isDirectory()) return '/data'
+  } catch {
+    // not available: fall through
+  }
+  return path.join(os.homedir(), '.local', 'share', 'tandem')
+}
+
+const SettingsFileShape = z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]))
+
+export function readSettingsFile(file: string, warnings: string[]): Partial<Record<SettingName, string>> {
+  const res = readStateFile(file, (text) => SettingsFileShape.parse(JSON.parse(text)))
+  if (res.kind === 'missing') return {}
+  if (res.kind === 'corrupt') {
+    warnings.push(
+      `settings file ${file} is unreadable (${res.error}); ${res.keptAs ? `kept aside as ${res.keptAs}; ` : ''}using defaults`,
+    )
+    return {}
+  }
+  const out: Partial<Record<SettingName, string>> = {}
+  for (const [k, v] of Object.entries(res.value)) {
+    if (!(k in SETTINGS)) {
+      warnings.push(`settings file: unknown setting ${k} ignored`)
+      continue
+    }
+    out[k as SettingName] = v === null ? '' : String(v)
+  }
+  return out
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv
+  /** Overrides DATA_DIR (Electron passes userData). */
+  dataDir?: string
+}
+
+export function loadConfig(opts: LoadOptions = {}): Config {
+  const env = opts.env ?? process.env
+  const warnings: string[] = []
+  const dataDir = path.resolve(blank(env.DATA_DIR) ? (opts.dataDir ?? defaultDataDir()) : (env.DATA_DIR as string))
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const settingsFile = path.join(dataDir, 'settings.json')
+  const fileValues = readSettingsFile(settingsFile, warnings)
+
+  const settings = {} as Record<SettingName, { value: string; source: SettingSource }>
+  for (const name of SETTING_NAMES) {
+    const spec = SETTINGS[name]
+    const candidates: [SettingSource, string | undefined][] = [
+      ['environment', env[name]],
+      ['file', fileValues[name]],
+    ]
+    let chosen: { value: string; source: SettingSource } = { value: spec.default, source: 'default' }
+    for (const [source, raw] of candidates) {
+      // Blank and null are "unset": they fall through to the next source.
+      if (raw === undefined || raw.trim() === '') continue
+      const value = raw.trim()
+      const ok = settingValidators[name].safeParse(value)
+      if (!ok.success) {
+        const where = source === 'environment' ? 'environment' : 'settings file'
+        warnings.push(`${name} from ${where} is invalid (${firstIssue(ok.error)}); ${spec.secret ? 'value hidden; ' : `got ${JSON.stringify(value)}; `}using the default`)
+        continue
+      }
+      chosen = { value, source }
+      break
+    }
+    settings[name] = chosen
+  }
+
+  const s = (n: SettingName): string => settings[n].value
+  const num = (n: SettingName): number => Number(s(n))
+  const orNull = (n: SettingName): string | null => (s(n) === '' ? null : s(n))
+  const list = (n: SettingName): string[] =>
+    s(n)
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== '')
+
+  const target = (host: string, user: string, port: number): SshTarget | null =>
+    host !== '' && user !== '' ? { host, user, port } : null
+  const node1 = target(s('NODE1_HOST'), s('NODE1_USER'), num('NODE1_SSH_PORT'))
+  const node2 = target(s('NODE2_HOST'), s('NODE2_USER'), num('NODE2_SSH_PORT'))
+  const role = (prefix: 'ASR' | 'TTS'): RoleService => {
+    const host = s(`${prefix}_HOST`) || s('NODE2_HOST')
+    const user = s(`${prefix}_USER`) || s('NODE2_USER')
+    const ownPort = s(`${prefix}_SSH_PORT`)
+    // A role on node2's host uses node2's SSH port unless it has its own.
+    const sshPort = ownPort !== '' ? Number(ownPort) : host === s('NODE2_HOST') ? num('NODE2_SSH_PORT') : 22
+    return { ssh: target(host, user, sshPort), container: s(`${prefix}_CONTAINER`), port: num(`${prefix}_PORT`) }
+  }
+
+  const pathOr = (n: SettingName, fallback: string): string => (s(n) === '' ? path.join(dataDir, fallback) : s(n))
+
+  return {
+    port: num('PORT'),
+    bind: s('BIND'),
+    publicUrl: orNull('PUBLIC_URL')?.replace(/\/+$/, '') ?? null,
+    adminToken: orNull('ADMIN_TOKEN'),
+    consumerApiKeys: list('CONSUMER_API_KEYS'),
+    chatUiUrl: orNull('CHAT_UI_URL'),
+    nodes: { node1, node2 },
+    wolBroadcast: s('WOL_BROADCAST'),
+    llm: { port: num('LLM_PORT'), container: s('LLM_CONTAINER'), launcherDir: s('LAUNCHER_DIR') },
+    asr: role('ASR'),
+    tts: role('TTS'),
+    registryApiKey: orNull('REGISTRY_API_KEY'),
+    deepHealthIntervalS: num('DEEP_HEALTH_INTERVAL_S'),
+    embeddingsUrl: orNull('EMBEDDINGS_URL')?.replace(/\/+$/, '') ?? null,
+    vectorUrl: orNull('VECTOR_URL')?.replace(/\/+$/, '') ?? null,
+    scrubTerms: list('SCRUB_TERMS'),
+    rateSources: list('RATE_SOURCES').map((u) => u.replace(/\/+$/, '')),
+    paths: {
+      dataDir,
+      settingsFile,
+      adminTokenFile: path.join(dataDir, 'admin-token'),
+      knownHosts: path.join(dataDir, 'known_hosts.json'),
+      sshDir: path.join(dataDir, 'ssh'),
+      connectivityLog: pathOr('CONNECTIVITY_LOG', 'connectivity.json'),
+      modelsOverrides: pathOr('MODELS_OVERRIDES', 'models-overrides.yaml'),
+      servicesOverrides: pathOr('SERVICES_OVERRIDES', 'services-overrides.yaml'),
+      licensingDb: path.join(dataDir, 'licensing.sqlite'),
+      licensingKeyDir: path.join(dataDir, 'licensing'),
+    },
+    settings,
+    warnings,
+  }
+}
+
+/** The Settings view's list: secrets masked, each with its source and whether the file may change it. */
+export function settingsView(config: Config): SettingView[] {
+  return SETTING_NAMES.map((name) => {
+    const spec = SETTINGS[name] as (typeof SETTINGS)[SettingName] & { secret?: boolean }
+    const { value, source } = config.settings[name]
+    return {
+      name,
+      value: spec.secret ? maskSecret(value) : value,
+      source,
+      editable: source !== 'environment',
+      secret: spec.secret === true,
+      group: spec.group,
+      description: spec.description,
+      kind: spec.kind,
+    }
+  })
+}
+
+export function maskSecret(value: string): string {
+  return value === '' ? '' : '••••••••'
+}
+
+/**
+ * Saves settings edited in the dashboard. Values fixed by the environment are refused; an empty
+ * string removes the setting from the file. Each value is validated before anything is written.
+ */
+export function writeSettings(
+  config: Config,
+  changes: Partial<Record<SettingName, string>>,
+): { saved: SettingName[]; errors: { name: string; message: string }[] } {
+  const errors: { name: string; message: string }[] = []
+  const warnings: string[] = []
+  const current = readSettingsFile(config.paths.settingsFile, warnings)
+  const next: Partial<Record<SettingName, string>> = { ...current }
+  const saved: SettingName[] = []
+  for (const [name, raw] of Object.entries(changes) as [SettingName, string][]) {
+    if (!(name in SETTINGS)) {
+      errors.push({ name, message: 'unknown setting' })
+      continue
+    }
+    if (config.settings[name].source === 'environment') {
+      errors.push({ name, message: 'set by the environment; change it there' })
+      continue
+    }
+    const value = raw.trim()
+    if (value === '') {
+      delete next[name]
+      saved.push(name)
+      continue
+    }
+    const ok = settingValidators[name].safeParse(value)
+    if (!ok.success) {
+      errors.push({ name, message: firstIssue(ok.error) })
+      continue
+    }
+    next[name] = value
+    saved.push(name)
+  }
+  if (errors.length === 0) atomicWriteFile(config.paths.settingsFile, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 })
+  return { saved: errors.length === 0 ? saved : [], errors }
+}
+
+function blank(v: string | undefined): boolean {
+  return v === undefined || v.trim() === ''
+}
+
+function firstIssue(err: z.ZodError): string {
+  return err.issues[0]?.message ?? 'invalid'
+}

@@ -1,0 +1,61 @@
+import type { z } from 'zod'
+
+/**
+ * One API method: its input and output schemas, the HTTP route that serves it, and whether it
+ * streams. HTTP routes and IPC handlers are both generated from these entries, so a method is
+ * written exactly once.
+ */
+export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+export type HttpRoute = `${HttpVerb} /${string}`
+
+/** How errors are shaped on the wire: control/gateway `{detail, code}`, licensing `{ok:false, error, message}`. */
+export type ErrorStyle = 'control' | 'licensing'
+
+export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
+  readonly summary: string
+  readonly http: HttpRoute
+  readonly input: I
+  readonly output: O
+  /** Output is a stream of `output` events: SSE over HTTP, an event channel over IPC. */
+  readonly stream?: boolean
+  readonly errorStyle?: ErrorStyle
+  /** Served over HTTP only (e.g. login, buyer endpoints); the desktop window never calls it over IPC. */
+  readonly httpOnly?: boolean
+}
+
+export function method<I extends z.ZodType, O extends z.ZodType>(def: MethodDef<I, O>): MethodDef<I, O> {
+  return def
+}
+
+export type ContractTable = Record<string, MethodDef>
+
+/** What a handler is told about the call besides its input. */
+export interface CallContext {
+  readonly via: 'http' | 'ipc'
+  /** Client address for rate limiting; undefined over IPC. */
+  readonly clientIp?: string
+  /** Aborted when the caller goes away (HTTP client disconnect, IPC unsubscribe). */
+  readonly signal: AbortSignal
+  /** Begin or end an admin session. HTTP sets/clears the cookie; IPC is always the operator. */
+  readonly session: { begin(): void; end(): void; readonly authenticated: boolean }
+}
+
+export type MethodInput<D extends MethodDef> = z.input<D['input']>
+export type MethodParsedInput<D extends MethodDef> = z.output<D['input']>
+export type MethodOutput<D extends MethodDef> = z.output<D['output']>
+
+export type Handler<D extends MethodDef> = D['stream'] extends true
+  ? (input: MethodParsedInput<D>, ctx: CallContext) => AsyncIterable<MethodOutput<D>>
+  : (input: MethodParsedInput<D>, ctx: CallContext) => Promise<MethodOutput<D>>
+
+export type Handlers<C extends ContractTable> = { [K in keyof C]: Handler<C[K]> }
+
+/** Path parameters named in a route, e.g. `/api/models/:key/knobs` → ['key']. */
+export function routeParams(route: HttpRoute): string[] {
+  return [...route.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] as string)
+}
+
+export function splitRoute(route: HttpRoute): { verb: HttpVerb; path: string } {
+  const space = route.indexOf(' ')
+  return { verb: route.slice(0, space) as HttpVerb, path: route.slice(space + 1) }
+}

@@ -1,0 +1,57 @@
+/**
+ * The one error type services throw when a call must fail with a specific status. Anything else
+ * that escapes a handler is a 500 with a generic message (details go to the log, redacted).
+ */
+export type ErrorCode =
+  | 'bad_input'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'upstream_unreachable'
+  | 'upstream_error'
+  | 'unavailable'
+  | 'internal'
+  | (string & {})
+
+const statusByCode: Record<string, number> = {
+  bad_input: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  internal: 500,
+  upstream_unreachable: 502,
+  upstream_error: 502,
+  unavailable: 503,
+}
+
+export class ApiError extends Error {
+  readonly status: number
+  readonly code: ErrorCode
+  /** Extra response headers, e.g. Retry-After on 503. */
+  readonly headers: Record<string, string>
+
+  constructor(code: ErrorCode, message: string, opts: { status?: number; headers?: Record<string, string> } = {}) {
+    super(message)
+    this.name = 'ApiError'
+    this.code = code
+    this.status = opts.status ?? statusByCode[code] ?? 500
+    this.headers = opts.headers ?? {}
+  }
+}
+
+export const badInput = (message: string): ApiError => new ApiError('bad_input', message)
+export const notFound = (message: string): ApiError => new ApiError('not_found', message)
+export const conflict = (message: string): ApiError => new ApiError('conflict', message)
+
+/** The IPC error envelope; the preload turns it back into an Error with `code`. */
+export interface IpcEnvelope<T> {
+  ok: boolean
+  value?: T
+  error?: { code: string; message: string; status: number }
+}

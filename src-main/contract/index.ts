@@ -1,0 +1,22 @@
+import type { ContractTable, Handlers } from './define'
+import { systemContract } from './system'
+import { nodesContract } from './nodes'
+import { gatewayContract } from './gateway'
+import { licensingContract } from './licensing'
+
+/**
+ * THE api contract: every method Tandem serves, over HTTP and IPC alike. Each domain keeps its
+ * own table in this folder; this is where they meet.
+ */
+export const contract = {
+  ...systemContract,
+  ...nodesContract,
+  ...gatewayContract,
+  ...licensingContract,
+} satisfies ContractTable
+
+export type Contract = typeof contract
+export type MethodName = keyof Contract
+export type ContractHandlers = Handlers<Contract>
+export * from './define'
+export { ApiError } from './errors'

@@ -1,0 +1,75 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { randomBytes } from 'node:crypto'
+
+/**
+ * The one way Tandem writes a state file: a temp file beside the target, fsync, rename, so a
+ * crash leaves either the old or the new content, never half of one.
+ */
+export function atomicWriteFile(target: string, data: string | Buffer, opts: { mode?: number } = {}): void {
+  const dir = path.dirname(target)
+  fs.mkdirSync(dir, { recursive: true })
+  const tmp = path.join(dir, `.${path.basename(target)}.${randomBytes(6).toString('hex')}.tmp`)
+  const fd = fs.openSync(tmp, 'w', opts.mode ?? 0o644)
+  try {
+    fs.writeSync(fd, data)
+    fs.fsyncSync(fd)
+  } finally {
+    fs.closeSync(fd)
+  }
+  try {
+    if (opts.mode !== undefined) fs.chmodSync(tmp, opts.mode)
+    fs.renameSync(tmp, target)
+  } catch (err) {
+    fs.rmSync(tmp, { force: true })
+    throw err
+  }
+  try {
+    const dfd = fs.openSync(dir, 'r')
+    fs.fsyncSync(dfd)
+    fs.closeSync(dfd)
+  } catch {
+    // Directory fsync is best effort (not supported on every filesystem).
+  }
+}
+
+export type ReadResult<T> =
+  | { kind: 'missing' }
+  | { kind: 'ok'; value: T }
+  | { kind: 'corrupt'; error: string; keptAs: string | null }
+
+/**
+ * Reads a state file. A file that cannot be parsed is moved aside as `<name>.corrupt` so the
+ * caller can start fresh without losing what was there.
+ */
+export function readStateFile<T>(file: string, parse: (text: string) => T): ReadResult<T> {
+  let text: string
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' }
+    return { kind: 'corrupt', error: `cannot read: ${(err as Error).message}`, keptAs: null }
+  }
+  try {
+    return { kind: 'ok', value: parse(text) }
+  } catch (err) {
+    const keptAs = `${file}.corrupt`
+    try {
+      fs.renameSync(file, keptAs)
+      return { kind: 'corrupt', error: (err as Error).message, keptAs }
+    } catch {
+      return { kind: 'corrupt', error: (err as Error).message, keptAs: null }
+    }
+  }
+}
+
+/** Serialises async read-modify-write cycles on one resource so no update is lost. */
+export class SerialQueue {
+  private tail: Promise<unknown> = Promise.resolve()
+
+  run<T>(task: () => T | Promise<T>): Promise<T> {
+    const next = this.tail.then(task, task)
+    this.tail = next.catch(() => undefined)
+    return next
+  }
+}

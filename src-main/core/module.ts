@@ -1,0 +1,24 @@
+import type { Router } from 'express'
+import type { ContractTable, Handlers } from '../contract/define'
+
+/**
+ * A domain as the composition root sees it: the handlers for its slice of the contract, any
+ * HTTP-only routes that cannot be contract methods (proxies, multipart uploads, provider
+ * webhooks, HTML pages), and its background lifecycle.
+ */
+export interface DomainModule<C extends ContractTable> {
+  readonly name: string
+  readonly handlers: Handlers<C>
+  /** Mounted after the auth and origin middleware; which surface a path belongs to is decided in http/surfaces.ts. */
+  mountRoutes?(router: Router): void
+  start?(): Promise<void> | void
+  stop?(): Promise<void> | void
+}
+
+/** What every domain module is built from. Domain-specific dependencies are passed beside it. */
+export interface CoreDeps {
+  readonly config: import('../config/load').Config
+  readonly clock: import('./clock').Clock
+  readonly logger: import('./logger').Logger
+  readonly jobs: import('../jobs/registry').JobRegistry
+}

@@ -1,0 +1,230 @@
+import { randomBytes } from 'node:crypto'
+import type { Clock } from '../core/clock'
+import type { Redactor } from '../core/logger'
+import { ApiError } from '../contract/errors'
+import type { JobEvent, JobKind, JobProgress, JobRecord } from '../contract/system'
+
+const MAX_LOG_LINES = 2000
+const MAX_EVENTS = 5000
+const MAX_FINISHED_JOBS = 50
+
+/** What a running job's body may do. */
+export interface JobControl {
+  readonly id: string
+  /** Aborted when the operator cancels or the daemon stops. */
+  readonly signal: AbortSignal
+  phase(name: string): void
+  log(line: string): void
+  progress(p: Partial<JobProgress>): void
+}
+
+type Body = (job: JobControl) => Promise<unknown>
+
+interface JobEntry {
+  record: JobRecord
+  events: JobEvent[]
+  seq: number
+  abort: AbortController
+  waiters: Set<() => void>
+  done: Promise<void>
+}
+
+/**
+ * Long-running work (downloads, updates, prebuilt installs, swaps): at most one running job per
+ * kind, a bounded log, progress, and an event stream that replays what a late viewer missed.
+ * A job keeps running when its viewer disconnects.
+ */
+export class JobRegistry {
+  private readonly jobs = new Map<string, JobEntry>()
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly redactor: Redactor,
+  ) {}
+
+  /** Starts a job; refuses (409, naming the running job) when one of the same kind is running. */
+  start(kind: JobKind, title: string, body: Body): JobRecord {
+    const running = this.running(kind)
+    if (running) throw new ApiError('conflict', `a ${kind} job is already running (${running.record.id}: ${running.record.title})`)
+    const id = `${kind}-${randomBytes(6).toString('hex')}`
+    const now = this.clock.now()
+    let resolveDone!: () => void
+    const entry: JobEntry = {
+      record: {
+        id,
+        kind,
+        title,
+        state: 'running',
+        phase: 'Starting',
+        started_at: now,
+        finished_at: null,
+        elapsed_s: 0,
+        progress: null,
+        log: [],
+        result: null,
+        error: null,
+      },
+      events: [],
+      seq: 0,
+      abort: new AbortController(),
+      waiters: new Set(),
+      done: new Promise<void>((r) => (resolveDone = r)),
+    }
+    this.jobs.set(id, entry)
+    this.trim()
+    const control: JobControl = {
+      id,
+      signal: entry.abort.signal,
+      phase: (name) => {
+        entry.record.phase = name
+        this.emit(entry, { type: 'phase', seq: 0, phase: name })
+      },
+      log: (line) => {
+        for (const l of line.split(/\r?\n/)) {
+          const clean = this.redactor.redact(l)
+          entry.record.log.push(clean)
+          if (entry.record.log.length > MAX_LOG_LINES) entry.record.log.splice(0, entry.record.log.length - MAX_LOG_LINES)
+          this.emit(entry, { type: 'log', seq: 0, line: clean })
+        }
+      },
+      progress: (p) => {
+        const merged: JobProgress = {
+          percent: null,
+          bytes_done: null,
+          bytes_total: null,
+          rate: null,
+          eta_s: null,
+          ...entry.record.progress,
+          ...p,
+        }
+        entry.record.progress = merged
+        this.emit(entry, { type: 'progress', seq: 0, progress: merged })
+      },
+    }
+    // Run on the next tick so the caller gets the record before the first event.
+    void Promise.resolve()
+      .then(() => body(control))
+      .then(
+        (result) => this.finish(entry, entry.abort.signal.aborted ? 'cancelled' : 'succeeded', null, result ?? null),
+        (err: unknown) =>
+          this.finish(
+            entry,
+            entry.abort.signal.aborted ? 'cancelled' : 'failed',
+            this.redactor.redact(err instanceof Error ? err.message : String(err)),
+            null,
+          ),
+      )
+      .finally(() => resolveDone())
+    return this.snapshot(entry)
+  }
+
+  get(id: string): JobRecord {
+    return this.snapshot(this.entry(id))
+  }
+
+  list(kind?: JobKind): JobRecord[] {
+    return [...this.jobs.values()]
+      .filter((e) => kind === undefined || e.record.kind === kind)
+      .map((e) => this.snapshot(e))
+      .sort((a, b) => b.started_at - a.started_at)
+  }
+
+  running(kind: JobKind): JobEntry | undefined {
+    return [...this.jobs.values()].find((e) => e.record.kind === kind && e.record.state === 'running')
+  }
+
+  isRunning(kind: JobKind): boolean {
+    return this.running(kind) !== undefined
+  }
+
+  cancel(id: string): JobRecord {
+    const entry = this.entry(id)
+    if (entry.record.state === 'running') entry.abort.abort(new Error('cancelled by the operator'))
+    return this.snapshot(entry)
+  }
+
+  /** Resolves when the job has ended (for tests and shutdown). */
+  async wait(id: string): Promise<JobRecord> {
+    const entry = this.entry(id)
+    await entry.done
+    return this.snapshot(entry)
+  }
+
+  /** Every event after `after` (a seq), then live ones until the job ends or the signal aborts. */
+  async *events(id: string, after = 0, signal?: AbortSignal): AsyncGenerator<JobEvent> {
+    const entry = this.entry(id)
+    let next = after
+    for (;;) {
+      const pending = entry.events.filter((e) => e.seq > next)
+      for (const ev of pending) {
+        next = ev.seq
+        yield ev
+        if (ev.type === 'end') return
+      }
+      if (entry.record.state !== 'running' && pending.length === 0) {
+        // Ended and its end event was trimmed or already passed: nothing more will come.
+        return
+      }
+      if (signal?.aborted) return
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          entry.waiters.delete(wake)
+          signal?.removeEventListener('abort', wake)
+          resolve()
+        }
+        entry.waiters.add(wake)
+        signal?.addEventListener('abort', wake, { once: true })
+      })
+    }
+  }
+
+  /** Cancels every running job and waits for them (daemon shutdown). */
+  async stopAll(): Promise<void> {
+    const running = [...this.jobs.values()].filter((e) => e.record.state === 'running')
+    for (const e of running) e.abort.abort(new Error('daemon stopping'))
+    await Promise.all(running.map((e) => e.done))
+  }
+
+  private entry(id: string): JobEntry {
+    const e = this.jobs.get(id)
+    if (!e) throw new ApiError('not_found', `no job ${id}`)
+    return e
+  }
+
+  private emit(entry: JobEntry, ev: JobEvent): void {
+    entry.seq += 1
+    const withSeq = { ...ev, seq: entry.seq } as JobEvent
+    entry.events.push(withSeq)
+    if (entry.events.length > MAX_EVENTS) entry.events.splice(0, entry.events.length - MAX_EVENTS)
+    for (const w of [...entry.waiters]) w()
+  }
+
+  private finish(entry: JobEntry, state: JobRecord['state'], error: string | null, result: unknown): void {
+    entry.record.state = state
+    entry.record.error = error
+    entry.record.result = result
+    entry.record.finished_at = this.clock.now()
+    entry.record.phase = state === 'succeeded' ? 'Done' : state === 'cancelled' ? 'Cancelled' : 'Failed'
+    this.emit(entry, { type: 'end', seq: 0, state, error, result })
+  }
+
+  private snapshot(entry: JobEntry): JobRecord {
+    const end = entry.record.finished_at ?? this.clock.now()
+    return {
+      ...entry.record,
+      progress: entry.record.progress ? { ...entry.record.progress } : null,
+      log: entry.record.log.slice(-200),
+      elapsed_s: Math.max(0, Math.round((end - entry.record.started_at) / 100) / 10),
+    }
+  }
+
+  private trim(): void {
+    const finished = [...this.jobs.values()]
+      .filter((e) => e.record.state !== 'running')
+      .sort((a, b) => a.record.started_at - b.record.started_at)
+    while (finished.length > MAX_FINISHED_JOBS) {
+      const old = finished.shift()
+      if (old) this.jobs.delete(old.record.id)
+    }
+  }
+}
