@@ -1,0 +1,121 @@
+import { z } from 'zod'
+
+/**
+ * Edge validators for every value that can reach a remote command (spec 1, 5.4): model repo,
+ * engine args and knobs, prebuilt image, container, volume, port and environment, service names,
+ * the registry key, plus MACs and node names. Values that pass are still quoted with `shq` at the
+ * point of use; these schemas keep nonsense out early and give the caller a clear 400.
+ */
+
+const PRINTABLE = /^[\x20-\x7e]*$/
+
+/** Model-hub repository id: `org/name`, each part from the hub's own character set. */
+export const ModelRepo = z
+  .string()
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/, 'a model repo like org/name')
+  .refine((s) => !s.includes('..') && !s.includes('--'), 'a model repo may not contain ".." or "--"')
+export type ModelRepo = z.infer<typeof ModelRepo>
+
+/** Catalog key: used in file names and URLs. */
+export const ModelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, dot, dash, underscore')
+
+/** One engine argument (`--max-model-len=32768`, `32768`, `{"image":2}`): printable, no leading dash run-ons. */
+export const EngineArg = z
+  .string()
+  .min(1)
+  .max(2048)
+  .regex(PRINTABLE, 'printable ASCII only')
+  .refine((s) => s.trim() === s, 'no leading or trailing spaces')
+export const EngineArgs = z.array(EngineArg).max(128)
+
+/** The per-model knobs (spec 1, 2.3). */
+export const Knobs = z
+  .object({
+    'max-model-len': z.number().int().min(128).max(10_000_000).optional(),
+    'gpu-memory-utilization': z.number().min(0.05).max(0.99).optional(),
+    fastsafetensors: z.boolean().optional(),
+    'prefix-caching': z.boolean().optional(),
+    'fp8-kv-cache': z.boolean().optional(),
+  })
+  .strict()
+export type Knobs = z.infer<typeof Knobs>
+
+/** Absolute directory on a node for a local model: whitelisted characters, no `.` or `..` segments. */
+export const LocalPath = z
+  .string()
+  .max(1024)
+  .regex(/^\/[A-Za-z0-9._/-]*$/, 'an absolute path of letters, digits, dot, dash, underscore and slash')
+  .refine((p) => p.split('/').every((s) => s !== '.' && s !== '..'), 'no "." or ".." segments')
+
+/** Docker image reference: `[registry[:port]/]path[:tag][@sha256:digest]`. */
+export const ImageRef = z
+  .string()
+  .max(512)
+  .regex(
+    /^(?:[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/,
+    'a container image reference like registry/repo:tag',
+  )
+
+/** Docker container name (docker's own rule). */
+export const ContainerName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a container name')
+
+/** A named volume, or an absolute host directory to bind. */
+export const VolumeSource = z.union([
+  z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a volume name'),
+  LocalPath,
+])
+
+export const Port = z.coerce.number().int().min(1).max(65535)
+
+export const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'an environment variable name')
+/** Any text but NUL: it is quoted at use. */
+export const EnvValue = z
+  .string()
+  .max(8192)
+  .refine((s) => !s.includes('\0'), 'no NUL bytes')
+export const EnvMap = z.record(EnvName, EnvValue)
+
+/** Name of an always-on or custom service (asr, tts, whisper-large, ...). */
+export const ServiceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, dash, underscore')
+
+/** Registry API key: printable, no spaces (quoted at use, redacted from logs). */
+export const RegistryKey = z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'printable characters without spaces')
+
+/** Vector-store collection name: nothing from shell or URL syntax. */
+export const CollectionName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, dash, underscore')
+
+export const NodeName = z.enum(['node1', 'node2'])
+export type NodeName = z.infer<typeof NodeName>
+
+/** SSH host: a name or an IPv4/IPv6 literal. */
+export const SshHost = z.string().min(1).max(253).regex(/^[A-Za-z0-9._:-]+$/, 'a host name or address')
+export const SshUser = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$/, 'a POSIX user name')
+
+/**
+ * A MAC address in any common spelling (`aa:bb:..`, `AA-BB-..`, `aabb.ccdd.eeff`, 12 hex digits),
+ * normalised to lower-case colon form.
+ */
+export const MacAddress = z
+  .string()
+  .trim()
+  .transform((s, ctx) => {
+    const mac = normalizeMac(s)
+    if (mac === null) {
+      ctx.addIssue({ code: 'custom', message: 'a MAC address like aa:bb:cc:dd:ee:ff' })
+      return z.NEVER
+    }
+    return mac
+  })
+
+export function normalizeMac(raw: string): string | null {
+  const s = raw.trim()
+  let hex: string | null = null
+  if (/^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$/.test(s)) hex = s.replace(/[:-]/g, '')
+  else if (/^[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}$/.test(s)) hex = s.replace(/\./g, '')
+  else if (/^[0-9A-Fa-f]{12}$/.test(s)) hex = s
+  if (hex === null) return null
+  hex = hex.toLowerCase()
+  if (hex === '000000000000' || hex === 'ffffffffffff') return null
+  return hex.match(/../g)!.join(':')
+}
