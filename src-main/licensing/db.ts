@@ -1,0 +1,113 @@
+/**
+ * The licensing database: SQLite through better-sqlite3, WAL, foreign keys on.
+ *
+ * Stable interface (part B builds on it):
+ *   openLicensingDb(file, opts?) → LicensingDb   opens/creates (mode 0600), sets pragmas, runs every migration
+ *   runMigrations(db, migrations?, opts?)        applies pending migrations in id order; returns the ids applied
+ *   appliedMigrations(db) → number[]
+ *   checkDatabase(db) → {foreignKeyViolations, integrity}
+ *   type LicensingDb = better-sqlite3 Database
+ *
+ * Conventions of the schema (migrations/): ids are UUID text, except audit_log and
+ * subscription_invoices (integer). Every timestamp is INTEGER milliseconds since the epoch from
+ * the injected clock (`*_at`). Money is INTEGER in the smallest unit of its currency. Booleans are
+ * INTEGER 0/1. JSON lists (entitlements, events) are TEXT holding a JSON array.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import { MIGRATIONS, type Migration } from './migrations'
+
+export type LicensingDb = Database.Database
+export type { Migration }
+
+export interface OpenOptions {
+  /** Stop after this migration id (tests build a database at an earlier level). */
+  upTo?: number
+  migrations?: readonly Migration[]
+  now?: () => number
+}
+
+export function openLicensingDb(file: string, opts: OpenOptions = {}): LicensingDb {
+  if (file !== ':memory:') {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+    // The database holds provider API keys and webhook secrets: owner-only. SQLite creates the
+    // -wal and -shm files with the database file's mode.
+    fs.closeSync(fs.openSync(file, 'a', 0o600))
+    fs.chmodSync(file, 0o600)
+  }
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  db.pragma('foreign_keys = ON')
+  db.pragma('busy_timeout = 5000')
+  runMigrations(db, opts.migrations ?? MIGRATIONS, { upTo: opts.upTo, now: opts.now })
+  return db
+}
+
+function ensureMigrationTable(db: LicensingDb): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+  )`)
+}
+
+export function appliedMigrations(db: LicensingDb): number[] {
+  ensureMigrationTable(db)
+  return (db.prepare('SELECT id FROM schema_migrations ORDER BY id').all() as { id: number }[]).map((r) => r.id)
+}
+
+/**
+ * Applies pending migrations in id order, each in its own transaction together with its
+ * schema_migrations row, so a failure leaves the database at the previous level. A migration
+ * marked `rebuild` runs with foreign keys off (the SQLite 12-step table rebuild) and must leave
+ * `PRAGMA foreign_key_check` empty, or it is rolled back.
+ */
+export function runMigrations(
+  db: LicensingDb,
+  migrations: readonly Migration[] = MIGRATIONS,
+  opts: { upTo?: number; now?: () => number } = {},
+): number[] {
+  const now = opts.now ?? Date.now
+  const done = new Set(appliedMigrations(db))
+  const ordered = [...migrations].sort((a, b) => a.id - b.id)
+  const ids = new Set<number>()
+  for (const m of ordered) {
+    if (ids.has(m.id)) throw new Error(`duplicate migration id ${m.id}`)
+    ids.add(m.id)
+  }
+  const applied: number[] = []
+  for (const m of ordered) {
+    if (done.has(m.id)) continue
+    if (opts.upTo !== undefined && m.id > opts.upTo) break
+    const apply = db.transaction(() => {
+      m.up(db)
+      if (m.rebuild) {
+        const bad = db.pragma('foreign_key_check') as unknown[]
+        if (bad.length > 0) throw new Error(`migration ${m.id} ${m.name} left ${bad.length} foreign key violation(s)`)
+      }
+      db.prepare('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)').run(m.id, m.name, now())
+    })
+    // PRAGMA foreign_keys is a no-op inside a transaction, so it is switched outside it.
+    if (m.rebuild) db.pragma('foreign_keys = OFF')
+    try {
+      apply()
+    } finally {
+      if (m.rebuild) db.pragma('foreign_keys = ON')
+    }
+    applied.push(m.id)
+  }
+  return applied
+}
+
+export function checkDatabase(db: LicensingDb): { foreignKeyViolations: number; integrity: string } {
+  const fk = db.pragma('foreign_key_check') as unknown[]
+  const integrity = db.pragma('integrity_check', { simple: true }) as string
+  return { foreignKeyViolations: fk.length, integrity }
+}
+
+/** Runs `fn` in an IMMEDIATE transaction (takes the write lock up front, so concurrent writers queue). */
+export function immediate<T>(db: LicensingDb, fn: () => T): T {
+  return db.transaction(fn).immediate()
+}

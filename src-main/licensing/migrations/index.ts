@@ -1,0 +1,20 @@
+/**
+ * Numbered, additive migrations of the licensing database, applied in id order by
+ * `runMigrations` (db.ts). Never edit a migration once committed: add the next number.
+ * A migration that rebuilds a table sets `rebuild: true` and must be idempotent.
+ */
+import type Database from 'better-sqlite3'
+import { m001Initial } from './001_initial'
+import { m002MultiCurrency } from './002_multi_currency'
+import { m003TiersSubscriptions } from './003_tiers_subscriptions'
+import { m004ProductPriceChecks } from './004_product_price_checks'
+
+export interface Migration {
+  readonly id: number
+  readonly name: string
+  /** Runs with foreign keys off (SQLite's 12-step table rebuild); checked with foreign_key_check before commit. */
+  readonly rebuild?: boolean
+  up(db: Database.Database): void
+}
+
+export const MIGRATIONS: readonly Migration[] = [m001Initial, m002MultiCurrency, m003TiersSubscriptions, m004ProductPriceChecks]

@@ -1,0 +1,132 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { appliedMigrations, checkDatabase, openLicensingDb, runMigrations } from '../../../src-main/licensing/db'
+import { MIGRATIONS } from '../../../src-main/licensing/migrations'
+import { m004ProductPriceChecks } from '../../../src-main/licensing/migrations/004_product_price_checks'
+
+function tmpFile(): string {
+  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lic-db-')), 'licensing.sqlite')
+}
+
+/** Fills a database at migration level 3 (before the products rebuild) with rows in every related table. */
+function populateAtLevel3(file: string) {
+  const db = openLicensingDb(file, { upTo: 3 })
+  const t = 1_700_000_000_000
+  db.prepare(
+    `INSERT INTO products (id, slug, name, price_sats, created_at, updated_at, price_currency, price_value)
+     VALUES ('p1', 'app', 'App', 5000, ?, ?, 'SAT', 5000),
+            ('p2', 'legacy', 'Legacy', 700, ?, ?, 'SAT', 0),
+            ('p3', 'fiat', 'Fiat', 0, ?, ?, 'usd', 1999)`,
+  ).run(t, t, t, t, t, t)
+  db.prepare(
+    `INSERT INTO policies (id, product_id, slug, name, created_at, updated_at, tier_rank) VALUES
+     ('pol1', 'p1', 'basic', 'Basic', ?, ?, 1), ('pol2', 'p1', 'pro', 'Pro', ?, ?, 2)`,
+  ).run(t, t, t, t)
+  db.prepare(
+    `INSERT INTO invoices (id, product_id, policy_id, amount_sats, status, created_at, updated_at)
+     VALUES ('inv1', 'p1', 'pol1', 5000, 'pending', ?, ?)`,
+  ).run(t, t)
+  db.prepare(
+    `INSERT INTO licenses (id, product_id, policy_id, invoice_id, source, license_key, issued_at, updated_at)
+     VALUES ('lic1', 'p1', 'pol1', 'inv1', 'purchase', 'LIC1-X-Y', ?, ?)`,
+  ).run(t, t)
+  db.prepare(`UPDATE invoices SET status = 'settled', issued_license_id = 'lic1' WHERE id = 'inv1'`).run()
+  db.prepare(
+    `INSERT INTO machines (id, license_id, fingerprint_hash, activated_at, last_heartbeat_at)
+     VALUES ('m1', 'lic1', ?, ?, ?)`,
+  ).run('a'.repeat(64), t, t)
+  db.prepare(
+    `INSERT INTO discount_codes (id, code, kind, value, product_id, created_at, updated_at)
+     VALUES ('d1', 'TEN', 'percent', 10, 'p1', ?, ?)`,
+  ).run(t, t)
+  db.close()
+}
+
+describe('licensing migrations', () => {
+  it('applies every migration once, records each, and re-running is a no-op', () => {
+    const file = tmpFile()
+    const db = openLicensingDb(file)
+    expect(appliedMigrations(db)).toEqual(MIGRATIONS.map((m) => m.id))
+    expect(runMigrations(db)).toEqual([])
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal')
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
+    db.close()
+    const again = openLicensingDb(file)
+    expect(appliedMigrations(again)).toEqual(MIGRATIONS.map((m) => m.id))
+    again.close()
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600)
+  })
+
+  it('rebuilds products on a populated level-3 database with clean foreign-key and integrity checks', () => {
+    const file = tmpFile()
+    populateAtLevel3(file)
+    const db = openLicensingDb(file)
+    expect(appliedMigrations(db)).toContain(4)
+    expect(checkDatabase(db)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
+    const rows = db.prepare('SELECT id, price_sats, price_currency, price_value FROM products ORDER BY id').all()
+    expect(rows).toEqual([
+      { id: 'p1', price_sats: 5000, price_currency: 'SAT', price_value: 5000 },
+      { id: 'p2', price_sats: 700, price_currency: 'SAT', price_value: 700 },
+      { id: 'p3', price_sats: 0, price_currency: 'USD', price_value: 1999 },
+    ])
+    // Children still point at the rebuilt table, and foreign keys are enforced on it.
+    expect(db.prepare("SELECT count(*) AS n FROM licenses WHERE product_id = 'p1'").get()).toEqual({ n: 1 })
+    expect(() => db.prepare("DELETE FROM products WHERE id = 'p1'").run()).toThrow(/FOREIGN KEY/)
+    // The new CHECKs hold.
+    expect(() => db.prepare("UPDATE products SET price_currency = 'GBP' WHERE id = 'p1'").run()).toThrow(/CHECK/)
+    expect(() => db.prepare("UPDATE products SET price_value = 1 WHERE id = 'p1'").run()).toThrow(/CHECK/)
+    db.close()
+  })
+
+  it('the rebuild is idempotent when run again by hand', () => {
+    const file = tmpFile()
+    populateAtLevel3(file)
+    const db = openLicensingDb(file)
+    const before = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'products'").get()
+    db.pragma('foreign_keys = OFF')
+    db.transaction(() => m004ProductPriceChecks.up(db))()
+    db.pragma('foreign_keys = ON')
+    expect(db.prepare("SELECT sql FROM sqlite_master WHERE name = 'products'").get()).toEqual(before)
+    expect(checkDatabase(db)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
+    db.close()
+  })
+
+  it('level 2 backfills price_value from legacy price_sats', () => {
+    const file = tmpFile()
+    const db = openLicensingDb(file, { upTo: 1 })
+    db.prepare(`INSERT INTO products (id, slug, name, price_sats, created_at, updated_at) VALUES ('p', 's', 'n', 4200, 0, 0)`).run()
+    runMigrations(db, MIGRATIONS, { upTo: 2 })
+    expect(db.prepare('SELECT price_currency, price_value FROM products').get()).toEqual({ price_currency: 'SAT', price_value: 4200 })
+    db.close()
+  })
+
+  it('enforces the subscription and tier-change checks', () => {
+    const db = openLicensingDb(tmpFile())
+    db.exec(`INSERT INTO products (id, slug, name, created_at, updated_at) VALUES ('p', 's', 'n', 0, 0);
+             INSERT INTO policies (id, product_id, slug, name, created_at, updated_at) VALUES ('a', 'p', 'a', 'A', 0, 0);
+             INSERT INTO licenses (id, product_id, source, license_key, issued_at, updated_at) VALUES ('l', 'p', 'complimentary', 'k', 0, 0)`)
+    const sub = db.prepare(
+      `INSERT INTO subscriptions (id, license_id, policy_id, status, listed_currency, listed_value, period_days, next_renewal_at, created_at, updated_at)
+       VALUES (?, 'l', 'a', ?, 'SAT', 100, 30, 0, 0, 0)`,
+    )
+    expect(() => sub.run('s1', 'paused')).toThrow(/CHECK/)
+    sub.run('s1', 'active')
+    expect(() => sub.run('s2', 'active')).toThrow(/UNIQUE/)
+    db.exec(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES ('i1', 'p', 1, 0, 0), ('i2', 'p', 1, 0, 0)`)
+    const link = db.prepare(`INSERT INTO subscription_invoices (subscription_id, invoice_id, cycle_number, created_at) VALUES ('s1', ?, ?, 0)`)
+    link.run('i1', 1)
+    expect(() => link.run('i2', 1)).toThrow(/UNIQUE/)
+    const tc = db.prepare(
+      `INSERT INTO tier_changes (id, license_id, from_policy_id, to_policy_id, direction, listed_currency, proration_charge_value, effective_at, actor, created_at)
+       VALUES (?, 'l', 'a', 'a', ?, 'SAT', ?, 0, ?, 0)`,
+    )
+    expect(() => tc.run('t1', 'sideways', 0, 'admin')).toThrow(/CHECK/)
+    expect(() => tc.run('t1', 'upgrade', -1, 'admin')).toThrow(/CHECK/)
+    expect(() => tc.run('t1', 'upgrade', 0, 'robot')).toThrow(/CHECK/)
+    tc.run('t1', 'upgrade', 0, 'admin')
+    expect(() => db.prepare(`INSERT INTO provider_b_config (id, base_url, api_key, connected_at, updated_at) VALUES (2, 'u', 'k', 0, 0)`).run()).toThrow(/CHECK/)
+    db.close()
+  })
+})
