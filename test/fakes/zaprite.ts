@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto'
+import { LoopbackServer, postRaw, type FakeReply, type RecordedRequest } from './loopback'
+
+export type FakeZapriteStatus = 'PENDING' | 'PROCESSING' | 'PAID' | 'COMPLETE' | 'OVERPAID' | 'UNDERPAID'
+
+export interface FakeZapriteOrder {
+  id: string
+  status: FakeZapriteStatus
+  amount: number
+  currency: string
+  externalUniqId: string | null
+  redirectUrl: string | null
+  label: string | null
+  checkoutUrl: string
+  customerData: Record<string, unknown> | null
+}
+
+/**
+ * A loopback Zaprite: create, fetch and list orders with `Authorization: Bearer <key>`. Like the
+ * real one it signs nothing; `sendWebhook` posts whatever body a test wants.
+ */
+export class FakeZaprite {
+  readonly apiKey: string
+  readonly orders = new Map<string, FakeZapriteOrder>()
+  webhookUrl: string | null = null
+  private readonly server: LoopbackServer
+  private seq = 0
+
+  constructor(opts: { apiKey?: string } = {}) {
+    this.apiKey = opts.apiKey ?? `zap-key-${randomBytes(8).toString('hex')}`
+    this.server = new LoopbackServer((req, url) => this.handle(req, url))
+  }
+
+  get url(): string {
+    return this.server.url
+  }
+
+  get requests(): readonly RecordedRequest[] {
+    return this.server.requests
+  }
+
+  async start(): Promise<this> {
+    await this.server.start()
+    return this
+  }
+
+  stop(): Promise<void> {
+    return this.server.stop()
+  }
+
+  setStatus(id: string, status: FakeZapriteStatus): void {
+    const o = this.orders.get(id)
+    if (!o) throw new Error(`no fake order ${id}`)
+    o.status = status
+  }
+
+  /** The buyer pays: the order turns PAID and an `order.change` event goes to `webhookUrl`. */
+  async pay(id: string, status: FakeZapriteStatus = 'PAID'): Promise<{ status: number; text: string }> {
+    this.setStatus(id, status)
+    const o = this.orders.get(id)!
+    return this.sendWebhook({ event: 'order.change', data: { id, status, externalUniqId: o.externalUniqId } })
+  }
+
+  sendWebhook(body: unknown, url?: string): Promise<{ status: number; text: string }> {
+    return this.sendRaw(JSON.stringify(body), url)
+  }
+
+  sendRaw(body: string, url?: string): Promise<{ status: number; text: string }> {
+    const target = url ?? this.webhookUrl
+    if (!target) throw new Error('FakeZaprite.webhookUrl is not set')
+    return postRaw(target, body)
+  }
+
+  private handle(req: RecordedRequest, url: URL): FakeReply {
+    const checkout = url.pathname.match(/^\/checkout\/([A-Za-z0-9_]+)$/)
+    if (checkout && req.method === 'GET') {
+      const o = this.orders.get(checkout[1]!)
+      return o ? { status: 200, body: `<html><body>Pay ${o.amount} ${o.currency}</body></html>` } : { status: 404, body: '' }
+    }
+    if (req.headers.authorization !== `Bearer ${this.apiKey}`) return { status: 401, body: { message: 'Unauthorized' } }
+    if (url.pathname === '/v1/orders' && req.method === 'GET') {
+      const limit = Number(url.searchParams.get('limit') ?? '20')
+      const items = [...this.orders.values()].slice(0, limit)
+      return { status: 200, body: { items, meta: { pagesCount: 1, itemsCount: this.orders.size } } }
+    }
+    if (url.pathname === '/v1/orders' && req.method === 'POST') {
+      const input = JSON.parse(req.body) as Partial<FakeZapriteOrder>
+      if (typeof input.amount !== 'number' || !Number.isInteger(input.amount) || input.amount <= 0) {
+        return { status: 400, body: { message: 'amount must be a positive integer in the smallest unit' } }
+      }
+      const id = `od_${++this.seq}${randomBytes(3).toString('hex')}`
+      const order: FakeZapriteOrder = {
+        id,
+        status: 'PENDING',
+        amount: input.amount,
+        currency: String(input.currency),
+        externalUniqId: input.externalUniqId ?? null,
+        redirectUrl: input.redirectUrl ?? null,
+        label: input.label ?? null,
+        checkoutUrl: `${this.url}/checkout/${id}`,
+        customerData: (input.customerData as Record<string, unknown> | undefined) ?? null,
+      }
+      this.orders.set(id, order)
+      return { status: 200, body: order }
+    }
+    const one = url.pathname.match(/^\/v1\/orders\/([^/]+)$/)
+    if (one && req.method === 'GET') {
+      const key = decodeURIComponent(one[1]!)
+      const o = this.orders.get(key) ?? [...this.orders.values()].find((x) => x.externalUniqId === key)
+      return o ? { status: 200, body: o } : { status: 404, body: { message: 'Order not found' } }
+    }
+    return { status: 404, body: { message: 'Not found' } }
+  }
+}
