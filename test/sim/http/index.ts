@@ -1,0 +1,5 @@
+/** The simulated inference services (llm, asr, tts) on loopback, for tests, the sim cluster and the demo. */
+export { startFakeLlm, type FakeLlm, type FakeLlmOptions } from './llm'
+export { startFakeAsr, scriptedWords, fingerprint, type FakeAsr, type FakeAsrOptions } from './asr'
+export { startFakeTts, simVoices, type FakeTts, type FakeTtsOptions } from './tts'
+export { makeWav, type Fault, type FaultInput, type FakeServer, type RecordedRequest } from './common'

@@ -1,0 +1,121 @@
+import type http from 'node:http'
+import { readBody, sendJson, startFake, writeChunks, type FakeContext, type FakeOptions, type FakeServer } from './common'
+
+/**
+ * A fake OpenAI-compatible llm (the shape vLLM serves): `/v1/models`, `/v1/chat/completions` and
+ * `/v1/completions`, streaming or not. The answer is deterministic: it echoes the prompt's words
+ * (or `max_tokens` words of a fixed text), one SSE chunk per token.
+ */
+export interface FakeLlmOptions extends FakeOptions {
+  /** The loaded model; null = the engine is up but has no model (empty list). */
+  model?: string | null
+  /** Delay before each streamed chunk (ms). */
+  chunkDelayMs?: number
+}
+
+export interface FakeLlm extends FakeServer {
+  setModel(model: string | null): void
+}
+
+const FILLER =
+  'The quick brown fox jumps over the lazy dog while the cluster hums along and every token arrives on time'.split(' ')
+
+interface ChatBody {
+  model?: unknown
+  stream?: unknown
+  max_tokens?: unknown
+  messages?: unknown
+  prompt?: unknown
+}
+
+function lastUserText(body: ChatBody): string {
+  if (Array.isArray(body.messages)) {
+    for (let i = body.messages.length - 1; i >= 0; i--) {
+      const m = body.messages[i] as { role?: unknown; content?: unknown }
+      if (m && m.role === 'user') {
+        if (typeof m.content === 'string') return m.content
+        if (Array.isArray(m.content))
+          return m.content.map((p: { text?: unknown }) => (typeof p?.text === 'string' ? p.text : '')).join(' ')
+      }
+    }
+  }
+  if (typeof body.prompt === 'string') return body.prompt
+  return ''
+}
+
+function answerTokens(body: ChatBody): string[] {
+  const max = typeof body.max_tokens === 'number' && body.max_tokens > 0 ? Math.min(body.max_tokens, 100_000) : null
+  if (max !== null) return Array.from({ length: max }, (_, i) => (i === 0 ? '' : ' ') + FILLER[i % FILLER.length])
+  const words = `You said: ${lastUserText(body)}`.trim().split(/\s+/)
+  return words.map((w, i) => (i === 0 ? w : ' ' + w))
+}
+
+export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> {
+  let model: string | null = opts.model === undefined ? 'sim/Qwen3-8B-Instruct' : opts.model
+  const created = 1_767_225_600
+  let seq = 0
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0]
+    if (req.method === 'GET' && path === '/v1/models') {
+      req.resume()
+      const data = model
+        ? [{ id: model, object: 'model', created, owned_by: 'vllm', root: model, max_model_len: 32768 }]
+        : []
+      return sendJson(res, 200, { object: 'list', data })
+    }
+    if (req.method === 'GET' && path === '/health') {
+      req.resume()
+      return sendJson(res, 200, { ok: true })
+    }
+    const chat = path === '/v1/chat/completions'
+    if (req.method !== 'POST' || (!chat && path !== '/v1/completions')) {
+      req.resume()
+      return sendJson(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError', code: 404 } })
+    }
+    const raw = await readBody(req)
+    let body: ChatBody
+    try {
+      body = JSON.parse(raw.toString('utf8')) as ChatBody
+    } catch {
+      return sendJson(res, 400, { error: { message: 'malformed JSON body', type: 'BadRequestError', code: 400 } })
+    }
+    if (!model) return sendJson(res, 404, { error: { message: 'no model loaded', type: 'NotFoundError', code: 404 } })
+    if (typeof body.model === 'string' && body.model !== model)
+      return sendJson(res, 404, {
+        error: { message: `The model \`${body.model}\` does not exist.`, type: 'NotFoundError', code: 404 },
+      })
+    const id = `${chat ? 'chatcmpl' : 'cmpl'}-sim${++seq}`
+    const tokens = answerTokens(body)
+    const usage = { prompt_tokens: lastUserText(body).split(/\s+/).length, completion_tokens: tokens.length, total_tokens: 0 }
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
+
+    if (body.stream === true) {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' })
+      res.flushHeaders()
+      const object = chat ? 'chat.completion.chunk' : 'text_completion'
+      const chunk = (t: string, last: boolean): string => {
+        const choice = chat
+          ? { index: 0, delta: last ? {} : { role: 'assistant', content: t }, finish_reason: last ? 'stop' : null }
+          : { index: 0, text: t, finish_reason: last ? 'stop' : null }
+        return `data: ${JSON.stringify({ id, object, created, model, choices: [choice] })}\n\n`
+      }
+      const chunks = [...tokens.map((t) => chunk(t, false)), chunk('', true), 'data: [DONE]\n\n']
+      if (await writeChunks(res, ctx, chunks, opts.chunkDelayMs ?? 0)) res.end()
+      return
+    }
+    const text = tokens.join('')
+    const choice = chat
+      ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }
+      : { index: 0, text, finish_reason: 'stop' }
+    if (ctx.fault.kind === 'slow' && !(await ctx.sleep(ctx.fault.delayMs))) return
+    sendJson(res, 200, { id, object: chat ? 'chat.completion' : 'text_completion', created, model, choices: [choice], usage })
+  }
+
+  const fake = await startFake('llm', handle, opts)
+  return Object.assign(fake, {
+    setModel(m: string | null) {
+      model = m
+    },
+  })
+}
