@@ -8,6 +8,7 @@ import type { systemContract } from '../contract/system'
 import { JobRegistry } from '../jobs/registry'
 import { ensureAdminToken, secretEquals } from './adminToken'
 import { systemClock, type Clock } from './clock'
+import { RateLimiter } from './rateLimit'
 import { createLogger, Redactor, type Logger } from './logger'
 import type { DomainModule } from './module'
 import { VERSION } from './version'
@@ -49,6 +50,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   for (const w of config.warnings) logger.warn(w)
 
   const jobs = new JobRegistry(clock, redactor)
+  // Five failed logins per address, then one more every 12 s.
+  const loginLimiter = new RateLimiter({ capacity: 5, refillPerSecond: 1 / 12, clock })
   const startedAt = clock.now()
 
   const system: Handlers<typeof systemContract> = {
@@ -61,7 +64,19 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       return { saved: res.saved, restart_required: res.saved.length > 0 }
     },
     login: async ({ token }, ctx) => {
-      if (!secretEquals(token, admin.token)) throw new ApiError('unauthorized', 'wrong admin token')
+      const who = ctx.clientIp ?? 'ipc'
+      if (loginLimiter.available(who) < 1) {
+        const wait = loginLimiter.retryAfterSeconds(who)
+        throw new ApiError('rate_limited', `too many failed logins; try again in ${wait} s`, {
+          headers: { 'Retry-After': String(wait) },
+        })
+      }
+      if (!secretEquals(token, admin.token)) {
+        loginLimiter.take(who)
+        logger.warn('failed login', { from: who })
+        throw new ApiError('unauthorized', 'wrong admin token')
+      }
+      loginLimiter.reset(who)
       ctx.session.begin()
       return { ok: true }
     },

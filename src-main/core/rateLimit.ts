@@ -14,8 +14,7 @@ export class RateLimiter {
   /** Takes one token for `key`; false when the bucket is empty. */
   take(key: string): boolean {
     const now = this.opts.clock.now()
-    const b = this.buckets.get(key) ?? { tokens: this.opts.capacity, at: now }
-    const refilled = Math.min(this.opts.capacity, b.tokens + ((now - b.at) / 1000) * this.opts.refillPerSecond)
+    const refilled = this.available(key)
     const ok = refilled >= 1
     this.buckets.delete(key) // re-insert so Map order is least-recently-used first
     this.buckets.set(key, { tokens: ok ? refilled - 1 : refilled, at: now })
@@ -23,11 +22,17 @@ export class RateLimiter {
     return ok
   }
 
+  /** Tokens `key` has now, without taking one. */
+  available(key: string): number {
+    const b = this.buckets.get(key)
+    if (!b) return this.opts.capacity
+    return Math.min(this.opts.capacity, b.tokens + ((this.opts.clock.now() - b.at) / 1000) * this.opts.refillPerSecond)
+  }
+
   /** Seconds until `key` has a token again (for Retry-After). */
   retryAfterSeconds(key: string): number {
-    const b = this.buckets.get(key)
-    if (!b || b.tokens >= 1) return 0
-    return Math.ceil((1 - b.tokens) / this.opts.refillPerSecond)
+    const tokens = this.available(key)
+    return tokens >= 1 ? 0 : Math.ceil((1 - tokens) / this.opts.refillPerSecond)
   }
 
   reset(key: string): void {

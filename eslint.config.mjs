@@ -1,0 +1,40 @@
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+import vue from 'eslint-plugin-vue'
+import prettier from 'eslint-config-prettier'
+
+const electronBan = {
+  'no-restricted-imports': [
+    'error',
+    {
+      paths: [{ name: 'electron', message: 'electron may only be imported in src-main/desktop/ and src-preload/ (headless mode must run under plain Node).' }],
+    },
+  ],
+}
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'out/**', 'dist/**', 'test-results/**', 'playwright-report/**', '.tandem-data/**', 'overlays/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  ...vue.configs['flat/recommended'],
+  {
+    files: ['**/*.vue'],
+    languageOptions: { parserOptions: { parser: tseslint.parser } },
+  },
+  {
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', __dirname: 'readonly' },
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'error',
+      'vue/multi-word-component-names': 'off',
+      ...electronBan,
+    },
+  },
+  {
+    files: ['src-main/desktop/**', 'src-preload/**'],
+    rules: { 'no-restricted-imports': 'off' },
+  },
+  prettier,
+)

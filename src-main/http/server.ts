@@ -1,0 +1,271 @@
+import fs from 'node:fs'
+import http from 'node:http'
+import path from 'node:path'
+import type { AddressInfo } from 'node:net'
+import express, { type NextFunction, type Request, type Response } from 'express'
+import { contract } from '../contract'
+import { splitRoute, type CallContext, type ErrorStyle, type MethodDef } from '../contract/define'
+import { ApiError } from '../contract/errors'
+import type { Core } from '../core/app'
+import { invokeMethod, openStream, toPublicError, type AnyHandler } from '../core/invoke'
+import { secretEquals } from '../core/adminToken'
+import { allowsAnyOrigin, isOriginGuarded, surfaceOf, type Surface } from './surfaces'
+import { readCookie, SESSION_COOKIE, SessionSigner } from './session'
+import { writeSse } from './sse'
+
+const JSON_LIMIT = '1mb'
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+interface RequestState {
+  surface: Surface
+  admin: boolean
+}
+
+function state(res: Response): RequestState {
+  return res.locals as RequestState
+}
+
+export function sendError(res: Response, err: ApiError, style: ErrorStyle): void {
+  if (res.headersSent) {
+    res.end()
+    return
+  }
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v)
+  const body = style === 'licensing' ? { ok: false, error: err.code, message: err.message } : { detail: err.message, code: err.code }
+  res.status(err.status).json(body)
+}
+
+function styleFor(surface: Surface): ErrorStyle {
+  return surface === 'licensing-public' ? 'licensing' : 'control'
+}
+
+function bearer(req: Request): string | undefined {
+  const h = req.headers.authorization
+  if (!h) return undefined
+  const m = /^Bearer\s+(.+)$/i.exec(h)
+  return m?.[1]?.trim()
+}
+
+/** True when a state-changing request comes from a page on another origin. */
+export function isCrossOrigin(req: Request): boolean {
+  const host = req.headers.host
+  const origin = req.headers.origin ?? req.headers.referer
+  if (origin === undefined) return false // not a browser form/fetch: API clients send neither
+  if (origin === 'null') return true
+  try {
+    return new URL(origin).host !== host
+  } catch {
+    return true
+  }
+}
+
+export interface HttpAppOptions {
+  /** Built renderer to serve at `/`; null serves no dashboard (API-only tests). */
+  rendererDir?: string | null
+}
+
+export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Express {
+  const app = express()
+  const logger = core.logger.child('http')
+  const sessions = new SessionSigner(core.adminToken, core.clock)
+  const consumerKeys = core.config.consumerApiKeys
+  const handlers = core.handlers as unknown as Record<string, AnyHandler>
+
+  app.disable('x-powered-by')
+  app.set('etag', false)
+
+  // Surface, baseline headers, CORS.
+  app.use((req, res, next) => {
+    const surface = surfaceOf(req.path)
+    state(res).surface = surface
+    res.setHeader('X-Content-Type-Options', 'nosniff')
+    res.setHeader('Referrer-Policy', 'same-origin')
+    if (allowsAnyOrigin(surface)) {
+      res.setHeader('Access-Control-Allow-Origin', '*')
+      if (req.method === 'OPTIONS') {
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS')
+        res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type')
+        res.setHeader('Access-Control-Max-Age', '600')
+        res.status(204).end()
+        return
+      }
+    }
+    next()
+  })
+
+  // Credentials per surface.
+  app.use((req, res, next) => {
+    const st = state(res)
+    const token = bearer(req)
+    st.admin =
+      sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) || (token !== undefined && core.isAdminToken(token))
+    switch (st.surface) {
+      case 'control':
+      case 'licensing-admin':
+        if (!st.admin) return sendError(res, new ApiError('unauthorized', 'admin session or bearer token required'), 'control')
+        break
+      case 'consumer':
+        if (consumerKeys.length > 0 && !st.admin) {
+          const ok = token !== undefined && consumerKeys.some((k) => secretEquals(token, k))
+          if (!ok) return sendError(res, new ApiError('unauthorized', 'a valid consumer API key is required'), 'control')
+        }
+        break
+      default:
+        break
+    }
+    // Same-origin guard: a page on another origin must not drive the operator's session.
+    if (isOriginGuarded(st.surface) && STATE_CHANGING.has(req.method) && isCrossOrigin(req)) {
+      return sendError(res, new ApiError('forbidden', 'cross-origin request refused'), 'control')
+    }
+    next()
+  })
+
+  // Contract routes.
+  const jsonBody = express.json({ limit: JSON_LIMIT })
+  for (const [name, def] of Object.entries(contract) as [string, MethodDef][]) {
+    const { verb, path: routePath } = splitRoute(def.http)
+    const style = def.errorStyle ?? 'control'
+    const route = app.route(routePath)
+    const mount = verb.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete'
+    route[mount](jsonBody, async (req: Request, res: Response) => {
+      const abort = new AbortController()
+      res.on('close', () => abort.abort())
+      const cookie = readCookie(req.headers.cookie, SESSION_COOKIE)
+      const ctx: CallContext = {
+        via: 'http',
+        clientIp: req.socket.remoteAddress ?? 'unknown',
+        signal: abort.signal,
+        session: {
+          authenticated: state(res).admin,
+          begin: () => {
+            const s = sessions.issue()
+            res.cookie(SESSION_COOKIE, s.value, { httpOnly: true, sameSite: 'strict', path: '/', maxAge: s.maxAgeS * 1000, secure: req.secure })
+          },
+          end: () => {
+            sessions.revoke(cookie)
+            res.clearCookie(SESSION_COOKIE, { path: '/' })
+          },
+        },
+      }
+      const body: unknown = req.body
+      const fromBody = STATE_CHANGING.has(verb) && body !== undefined && body !== null ? body : {}
+      if (STATE_CHANGING.has(verb) && (typeof fromBody !== 'object' || Array.isArray(fromBody))) {
+        return sendError(res, new ApiError('bad_input', 'the body must be a JSON object'), style)
+      }
+      const raw = { ...(verb === 'GET' || verb === 'DELETE' ? (req.query as object) : {}), ...(fromBody as object), ...req.params }
+      if (def.stream) {
+        const lastId = req.headers['last-event-id']
+        if (typeof lastId === 'string' && /^\d+$/.test(lastId) && !('after' in raw)) Object.assign(raw, { after: lastId })
+        try {
+          const items = openStream(handlers, name, raw, ctx, logger)
+          await writeSse(res, items, abort.signal, (err) => toPublicError(err, logger))
+        } catch (err) {
+          sendError(res, toPublicError(err, logger), style)
+        }
+        return
+      }
+      try {
+        const out = await invokeMethod(handlers, name, raw, ctx, logger)
+        res.status(200).json(out)
+      } catch (err) {
+        sendError(res, toPublicError(err, logger), style)
+      }
+    })
+  }
+
+  // HTTP-only domain routes (proxies, uploads, webhooks, pages).
+  for (const m of core.modules) {
+    if (!m.mountRoutes) continue
+    const router = express.Router()
+    m.mountRoutes(router)
+    app.use(router)
+  }
+
+  // The dashboard.
+  const rendererDir = opts.rendererDir === undefined ? defaultRendererDir() : opts.rendererDir
+  if (rendererDir && fs.existsSync(path.join(rendererDir, 'index.html'))) {
+    const indexHtml = fs.readFileSync(path.join(rendererDir, 'index.html'))
+    const sendIndex = (_req: Request, res: Response): void => {
+      res.setHeader('Content-Security-Policy', DASHBOARD_CSP)
+      res.setHeader('Cache-Control', 'no-cache')
+      res.type('html').send(indexHtml)
+    }
+    app.get(['/', '/login', '/index.html'], sendIndex)
+    app.use('/assets', express.static(path.join(rendererDir, 'assets'), { index: false, immutable: true, maxAge: '1y' }))
+  }
+
+  app.use((req, res) => {
+    sendError(res, new ApiError('not_found', `no route ${req.method} ${req.path}`), styleFor(state(res).surface))
+  })
+
+  // Body-parser and other middleware errors.
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const type = (err as { type?: string }).type
+    const style = styleFor(state(res).surface ?? 'control')
+    if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', `body larger than ${JSON_LIMIT}`), style)
+    if (type === 'entity.parse.failed') return sendError(res, new ApiError('bad_input', 'malformed JSON body'), style)
+    if (type === 'encoding.unsupported' || type === 'charset.unsupported')
+      return sendError(res, new ApiError('bad_input', 'unsupported body encoding'), style)
+    sendError(res, toPublicError(err, logger), style)
+  })
+
+  return app
+}
+
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "media-src 'self' blob: data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "object-src 'none'",
+].join('; ')
+
+function defaultRendererDir(): string | null {
+  // Built layout: out/main/index.js beside out/renderer/.
+  const candidate = path.resolve(__dirname, '../renderer')
+  return fs.existsSync(candidate) ? candidate : null
+}
+
+export interface RunningServer {
+  readonly server: http.Server
+  readonly url: string
+  readonly port: number
+  close(): Promise<void>
+}
+
+export async function startHttpServer(
+  core: Core,
+  listen: { port: number; host: string },
+  opts: HttpAppOptions = {},
+): Promise<RunningServer> {
+  const app = createHttpApp(core, opts)
+  const server = http.createServer(app)
+  // Long proxied generations (30 min) must not be cut by Node's default request timeout.
+  server.requestTimeout = 0
+  server.headersTimeout = 60_000
+  server.keepAliveTimeout = 65_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const addr = server.address() as AddressInfo
+  const shownHost = listen.host === '0.0.0.0' || listen.host === '::' ? '127.0.0.1' : listen.host
+  return {
+    server,
+    port: addr.port,
+    url: `http://${shownHost}:${addr.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}

@@ -1,0 +1,46 @@
+import type { Response } from 'express'
+import type { ApiError } from '../contract/errors'
+
+/**
+ * Writes a stream method's items as server-sent events: each item one `data:` line of JSON (with
+ * `id:` when it carries a `seq`, so a reconnecting EventSource resumes where it left off), an
+ * `error` event if the stream fails, and a final `end` event so clients stop reconnecting.
+ */
+export async function writeSse(
+  res: Response,
+  items: AsyncIterable<unknown>,
+  signal: AbortSignal,
+  toError: (err: unknown) => ApiError,
+): Promise<void> {
+  res.status(200)
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8')
+  res.setHeader('Cache-Control', 'no-cache, no-transform')
+  res.setHeader('X-Accel-Buffering', 'no')
+  res.flushHeaders()
+  const write = (item: unknown): Promise<void> => {
+    const seq = (item as { seq?: unknown }).seq
+    const chunk = `${typeof seq === 'number' ? `id: ${seq}\n` : ''}data: ${JSON.stringify(item)}\n\n`
+    if (res.write(chunk)) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = (): void => {
+        res.off('drain', done)
+        res.off('close', done)
+        resolve()
+      }
+      res.on('drain', done)
+      res.on('close', done)
+    })
+  }
+  try {
+    for await (const item of items) {
+      if (signal.aborted) break
+      await write(item)
+    }
+    if (!signal.aborted) res.write('event: end\ndata: {}\n\n')
+  } catch (err) {
+    const e = toError(err)
+    if (!signal.aborted) res.write(`event: error\ndata: ${JSON.stringify({ detail: e.message, code: e.code })}\n\n`)
+  } finally {
+    res.end()
+  }
+}
