@@ -1,0 +1,183 @@
+import { z } from 'zod'
+import type { LicensingDb } from './db'
+
+/** An invoice row as stored (migrations 001–002). */
+export interface InvoiceRow {
+  id: string
+  kind: 'purchase' | 'redeem' | 'renewal' | 'upgrade'
+  product_id: string
+  policy_id: string | null
+  provider: 'btcpay' | 'zaprite' | 'free' | null
+  provider_invoice_id: string | null
+  checkout_url: string | null
+  amount_sats: number
+  status: InvoiceStatus
+  discount_code_id: string | null
+  discount_value: number | null
+  buyer_email: string | null
+  buyer_note: string | null
+  redirect_url: string | null
+  issued_license_id: string | null
+  listed_currency: string | null
+  listed_value: number | null
+  exchange_rate_centibps: number | null
+  exchange_rate_source: string | null
+  created_at: number
+  updated_at: number
+  expires_at: number | null
+  settled_at: number | null
+}
+
+export const InvoiceStatus = z.enum(['pending', 'settled', 'expired', 'invalid'])
+export type InvoiceStatus = z.infer<typeof InvoiceStatus>
+
+/** What the admin sees of an invoice. */
+export const InvoiceView = z.object({
+  id: z.string(),
+  kind: z.string(),
+  product_id: z.string(),
+  product_slug: z.string().nullable(),
+  product_name: z.string().nullable(),
+  policy_id: z.string().nullable(),
+  policy_slug: z.string().nullable(),
+  provider: z.string().nullable(),
+  provider_invoice_id: z.string().nullable(),
+  checkout_url: z.string().nullable(),
+  amount_sats: z.number(),
+  status: InvoiceStatus,
+  discount_code: z.string().nullable(),
+  discount_value: z.number().nullable(),
+  buyer_email: z.string().nullable(),
+  buyer_note: z.string().nullable(),
+  license_id: z.string().nullable(),
+  listed_currency: z.string().nullable(),
+  listed_value: z.number().nullable(),
+  exchange_rate_centibps: z.number().nullable(),
+  exchange_rate_source: z.string().nullable(),
+  created_at: z.number(),
+  updated_at: z.number(),
+  expires_at: z.number().nullable(),
+  settled_at: z.number().nullable(),
+})
+export type InvoiceView = z.infer<typeof InvoiceView>
+
+export const InvoiceListQuery = z.object({
+  status: InvoiceStatus.optional(),
+  provider: z.enum(['btcpay', 'zaprite', 'free']).optional(),
+  product: z.string().max(128).optional(),
+  /** Matches the invoice id, the provider's id or the buyer's email. */
+  q: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+})
+export type InvoiceListQuery = z.infer<typeof InvoiceListQuery>
+
+const VIEW_SELECT = `
+  SELECT i.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug, d.code AS discount_code
+  FROM invoices i
+  LEFT JOIN products p ON p.id = i.product_id
+  LEFT JOIN policies pol ON pol.id = i.policy_id
+  LEFT JOIN discount_codes d ON d.id = i.discount_code_id`
+
+type ViewRow = InvoiceRow & {
+  product_slug: string | null
+  product_name: string | null
+  policy_slug: string | null
+  discount_code: string | null
+}
+
+function toView(r: ViewRow): InvoiceView {
+  return {
+    id: r.id,
+    kind: r.kind,
+    product_id: r.product_id,
+    product_slug: r.product_slug,
+    product_name: r.product_name,
+    policy_id: r.policy_id,
+    policy_slug: r.policy_slug,
+    provider: r.provider,
+    provider_invoice_id: r.provider_invoice_id,
+    checkout_url: r.checkout_url,
+    amount_sats: r.amount_sats,
+    status: r.status,
+    discount_code: r.discount_code,
+    discount_value: r.discount_value,
+    buyer_email: r.buyer_email,
+    buyer_note: r.buyer_note,
+    license_id: r.issued_license_id,
+    listed_currency: r.listed_currency,
+    listed_value: r.listed_value,
+    exchange_rate_centibps: r.exchange_rate_centibps,
+    exchange_rate_source: r.exchange_rate_source,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    expires_at: r.expires_at,
+    settled_at: r.settled_at,
+  }
+}
+
+/** Reads and lists invoices; writes go through purchase.ts and settlement.ts. */
+export class InvoiceStore {
+  constructor(private readonly db: LicensingDb) {}
+
+  get(id: string): InvoiceRow | undefined {
+    return this.db.prepare('SELECT * FROM invoices WHERE id = ?').get(id) as InvoiceRow | undefined
+  }
+
+  byProviderRef(provider: string, providerInvoiceId: string): InvoiceRow | undefined {
+    return this.db
+      .prepare('SELECT * FROM invoices WHERE provider = ? AND provider_invoice_id = ?')
+      .get(provider, providerInvoiceId) as InvoiceRow | undefined
+  }
+
+  view(id: string): InvoiceView | undefined {
+    const r = this.db.prepare(`${VIEW_SELECT} WHERE i.id = ?`).get(id) as ViewRow | undefined
+    return r ? toView(r) : undefined
+  }
+
+  list(q: InvoiceListQuery): { items: InvoiceView[]; total: number } {
+    const where: string[] = []
+    const args: (string | number)[] = []
+    if (q.status) {
+      where.push('i.status = ?')
+      args.push(q.status)
+    }
+    if (q.provider) {
+      where.push('i.provider = ?')
+      args.push(q.provider)
+    }
+    if (q.product) {
+      where.push('(p.slug = ? OR i.product_id = ?)')
+      args.push(q.product, q.product)
+    }
+    if (q.q) {
+      where.push("(i.id = ? OR i.provider_invoice_id = ? OR i.buyer_email LIKE ? ESCAPE '\\')")
+      args.push(q.q, q.q, `%${q.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
+    }
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : ''
+    const total = (
+      this.db
+        .prepare(`SELECT count(*) AS n FROM invoices i LEFT JOIN products p ON p.id = i.product_id ${clause}`)
+        .get(...args) as { n: number }
+    ).n
+    const rows = this.db
+      .prepare(`${VIEW_SELECT} ${clause} ORDER BY i.created_at DESC, i.id LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset) as ViewRow[]
+    return { items: rows.map(toView), total }
+  }
+
+  /** Pending invoices with a provider reference, least recently touched first (for reconciliation). */
+  pendingAtProvider(limit: number): InvoiceRow[] {
+    return this.db
+      .prepare(
+        `SELECT * FROM invoices WHERE status = 'pending' AND provider IN ('btcpay', 'zaprite')
+         ORDER BY updated_at ASC, id LIMIT ?`,
+      )
+      .all(limit) as InvoiceRow[]
+  }
+
+  /** Records that the invoice was looked at (reconciliation order), without changing its state. */
+  touch(id: string, now: number): void {
+    this.db.prepare('UPDATE invoices SET updated_at = ? WHERE id = ?').run(now, id)
+  }
+}

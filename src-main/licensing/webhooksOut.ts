@@ -1,0 +1,370 @@
+import { createHmac, randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import { ApiError } from '../contract/errors'
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import type { LicensingDb } from './db'
+import type { EventOutbox } from './settlement'
+
+/** Seconds to wait before attempt n+1 after n failures; after the last, the delivery fails. */
+export const RETRY_BACKOFF_S = [30, 120, 600, 3600, 6 * 3600, 12 * 3600] as const
+const DELIVERY_TIMEOUT_MS = 10_000
+const BATCH = 20
+
+export const EventName = z.string().regex(/^(\*|[a-z_]+\.[a-z_]+)$/, 'an event name like license.issued, or *')
+
+export const WebhookEndpointInput = z.object({
+  url: z.url({ protocol: /^https?$/ }).max(2048),
+  /** The operator's shared secret; kept here and never shown again. */
+  secret: z.string().min(16, 'at least 16 characters').max(256),
+  events: z.array(EventName).min(1).max(32).default(['*']),
+  description: z.string().max(500).default(''),
+  active: z.boolean().default(true),
+})
+
+export const WebhookEndpointPatch = z.object({
+  id: z.uuid(),
+  url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  secret: z.string().min(16).max(256).optional(),
+  events: z.array(EventName).min(1).max(32).optional(),
+  description: z.string().max(500).optional(),
+  active: z.boolean().optional(),
+})
+
+/** An endpoint as the admin sees it: the secret is never returned. */
+export const WebhookEndpointView = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string(),
+  active: z.boolean(),
+  created_at: z.number(),
+  updated_at: z.number(),
+  pending: z.number(),
+  failed: z.number(),
+})
+export type WebhookEndpointView = z.infer<typeof WebhookEndpointView>
+
+export const WebhookDeliveryView = z.object({
+  id: z.string(),
+  endpoint_id: z.string(),
+  endpoint_url: z.string(),
+  event: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number(),
+  next_attempt_at: z.number().nullable(),
+  last_attempt_at: z.number().nullable(),
+  last_status_code: z.number().nullable(),
+  last_error: z.string().nullable(),
+  created_at: z.number(),
+  delivered_at: z.number().nullable(),
+  payload: z.string(),
+})
+export type WebhookDeliveryView = z.infer<typeof WebhookDeliveryView>
+
+interface EndpointRow {
+  id: string
+  url: string
+  secret: string
+  events: string
+  description: string
+  active: number
+  created_at: number
+  updated_at: number
+}
+
+interface DeliveryRow {
+  id: string
+  endpoint_id: string
+  event: string
+  payload: string
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+}
+
+export function signBody(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+}
+
+function parseEvents(text: string): string[] {
+  try {
+    const v = JSON.parse(text) as unknown
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []
+  } catch {
+    return []
+  }
+}
+
+export type Poster = (
+  url: string,
+  init: { headers: Record<string, string>; body: string; signal: AbortSignal },
+) => Promise<{ status: number }>
+
+const defaultPoster: Poster = async (url, init) => {
+  const res = await fetch(url, { method: 'POST', headers: init.headers, body: init.body, signal: init.signal, redirect: 'manual' })
+  await res.arrayBuffer().catch(() => undefined)
+  return { status: res.status }
+}
+
+/**
+ * Outbound webhooks: operator-registered endpoints, an outbox of deliveries written in the same
+ * transaction as the change they announce, and a worker that posts them signed with
+ * `X-Tandem-Signature: sha256=<hex HMAC of the raw body>` and retries with backoff.
+ */
+export class OutboundWebhooks implements EventOutbox {
+  private timer: NodeJS.Timeout | null = null
+  private running: Promise<void> | null = null
+
+  constructor(
+    private readonly deps: { db: LicensingDb; clock: Clock; logger: Logger; post?: Poster; intervalMs?: number },
+  ) {
+    for (const r of this.deps.db.prepare('SELECT secret FROM webhook_endpoints').all() as { secret: string }[]) {
+      deps.logger.redactor.add(r.secret)
+    }
+  }
+
+  // --- endpoints (admin) ---
+
+  listEndpoints(): WebhookEndpointView[] {
+    const rows = this.deps.db
+      .prepare(
+        `SELECT e.*,
+           (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
+           (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
+         FROM webhook_endpoints e ORDER BY e.created_at`,
+      )
+      .all() as (EndpointRow & { pending: number; failed: number })[]
+    return rows.map((r) => ({
+      id: r.id,
+      url: r.url,
+      events: parseEvents(r.events),
+      description: r.description,
+      active: r.active === 1,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+      pending: r.pending,
+      failed: r.failed,
+    }))
+  }
+
+  private endpointView(id: string): WebhookEndpointView {
+    const v = this.listEndpoints().find((e) => e.id === id)
+    if (!v) throw new ApiError('not_found', 'no such webhook endpoint')
+    return v
+  }
+
+  createEndpoint(input: z.input<typeof WebhookEndpointInput>): WebhookEndpointView {
+    const e = WebhookEndpointInput.parse(input)
+    const id = randomUUID()
+    const now = this.deps.clock.now()
+    this.deps.logger.redactor.add(e.secret)
+    this.deps.db
+      .prepare(
+        `INSERT INTO webhook_endpoints (id, url, secret, events, description, active, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(id, e.url, e.secret, JSON.stringify(e.events), e.description, e.active ? 1 : 0, now, now)
+    this.audit('webhook_endpoint.created', id, { url: e.url, events: e.events })
+    return this.endpointView(id)
+  }
+
+  updateEndpoint(patch: z.input<typeof WebhookEndpointPatch>): WebhookEndpointView {
+    const p = WebhookEndpointPatch.parse(patch)
+    const row = this.deps.db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?').get(p.id) as EndpointRow | undefined
+    if (!row) throw new ApiError('not_found', 'no such webhook endpoint')
+    if (p.secret) this.deps.logger.redactor.add(p.secret)
+    this.deps.db
+      .prepare(
+        'UPDATE webhook_endpoints SET url = ?, secret = ?, events = ?, description = ?, active = ?, updated_at = ? WHERE id = ?',
+      )
+      .run(
+        p.url ?? row.url,
+        p.secret ?? row.secret,
+        p.events ? JSON.stringify(p.events) : row.events,
+        p.description ?? row.description,
+        p.active === undefined ? row.active : p.active ? 1 : 0,
+        this.deps.clock.now(),
+        p.id,
+      )
+    this.audit('webhook_endpoint.updated', p.id, { url: p.url, events: p.events, active: p.active, secret_changed: Boolean(p.secret) })
+    return this.endpointView(p.id)
+  }
+
+  deleteEndpoint(id: string): void {
+    const gone = this.deps.db.prepare('DELETE FROM webhook_endpoints WHERE id = ?').run(id).changes
+    if (gone === 0) throw new ApiError('not_found', 'no such webhook endpoint')
+    this.audit('webhook_endpoint.deleted', id, {})
+  }
+
+  // --- deliveries ---
+
+  /** Writes one delivery per active endpoint subscribed to `event`; call inside the change's transaction. */
+  enqueue(event: string, data: Record<string, unknown>, now: number): void {
+    const endpoints = this.deps.db.prepare('SELECT id, events FROM webhook_endpoints WHERE active = 1').all() as {
+      id: string
+      events: string
+    }[]
+    const insert = this.deps.db.prepare(
+      `INSERT INTO webhook_deliveries (id, endpoint_id, event, payload, status, attempts, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+    )
+    for (const ep of endpoints) {
+      const events = parseEvents(ep.events)
+      if (!events.includes('*') && !events.includes(event)) continue
+      const id = randomUUID()
+      const payload = JSON.stringify({ id, event, created_at: new Date(now).toISOString(), data })
+      insert.run(id, ep.id, event, payload, now, now)
+    }
+  }
+
+  /** Queues a `webhook.test` delivery to one endpoint, whatever its event filter. */
+  sendTest(endpointId: string): WebhookDeliveryView {
+    this.endpointView(endpointId)
+    const id = randomUUID()
+    const now = this.deps.clock.now()
+    const payload = JSON.stringify({ id, event: 'webhook.test', created_at: new Date(now).toISOString(), data: {} })
+    this.deps.db
+      .prepare(
+        `INSERT INTO webhook_deliveries (id, endpoint_id, event, payload, status, attempts, next_attempt_at, created_at)
+         VALUES (?, ?, 'webhook.test', ?, 'pending', 0, ?, ?)`,
+      )
+      .run(id, endpointId, payload, now, now)
+    this.kick()
+    return this.delivery(id)
+  }
+
+  listDeliveries(q: { endpoint_id?: string; status?: 'pending' | 'delivered' | 'failed'; limit: number }): WebhookDeliveryView[] {
+    const where: string[] = []
+    const args: (string | number)[] = []
+    if (q.endpoint_id) {
+      where.push('d.endpoint_id = ?')
+      args.push(q.endpoint_id)
+    }
+    if (q.status) {
+      where.push('d.status = ?')
+      args.push(q.status)
+    }
+    return this.deps.db
+      .prepare(
+        `SELECT d.*, e.url AS endpoint_url FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,
+      )
+      .all(...args, q.limit) as WebhookDeliveryView[]
+  }
+
+  delivery(id: string): WebhookDeliveryView {
+    const d = this.deps.db
+      .prepare(
+        'SELECT d.*, e.url AS endpoint_url FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id = ?',
+      )
+      .get(id) as WebhookDeliveryView | undefined
+    if (!d) throw new ApiError('not_found', 'no such delivery')
+    return d
+  }
+
+  /** Puts a failed (or pending) delivery back at the head of the queue. */
+  retry(id: string): WebhookDeliveryView {
+    const now = this.deps.clock.now()
+    const n = this.deps.db
+      .prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? AND status <> 'delivered'")
+      .run(now, id).changes
+    if (n === 0) {
+      this.delivery(id)
+      throw new ApiError('conflict', 'that delivery already succeeded')
+    }
+    this.kick()
+    return this.delivery(id)
+  }
+
+  /** One pass of the worker: posts every due delivery once. */
+  async tick(): Promise<{ attempted: number; delivered: number }> {
+    const now = this.deps.clock.now()
+    const due = this.deps.db
+      .prepare(
+        `SELECT d.id, d.endpoint_id, d.event, d.payload, d.status, d.attempts, e.url, e.secret
+         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND e.active = 1
+         ORDER BY d.next_attempt_at, d.created_at LIMIT ?`,
+      )
+      .all(now, BATCH) as (DeliveryRow & { url: string; secret: string })[]
+    let delivered = 0
+    for (const d of due) {
+      if (await this.attempt(d)) delivered++
+    }
+    return { attempted: due.length, delivered }
+  }
+
+  private async attempt(d: DeliveryRow & { url: string; secret: string }): Promise<boolean> {
+    const post = this.deps.post ?? defaultPoster
+    let code: number | null = null
+    let error: string | null = null
+    try {
+      const res = await post(d.url, {
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Tandem-Webhooks/1',
+          'x-tandem-signature': signBody(d.secret, d.payload),
+          'x-tandem-event': d.event,
+          'x-tandem-delivery': d.id,
+        },
+        body: d.payload,
+        signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+      })
+      code = res.status
+      if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`
+    } catch (err) {
+      error = (err as Error).message.slice(0, 300)
+    }
+    const now = this.deps.clock.now()
+    const attempts = d.attempts + 1
+    if (error === null) {
+      this.deps.db
+        .prepare(
+          `UPDATE webhook_deliveries SET status = 'delivered', attempts = ?, last_attempt_at = ?, last_status_code = ?,
+             last_error = NULL, delivered_at = ?, next_attempt_at = NULL WHERE id = ?`,
+        )
+        .run(attempts, now, code, now, d.id)
+      return true
+    }
+    const backoff = RETRY_BACKOFF_S[attempts - 1]
+    this.deps.db
+      .prepare(
+        `UPDATE webhook_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status_code = ?, last_error = ?,
+           next_attempt_at = ? WHERE id = ?`,
+      )
+      .run(backoff === undefined ? 'failed' : 'pending', attempts, now, code, error, backoff === undefined ? null : now + backoff * 1000, d.id)
+    this.deps.logger.warn('webhook delivery failed', { delivery: d.id, event: d.event, attempts, error })
+    return false
+  }
+
+  start(): void {
+    if (this.timer) return
+    this.timer = setInterval(() => this.kick(), this.deps.intervalMs ?? 5_000)
+    this.timer.unref()
+  }
+
+  /** Runs a tick now unless one is already running. */
+  kick(): void {
+    if (this.running) return
+    this.running = this.tick()
+      .then(() => undefined)
+      .catch((err: unknown) => this.deps.logger.error('webhook worker failed', { error: err }))
+      .finally(() => {
+        this.running = null
+      })
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+    await this.running
+  }
+
+  private audit(action: string, id: string, details: Record<string, unknown>): void {
+    this.deps.db
+      .prepare(
+        "INSERT INTO audit_log (at, actor, action, target_type, target_id, details) VALUES (?, 'admin', ?, 'webhook_endpoint', ?, ?)",
+      )
+      .run(this.deps.clock.now(), action, id, JSON.stringify(details))
+  }
+}
