@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import ssh2 from 'ssh2'
+import { atomicWriteFile } from '../core/files'
+
+/** The service's own SSH identity, generated once into `DATA_DIR/ssh/` (DESIGN.md, SSH). */
+export interface ServiceKey {
+  /** OpenSSH private key (PEM); never leaves the process. */
+  readonly privateKey: string
+  /** One `authorized_keys` line: `ssh-ed25519 AAAA… tandem@host`. */
+  readonly publicKey: string
+  readonly privateKeyFile: string
+  readonly publicKeyFile: string
+  /** `SHA256:…` as `ssh-keygen -l` prints it. */
+  readonly fingerprint: string
+}
+
+export const PRIVATE_KEY_NAME = 'id_ed25519'
+
+export function ensureServiceKey(sshDir: string, opts: { comment?: string; warn?: (msg: string) => void } = {}): ServiceKey {
+  const privateKeyFile = path.join(sshDir, PRIVATE_KEY_NAME)
+  const publicKeyFile = `${privateKeyFile}.pub`
+  fs.mkdirSync(sshDir, { recursive: true, mode: 0o700 })
+  const comment = opts.comment ?? `tandem@${os.hostname()}`
+
+  let privateKey: string | null = null
+  try {
+    privateKey = fs.readFileSync(privateKeyFile, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+  }
+  let publicKey: string | null = null
+  if (privateKey !== null) {
+    publicKey = publicLineOf(privateKey, comment)
+    if (publicKey === null) {
+      // Unusable key: keep it for the operator and start over (nodes must be re-authorised).
+      fs.renameSync(privateKeyFile, `${privateKeyFile}.corrupt`)
+      opts.warn?.(`SSH key ${privateKeyFile} is unreadable; kept aside as .corrupt and a new key pair was generated`)
+      privateKey = null
+    } else {
+      fs.chmodSync(privateKeyFile, 0o600)
+    }
+  }
+  if (privateKey === null) {
+    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment })
+    privateKey = pair.private
+    atomicWriteFile(privateKeyFile, privateKey, { mode: 0o600 })
+    publicKey = publicLineOf(privateKey, comment)
+    if (publicKey === null) throw new Error('generated SSH key cannot be parsed')
+  }
+  const line = publicKey as string
+  if (readOrNull(publicKeyFile)?.trim() !== line) atomicWriteFile(publicKeyFile, line + '\n', { mode: 0o644 })
+  return { privateKey, publicKey: line, privateKeyFile, publicKeyFile, fingerprint: fingerprintOfLine(line) }
+}
+
+function publicLineOf(privateKey: string, comment: string): string | null {
+  const parsed = ssh2.utils.parseKey(privateKey)
+  if (parsed instanceof Error) return null
+  const key = Array.isArray(parsed) ? parsed[0] : parsed
+  if (!key || key.isPrivateKey() !== true) return null
+  return `${key.type} ${key.getPublicSSH().toString('base64')} ${comment}`
+}
+
+function readOrNull(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8')
+  } catch {
+    return null
+  }
+}
+
+/** OpenSSH-style fingerprint of a public key blob: `SHA256:<base64 without padding>`. */
+export function fingerprintOfBlob(blob: Buffer): string {
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`
+}
+
+export function fingerprintOfLine(line: string): string {
+  const b64 = line.trim().split(/\s+/)[1] ?? ''
+  return fingerprintOfBlob(Buffer.from(b64, 'base64'))
+}

@@ -1,0 +1,343 @@
+import ssh2 from 'ssh2'
+import { StringDecoder } from 'node:string_decoder'
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import type { HostKeyStore } from './hostKeys'
+import { LineSplitter } from './lines'
+
+export interface SshTarget {
+  readonly host: string
+  readonly user: string
+  readonly port: number
+}
+
+/** Spec 1, section 8: state and hardware probes. */
+export const PROBE_TIMEOUT_MS = 6000
+/** Spec 1, section 8: how long an 'unreachable' result is remembered. */
+export const UNREACHABLE_TTL_MS = 25_000
+/** OpenSSH allows 10 sessions per connection (MaxSessions); stay under it. */
+const MAX_CHANNELS_PER_CONNECTION = 8
+
+export type SshErrorKind = 'unreachable' | 'auth' | 'host_key_changed' | 'timeout' | 'cancelled' | 'channel'
+
+export class SshError extends Error {
+  constructor(
+    readonly kind: SshErrorKind,
+    message: string,
+    /** Served from the unreachable cache, not a fresh attempt. */
+    readonly cached = false,
+  ) {
+    super(message)
+    this.name = 'SshError'
+  }
+}
+
+export interface ExecOptions {
+  /** Whole-call deadline (connect + run). Probes pass PROBE_TIMEOUT_MS. */
+  timeoutMs?: number
+  signal?: AbortSignal
+  /** Called per output line as it arrives (long jobs). */
+  onLine?: (line: string, stream: 'stdout' | 'stderr') => void
+  /** Written to the command's stdin, then closed. */
+  stdin?: string | Buffer
+  /** Ignore a cached 'unreachable' result and try now (e.g. right after a wake). */
+  fresh?: boolean
+}
+
+export interface ExecResult {
+  /** Exit status; null when the command died by a signal or the channel closed without one. */
+  code: number | null
+  signal: string | null
+  stdout: string
+  stderr: string
+}
+
+export interface SshPoolOptions {
+  privateKey: string
+  hostKeys: HostKeyStore
+  clock: Clock
+  logger: Logger
+  /** Connect timeout for commands without their own deadline. */
+  connectTimeoutMs?: number
+  unreachableTtlMs?: number
+  /** False: a new connection per command (the benchmark's cold path). */
+  reuse?: boolean
+}
+
+interface Connection {
+  readonly client: ssh2.Client
+  ready: boolean
+  active: number
+  readonly waiters: (() => void)[]
+}
+
+export function targetKey(t: SshTarget): string {
+  return `${t.user}@${t.host}:${t.port}`
+}
+
+/**
+ * One persistent ssh2 connection per (host, user, port); each command is a channel on it. A lost
+ * connection is dropped and the next command reconnects. Connection failures are remembered for
+ * 25 s so a dead node costs one timeout, not one per probe.
+ */
+export class SshPool {
+  private readonly conns = new Map<string, Promise<Connection>>()
+  private readonly unreachable = new Map<string, { until: number; error: SshError }>()
+  private closed = false
+
+  constructor(private readonly opts: SshPoolOptions) {}
+
+  async exec(target: SshTarget, command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (this.closed) throw new SshError('channel', 'SSH pool is closed')
+    const key = targetKey(target)
+    const started = Date.now()
+    const deadline = options.timeoutMs !== undefined ? started + options.timeoutMs : null
+    if (options.signal?.aborted) throw new SshError('cancelled', 'cancelled')
+
+    if (!options.fresh) {
+      const cached = this.unreachable.get(key)
+      if (cached && cached.until > this.opts.clock.now()) throw new SshError(cached.error.kind, cached.error.message, true)
+    }
+
+    for (let attempt = 0; ; attempt++) {
+      const conn = await this.connection(target, deadline, options.signal)
+      try {
+        return await this.run(conn, command, options, deadline)
+      } catch (err) {
+        // The pooled connection died under us (idle drop, node rebooted): reconnect once.
+        if (err instanceof StaleConnection && attempt === 0) {
+          this.drop(key, conn)
+          continue
+        }
+        if (err instanceof StaleConnection) throw new SshError('unreachable', `${key}: connection lost: ${err.message}`)
+        throw err
+      } finally {
+        if (this.opts.reuse === false) conn.client.end()
+      }
+    }
+  }
+
+  /** Forgets a cached 'unreachable' result (after a wake, or a host key reset). */
+  clearUnreachable(target: SshTarget): void {
+    this.unreachable.delete(targetKey(target))
+  }
+
+  /** Closes every connection. Commands in flight fail. */
+  async close(): Promise<void> {
+    this.closed = true
+    const all = [...this.conns.values()]
+    this.conns.clear()
+    await Promise.all(all.map((p) => p.then((c) => c.client.end(), () => undefined)))
+  }
+
+  private connection(target: SshTarget, deadline: number | null, signal?: AbortSignal): Promise<Connection> {
+    const key = targetKey(target)
+    if (this.opts.reuse !== false) {
+      const existing = this.conns.get(key)
+      if (existing) return existing
+    }
+    const p = this.connect(target, deadline, signal)
+    if (this.opts.reuse !== false) {
+      this.conns.set(key, p)
+      p.catch(() => {
+        if (this.conns.get(key) === p) this.conns.delete(key)
+      })
+    }
+    return p
+  }
+
+  private connect(target: SshTarget, deadline: number | null, signal?: AbortSignal): Promise<Connection> {
+    const key = targetKey(target)
+    const log = this.opts.logger
+    return new Promise<Connection>((resolve, reject) => {
+      const client = new ssh2.Client()
+      const conn: Connection = { client, ready: false, active: 0, waiters: [] }
+      let hostKeyProblem: string | null = null
+      let settled = false
+      const timeoutMs = deadline !== null ? Math.max(1, deadline - Date.now()) : (this.opts.connectTimeoutMs ?? 20_000)
+      const fail = (err: SshError, remember: boolean): void => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        if (remember) this.unreachable.set(key, { until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS), error: err })
+        client.end()
+        client.destroy?.()
+        reject(err)
+      }
+      const onAbort = (): void => fail(new SshError('cancelled', 'cancelled'), false)
+      signal?.addEventListener('abort', onAbort, { once: true })
+      const timer = setTimeout(
+        () => fail(new SshError('unreachable', `${key}: no SSH answer within ${Math.round(timeoutMs / 100) / 10} s`), true),
+        timeoutMs,
+      )
+      client.on('ready', () => {
+        if (settled) return client.end()
+        settled = true
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        conn.ready = true
+        // Small request/response exchanges: without this, delayed ACKs add ~40 ms per command.
+        client.setNoDelay(true)
+        this.unreachable.delete(key)
+        resolve(conn)
+      })
+      client.on('error', (err: Error & { level?: string }) => {
+        if (!settled) {
+          if (hostKeyProblem !== null) return fail(new SshError('host_key_changed', hostKeyProblem), true)
+          if (err.level === 'client-authentication')
+            return fail(
+              new SshError('auth', `${key}: the node refused Tandem's SSH key; add it to ~/.ssh/authorized_keys there (GET /api/ssh/public-key shows the command)`),
+              true,
+            )
+          return fail(new SshError('unreachable', `${key}: ${err.message}`), true)
+        }
+        log.debug('ssh connection error', { target: key, error: err.message })
+      })
+      client.on('close', () => {
+        conn.ready = false
+        if (this.conns.get(key) && this.opts.reuse !== false) {
+          void this.conns.get(key)!.then((c) => {
+            if (c === conn) this.conns.delete(key)
+          }, () => undefined)
+        }
+        if (!settled) fail(new SshError('unreachable', `${key}: connection closed during handshake`), true)
+      })
+      client.connect({
+        host: target.host,
+        port: target.port,
+        username: target.user,
+        privateKey: this.opts.privateKey,
+        readyTimeout: timeoutMs + 1000,
+        keepaliveInterval: 15_000,
+        keepaliveCountMax: 3,
+        hostVerifier: (blob: Buffer) => {
+          const res = this.opts.hostKeys.check(target.host, target.port, blob)
+          if (res.ok) {
+            if (res.firstUse) log.info('trusted new SSH host key', { target: key, fingerprint: res.fingerprint })
+            return true
+          }
+          hostKeyProblem =
+            `${target.host}:${target.port}: the host key changed (expected ${res.expected}, got ${res.presented}); connection refused. ` +
+            `If the node was reinstalled, forget the old key with DELETE /api/ssh/known-hosts?host=${target.host}&port=${target.port} ` +
+            `(or remove "[${target.host}]:${target.port}" from known_hosts.json in the data directory) and try again.`
+          return false
+        },
+      })
+    })
+  }
+
+  private drop(key: string, conn: Connection): void {
+    conn.client.end()
+    void this.conns.get(key)?.then((c) => {
+      if (c === conn) this.conns.delete(key)
+    }, () => undefined)
+  }
+
+  private async acquire(conn: Connection): Promise<void> {
+    if (conn.active < MAX_CHANNELS_PER_CONNECTION) {
+      conn.active++
+      return
+    }
+    await new Promise<void>((resolve) => conn.waiters.push(resolve))
+    conn.active++
+  }
+
+  private release(conn: Connection): void {
+    conn.active--
+    conn.waiters.shift()?.()
+  }
+
+  private async run(conn: Connection, command: string, options: ExecOptions, deadline: number | null): Promise<ExecResult> {
+    if (!conn.ready) throw new StaleConnection('not connected')
+    await this.acquire(conn)
+    try {
+      return await new Promise<ExecResult>((resolve, reject) => {
+        let channel: ssh2.ClientChannel | null = null
+        let done = false
+        const out: string[] = []
+        const err: string[] = []
+        const decOut = new StringDecoder('utf8')
+        const decErr = new StringDecoder('utf8')
+        const splitOut = options.onLine ? new LineSplitter((l) => options.onLine!(l, 'stdout')) : null
+        const splitErr = options.onLine ? new LineSplitter((l) => options.onLine!(l, 'stderr')) : null
+        let code: number | null = null
+        let sig: string | null = null
+
+        const finish = (error: Error | null): void => {
+          if (done) return
+          done = true
+          if (timer) clearTimeout(timer)
+          options.signal?.removeEventListener('abort', onAbort)
+          if (error) {
+            if (channel) {
+              try {
+                channel.signal('KILL')
+              } catch {
+                // channel already gone
+              }
+              channel.close()
+            }
+            return reject(error)
+          }
+          resolve({ code, signal: sig, stdout: out.join(''), stderr: err.join('') })
+        }
+        const onAbort = (): void => finish(new SshError('cancelled', 'cancelled'))
+        options.signal?.addEventListener('abort', onAbort, { once: true })
+        const remaining = deadline !== null ? deadline - Date.now() : null
+        const timer =
+          remaining !== null
+            ? setTimeout(
+                () => finish(new SshError('timeout', `command timed out after ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`)),
+                Math.max(1, remaining),
+              )
+            : null
+
+        conn.client.exec(command, (e, stream) => {
+          if (e) {
+            const msg = e.message
+            // Channel refused on a live connection vs. a connection that is gone.
+            if (!conn.ready || /not connected|no response|closed/i.test(msg)) return finish(new StaleConnection(msg))
+            return finish(new SshError('channel', msg))
+          }
+          channel = stream
+          if (done) {
+            stream.close()
+            return
+          }
+          stream.on('data', (chunk: Buffer) => {
+            const s = decOut.write(chunk)
+            out.push(s)
+            splitOut?.push(s)
+          })
+          stream.stderr.on('data', (chunk: Buffer) => {
+            const s = decErr.write(chunk)
+            err.push(s)
+            splitErr?.push(s)
+          })
+          stream.on('exit', (c: number | null, s?: string) => {
+            if (typeof c === 'number') code = c
+            else if (s) sig = s
+          })
+          stream.on('close', () => {
+            const tailOut = decOut.end()
+            const tailErr = decErr.end()
+            out.push(tailOut)
+            err.push(tailErr)
+            splitOut?.push(tailOut)
+            splitErr?.push(tailErr)
+            splitOut?.end()
+            splitErr?.end()
+            finish(null)
+          })
+          if (options.stdin !== undefined) stream.end(options.stdin)
+          else stream.end()
+        })
+      })
+    } finally {
+      this.release(conn)
+    }
+  }
+}
+
+class StaleConnection extends Error {}

@@ -1,0 +1,475 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { EventEmitter } from 'node:events'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ssh2 from 'ssh2'
+
+/**
+ * The simulated two-node cluster (DESIGN.md, Tests): per node an ssh2 server on 127.0.0.1 whose
+ * `exec` runs `bash -c` with the node's own HOME and a PATH of shims (docker, nvidia-smi, ip, …),
+ * so real shell expansion and quoting happen exactly as on a real node. node1 carries a launcher
+ * checkout that is a real git repository with an origin (ahead/behind is real git).
+ */
+const here = path.dirname(fileURLToPath(import.meta.url))
+export const SHIMS_DIR = path.join(here, 'shims')
+const LAUNCHER_SRC = path.join(here, 'launcher')
+
+export type SimNodeName = 'node1' | 'node2'
+
+export interface SimNodeOptions {
+  user?: string
+  hostname?: string
+  mac?: string
+  /** The address the node pretends to have on its LAN (shown by `ip`, used by the launcher). */
+  lanIp?: string
+  cores?: number
+  ramBytes?: number
+  /** Fixed SSH port; 0 = ephemeral. */
+  port?: number
+}
+
+export interface SimClusterOptions {
+  /** Directory for homes and state; a temp directory when absent (removed on close). */
+  root?: string
+  node1?: SimNodeOptions
+  node2?: SimNodeOptions
+  /** Public key lines authorised on both nodes (appended to each ~/.ssh/authorized_keys). */
+  authorizedKeys?: string[]
+  /** Containers created at start (through the simulated docker itself). */
+  containers?: Partial<Record<SimNodeName, SimContainerSeed[]>>
+  /** Models already in each node's hub cache. */
+  cachedModels?: Partial<Record<SimNodeName, string[]>>
+  /** Commits on origin that node1's launcher checkout does not have yet. */
+  launcherBehind?: number
+  /** llm port the launcher reports in its output. */
+  llmPort?: number
+}
+
+export interface SimContainerSeed {
+  name: string
+  image: string
+  ports?: [number, number][]
+  gpu?: boolean
+  running?: boolean
+  command?: string[]
+}
+
+export interface FailRule {
+  match: string | RegExp
+  code: number
+  stderr: string
+}
+
+export interface ContainerEvent {
+  node: SimNodeName
+  name: string
+  /** created | running | exited | removed | serve */
+  state: string
+  /** For `serve`: the model the launcher was asked to serve. */
+  model?: string
+}
+
+export class SimNode {
+  readonly home: string
+  readonly state: string
+  port = 0
+  readonly hostKeys: string[] = []
+  private server: ssh2.Server | null = null
+  private blackhole: net.Server | null = null
+  private readonly clients = new Set<ssh2.Connection>()
+  private readonly children = new Set<ChildProcess>()
+  private slowMs = 0
+  private failRules: FailRule[] = []
+  private eventsOffset = 0
+  /** Every command the node was asked to run, in order. */
+  readonly commands: string[] = []
+
+  constructor(
+    readonly name: SimNodeName,
+    readonly opts: Required<Omit<SimNodeOptions, 'port'>> & { port: number },
+    readonly root: string,
+    private readonly env: () => Record<string, string>,
+    private readonly onEvent: (e: ContainerEvent) => void,
+  ) {
+    this.home = path.join(root, name, 'home')
+    this.state = path.join(root, name, 'state')
+    fs.mkdirSync(path.join(this.home, '.ssh'), { recursive: true, mode: 0o700 })
+    fs.mkdirSync(path.join(this.state, 'docker'), { recursive: true })
+    fs.writeFileSync(path.join(this.state, 'boot_time'), String(Math.floor(Date.now() / 1000) - 3 * 86400 - 4 * 3600))
+    this.hostKeys.push(ssh2.utils.generateKeyPairSync('ed25519').private)
+  }
+
+  get user(): string {
+    return this.opts.user
+  }
+
+  /** Adds a public key line to the node's ~/.ssh/authorized_keys. */
+  authorize(publicKeyLine: string): void {
+    fs.appendFileSync(path.join(this.home, '.ssh', 'authorized_keys'), publicKeyLine.trim() + '\n', { mode: 0o600 })
+  }
+
+  /** The environment a command on this node runs with. */
+  execEnv(): Record<string, string> {
+    return {
+      HOME: this.home,
+      USER: this.opts.user,
+      LOGNAME: this.opts.user,
+      SHELL: '/bin/bash',
+      LANG: 'C.UTF-8',
+      PATH: `${SHIMS_DIR}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
+      SIM_NODE: this.name,
+      SIM_STATE: this.state,
+      SIM_SHIMS: SHIMS_DIR,
+      SIM_NODE_BIN: process.execPath,
+      SIM_HOSTNAME: this.opts.hostname,
+      SIM_MAC: this.opts.mac,
+      SIM_IP: this.opts.lanIp,
+      SIM_CORES: String(this.opts.cores),
+      SIM_RAM_BYTES: String(this.opts.ramBytes),
+      ...this.env(),
+    }
+  }
+
+  /** Runs a command locally as the node would (set-up and tests), bypassing SSH. */
+  runLocal(command: string): { code: number; stdout: string; stderr: string } {
+    const r = spawnSync('bash', ['-c', command], { cwd: this.home, env: this.execEnv(), encoding: 'utf8' })
+    this.drainEvents()
+    return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
+  }
+
+  async listen(): Promise<void> {
+    const authorized = (): ssh2.ParsedKey[] => {
+      let text = ''
+      try {
+        text = fs.readFileSync(path.join(this.home, '.ssh', 'authorized_keys'), 'utf8')
+      } catch {
+        return []
+      }
+      return text
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '' && !l.startsWith('#'))
+        .map((l) => ssh2.utils.parseKey(l))
+        .filter((k): k is ssh2.ParsedKey => !(k instanceof Error) && !Array.isArray(k))
+    }
+    const server = new ssh2.Server({ hostKeys: this.hostKeys }, (client) => {
+      this.clients.add(client)
+      client.setNoDelay(true)
+      client.on('close', () => this.clients.delete(client))
+      client.on('error', () => undefined)
+      client.on('authentication', (ctx) => {
+        if (ctx.method !== 'publickey' || ctx.username !== this.opts.user) return ctx.reject(['publickey'])
+        const key = authorized().find((k) => k.type === ctx.key.algo && k.getPublicSSH().equals(ctx.key.data))
+        if (!key) return ctx.reject(['publickey'])
+        if (ctx.signature && ctx.blob && key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(['publickey'])
+        ctx.accept()
+      })
+      client.on('ready', () => {
+        client.on('session', (acceptSession) => {
+          const session = acceptSession()
+          const extraEnv: Record<string, string> = {}
+          session.on('env', (accept, _reject, info) => {
+            extraEnv[info.key] = info.val
+            accept?.()
+          })
+          session.on('exec', (accept, _reject, info) => {
+            const stream = accept()
+            void this.exec(info.command, extraEnv, stream, session)
+          })
+        })
+      })
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(this.port, '127.0.0.1', () => {
+        server.off('error', reject)
+        this.port = (server.address() as net.AddressInfo).port
+        resolve()
+      })
+    })
+    this.server = server
+  }
+
+  private async exec(command: string, extraEnv: Record<string, string>, stream: ssh2.ServerChannel, session: ssh2.Session): Promise<void> {
+    this.commands.push(command)
+    if (this.slowMs > 0) await new Promise((r) => setTimeout(r, this.slowMs))
+    const rule = this.failRules.find((r) => (typeof r.match === 'string' ? command.includes(r.match) : r.match.test(command)))
+    if (rule) {
+      stream.stderr.write(rule.stderr.endsWith('\n') ? rule.stderr : rule.stderr + '\n')
+      stream.exit(rule.code)
+      stream.end()
+      return
+    }
+    const child = spawn('bash', ['-c', command], {
+      cwd: this.home,
+      env: { ...this.execEnv(), ...extraEnv },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    this.children.add(child)
+    let exited = false
+    const kill = (sig: NodeJS.Signals): void => {
+      if (exited || child.pid === undefined) return
+      try {
+        process.kill(-child.pid, sig)
+      } catch {
+        // already gone
+      }
+    }
+    session.on('signal', (_accept, _reject, info) => kill(`SIG${info.name}` as NodeJS.Signals))
+    stream.on('close', () => kill('SIGKILL'))
+    child.stdin.on('error', () => undefined)
+    stream.pipe(child.stdin)
+    child.stdout.pipe(stream, { end: false })
+    child.stderr.pipe(stream.stderr, { end: false })
+    child.on('close', (code, signal) => {
+      exited = true
+      this.children.delete(child)
+      this.drainEvents()
+      try {
+        if (code !== null) stream.exit(code)
+        else stream.exit((signal ?? 'SIGKILL').replace(/^SIG/, ''), false, '')
+        stream.end()
+      } catch {
+        // the client went away first
+      }
+    })
+  }
+
+  /** Reads container state changes the docker shim appended since the last look. */
+  drainEvents(): void {
+    const file = path.join(this.state, 'docker', 'events.log')
+    let buf: Buffer
+    try {
+      buf = fs.readFileSync(file)
+    } catch {
+      return
+    }
+    if (buf.length <= this.eventsOffset) return
+    const text = buf.subarray(this.eventsOffset).toString('utf8')
+    this.eventsOffset = buf.length
+    for (const line of text.split('\n')) {
+      const [, name, state, model] = line.trim().split(' ')
+      if (name && state) this.onEvent({ node: this.name, name, state, ...(model ? { model } : {}) })
+    }
+  }
+
+  // ---- faults ----
+
+  /** Stops accepting: new connections are refused and open ones are dropped. */
+  async down(): Promise<void> {
+    await this.closeListeners()
+    for (const c of this.clients) c.end()
+    this.clients.clear()
+  }
+
+  /** Accepts TCP but never answers the SSH handshake: a node that hangs (probes time out). */
+  async hang(): Promise<void> {
+    await this.down()
+    const bh = net.createServer(() => undefined)
+    await new Promise<void>((resolve) => bh.listen(this.port, '127.0.0.1', resolve))
+    this.blackhole = bh
+  }
+
+  /** Back up on the same port, with the same host key. */
+  async up(): Promise<void> {
+    await this.closeListeners()
+    await this.listen()
+  }
+
+  /** Presents a different host key from now on (a reinstalled node). */
+  async rotateHostKey(): Promise<void> {
+    this.hostKeys.splice(0, this.hostKeys.length, ssh2.utils.generateKeyPairSync('ed25519').private)
+    await this.down()
+    await this.listen()
+  }
+
+  /** Delay before every command runs. */
+  setSlow(ms: number): void {
+    this.slowMs = ms
+  }
+
+  /** Commands matching `match` fail with `code` and `stderr` without running. */
+  failCommand(match: string | RegExp, code = 1, stderr = 'simulated failure'): void {
+    this.failRules.push({ match, code, stderr })
+  }
+
+  clearFaults(): void {
+    this.failRules = []
+    this.slowMs = 0
+  }
+
+  /** Writes a state switch read by a shim (e.g. `gpu_broken`, `hub_down`, `registry_down`). */
+  setFlag(name: string, on: boolean): void {
+    const f = path.join(this.state, name)
+    if (on) fs.writeFileSync(f, '1')
+    else fs.rmSync(f, { force: true })
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.children) if (c.pid !== undefined) {
+      try {
+        process.kill(-c.pid, 'SIGKILL')
+      } catch {
+        // gone
+      }
+    }
+    await this.down()
+  }
+
+  private async closeListeners(): Promise<void> {
+    const s = this.server
+    const bh = this.blackhole
+    this.server = null
+    this.blackhole = null
+    if (s) await new Promise<void>((r) => s.close(() => r()))
+    if (bh) await new Promise<void>((r) => bh.close(() => r()))
+  }
+}
+
+export interface SimCluster {
+  readonly root: string
+  readonly node1: SimNode
+  readonly node2: SimNode
+  readonly nodes: readonly SimNode[]
+  /** Container state changes on any node (`container` events). */
+  readonly events: EventEmitter<{ container: [ContainerEvent] }>
+  /** The launcher's upstream (a bare repository). */
+  readonly launcherOrigin: string
+  /** Adds a commit to the launcher's origin (node1 falls one further behind). */
+  pushUpstreamCommit(message: string): void
+  authorize(publicKeyLine: string): void
+  /** Env for a Tandem daemon pointed at this cluster. */
+  daemonEnv(): Record<string, string>
+  close(): Promise<void>
+}
+
+const DEFAULT_NODES: Record<SimNodeName, Required<Omit<SimNodeOptions, 'port'>>> = {
+  node1: { user: 'spark', hostname: 'spark-a1', mac: '4c:bb:47:2e:91:0a', lanIp: '192.168.177.11', cores: 20, ramBytes: 128_849_018_880 },
+  node2: { user: 'spark', hostname: 'spark-b2', mac: '4c:bb:47:2e:91:0b', lanIp: '192.168.177.12', cores: 20, ramBytes: 128_849_018_880 },
+}
+
+export async function startSimCluster(opts: SimClusterOptions = {}): Promise<SimCluster> {
+  const ownRoot = opts.root === undefined
+  const root = opts.root ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-sim-'))
+  fs.mkdirSync(root, { recursive: true })
+  const events = new EventEmitter<{ container: [ContainerEvent] }>()
+  const emit = (e: ContainerEvent): void => {
+    events.emit('container', e)
+  }
+  const nodes: Record<SimNodeName, SimNode> = {} as Record<SimNodeName, SimNode>
+  const mk = (name: SimNodeName, peer: SimNodeName): SimNode => {
+    const o = { ...DEFAULT_NODES[name], port: 0, ...(opts[name] ?? {}) }
+    return new SimNode(
+      name,
+      o,
+      root,
+      () => ({
+        SIM_PEER_HOME: nodes[peer].home,
+        SIM_PEER_IP: nodes[peer].opts.lanIp,
+        SIM_NODES: `${nodes.node1.opts.lanIp},${nodes.node2.opts.lanIp}`,
+        SIM_LLM_PORT: String(opts.llmPort ?? 8888),
+      }),
+      emit,
+    )
+  }
+  nodes.node1 = mk('node1', 'node2')
+  nodes.node2 = mk('node2', 'node1')
+  for (const n of Object.values(nodes)) n.port = (opts[n.name]?.port ?? 0)
+
+  const launcherOrigin = path.join(root, 'origin', 'spark-vllm-docker.git')
+  const seed = path.join(root, 'origin', 'seed')
+  const gitEnv = {
+    ...process.env,
+    GIT_AUTHOR_NAME: 'Launcher Maintainer',
+    GIT_AUTHOR_EMAIL: 'maintainer@example.invalid',
+    GIT_COMMITTER_NAME: 'Launcher Maintainer',
+    GIT_COMMITTER_EMAIL: 'maintainer@example.invalid',
+    GIT_CONFIG_NOSYSTEM: '1',
+    HOME: root,
+  }
+  const git = (cwd: string, ...args: string[]): string => {
+    const r = spawnSync('git', ['-c', 'init.defaultBranch=main', '-c', 'advice.detachedHead=false', ...args], { cwd, env: gitEnv, encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${r.stderr}`)
+    return r.stdout
+  }
+  fs.mkdirSync(launcherOrigin, { recursive: true })
+  git(launcherOrigin, 'init', '--bare', '-q')
+  fs.mkdirSync(seed, { recursive: true })
+  git(seed, 'init', '-q')
+  for (const f of fs.readdirSync(LAUNCHER_SRC)) fs.copyFileSync(path.join(LAUNCHER_SRC, f), path.join(seed, f))
+  fs.writeFileSync(path.join(seed, 'README.md'), '# vLLM Docker for Spark (simulated launcher)\n')
+  git(seed, 'add', '-A')
+  git(seed, 'commit', '-q', '-m', 'Initial launcher scripts')
+  git(seed, 'remote', 'add', 'origin', launcherOrigin)
+  git(seed, 'push', '-q', 'origin', 'HEAD:main')
+  const checkout = path.join(nodes.node1.home, 'spark-vllm-docker')
+  git(root, 'clone', '-q', '--branch', 'main', launcherOrigin, checkout)
+  fs.writeFileSync(
+    path.join(nodes.node1.home, '.gitconfig'),
+    '[user]\n\tname = Spark Operator\n\temail = operator@example.invalid\n[safe]\n\tdirectory = *\n[pull]\n\tff = only\n',
+  )
+  const pushUpstreamCommit = (message: string): void => {
+    fs.appendFileSync(path.join(seed, 'CHANGELOG.md'), `- ${message}\n`)
+    git(seed, 'add', '-A')
+    git(seed, 'commit', '-q', '-m', message)
+    git(seed, 'push', '-q', 'origin', 'HEAD:main')
+  }
+  const upstreamMessages = [
+    'Add --apply-mod support for model-specific patches',
+    'Bump vLLM ref to include the GB10 attention fix',
+    'hf-download: copy to peers in parallel',
+    'launch-cluster: detect RoCE twins automatically',
+  ]
+  for (let i = 0; i < (opts.launcherBehind ?? 2); i++) pushUpstreamCommit(upstreamMessages[i % upstreamMessages.length] as string)
+
+  for (const n of Object.values(nodes)) {
+    for (const k of opts.authorizedKeys ?? []) n.authorize(k)
+    for (const repo of opts.cachedModels?.[n.name] ?? []) {
+      const dir = path.join(n.home, '.cache', 'huggingface', 'hub', `models--${repo.replace('/', '--')}`, 'snapshots', 'main')
+      fs.mkdirSync(dir, { recursive: true })
+      fs.writeFileSync(path.join(dir, 'config.json'), '{"model_type":"sim"}\n')
+      fs.writeFileSync(path.join(dir, 'model.safetensors'), Buffer.alloc(1024 * 1024))
+    }
+    for (const c of opts.containers?.[n.name] ?? []) {
+      const args = ['docker', 'run', '-d', '--name', c.name, '--restart', 'unless-stopped']
+      if (c.gpu !== false) args.push('--gpus', 'all')
+      for (const [h, p] of c.ports ?? []) args.push('-p', `${h}:${p}`)
+      args.push(c.image, ...(c.command ?? []))
+      let cmd = args.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ') + ' >/dev/null'
+      if (c.running === false) cmd += ` && docker stop '${c.name}' >/dev/null`
+      const r = n.runLocal(cmd)
+      if (r.code !== 0) throw new Error(`seeding container ${c.name} on ${n.name} failed: ${r.stderr}`)
+    }
+    await n.listen()
+  }
+
+  return {
+    root,
+    node1: nodes.node1,
+    node2: nodes.node2,
+    nodes: [nodes.node1, nodes.node2],
+    events,
+    launcherOrigin,
+    pushUpstreamCommit,
+    authorize: (line) => {
+      for (const n of Object.values(nodes)) n.authorize(line)
+    },
+    daemonEnv: () => ({
+      NODE1_HOST: '127.0.0.1',
+      NODE1_USER: nodes.node1.user,
+      NODE1_SSH_PORT: String(nodes.node1.port),
+      NODE2_HOST: '127.0.0.1',
+      NODE2_USER: nodes.node2.user,
+      NODE2_SSH_PORT: String(nodes.node2.port),
+      WOL_BROADCAST: '127.0.0.1',
+    }),
+    close: async () => {
+      for (const n of Object.values(nodes)) await n.close()
+      if (ownRoot) fs.rmSync(root, { recursive: true, force: true })
+    },
+  }
+}
