@@ -157,7 +157,7 @@ export class SimNode {
     }
     const server = new ssh2.Server({ hostKeys: this.hostKeys }, (client) => {
       this.clients.add(client)
-      client.setNoDelay(true)
+      ;(client as unknown as { setNoDelay(on: boolean): void }).setNoDelay(true)
       client.on('close', () => this.clients.delete(client))
       client.on('error', () => undefined)
       client.on('authentication', (ctx) => {
