@@ -1,4 +1,165 @@
-import type { ContractTable } from './define'
+import { z } from 'zod'
+import { method, type ContractTable } from './define'
 
-/** The gateway methods (see DESIGN.md, The contract). */
-export const gatewayContract = {} satisfies ContractTable
+/**
+ * The gateway's contract methods (DESIGN.md, The contract). The OpenAI-shaped /v1 proxies, the
+ * audio uploads and the embeddings proxy are raw routes (they stream bodies through); see
+ * src-main/gateway/module.ts and docs/sections/gateway.md.
+ */
+
+export const ScrubEntity = z.object({
+  type: z.enum(['EMAIL', 'PHONE', 'IP', 'CARD', 'IBAN', 'SECRET', 'TERM']),
+  placeholder: z.string(),
+  /** Offsets into the original text. */
+  start: z.number(),
+  end: z.number(),
+})
+
+export const SearchHit = z.object({
+  id: z.union([z.string(), z.number()]),
+  score: z.number(),
+  payload: z.record(z.string(), z.unknown()).nullable(),
+})
+
+export const GatewayRequest = z.object({
+  seq: z.number(),
+  at: z.number(),
+  method: z.string(),
+  path: z.string(),
+  status: z.number(),
+  latency_ms: z.number(),
+  ttfb_ms: z.number().nullable(),
+  bytes: z.number(),
+  streamed: z.boolean(),
+  aborted: z.boolean(),
+})
+export type GatewayRequest = z.infer<typeof GatewayRequest>
+
+export const UpstreamInfo = z.object({
+  name: z.enum(['llm', 'asr', 'tts', 'embeddings', 'vector']),
+  /** Where the gateway forwards; null when not configured. */
+  url: z.string().nullable(),
+  hint: z.string().nullable(),
+})
+
+export const GatewayInfo = z.object({
+  /** Base URLs LAN clients can use (PUBLIC_URL, else this host's addresses). */
+  base_urls: z.array(z.string()),
+  consumer_key_required: z.boolean(),
+  upstreams: z.array(UpstreamInfo),
+  endpoints: z.array(z.object({ method: z.string(), path: z.string(), summary: z.string() })),
+})
+export type GatewayInfo = z.infer<typeof GatewayInfo>
+
+export const DiarizedTranscript = z.object({
+  duration: z.number(),
+  language: z.string(),
+  speakers_detected: z.array(z.string()),
+  segments: z.array(z.object({ start_ms: z.number(), end_ms: z.number(), speaker: z.string(), text: z.string() })),
+  models: z.object({ transcription: z.string(), diarization: z.string() }),
+})
+
+const Collection = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'collection must match ^[A-Za-z0-9_-]{1,64}$')
+const SessionId = z.string().min(1).max(128)
+
+export const PlaygroundChatEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('delta'), text: z.string() }),
+  z.object({
+    type: z.literal('done'),
+    model: z.string(),
+    chunks: z.number(),
+    ttfb_ms: z.number().nullable(),
+    total_ms: z.number(),
+  }),
+])
+
+export const gatewayContract = {
+  scrub: method({
+    summary:
+      'Replace personal data and secrets with stable placeholders ([EMAIL_1]); pass session_id to keep numbering',
+    http: 'POST /scrub',
+    input: z.object({ text: z.string().max(1_000_000), session_id: SessionId.optional() }),
+    output: z.object({ text: z.string(), session_id: z.string(), entities: z.array(ScrubEntity) }),
+  }),
+  rehydrate: method({
+    summary: 'Put the originals back in (possibly LLM-rewritten) text; unknown session → 404',
+    http: 'POST /rehydrate',
+    input: z.object({ text: z.string().max(4_000_000), session_id: SessionId }),
+    output: z.object({ text: z.string(), replaced: z.number() }),
+  }),
+  search: method({
+    summary: 'Embed the query through EMBEDDINGS_URL and search the Qdrant-compatible store at VECTOR_URL',
+    http: 'POST /api/search',
+    input: z.object({
+      collection: Collection,
+      query: z.string().min(1).max(8192),
+      limit: z.number().int().min(1).max(100).default(10),
+      model: z.string().max(200).optional(),
+    }),
+    output: z.object({ results: z.array(SearchHit) }),
+  }),
+  gatewayInfo: method({
+    summary: 'Gateway base URLs, upstream addresses and endpoint list (for the Gateway view)',
+    http: 'GET /api/gateway',
+    input: z.object({}),
+    output: GatewayInfo,
+  }),
+  gatewayRequests: method({
+    summary: 'The last gateway requests (newest first) and a latency histogram over them',
+    http: 'GET /api/gateway/requests',
+    input: z.object({
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+      after: z.coerce.number().int().min(0).default(0),
+    }),
+    output: z.object({
+      requests: z.array(GatewayRequest),
+      histogram: z.object({ bounds_ms: z.array(z.number()), counts: z.array(z.number()) }),
+      total: z.number(),
+    }),
+  }),
+  gatewayVoices: method({
+    summary: 'The tts voices (id and language tag), cached for a minute',
+    http: 'GET /api/gateway/voices',
+    input: z.object({}),
+    output: z.object({
+      voices: z.array(z.object({ id: z.string(), language: z.string() })),
+      error: z.string().nullable(),
+    }),
+  }),
+  playgroundChat: method({
+    summary: 'Playground: stream a chat answer from the loaded llm (one prompt)',
+    http: 'GET /api/gateway/playground/chat',
+    stream: true,
+    input: z.object({
+      prompt: z.string().min(1).max(8000),
+      system: z.string().max(4000).optional(),
+      max_tokens: z.coerce.number().int().min(1).max(4096).optional(),
+    }),
+    output: PlaygroundChatEvent,
+  }),
+  playgroundSpeech: method({
+    summary: 'Playground: synthesize speech with a voice; WAV as base64',
+    http: 'POST /api/gateway/playground/speech',
+    input: z.object({
+      voice: z.string().min(1).max(200),
+      input: z.string().min(1).max(2000),
+      speed: z.number().min(0.25).max(4).optional(),
+    }),
+    output: z.object({ audio_base64: z.string(), content_type: z.string(), bytes: z.number(), latency_ms: z.number() }),
+  }),
+  playgroundTranscribe: method({
+    summary: 'Playground: diarized transcription of a short recording (base64, at most 8 MiB)',
+    http: 'POST /api/gateway/playground/transcribe',
+    input: z.object({
+      audio_base64: z
+        .string()
+        .min(1)
+        .max(Math.ceil((8 * 1024 * 1024 * 4) / 3) + 4),
+      filename: z
+        .string()
+        .regex(/^[\w. -]{1,128}$/)
+        .default('audio.wav'),
+    }),
+    output: DiarizedTranscript,
+  }),
+} satisfies ContractTable

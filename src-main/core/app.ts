@@ -14,6 +14,7 @@ import type { DomainModule } from './module'
 import { VERSION } from './version'
 import { createNodesModule } from '../nodes/module'
 import { createGatewayModule } from '../gateway/module'
+import { loggingDeepHealth } from '../gateway/deepHealth'
 import { createLicensingModule } from '../licensing/module'
 
 export interface CoreOptions {
@@ -59,7 +60,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     getConfig: async () => publicConfig(config),
     saveSettings: async ({ values }) => {
       const res = writeSettings(config, values as Partial<Record<SettingName, string>>)
-      if (res.errors.length > 0) throw new ApiError('bad_input', res.errors.map((e) => `${e.name}: ${e.message}`).join('; '))
+      if (res.errors.length > 0)
+        throw new ApiError('bad_input', res.errors.map((e) => `${e.name}: ${e.message}`).join('; '))
       logger.info('settings saved', { names: res.saved })
       return { saved: res.saved, restart_required: res.saved.length > 0 }
     },
@@ -96,7 +98,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
 
   const shared = { config, clock, logger, jobs }
   const nodes = await createNodesModule(shared)
-  const gateway = await createGatewayModule({ ...shared, nodes })
+  // Deep health (services domain) replaces this interim hook; it logs and records probe requests.
+  const gateway = await createGatewayModule({ ...shared, nodes, deepHealth: loggingDeepHealth(logger.child('deep-health'), undefined, () => clock.now()) })
   const licensing = await createLicensingModule(shared)
   const modules = [nodes, gateway, licensing] as DomainModule<Partial<Contract>>[]
 

@@ -1,0 +1,156 @@
+import type http from 'node:http'
+import { ApiError } from '../contract/errors'
+import type { Logger } from '../core/logger'
+import type { Upstream } from './upstreams'
+import {
+  callUpstream,
+  MiB,
+  parseJsonObject,
+  passHeaders,
+  readBody,
+  readText,
+  upstreamDetail,
+  UpstreamUnreachable,
+} from './wire'
+
+/**
+ * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
+ * untouched once they parse as a JSON object. `stream: true` answers are piped chunk by chunk with
+ * backpressure and no buffering; the client's disconnect aborts the upstream call.
+ */
+export interface ForwardOptions {
+  readonly path: string
+  readonly timeoutMs: number
+  readonly bodyLimit: number
+  readonly logger: Logger
+  /** Called once the answer is known to be a stream (request log). */
+  onStreamed?(): void
+}
+
+export async function forwardJson(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  up: Upstream,
+  opts: ForwardOptions,
+): Promise<void> {
+  const raw = await readBody(req, opts.bodyLimit)
+  const body = parseJsonObject(raw)
+  const streaming = body.stream === true
+
+  const ac = new AbortController()
+  const onClientGone = (): void => {
+    if (!res.writableFinished) ac.abort(new Error('client disconnected'))
+  }
+  res.once('close', onClientGone)
+  const timer = setTimeout(
+    () =>
+      ac.abort(
+        new ApiError('upstream_timeout', `${up.name} did not finish within ${Math.round(opts.timeoutMs / 60000)} min`, {
+          status: 504,
+        }),
+      ),
+    opts.timeoutMs,
+  )
+  timer.unref()
+  const done = (): void => {
+    clearTimeout(timer)
+    res.off('close', onClientGone)
+  }
+
+  let upRes: http.IncomingMessage
+  try {
+    upRes = await callUpstream(up, {
+      method: 'POST',
+      path: opts.path,
+      headers: { 'content-type': 'application/json', accept: streaming ? 'text/event-stream' : 'application/json' },
+      body: raw,
+      signal: ac.signal,
+    })
+  } catch (err) {
+    done()
+    if (err instanceof UpstreamUnreachable) throw new ApiError('upstream_unreachable', err.message)
+    if (err instanceof ApiError) throw err
+    if (res.destroyed) return
+    throw new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${(err as Error).message}`)
+  }
+  const status = upRes.statusCode ?? 502
+
+  if (streaming && status !== 200) {
+    // Spec 1, 6.1: exactly one SSE event named `error` carrying the upstream's error, then the end.
+    opts.onStreamed?.()
+    let text: string
+    try {
+      text = await readText(upRes)
+    } catch {
+      text = ''
+    }
+    done()
+    res.writeHead(200, sseHeaders())
+    res.end(`event: error\ndata: ${errorEventData(status, text, up.name)}\n\n`)
+    return
+  }
+
+  const isSse = streaming || String(upRes.headers['content-type'] ?? '').startsWith('text/event-stream')
+  if (isSse) opts.onStreamed?.()
+  res.writeHead(status, isSse ? { ...passHeaders(upRes, ['content-length']), ...sseHeaders() } : passHeaders(upRes))
+  if (isSse) res.flushHeaders()
+
+  await new Promise<void>((resolve) => {
+    let finished = false
+    const finish = (): void => {
+      if (finished) return
+      finished = true
+      done()
+      resolve()
+    }
+    upRes.pipe(res, { end: false })
+    upRes.once('end', () => {
+      res.end()
+      finish()
+    })
+    upRes.once('error', () => undefined)
+    upRes.once('close', () => {
+      if (upRes.complete || res.destroyed) return finish()
+      // The upstream went away mid-answer: end the client's stream with an error, never leave it hanging.
+      upRes.unpipe(res)
+      const reason: unknown = ac.signal.reason
+      const message =
+        reason instanceof ApiError ? reason.message : `${up.name} closed the connection before the answer was complete`
+      opts.logger.warn('upstream ended mid-response', { path: opts.path, upstream: up.name })
+      if (isSse)
+        res.end(
+          `\n\nevent: error\ndata: ${JSON.stringify({ error: { message, type: 'upstream_error', code: 502 } })}\n\n`,
+        )
+      else res.destroy()
+      finish()
+    })
+    res.once('close', finish)
+  })
+}
+
+export function sseHeaders(): http.OutgoingHttpHeaders {
+  return {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+  }
+}
+
+/** The upstream's error as an OpenAI-style `{error: {...}}` object (the shape the openai client raises). */
+export function errorEventData(status: number, text: string, upstream: string): string {
+  try {
+    const v = JSON.parse(text) as { error?: unknown }
+    if (v && typeof v === 'object' && v.error && typeof v.error === 'object') return JSON.stringify(v)
+  } catch {
+    // not JSON: wrap it below
+  }
+  return JSON.stringify({
+    error: {
+      message: `${upstream} answered HTTP ${status}: ${upstreamDetail(text)}`,
+      type: 'upstream_error',
+      code: status,
+    },
+  })
+}
+
+export const JSON_BODY_LIMIT = 64 * MiB

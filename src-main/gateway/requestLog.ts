@@ -1,0 +1,106 @@
+import type http from 'node:http'
+import type { Clock } from '../core/clock'
+
+/** One gateway request as the dashboard's live log shows it. */
+export interface RequestEntry {
+  readonly seq: number
+  readonly at: number
+  readonly method: string
+  readonly path: string
+  readonly status: number
+  /** Request start to response end (ms). */
+  readonly latency_ms: number
+  /** Request start to response headers (ms); null when none were sent. */
+  readonly ttfb_ms: number | null
+  /** Response bytes on the wire (headers included). */
+  readonly bytes: number
+  readonly streamed: boolean
+  /** The client went away before the response ended. */
+  readonly aborted: boolean
+}
+
+/** Histogram bucket upper bounds (ms); the last bucket is open-ended. */
+export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000]
+
+/** The last N requests and a latency histogram over them. In memory: it is a live view, not an audit trail. */
+export class RequestLog {
+  private readonly ring: RequestEntry[] = []
+  private seq = 0
+  private total = 0
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly capacity = 500,
+  ) {}
+
+  add(e: Omit<RequestEntry, 'seq' | 'at'>): RequestEntry {
+    const entry = { ...e, seq: ++this.seq, at: this.clock.now() }
+    this.ring.push(entry)
+    if (this.ring.length > this.capacity) this.ring.shift()
+    this.total++
+    return entry
+  }
+
+  /** Newest first; only entries after `afterSeq` when given. */
+  list(limit = 100, afterSeq = 0): RequestEntry[] {
+    const out: RequestEntry[] = []
+    for (let i = this.ring.length - 1; i >= 0 && out.length < limit; i--) {
+      const e = this.ring[i]!
+      if (e.seq <= afterSeq) break
+      out.push(e)
+    }
+    return out
+  }
+
+  histogram(): { bounds_ms: number[]; counts: number[] } {
+    const counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0)
+    for (const e of this.ring) {
+      let i = LATENCY_BOUNDS_MS.findIndex((b) => e.latency_ms <= b)
+      if (i === -1) i = LATENCY_BOUNDS_MS.length
+      counts[i]!++
+    }
+    return { bounds_ms: [...LATENCY_BOUNDS_MS], counts }
+  }
+
+  get totalCount(): number {
+    return this.total
+  }
+
+  /**
+   * Watches one raw-route exchange and records it when the response ends or the client leaves.
+   * Bytes are the socket's written-bytes delta: HTTP/1.1 exchanges on a socket are sequential.
+   */
+  watch(req: http.IncomingMessage, res: http.ServerResponse, path: string): { markStreamed(): void } {
+    const t0 = performance.now()
+    const sock = req.socket
+    const written0 = sock.bytesWritten
+    let ttfb: number | null = null
+    let streamed = false
+    const writeHead = res.writeHead.bind(res) as (...a: unknown[]) => http.ServerResponse
+    res.writeHead = ((...args: unknown[]) => {
+      if (ttfb === null) ttfb = performance.now() - t0
+      return writeHead(...args)
+    }) as typeof res.writeHead
+    res.once('close', () => {
+      this.add({
+        method: req.method ?? 'GET',
+        path,
+        status: res.headersSent ? res.statusCode : 499,
+        latency_ms: round(performance.now() - t0),
+        ttfb_ms: ttfb === null ? null : round(ttfb),
+        bytes: Math.max(0, sock.bytesWritten - written0),
+        streamed,
+        aborted: !res.writableFinished,
+      })
+    })
+    return {
+      markStreamed: () => {
+        streamed = true
+      },
+    }
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100
+}

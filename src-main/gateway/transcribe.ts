@@ -1,0 +1,248 @@
+import type http from 'node:http'
+import { PassThrough, Transform } from 'node:stream'
+import { z } from 'zod'
+import { ApiError } from '../contract/errors'
+import { DiarizedTranscript } from '../contract/gateway'
+import type { Logger } from '../core/logger'
+import { encodeMultipart, FilePartScanner, multipartBoundary, type FormFile } from './multipart'
+import type { Upstream } from './upstreams'
+import { groupWords, type SpeakerBlock } from './words'
+import {
+  callUpstream,
+  ClientGone,
+  MiB,
+  passHeaders,
+  readText,
+  upstreamDetail,
+  upstreamJson,
+  UpstreamStatus,
+  UpstreamUnreachable,
+} from './wire'
+
+/** The error for an asr that answered 5xx (spec 1, 7): 503, Retry-After 60, and a probe is asked for. */
+export function asrWedged(status: number, detail: string, onWedged: (reason: string) => void): ApiError {
+  onWedged(`asr answered HTTP ${status}: ${detail}`)
+  return new ApiError(
+    'unavailable',
+    `asr failed (HTTP ${status}: ${detail}); a health probe was started, retry in 60 s`,
+    {
+      headers: { 'Retry-After': '60' },
+    },
+  )
+}
+
+export interface RelayOptions {
+  readonly path: string
+  readonly maxBytes: number
+  readonly timeoutMs: number
+  readonly logger: Logger
+  onWedged(reason: string): void
+}
+
+/**
+ * Relays a multipart upload to the asr byte for byte (every field, repeated ones included),
+ * streaming: only the text fields before the file part are held while the scanner checks that a
+ * `file` is present. A body without one is refused before anything goes upstream.
+ */
+export async function relayUpload(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  asr: Upstream,
+  opts: RelayOptions,
+): Promise<void> {
+  const boundary = multipartBoundary(req.headers['content-type'])
+  const declared = Number(req.headers['content-length'] ?? NaN)
+  if (Number.isFinite(declared) && declared > opts.maxBytes) throw tooLarge(opts.maxBytes)
+  const head = await readUntilFilePart(req, boundary)
+
+  const ac = new AbortController()
+  const onClientGone = (): void => {
+    if (!res.writableFinished) ac.abort(new ClientGone())
+  }
+  res.once('close', onClientGone)
+  const timer = setTimeout(
+    () => ac.abort(new ApiError('upstream_timeout', 'asr did not answer in time', { status: 504 })),
+    opts.timeoutMs,
+  )
+  timer.unref()
+
+  let sent = 0
+  let overLimit = false
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      sent += chunk.length
+      if (sent > opts.maxBytes) {
+        overLimit = true
+        ac.abort(tooLarge(opts.maxBytes))
+        return cb(tooLarge(opts.maxBytes))
+      }
+      cb(null, chunk)
+    },
+  })
+  const body = new PassThrough({ highWaterMark: 256 * 1024 })
+  body.pipe(counter)
+  for (const c of head) body.write(c)
+  req.pipe(body)
+  req.resume()
+
+  const headers: http.OutgoingHttpHeaders = { 'content-type': req.headers['content-type'], accept: 'application/json' }
+  if (Number.isFinite(declared)) headers['content-length'] = declared
+  try {
+    let upRes: http.IncomingMessage
+    try {
+      upRes = await callUpstream(asr, { method: 'POST', path: opts.path, headers, body: counter, signal: ac.signal })
+    } catch (err) {
+      if (overLimit) throw tooLarge(opts.maxBytes)
+      if (err instanceof UpstreamUnreachable) throw new ApiError('upstream_unreachable', err.message)
+      throw err
+    }
+    const status = upRes.statusCode ?? 502
+    if (status >= 500) throw asrWedged(status, upstreamDetail(await readText(upRes).catch(() => '')), opts.onWedged)
+    res.writeHead(status, passHeaders(upRes))
+    await new Promise<void>((resolve) => {
+      upRes.pipe(res)
+      upRes.once('error', () => undefined)
+      upRes.once('close', () => {
+        if (!upRes.complete && !res.destroyed) res.destroy()
+        resolve()
+      })
+      res.once('close', resolve)
+    })
+  } finally {
+    clearTimeout(timer)
+    res.off('close', onClientGone)
+    if (!req.complete) req.unpipe(body)
+  }
+}
+
+function tooLarge(max: number): ApiError {
+  return new ApiError('payload_too_large', `upload is larger than ${Math.round(max / MiB)} MiB`)
+}
+
+/** Reads the request until the `file` part's headers have arrived; returns the chunks read so far (the stream is paused). */
+function readUntilFilePart(req: http.IncomingMessage, boundary: string): Promise<Buffer[]> {
+  const scanner = new FilePartScanner(boundary)
+  const chunks: Buffer[] = []
+  return new Promise((resolve, reject) => {
+    const cleanup = (): void => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('close', onClose)
+    }
+    const onData = (c: Buffer): void => {
+      chunks.push(c)
+      const r = scanner.push(c)
+      if (r === 'need-more') return
+      req.pause()
+      cleanup()
+      if (r === 'found') resolve(chunks)
+      else reject(new ApiError('bad_input', "the 'file' part must come within the first MiB of the form"))
+    }
+    const onEnd = (): void => {
+      cleanup()
+      reject(
+        new ApiError(
+          'bad_input',
+          `multipart field 'file' is required (got: ${scanner.fields.join(', ') || 'no parts'})`,
+        ),
+      )
+    }
+    const onClose = (): void => {
+      cleanup()
+      reject(new ClientGone())
+    }
+    req.on('data', onData)
+    req.once('end', onEnd)
+    req.once('close', onClose)
+  })
+}
+
+const AsrWords = z.object({
+  text: z.string().optional(),
+  language: z.string().optional(),
+  duration: z.number().optional(),
+  model: z.string().optional(),
+  words: z.array(z.object({ word: z.string(), start: z.number(), end: z.number() })),
+})
+
+const Diarization = z.object({
+  duration: z.number().optional(),
+  segments: z.array(z.object({ start_s: z.number(), end_s: z.number(), speaker: z.string() })),
+  models: z.object({ diarization: z.string().optional() }).partial().optional(),
+})
+
+export type DiarizedTranscript = z.infer<typeof DiarizedTranscript>
+
+/**
+ * Spec 1, 4.8: transcription with word timestamps and diarization run in parallel on the same
+ * file (on disk, streamed twice), then words are given to speakers and grouped into blocks.
+ */
+export async function transcribeWithSpeakers(
+  asr: Upstream,
+  file: FormFile,
+  opts: {
+    language?: string
+    signal: AbortSignal
+    asrModel: () => Promise<string | null>
+    onWedged(reason: string): void
+  },
+): Promise<DiarizedTranscript> {
+  const ac = new AbortController()
+  const onAbort = (): void => ac.abort(opts.signal.reason)
+  opts.signal.addEventListener('abort', onAbort, { once: true })
+  const call = async <T>(path: string, fields: [string, string][], schema: z.ZodType<T>): Promise<T> => {
+    const form = encodeMultipart(fields, file)
+    const { value } = await upstreamJson(asr, {
+      method: 'POST',
+      path,
+      headers: { 'content-type': form.contentType, 'content-length': form.length, accept: 'application/json' },
+      body: form.body,
+      signal: ac.signal,
+    })
+    const parsed = schema.safeParse(value)
+    if (!parsed.success)
+      throw new UpstreamStatus(
+        asr,
+        502,
+        `unexpected answer from ${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+      )
+    return parsed.data
+  }
+  const fields: [string, string][] = [
+    ['response_format', 'verbose_json'],
+    ['timestamp_granularities[]', 'word'],
+    ['timestamp_granularities[]', 'segment'],
+  ]
+  if (opts.language) fields.push(['language', opts.language])
+  try {
+    const [words, diar, model] = await Promise.all([
+      call('/v1/audio/transcriptions', fields, AsrWords),
+      call('/v1/audio/diarize-chunk', [], Diarization),
+      opts.asrModel(),
+    ])
+    const turns = diar.segments.map((s) => ({ start: s.start_s, end: s.end_s, speaker: s.speaker }))
+    const grouped: { segments: SpeakerBlock[]; speakers: string[] } = groupWords(words.words, turns)
+    return {
+      duration: words.duration ?? diar.duration ?? 0,
+      language: words.language ?? opts.language ?? 'unknown',
+      speakers_detected: grouped.speakers,
+      segments: grouped.segments,
+      models: { transcription: words.model ?? model ?? 'unknown', diarization: diar.models?.diarization ?? 'unknown' },
+    }
+  } catch (err) {
+    ac.abort(err)
+    throw mapAsrError(err, opts.onWedged)
+  } finally {
+    opts.signal.removeEventListener('abort', onAbort)
+  }
+}
+
+/** Upstream failures of the speech pipeline as API errors: 5xx → 503 + probe, unreachable → 502. */
+export function mapAsrError(err: unknown, onWedged: (reason: string) => void): unknown {
+  if (err instanceof UpstreamStatus) {
+    if (err.status >= 500 && err.status !== 502) return asrWedged(err.status, err.detail, onWedged)
+    return new ApiError('upstream_error', `asr: ${err.detail}`)
+  }
+  if (err instanceof UpstreamUnreachable) return new ApiError('upstream_unreachable', err.message)
+  return err
+}

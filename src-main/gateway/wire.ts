@@ -1,0 +1,222 @@
+import http from 'node:http'
+import https from 'node:https'
+import type { Readable } from 'node:stream'
+import { ApiError } from '../contract/errors'
+import type { Upstream } from './upstreams'
+
+/** Low-level HTTP plumbing shared by every gateway route: bounded body reads, upstream calls, error bodies. */
+
+export const MiB = 1024 * 1024
+
+/** Reads a request body whole, refusing more than `limit` bytes (413). For JSON bodies only; uploads stream. */
+export function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let n = 0
+    const onData = (c: Buffer): void => {
+      n += c.length
+      if (n > limit) {
+        req.off('data', onData)
+        req.resume()
+        reject(new ApiError('payload_too_large', `request body is larger than ${Math.round(limit / MiB)} MiB`))
+        return
+      }
+      chunks.push(c)
+    }
+    req.on('data', onData)
+    req.once('end', () => resolve(Buffer.concat(chunks)))
+    req.once('error', reject)
+    req.once('close', () => {
+      if (!req.complete) reject(new ClientGone())
+    })
+  })
+}
+
+/** The client left before its request was read; nothing is left to answer. */
+export class ClientGone extends Error {
+  constructor() {
+    super('client went away')
+    this.name = 'ClientGone'
+  }
+}
+
+/** Parses a JSON object body: 400 for anything else, before any upstream is called. */
+export function parseJsonObject(raw: Buffer): Record<string, unknown> {
+  let v: unknown
+  try {
+    v = JSON.parse(raw.toString('utf8'))
+  } catch (err) {
+    throw new ApiError('bad_input', `request body is not valid JSON: ${(err as Error).message}`)
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new ApiError('bad_input', 'request body must be a JSON object')
+  return v as Record<string, unknown>
+}
+
+/** The gateway's error body (DESIGN.md: control and gateway errors are `{detail, code}`). */
+export function sendError(res: http.ServerResponse, err: unknown): void {
+  const e = err instanceof ApiError ? err : new ApiError('internal', 'internal error')
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  const body = JSON.stringify({ detail: e.message, code: e.code })
+  res.writeHead(e.status, {
+    ...e.headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  })
+  res.end(body)
+}
+
+export function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value)
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
+export interface UpstreamCall {
+  readonly method: 'GET' | 'POST'
+  readonly path: string
+  readonly headers?: http.OutgoingHttpHeaders
+  /** A Buffer is sent with its length; a stream is piped with backpressure. */
+  readonly body?: Buffer | Readable
+  readonly signal?: AbortSignal
+}
+
+/** The error when the upstream could not be reached at all (connect refused, DNS, reset before a response). */
+export class UpstreamUnreachable extends Error {
+  constructor(
+    readonly upstream: Upstream,
+    readonly netError: Error,
+  ) {
+    super(`${upstream.name} is unreachable at ${upstream.base}: ${describeNetError(netError)}`)
+    this.name = 'UpstreamUnreachable'
+  }
+}
+
+export function describeNetError(err: Error): string {
+  const code = (err as NodeJS.ErrnoException).code
+  return code ? `${code}${err.message.includes(code) ? '' : ` (${err.message})`}` : err.message
+}
+
+/** Sends one request to an upstream; resolves with its response as soon as the headers arrive. */
+export function callUpstream(up: Upstream, call: UpstreamCall): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(up.base + call.path)
+    const headers: http.OutgoingHttpHeaders = { ...call.headers }
+    if (Buffer.isBuffer(call.body)) headers['content-length'] = call.body.length
+    const mod = url.protocol === 'https:' ? https : http
+    const req = mod.request(url, { method: call.method, headers, agent: up.agent, signal: call.signal })
+    let responded = false
+    req.once('response', (res) => {
+      responded = true
+      resolve(res)
+    })
+    req.once('error', (err) => {
+      if (responded) return
+      if (call.signal?.aborted) reject(abortReason(call.signal))
+      else reject(new UpstreamUnreachable(up, err))
+    })
+    if (call.body === undefined) req.end()
+    else if (Buffer.isBuffer(call.body)) req.end(call.body)
+    else {
+      call.body.once('error', (err) => req.destroy(err))
+      call.body.pipe(req)
+    }
+  })
+}
+
+function abortReason(signal: AbortSignal): Error {
+  const r: unknown = signal.reason
+  return r instanceof Error ? r : new Error('aborted')
+}
+
+/** Reads at most `limit` bytes of an upstream body as text (error bodies, small JSON). */
+export function readText(res: http.IncomingMessage, limit = 64 * 1024): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let n = 0
+    res.on('data', (c: Buffer) => {
+      if (n < limit) chunks.push(c.subarray(0, limit - n))
+      n += c.length
+    })
+    res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    res.once('error', reject)
+    res.once('aborted', () => reject(new Error('upstream closed the connection mid-body')))
+  })
+}
+
+/** The human part of an upstream error body: `detail`, `error.message`, `message`, or the text itself. */
+export function upstreamDetail(text: string): string {
+  try {
+    const v = JSON.parse(text) as { detail?: unknown; error?: unknown; message?: unknown }
+    if (typeof v.detail === 'string') return v.detail
+    if (v.error && typeof v.error === 'object' && typeof (v.error as { message?: unknown }).message === 'string')
+      return (v.error as { message: string }).message
+    if (typeof v.error === 'string') return v.error
+    if (typeof v.message === 'string') return v.message
+  } catch {
+    // not JSON: use the text
+  }
+  const t = text.trim().replace(/\s+/g, ' ')
+  return t.length > 300 ? `${t.slice(0, 300)}…` : t || '(empty body)'
+}
+
+/** Calls an upstream and parses its JSON answer; non-2xx becomes an error carrying status and detail. */
+export async function upstreamJson<T = unknown>(
+  up: Upstream,
+  call: UpstreamCall,
+  limit = 32 * MiB,
+): Promise<{ status: number; value: T }> {
+  const res = await callUpstream(up, call)
+  const text = await readText(res, limit)
+  const status = res.statusCode ?? 502
+  if (status < 200 || status >= 300) throw new UpstreamStatus(up, status, upstreamDetail(text))
+  try {
+    return { status, value: JSON.parse(text) as T }
+  } catch {
+    throw new UpstreamStatus(up, 502, `${up.name} answered with invalid JSON`)
+  }
+}
+
+/** An upstream answered, but not with success. */
+export class UpstreamStatus extends Error {
+  constructor(
+    readonly upstream: Upstream,
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(`${upstream.name} answered HTTP ${status}: ${detail}`)
+    this.name = 'UpstreamStatus'
+  }
+}
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+])
+
+/** Upstream response headers safe to pass to the client. */
+export function passHeaders(res: http.IncomingMessage, drop: string[] = []): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {}
+  for (const [k, v] of Object.entries(res.headers)) {
+    if (
+      v === undefined ||
+      HOP_BY_HOP.has(k) ||
+      drop.includes(k) ||
+      k === 'set-cookie' ||
+      k === 'server' ||
+      k === 'date'
+    )
+      continue
+    out[k] = v
+  }
+  return out
+}
