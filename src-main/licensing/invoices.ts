@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import type { InvoiceQuery, InvoiceView } from '../contract/licensing'
 import type { LicensingDb } from './db'
 
 /** An invoice row as stored (migrations 001–002). */
@@ -28,49 +28,7 @@ export interface InvoiceRow {
   settled_at: number | null
 }
 
-export const InvoiceStatus = z.enum(['pending', 'settled', 'expired', 'invalid'])
-export type InvoiceStatus = z.infer<typeof InvoiceStatus>
-
-/** What the admin sees of an invoice. */
-export const InvoiceView = z.object({
-  id: z.string(),
-  kind: z.string(),
-  product_id: z.string(),
-  product_slug: z.string().nullable(),
-  product_name: z.string().nullable(),
-  policy_id: z.string().nullable(),
-  policy_slug: z.string().nullable(),
-  provider: z.string().nullable(),
-  provider_invoice_id: z.string().nullable(),
-  checkout_url: z.string().nullable(),
-  amount_sats: z.number(),
-  status: InvoiceStatus,
-  discount_code: z.string().nullable(),
-  discount_value: z.number().nullable(),
-  buyer_email: z.string().nullable(),
-  buyer_note: z.string().nullable(),
-  license_id: z.string().nullable(),
-  listed_currency: z.string().nullable(),
-  listed_value: z.number().nullable(),
-  exchange_rate_centibps: z.number().nullable(),
-  exchange_rate_source: z.string().nullable(),
-  created_at: z.number(),
-  updated_at: z.number(),
-  expires_at: z.number().nullable(),
-  settled_at: z.number().nullable(),
-})
-export type InvoiceView = z.infer<typeof InvoiceView>
-
-export const InvoiceListQuery = z.object({
-  status: InvoiceStatus.optional(),
-  provider: z.enum(['btcpay', 'zaprite', 'free']).optional(),
-  product: z.string().max(128).optional(),
-  /** Matches the invoice id, the provider's id or the buyer's email. */
-  q: z.string().max(200).optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  offset: z.coerce.number().int().min(0).default(0),
-})
-export type InvoiceListQuery = z.infer<typeof InvoiceListQuery>
+export type InvoiceStatus = InvoiceView['status']
 
 const VIEW_SELECT = `
   SELECT i.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug, d.code AS discount_code
@@ -135,7 +93,7 @@ export class InvoiceStore {
     return r ? toView(r) : undefined
   }
 
-  list(q: InvoiceListQuery): { items: InvoiceView[]; total: number } {
+  list(q: InvoiceQuery): { items: InvoiceView[]; total: number } {
     const where: string[] = []
     const args: (string | number)[] = []
     if (q.status) {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { z } from 'zod'
+import type { PurchaseInput, PurchaseSession, PurchaseStatus } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { immediate, type LicensingDb } from './db'
 import type { InvoiceRow, InvoiceStore } from './invoices'
+import { iso } from './json'
 import type { ProviderConnections } from './providers/connections'
 import type { ListedPrice } from './providers/types'
 import type { Settlement } from './settlement'
@@ -12,56 +13,10 @@ import type { Settlement } from './settlement'
 /** How long a local invoice waits for payment before reconciliation expires it. */
 export const INVOICE_TTL_MS = 24 * 60 * 60 * 1000
 
-const Slug = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, 'a slug')
-
-/** `POST /v1/purchase`, as the Keysat clients send it (`policy_slug`) or as DESIGN.md names it (`policy`). */
-export const PurchaseInput = z.object({
-  product: Slug,
-  policy: Slug.optional(),
-  policy_slug: Slug.optional(),
-  buyer_email: z.email().max(254).optional().or(z.literal('').transform(() => undefined)),
-  buyer_note: z.string().max(1000).optional(),
-  redirect_url: z.url({ protocol: /^https?$/ }).max(2048).optional().or(z.literal('').transform(() => undefined)),
-  code: z.string().trim().max(64).optional().or(z.literal('').transform(() => undefined)),
-})
-export type PurchaseInput = z.infer<typeof PurchaseInput>
-
-export const PurchaseSession = z.object({
-  invoice_id: z.string(),
-  /** The provider's invoice/order id; `btcpay_invoice_id` is the name the Keysat clients read. */
-  btcpay_invoice_id: z.string().nullable(),
-  provider: z.string(),
-  provider_invoice_id: z.string().nullable(),
-  checkout_url: z.string(),
-  amount_sats: z.number(),
-  listed_currency: z.string(),
-  listed_value: z.number(),
-  exchange_rate_centibps: z.number().nullable(),
-  exchange_rate_source: z.string().nullable(),
-  poll_url: z.string(),
-  status: z.enum(['pending', 'settled']),
-  expires_at: z.number().nullable(),
-})
-export type PurchaseSession = z.infer<typeof PurchaseSession>
-
-export const PollInput = z.object({ id: z.uuid() })
-
-export const PollResponse = z.object({
-  invoice_id: z.string(),
-  status: z.enum(['pending', 'settled', 'expired', 'invalid']),
-  product_id: z.string(),
-  product_slug: z.string().nullable(),
-  policy_slug: z.string().nullable(),
-  amount_sats: z.number(),
-  listed_currency: z.string().nullable(),
-  listed_value: z.number().nullable(),
-  checkout_url: z.string().nullable(),
-  license_key: z.string().nullable(),
-  license_id: z.string().nullable(),
-  expires_at: z.number().nullable(),
-  settled_at: z.number().nullable(),
-})
-export type PollResponse = z.infer<typeof PollResponse>
+/** The four fiat columns are NULL for SAT items (identity conversion): those read as SAT. */
+function asCurrency(c: string | null): ListedPrice['currency'] {
+  return c === 'USD' || c === 'EUR' || c === 'BTC' ? c : 'SAT'
+}
 
 /** A price for one purchase, as pricing computes it (discount applied, converted to sats). */
 export interface PurchaseQuote {
@@ -110,7 +65,10 @@ export class Purchases {
     const quote = await pricing.quote({ product: input.product, policy, code: input.code }, signal)
     const provider = quote.amountSats > 0 ? providers.active() : null
     if (quote.amountSats > 0 && !provider) {
-      throw new ApiError('unavailable', 'no payment provider is connected; the seller has to connect BTCPay Server or Zaprite')
+      throw new ApiError(
+        'unavailable',
+        'no payment provider is connected; the seller has to connect BTCPay Server or Zaprite',
+      )
     }
     const id = randomUUID()
     const now = clock.now()
@@ -166,7 +124,8 @@ export class Purchases {
     } catch (err) {
       this.deps.settlement.markUnpaid(id, 'invalid', { actor: 'system', via: `${provider.kind} checkout failed` })
       this.deps.logger.warn('checkout creation failed', { invoice: id, provider: provider.kind, error: err })
-      if (err instanceof ApiError) throw new ApiError(err.code, `could not open a checkout: ${err.message}`, { status: 502 })
+      if (err instanceof ApiError)
+        throw new ApiError(err.code, `could not open a checkout: ${err.message}`, { status: 502 })
       throw new ApiError('upstream_error', 'could not open a checkout at the payment provider')
     }
     db.prepare('UPDATE invoices SET provider_invoice_id = ?, checkout_url = ?, updated_at = ? WHERE id = ?').run(
@@ -183,22 +142,22 @@ export class Purchases {
     return {
       invoice_id: id,
       btcpay_invoice_id: inv.provider_invoice_id,
-      provider: inv.provider ?? 'free',
+      provider: inv.provider === 'btcpay' || inv.provider === 'zaprite' ? inv.provider : 'free',
       provider_invoice_id: inv.provider_invoice_id,
       checkout_url: checkoutUrl,
       amount_sats: inv.amount_sats,
-      listed_currency: inv.listed_currency ?? 'SAT',
+      listed_currency: asCurrency(inv.listed_currency),
       listed_value: inv.listed_value ?? inv.amount_sats,
       exchange_rate_centibps: inv.exchange_rate_centibps,
       exchange_rate_source: inv.exchange_rate_source,
       poll_url: `${base}/v1/purchase/${id}`,
       status: inv.status === 'settled' ? 'settled' : 'pending',
-      expires_at: inv.expires_at,
+      expires_at: inv.expires_at === null ? null : iso(inv.expires_at),
     }
   }
 
   /** `GET /v1/purchase/:id`: the invoice's state and, once settled, the license key. */
-  poll(id: string): PollResponse {
+  poll(id: string): PurchaseStatus {
     const r = this.deps.db
       .prepare(
         `SELECT i.*, p.slug AS product_slug, pol.slug AS policy_slug, l.license_key AS license_key
@@ -208,7 +167,8 @@ export class Purchases {
          LEFT JOIN licenses l ON l.id = i.issued_license_id
          WHERE i.id = ?`,
       )
-      .get(id) as (InvoiceRow & { product_slug: string | null; policy_slug: string | null; license_key: string | null }) | undefined
+      .get(id) as
+      (InvoiceRow & { product_slug: string | null; policy_slug: string | null; license_key: string | null }) | undefined
     if (!r) throw new ApiError('not_found', 'no such purchase')
     return {
       invoice_id: r.id,
@@ -217,13 +177,13 @@ export class Purchases {
       product_slug: r.product_slug,
       policy_slug: r.policy_slug,
       amount_sats: r.amount_sats,
-      listed_currency: r.listed_currency ?? 'SAT',
+      listed_currency: asCurrency(r.listed_currency),
       listed_value: r.listed_value ?? r.amount_sats,
       checkout_url: r.status === 'pending' ? r.checkout_url : null,
       license_key: r.status === 'settled' ? r.license_key : null,
       license_id: r.status === 'settled' ? r.issued_license_id : null,
-      expires_at: r.expires_at,
-      settled_at: r.settled_at,
+      expires_at: r.expires_at === null ? null : iso(r.expires_at),
+      settled_at: r.settled_at === null ? null : iso(r.settled_at),
     }
   }
 }

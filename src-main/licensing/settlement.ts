@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { immediate, type LicensingDb } from './db'
+import type { AuditLog } from './audit'
 import type { InvoiceRow } from './invoices'
 
 /** Issues the license for a settled invoice, inside the caller's transaction (synchronous). */
@@ -62,6 +63,7 @@ export class Settlement {
       issuer: LicenseIssuer
       outbox: EventOutbox
       discounts: DiscountReservations
+      audit: AuditLog
     },
   ) {}
 
@@ -113,7 +115,11 @@ export class Settlement {
       return { kind: 'issued', licenseId }
     })
     if (outcome.kind === 'issued') {
-      this.deps.logger.info('invoice settled, license issued', { invoice: invoiceId, license: outcome.licenseId, via: by.via })
+      this.deps.logger.info('invoice settled, license issued', {
+        invoice: invoiceId,
+        license: outcome.licenseId,
+        via: by.via,
+      })
     }
     return outcome
   }
@@ -127,8 +133,9 @@ export class Settlement {
     return immediate(db, () => {
       const now = clock.now()
       const changed =
-        db.prepare("UPDATE invoices SET status = ?, updated_at = ? WHERE id = ? AND status = 'pending'").run(to, now, invoiceId)
-          .changes === 1
+        db
+          .prepare("UPDATE invoices SET status = ?, updated_at = ? WHERE id = ? AND status = 'pending'")
+          .run(to, now, invoiceId).changes === 1
       if (!changed) return false
       this.deps.discounts.release(invoiceId, now)
       this.writeAudit(`invoice.${to}`, invoiceId, by, now, {})
@@ -140,9 +147,19 @@ export class Settlement {
     this.writeAudit('invoice.settled', inv.id, by, now, details)
   }
 
-  private writeAudit(action: string, invoiceId: string, by: SettledBy, now: number, details: Record<string, unknown>): void {
-    this.deps.db
-      .prepare("INSERT INTO audit_log (at, actor, action, target_type, target_id, details) VALUES (?, ?, ?, 'invoice', ?, ?)")
-      .run(now, by.actor, action, invoiceId, JSON.stringify({ via: by.via, ...details }))
+  private writeAudit(
+    action: string,
+    invoiceId: string,
+    by: SettledBy,
+    _now: number,
+    details: Record<string, unknown>,
+  ): void {
+    this.deps.audit.record({
+      actor: by.actor,
+      action,
+      targetType: 'invoice',
+      targetId: invoiceId,
+      details: { via: by.via, ...details },
+    })
   }
 }

@@ -1,8 +1,15 @@
 import { createHmac, randomUUID } from 'node:crypto'
-import { z } from 'zod'
+import type { z } from 'zod'
+import {
+  WebhookEndpointInput,
+  WebhookEndpointPatch,
+  type WebhookDeliveryView,
+  type WebhookEndpointView,
+} from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
+import type { AuditLog } from './audit'
 import type { LicensingDb } from './db'
 import type { EventOutbox } from './settlement'
 
@@ -10,57 +17,6 @@ import type { EventOutbox } from './settlement'
 export const RETRY_BACKOFF_S = [30, 120, 600, 3600, 6 * 3600, 12 * 3600] as const
 const DELIVERY_TIMEOUT_MS = 10_000
 const BATCH = 20
-
-export const EventName = z.string().regex(/^(\*|[a-z_]+\.[a-z_]+)$/, 'an event name like license.issued, or *')
-
-export const WebhookEndpointInput = z.object({
-  url: z.url({ protocol: /^https?$/ }).max(2048),
-  /** The operator's shared secret; kept here and never shown again. */
-  secret: z.string().min(16, 'at least 16 characters').max(256),
-  events: z.array(EventName).min(1).max(32).default(['*']),
-  description: z.string().max(500).default(''),
-  active: z.boolean().default(true),
-})
-
-export const WebhookEndpointPatch = z.object({
-  id: z.uuid(),
-  url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
-  secret: z.string().min(16).max(256).optional(),
-  events: z.array(EventName).min(1).max(32).optional(),
-  description: z.string().max(500).optional(),
-  active: z.boolean().optional(),
-})
-
-/** An endpoint as the admin sees it: the secret is never returned. */
-export const WebhookEndpointView = z.object({
-  id: z.string(),
-  url: z.string(),
-  events: z.array(z.string()),
-  description: z.string(),
-  active: z.boolean(),
-  created_at: z.number(),
-  updated_at: z.number(),
-  pending: z.number(),
-  failed: z.number(),
-})
-export type WebhookEndpointView = z.infer<typeof WebhookEndpointView>
-
-export const WebhookDeliveryView = z.object({
-  id: z.string(),
-  endpoint_id: z.string(),
-  endpoint_url: z.string(),
-  event: z.string(),
-  status: z.enum(['pending', 'delivered', 'failed']),
-  attempts: z.number(),
-  next_attempt_at: z.number().nullable(),
-  last_attempt_at: z.number().nullable(),
-  last_status_code: z.number().nullable(),
-  last_error: z.string().nullable(),
-  created_at: z.number(),
-  delivered_at: z.number().nullable(),
-  payload: z.string(),
-})
-export type WebhookDeliveryView = z.infer<typeof WebhookDeliveryView>
 
 interface EndpointRow {
   id: string
@@ -101,7 +57,13 @@ export type Poster = (
 ) => Promise<{ status: number }>
 
 const defaultPoster: Poster = async (url, init) => {
-  const res = await fetch(url, { method: 'POST', headers: init.headers, body: init.body, signal: init.signal, redirect: 'manual' })
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: init.headers,
+    body: init.body,
+    signal: init.signal,
+    redirect: 'manual',
+  })
   await res.arrayBuffer().catch(() => undefined)
   return { status: res.status }
 }
@@ -116,7 +78,14 @@ export class OutboundWebhooks implements EventOutbox {
   private running: Promise<void> | null = null
 
   constructor(
-    private readonly deps: { db: LicensingDb; clock: Clock; logger: Logger; post?: Poster; intervalMs?: number },
+    private readonly deps: {
+      db: LicensingDb
+      clock: Clock
+      logger: Logger
+      audit: AuditLog
+      post?: Poster
+      intervalMs?: number
+    },
   ) {
     for (const r of this.deps.db.prepare('SELECT secret FROM webhook_endpoints').all() as { secret: string }[]) {
       deps.logger.redactor.add(r.secret)
@@ -164,13 +133,20 @@ export class OutboundWebhooks implements EventOutbox {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(id, e.url, e.secret, JSON.stringify(e.events), e.description, e.active ? 1 : 0, now, now)
-    this.audit('webhook_endpoint.created', id, { url: e.url, events: e.events })
+    this.deps.audit.record({
+      actor: 'admin',
+      action: 'webhook_endpoint.created',
+      targetType: 'webhook_endpoint',
+      targetId: id,
+      details: { url: e.url, events: e.events },
+    })
     return this.endpointView(id)
   }
 
   updateEndpoint(patch: z.input<typeof WebhookEndpointPatch>): WebhookEndpointView {
     const p = WebhookEndpointPatch.parse(patch)
-    const row = this.deps.db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?').get(p.id) as EndpointRow | undefined
+    const row = this.deps.db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?').get(p.id) as
+      EndpointRow | undefined
     if (!row) throw new ApiError('not_found', 'no such webhook endpoint')
     if (p.secret) this.deps.logger.redactor.add(p.secret)
     this.deps.db
@@ -186,14 +162,26 @@ export class OutboundWebhooks implements EventOutbox {
         this.deps.clock.now(),
         p.id,
       )
-    this.audit('webhook_endpoint.updated', p.id, { url: p.url, events: p.events, active: p.active, secret_changed: Boolean(p.secret) })
+    this.deps.audit.record({
+      actor: 'admin',
+      action: 'webhook_endpoint.updated',
+      targetType: 'webhook_endpoint',
+      targetId: p.id,
+      details: { url: p.url, events: p.events, active: p.active, secret_changed: Boolean(p.secret) },
+    })
     return this.endpointView(p.id)
   }
 
   deleteEndpoint(id: string): void {
     const gone = this.deps.db.prepare('DELETE FROM webhook_endpoints WHERE id = ?').run(id).changes
     if (gone === 0) throw new ApiError('not_found', 'no such webhook endpoint')
-    this.audit('webhook_endpoint.deleted', id, {})
+    this.deps.audit.record({
+      actor: 'admin',
+      action: 'webhook_endpoint.deleted',
+      targetType: 'webhook_endpoint',
+      targetId: id,
+      details: {},
+    })
   }
 
   // --- deliveries ---
@@ -233,7 +221,11 @@ export class OutboundWebhooks implements EventOutbox {
     return this.delivery(id)
   }
 
-  listDeliveries(q: { endpoint_id?: string; status?: 'pending' | 'delivered' | 'failed'; limit: number }): WebhookDeliveryView[] {
+  listDeliveries(q: {
+    endpoint_id?: string
+    status?: 'pending' | 'delivered' | 'failed'
+    limit: number
+  }): WebhookDeliveryView[] {
     const where: string[] = []
     const args: (string | number)[] = []
     if (q.endpoint_id) {
@@ -266,7 +258,9 @@ export class OutboundWebhooks implements EventOutbox {
   retry(id: string): WebhookDeliveryView {
     const now = this.deps.clock.now()
     const n = this.deps.db
-      .prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? AND status <> 'delivered'")
+      .prepare(
+        "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? AND status <> 'delivered'",
+      )
       .run(now, id).changes
     if (n === 0) {
       this.delivery(id)
@@ -332,7 +326,15 @@ export class OutboundWebhooks implements EventOutbox {
         `UPDATE webhook_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status_code = ?, last_error = ?,
            next_attempt_at = ? WHERE id = ?`,
       )
-      .run(backoff === undefined ? 'failed' : 'pending', attempts, now, code, error, backoff === undefined ? null : now + backoff * 1000, d.id)
+      .run(
+        backoff === undefined ? 'failed' : 'pending',
+        attempts,
+        now,
+        code,
+        error,
+        backoff === undefined ? null : now + backoff * 1000,
+        d.id,
+      )
     this.deps.logger.warn('webhook delivery failed', { delivery: d.id, event: d.event, attempts, error })
     return false
   }
@@ -358,13 +360,5 @@ export class OutboundWebhooks implements EventOutbox {
     if (this.timer) clearInterval(this.timer)
     this.timer = null
     await this.running
-  }
-
-  private audit(action: string, id: string, details: Record<string, unknown>): void {
-    this.deps.db
-      .prepare(
-        "INSERT INTO audit_log (at, actor, action, target_type, target_id, details) VALUES (?, 'admin', ?, 'webhook_endpoint', ?, ?)",
-      )
-      .run(this.deps.clock.now(), action, id, JSON.stringify(details))
   }
 }

@@ -80,7 +80,10 @@ export class BtcpayProvider implements PaymentProvider {
   }
 
   private invoicesUrl(suffix = ''): string {
-    return joinUrl(this.settings.baseUrl, `/api/v1/stores/${encodeURIComponent(this.settings.storeId)}/invoices${suffix}`)
+    return joinUrl(
+      this.settings.baseUrl,
+      `/api/v1/stores/${encodeURIComponent(this.settings.storeId)}/invoices${suffix}`,
+    )
   }
 
   async createCheckout(p: CreateCheckoutParams, signal?: AbortSignal): Promise<CreatedCheckout> {

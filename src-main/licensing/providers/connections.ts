@@ -1,37 +1,14 @@
-import { z } from 'zod'
+import type { ProvidersStatus } from '../../contract/licensing'
 import { ApiError } from '../../contract/errors'
 import type { Clock } from '../../core/clock'
 import type { Logger } from '../../core/logger'
+import type { AuditLog } from '../audit'
 import { immediate, type LicensingDb } from '../db'
 import { BtcpayProvider } from './btcpay'
 import { ZapriteProvider } from './zaprite'
-import {
-  BtcpaySettings,
-  ProviderKind,
-  ZAPRITE_DEFAULT_BASE_URL,
-  ZapriteSettings,
-  type PaymentProvider,
-} from './types'
+import { BtcpaySettings, ProviderKind, ZAPRITE_DEFAULT_BASE_URL, ZapriteSettings, type PaymentProvider } from './types'
 
 const ACTIVE_KEY = 'active_provider'
-
-/** What the admin sees of a provider connection: never a credential. */
-export const ProviderConnectionView = z.object({
-  connected: z.boolean(),
-  active: z.boolean(),
-  base_url: z.string().nullable(),
-  connected_at: z.number().nullable(),
-})
-export const BtcpayConnectionView = ProviderConnectionView.extend({
-  store_id: z.string().nullable(),
-  has_webhook_secret: z.boolean(),
-})
-export const ProvidersStatus = z.object({
-  active: ProviderKind.nullable(),
-  btcpay: BtcpayConnectionView,
-  zaprite: ProviderConnectionView,
-})
-export type ProvidersStatus = z.infer<typeof ProvidersStatus>
 
 interface BtcpayRow {
   base_url: string
@@ -68,6 +45,9 @@ export class ProviderConnections {
     private readonly db: LicensingDb,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly audit: AuditLog,
+    /** Public base URL, for the webhook addresses the operator configures at each provider. */
+    private readonly publicUrl: () => string,
     private readonly factory: ProviderFactory = defaultFactory,
   ) {
     for (const s of [this.btcpayRow()?.api_key, this.btcpayRow()?.webhook_secret, this.zapriteRow()?.api_key]) {
@@ -83,12 +63,12 @@ export class ProviderConnections {
 
   private zapriteRow(): ZapriteRow | undefined {
     return this.db.prepare('SELECT base_url, api_key, connected_at FROM provider_b_config WHERE id = 1').get() as
-      | ZapriteRow
-      | undefined
+      ZapriteRow | undefined
   }
 
   activeKind(): ProviderKind | null {
-    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(ACTIVE_KEY) as { value: string } | undefined
+    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(ACTIVE_KEY) as
+      { value: string } | undefined
     const kind = ProviderKind.safeParse(row?.value)
     if (!kind.success) return null
     return this.forKind(kind.data) ? kind.data : null
@@ -127,6 +107,7 @@ export class ProviderConnections {
         active: active === 'btcpay',
         base_url: b?.base_url ?? null,
         connected_at: b?.connected_at ?? null,
+        webhook_url: `${this.publicUrl()}/v1/btcpay/webhook`,
         store_id: b?.store_id ?? null,
         has_webhook_secret: Boolean(b?.webhook_secret),
       },
@@ -135,6 +116,7 @@ export class ProviderConnections {
         active: active === 'zaprite',
         base_url: z?.base_url ?? null,
         connected_at: z?.connected_at ?? null,
+        webhook_url: `${this.publicUrl()}/v1/zaprite/webhook`,
       },
     }
   }
@@ -155,7 +137,13 @@ export class ProviderConnections {
         )
         .run(s.baseUrl, s.apiKey, s.storeId, s.webhookSecret, now, now)
       this.setActive('btcpay', now)
-      this.audit('provider.connected', 'btcpay', { base_url: s.baseUrl, store_id: s.storeId })
+      this.audit.record({
+        actor: 'admin',
+        action: 'provider.connected',
+        targetType: 'provider',
+        targetId: 'btcpay',
+        details: { base_url: s.baseUrl, store_id: s.storeId },
+      })
     })
     this.logger.info('BTCPay connected and active', { base_url: s.baseUrl, store_id: s.storeId })
     return this.status()
@@ -178,7 +166,13 @@ export class ProviderConnections {
         )
         .run(s.baseUrl, s.apiKey, now, now)
       this.setActive('zaprite', now)
-      this.audit('provider.connected', 'zaprite', { base_url: s.baseUrl })
+      this.audit.record({
+        actor: 'admin',
+        action: 'provider.connected',
+        targetType: 'provider',
+        targetId: 'zaprite',
+        details: { base_url: s.baseUrl },
+      })
     })
     this.logger.info('Zaprite connected and active', { base_url: s.baseUrl })
     return this.status()
@@ -189,7 +183,13 @@ export class ProviderConnections {
     if (!this.forKind(kind)) throw new ApiError('conflict', `${kind} is not connected`)
     immediate(this.db, () => {
       this.setActive(kind, this.clock.now())
-      this.audit('provider.activated', kind, {})
+      this.audit.record({
+        actor: 'admin',
+        action: 'provider.activated',
+        targetType: 'provider',
+        targetId: kind,
+        details: {},
+      })
     })
     return this.status()
   }
@@ -199,10 +199,15 @@ export class ProviderConnections {
     immediate(this.db, () => {
       this.db.prepare(kind === 'btcpay' ? 'DELETE FROM provider_a_config' : 'DELETE FROM provider_b_config').run()
       const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(ACTIVE_KEY) as
-        | { value: string }
-        | undefined
+        { value: string } | undefined
       if (row?.value === kind) this.db.prepare('DELETE FROM settings WHERE key = ?').run(ACTIVE_KEY)
-      this.audit('provider.disconnected', kind, {})
+      this.audit.record({
+        actor: 'admin',
+        action: 'provider.disconnected',
+        targetType: 'provider',
+        targetId: kind,
+        details: {},
+      })
     })
     this.logger.info(`${kind} disconnected`)
     return this.status()
@@ -225,13 +230,5 @@ export class ProviderConnections {
          ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
       )
       .run(ACTIVE_KEY, kind, now)
-  }
-
-  private audit(action: string, kind: ProviderKind, details: Record<string, unknown>): void {
-    this.db
-      .prepare(
-        "INSERT INTO audit_log (at, actor, action, target_type, target_id, details) VALUES (?, 'admin', ?, 'provider', ?, ?)",
-      )
-      .run(this.clock.now(), action, kind, JSON.stringify(details))
   }
 }

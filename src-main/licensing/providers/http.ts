@@ -49,7 +49,10 @@ export async function providerJson<T>(provider: string, req: ProviderRequest, sc
   }
   const parsed = schema.safeParse(json)
   if (!parsed.success) {
-    throw new ApiError('upstream_error', `${provider} answered in an unexpected shape: ${parsed.error.issues[0]?.message}`)
+    throw new ApiError(
+      'upstream_error',
+      `${provider} answered in an unexpected shape: ${parsed.error.issues[0]?.message}`,
+    )
   }
   return parsed.data
 }

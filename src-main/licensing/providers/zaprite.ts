@@ -120,8 +120,10 @@ export class ZapriteProvider implements PaymentProvider {
     } catch {
       throw new WebhookRejected(400, 'body is not JSON')
     }
-    if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new WebhookRejected(400, 'body is not a JSON object')
-    const rawId = pick(json, 'data', 'id') ?? pick(json, 'data', 'object', 'id') ?? pick(json, 'orderId') ?? pick(json, 'id')
+    if (json === null || typeof json !== 'object' || Array.isArray(json))
+      throw new WebhookRejected(400, 'body is not a JSON object')
+    const rawId =
+      pick(json, 'data', 'id') ?? pick(json, 'data', 'object', 'id') ?? pick(json, 'orderId') ?? pick(json, 'id')
     const id = ProviderInvoiceId.safeParse(rawId)
     if (!id.success) throw new WebhookRejected(400, 'webhook without an order id')
     const eventType = [pick(json, 'event'), pick(json, 'eventType'), pick(json, 'type')].find(
