@@ -7,13 +7,29 @@ const electronBan = {
   'no-restricted-imports': [
     'error',
     {
-      paths: [{ name: 'electron', message: 'electron may only be imported in src-main/desktop/ and src-preload/ (headless mode must run under plain Node).' }],
+      paths: [
+        {
+          name: 'electron',
+          message:
+            'electron may only be imported in src-main/desktop/ and src-preload/ (headless mode must run under plain Node).',
+        },
+      ],
     },
   ],
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'out/**', 'dist/**', 'test-results/**', 'playwright-report/**', '.tandem-data/**', 'overlays/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'out/**',
+      'dist/**',
+      'test-results/**',
+      'playwright-report/**',
+      '.tandem-data/**',
+      'overlays/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   ...vue.configs['flat/recommended'],
@@ -30,6 +46,24 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'vue/multi-word-component-names': 'off',
       ...electronBan,
+    },
+  },
+  {
+    // TypeScript already checks names; the core rule does not know DOM or Node globals.
+    files: ['**/*.ts', '**/*.mts', '**/*.vue'],
+    rules: { 'no-undef': 'off' },
+  },
+  {
+    files: ['**/*.mjs'],
+    languageOptions: {
+      globals: {
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        fetch: 'readonly',
+      },
     },
   },
   {

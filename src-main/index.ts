@@ -16,7 +16,9 @@ if (headless) {
   import('./desktop')
     .then((m) => m.runDesktop())
     .catch((err: unknown) => {
-      process.stderr.write(`tandem: desktop failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+      process.stderr.write(
+        `tandem: desktop failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      )
       process.exit(1)
     })
 }

@@ -12,14 +12,11 @@ export interface IpcErrorBody {
   status: number
 }
 
-export type IpcStreamMessage = { kind: 'event'; data: unknown } | { kind: 'error'; error: IpcErrorBody } | { kind: 'end' }
+export type IpcStreamMessage =
+  { kind: 'event'; data: unknown } | { kind: 'error'; error: IpcErrorBody } | { kind: 'end' }
 
 /** What the preload exposes as `window.tandem`: contract calls and stream subscriptions, nothing else. */
 export interface TandemBridge {
   invoke(method: string, input: unknown): Promise<unknown>
-  subscribe(
-    method: string,
-    input: unknown,
-    onMessage: (msg: IpcStreamMessage) => void,
-  ): () => void
+  subscribe(method: string, input: unknown, onMessage: (msg: IpcStreamMessage) => void): () => void
 }

@@ -7,14 +7,31 @@ const routes: RouteRecordRaw[] = [
   { path: '/login', name: 'login', component: () => import('./views/LoginView.vue'), meta: { public: true } },
   { path: '/cluster', name: 'cluster', component: () => import('./views/ClusterView.vue'), meta: { title: 'Cluster' } },
   { path: '/models', name: 'models', component: () => import('./views/ModelsView.vue'), meta: { title: 'Models' } },
-  { path: '/services', name: 'services', component: () => import('./views/ServicesView.vue'), meta: { title: 'Services' } },
+  {
+    path: '/services',
+    name: 'services',
+    component: () => import('./views/ServicesView.vue'),
+    meta: { title: 'Services' },
+  },
   { path: '/gateway', name: 'gateway', component: () => import('./views/GatewayView.vue'), meta: { title: 'Gateway' } },
-  { path: '/licensing', name: 'licensing', component: () => import('./views/LicensingView.vue'), meta: { title: 'Licensing' } },
-  { path: '/settings', name: 'settings', component: () => import('./views/SettingsView.vue'), meta: { title: 'Settings' } },
+  {
+    path: '/licensing',
+    name: 'licensing',
+    component: () => import('./views/LicensingView.vue'),
+    meta: { title: 'Licensing' },
+  },
+  {
+    path: '/settings',
+    name: 'settings',
+    component: () => import('./views/SettingsView.vue'),
+    meta: { title: 'Settings' },
+  },
   { path: '/:pathMatch(.*)*', redirect: '/cluster' },
 ]
 
-export const NAV = routes.filter((r) => r.meta?.title).map((r) => ({ name: r.name as string, title: r.meta?.title as string }))
+export const NAV = routes
+  .filter((r) => r.meta?.title)
+  .map((r) => ({ name: r.name as string, title: r.meta?.title as string }))
 
 export const router = createRouter({ history: createWebHashHistory(), routes })
 

@@ -2,7 +2,15 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
-import { SETTINGS, SETTING_NAMES, settingValidators, type SettingName, type SettingSource, type SettingView } from './schema'
+import {
+  SETTINGS,
+  SETTING_NAMES,
+  settingValidators,
+  type SettingName,
+  type SettingSource,
+  type SettingSpec,
+  type SettingView,
+} from './schema'
 import { atomicWriteFile, readStateFile } from '../core/files'
 
 export interface SshTarget {
@@ -108,7 +116,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
 
   const settings = {} as Record<SettingName, { value: string; source: SettingSource }>
   for (const name of SETTING_NAMES) {
-    const spec = SETTINGS[name]
+    const spec: SettingSpec = SETTINGS[name]
     const candidates: [SettingSource, string | undefined][] = [
       ['environment', env[name]],
       ['file', fileValues[name]],
@@ -121,7 +129,9 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       const ok = settingValidators[name].safeParse(value)
       if (!ok.success) {
         const where = source === 'environment' ? 'environment' : 'settings file'
-        warnings.push(`${name} from ${where} is invalid (${firstIssue(ok.error)}); ${spec.secret ? 'value hidden; ' : `got ${JSON.stringify(value)}; `}using the default`)
+        warnings.push(
+          `${name} from ${where} is invalid (${firstIssue(ok.error)}); ${spec.secret ? 'value hidden; ' : `got ${JSON.stringify(value)}; `}using the default`,
+        )
         continue
       }
       chosen = { value, source }
@@ -191,9 +201,14 @@ export function loadConfig(opts: LoadOptions = {}): Config {
 
 /** The Settings view's list: secrets masked, each with its source and whether the file may change it. */
 export function settingsView(config: Config): SettingView[] {
+  const saved = readSettingsFile(config.paths.settingsFile, [])
   return SETTING_NAMES.map((name) => {
-    const spec = SETTINGS[name] as (typeof SETTINGS)[SettingName] & { secret?: boolean }
+    const spec: SettingSpec = SETTINGS[name]
     const { value, source } = config.settings[name]
+    const inFile = saved[name]?.trim() ?? ''
+    const effectiveFromFile = source === 'file' ? value : ''
+    const pending =
+      source !== 'environment' && inFile !== effectiveFromFile ? (inFile === '' ? spec.default : inFile) : null
     return {
       name,
       value: spec.secret ? maskSecret(value) : value,
@@ -203,6 +218,7 @@ export function settingsView(config: Config): SettingView[] {
       group: spec.group,
       description: spec.description,
       kind: spec.kind,
+      pending: pending === null ? null : spec.secret ? maskSecret(pending) : pending,
     }
   })
 }
@@ -247,7 +263,8 @@ export function writeSettings(
     next[name] = value
     saved.push(name)
   }
-  if (errors.length === 0) atomicWriteFile(config.paths.settingsFile, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 })
+  if (errors.length === 0)
+    atomicWriteFile(config.paths.settingsFile, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 })
   return { saved: errors.length === 0 ? saved : [], errors }
 }
 

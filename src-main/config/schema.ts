@@ -17,9 +17,26 @@ export interface SettingSpec {
 export const SETTINGS = {
   PORT: { group: 'server', kind: 'port', default: '9999', description: 'HTTP port for the dashboard, API and gateway' },
   BIND: { group: 'server', kind: 'string', default: '0.0.0.0', description: 'Address to listen on' },
-  PUBLIC_URL: { group: 'server', kind: 'url', default: '', description: 'Public base URL (checkout redirects, poll URLs); blank = http://<host>:PORT' },
-  ADMIN_TOKEN: { group: 'server', kind: 'string', default: '', secret: true, description: 'Admin token; blank = generated once into DATA_DIR/admin-token' },
-  CONSUMER_API_KEYS: { group: 'server', kind: 'list', default: '', secret: true, description: 'Comma list of bearer keys for LAN clients; blank = consumer surface open on the LAN' },
+  PUBLIC_URL: {
+    group: 'server',
+    kind: 'url',
+    default: '',
+    description: 'Public base URL (checkout redirects, poll URLs); blank = http://<host>:PORT',
+  },
+  ADMIN_TOKEN: {
+    group: 'server',
+    kind: 'string',
+    default: '',
+    secret: true,
+    description: 'Admin token; blank = generated once into DATA_DIR/admin-token',
+  },
+  CONSUMER_API_KEYS: {
+    group: 'server',
+    kind: 'list',
+    default: '',
+    secret: true,
+    description: 'Comma list of bearer keys for LAN clients; blank = consumer surface open on the LAN',
+  },
   CHAT_UI_URL: { group: 'server', kind: 'url', default: '', description: "When set, the top bar shows 'Open chat'" },
   NODE1_HOST: { group: 'nodes', kind: 'string', default: '', description: 'node1 (llm) host' },
   NODE1_USER: { group: 'nodes', kind: 'string', default: '', description: 'node1 SSH user' },
@@ -27,10 +44,20 @@ export const SETTINGS = {
   NODE2_HOST: { group: 'nodes', kind: 'string', default: '', description: 'node2 (speech) host' },
   NODE2_USER: { group: 'nodes', kind: 'string', default: '', description: 'node2 SSH user' },
   NODE2_SSH_PORT: { group: 'nodes', kind: 'port', default: '22', description: 'node2 SSH port' },
-  WOL_BROADCAST: { group: 'nodes', kind: 'string', default: '255.255.255.255', description: 'Broadcast address for the direct Wake-on-LAN fallback' },
+  WOL_BROADCAST: {
+    group: 'nodes',
+    kind: 'string',
+    default: '255.255.255.255',
+    description: 'Broadcast address for the direct Wake-on-LAN fallback',
+  },
   LLM_PORT: { group: 'services', kind: 'port', default: '8888', description: 'llm (vLLM) port on node1' },
   LLM_CONTAINER: { group: 'services', kind: 'string', default: 'vllm_node', description: 'llm container name' },
-  LAUNCHER_DIR: { group: 'services', kind: 'string', default: '$HOME/spark-vllm-docker', description: 'Launcher checkout on node1' },
+  LAUNCHER_DIR: {
+    group: 'services',
+    kind: 'string',
+    default: '$HOME/spark-vllm-docker',
+    description: 'Launcher checkout on node1',
+  },
   ASR_HOST: { group: 'services', kind: 'string', default: '', description: 'asr host; blank = node2' },
   ASR_USER: { group: 'services', kind: 'string', default: '', description: 'asr SSH user; blank = node2 user' },
   ASR_SSH_PORT: { group: 'services', kind: 'port', default: '', description: "asr SSH port; blank = its node's" },
@@ -41,15 +68,51 @@ export const SETTINGS = {
   TTS_SSH_PORT: { group: 'services', kind: 'port', default: '', description: "tts SSH port; blank = its node's" },
   TTS_CONTAINER: { group: 'services', kind: 'string', default: 'tts', description: 'tts container name' },
   TTS_PORT: { group: 'services', kind: 'port', default: '9001', description: 'tts HTTP port' },
-  REGISTRY_API_KEY: { group: 'services', kind: 'string', default: '', secret: true, description: 'Container registry key for prebuilt images' },
-  DEEP_HEALTH_INTERVAL_S: { group: 'services', kind: 'int', default: '300', description: 'Seconds between deep-health probes' },
+  REGISTRY_API_KEY: {
+    group: 'services',
+    kind: 'string',
+    default: '',
+    secret: true,
+    description: 'Container registry key for prebuilt images',
+  },
+  DEEP_HEALTH_INTERVAL_S: {
+    group: 'services',
+    kind: 'int',
+    default: '300',
+    description: 'Seconds between deep-health probes',
+  },
   EMBEDDINGS_URL: { group: 'gateway', kind: 'url', default: '', description: 'OpenAI-compatible embeddings server' },
   VECTOR_URL: { group: 'gateway', kind: 'url', default: '', description: 'Qdrant-compatible vector store' },
-  SCRUB_TERMS: { group: 'gateway', kind: 'list', default: '', description: 'Comma list of extra terms the redaction gateway replaces' },
-  RATE_SOURCES: { group: 'licensing', kind: 'list', default: 'https://api.kraken.com,https://api.coinbase.com,https://api.coingecko.com', description: 'Exchange-rate source base URLs, tried in order (Kraken, Coinbase, CoinGecko)' },
-  CONNECTIVITY_LOG: { group: 'paths', kind: 'path', default: '', description: 'Connectivity store; blank = DATA_DIR/connectivity.json' },
-  MODELS_OVERRIDES: { group: 'paths', kind: 'path', default: '', description: 'Model overrides; blank = DATA_DIR/models-overrides.yaml' },
-  SERVICES_OVERRIDES: { group: 'paths', kind: 'path', default: '', description: 'Custom services; blank = DATA_DIR/services-overrides.yaml' },
+  SCRUB_TERMS: {
+    group: 'gateway',
+    kind: 'list',
+    default: '',
+    description: 'Comma list of extra terms the redaction gateway replaces',
+  },
+  RATE_SOURCES: {
+    group: 'licensing',
+    kind: 'list',
+    default: 'https://api.kraken.com,https://api.coinbase.com,https://api.coingecko.com',
+    description: 'Exchange-rate source base URLs, tried in order (Kraken, Coinbase, CoinGecko)',
+  },
+  CONNECTIVITY_LOG: {
+    group: 'paths',
+    kind: 'path',
+    default: '',
+    description: 'Connectivity store; blank = DATA_DIR/connectivity.json',
+  },
+  MODELS_OVERRIDES: {
+    group: 'paths',
+    kind: 'path',
+    default: '',
+    description: 'Model overrides; blank = DATA_DIR/models-overrides.yaml',
+  },
+  SERVICES_OVERRIDES: {
+    group: 'paths',
+    kind: 'path',
+    default: '',
+    description: 'Custom services; blank = DATA_DIR/services-overrides.yaml',
+  },
 } as const satisfies Record<string, SettingSpec>
 
 export type SettingName = keyof typeof SETTINGS
@@ -68,6 +131,8 @@ export const SettingView = z.object({
   group: z.string(),
   description: z.string(),
   kind: z.string(),
+  /** A value saved to the settings file that takes effect at the next start (masked when secret). */
+  pending: z.string().nullable(),
 })
 export type SettingView = z.infer<typeof SettingView>
 
@@ -109,10 +174,12 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),
   SCRUB_TERMS: z.string(),
-  RATE_SOURCES: z.string().refine(
-    (s) => s.split(',').every((u) => z.url({ protocol: /^https?$/ }).safeParse(u.trim()).success),
-    'comma list of http(s) URLs',
-  ),
+  RATE_SOURCES: z
+    .string()
+    .refine(
+      (s) => s.split(',').every((u) => z.url({ protocol: /^https?$/ }).safeParse(u.trim()).success),
+      'comma list of http(s) URLs',
+    ),
   CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),

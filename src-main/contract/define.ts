@@ -23,8 +23,11 @@ export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   readonly httpOnly?: boolean
 }
 
-export function method<I extends z.ZodType, O extends z.ZodType>(def: MethodDef<I, O>): MethodDef<I, O> {
-  return def
+/** Declares a method; `stream: true` is kept as a literal type so its handler must return an AsyncIterable. */
+export function method<I extends z.ZodType, O extends z.ZodType, S extends boolean = false>(
+  def: Omit<MethodDef<I, O>, 'stream'> & { readonly stream?: S },
+): MethodDef<I, O> & { readonly stream: S } {
+  return { ...def, stream: (def.stream ?? false) as S }
 }
 
 export type ContractTable = Record<string, MethodDef>

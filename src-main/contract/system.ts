@@ -38,7 +38,13 @@ export const JobEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('phase'), seq: z.number(), phase: z.string() }),
   z.object({ type: z.literal('log'), seq: z.number(), line: z.string() }),
   z.object({ type: z.literal('progress'), seq: z.number(), progress: JobProgress }),
-  z.object({ type: z.literal('end'), seq: z.number(), state: JobState, error: z.string().nullable(), result: z.unknown().nullable() }),
+  z.object({
+    type: z.literal('end'),
+    seq: z.number(),
+    state: JobState,
+    error: z.string().nullable(),
+    result: z.unknown().nullable(),
+  }),
 ])
 export type JobEvent = z.infer<typeof JobEvent>
 
@@ -55,8 +61,20 @@ export const PublicConfig = z.object({
     node1: NodeRole,
     node2: NodeRole,
     llm: z.object({ node: z.literal('node1'), port: z.number(), container: z.string() }),
-    asr: z.object({ host: z.string(), user: z.string(), container: z.string(), port: z.number(), configured: z.boolean() }),
-    tts: z.object({ host: z.string(), user: z.string(), container: z.string(), port: z.number(), configured: z.boolean() }),
+    asr: z.object({
+      host: z.string(),
+      user: z.string(),
+      container: z.string(),
+      port: z.number(),
+      configured: z.boolean(),
+    }),
+    tts: z.object({
+      host: z.string(),
+      user: z.string(),
+      container: z.string(),
+      port: z.number(),
+      configured: z.boolean(),
+    }),
   }),
   warnings: z.array(z.string()),
 })
@@ -119,7 +137,10 @@ export const systemContract = {
     summary: 'A job’s events: everything so far, then live until it ends',
     http: 'GET /api/jobs/:id/stream',
     stream: true,
-    input: z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), after: z.coerce.number().int().min(0).optional() }),
+    input: z.object({
+      id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+      after: z.coerce.number().int().min(0).optional(),
+    }),
     output: JobEvent,
   }),
   cancelJob: method({

@@ -6,7 +6,10 @@ import { atomicWriteFile } from './files'
  * The admin token: ADMIN_TOKEN when set, otherwise generated once into DATA_DIR/admin-token
  * (mode 0600) and reused on every start.
  */
-export function ensureAdminToken(configured: string | null, file: string): { token: string; source: 'setting' | 'file' } {
+export function ensureAdminToken(
+  configured: string | null,
+  file: string,
+): { token: string; source: 'setting' | 'file' } {
   if (configured) return { token: configured, source: 'setting' }
   try {
     const existing = fs.readFileSync(file, 'utf8').trim()

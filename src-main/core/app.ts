@@ -99,7 +99,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const shared = { config, clock, logger, jobs }
   const nodes = await createNodesModule(shared)
   // Deep health (services domain) replaces this interim hook; it logs and records probe requests.
-  const gateway = await createGatewayModule({ ...shared, nodes, deepHealth: loggingDeepHealth(logger.child('deep-health'), undefined, () => clock.now()) })
+  const gateway = await createGatewayModule({
+    ...shared,
+    nodes,
+    deepHealth: loggingDeepHealth(logger.child('deep-health'), undefined, () => clock.now()),
+  })
   const licensing = await createLicensingModule(shared)
   const modules = [nodes, gateway, licensing] as DomainModule<Partial<Contract>>[]
 

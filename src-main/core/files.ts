@@ -12,7 +12,7 @@ export function atomicWriteFile(target: string, data: string | Buffer, opts: { m
   const tmp = path.join(dir, `.${path.basename(target)}.${randomBytes(6).toString('hex')}.tmp`)
   const fd = fs.openSync(tmp, 'w', opts.mode ?? 0o644)
   try {
-    fs.writeSync(fd, data)
+    fs.writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data)
     fs.fsyncSync(fd)
   } finally {
     fs.closeSync(fd)
@@ -34,9 +34,7 @@ export function atomicWriteFile(target: string, data: string | Buffer, opts: { m
 }
 
 export type ReadResult<T> =
-  | { kind: 'missing' }
-  | { kind: 'ok'; value: T }
-  | { kind: 'corrupt'; error: string; keptAs: string | null }
+  { kind: 'missing' } | { kind: 'ok'; value: T } | { kind: 'corrupt'; error: string; keptAs: string | null }
 
 /**
  * Reads a state file. A file that cannot be parsed is moved aside as `<name>.corrupt` so the

@@ -34,7 +34,9 @@ export function describeZodError(err: z.ZodError): string {
 function shapeOutput(def: MethodDef, name: string, value: unknown, logger: Logger): unknown {
   const res = def.output.safeParse(value)
   if (!res.success) {
-    logger.error(`method ${name} returned output that does not match its contract`, { issues: describeZodError(res.error) })
+    logger.error(`method ${name} returned output that does not match its contract`, {
+      issues: describeZodError(res.error),
+    })
     throw new ApiError('internal', `${name} produced an invalid response`)
   }
   return res.data

@@ -23,7 +23,9 @@ export class Redactor {
       if (out.includes(s)) out = out.split(s).join('***')
     }
     for (const re of CREDENTIAL_PATTERNS) {
-      out = out.replace(re, (_m, name: string, sep?: string) => (sep === undefined ? `${name} ***` : `${name}${sep}***`))
+      out = out.replace(re, (_m, name: string, sep?: string) =>
+        sep === undefined ? `${name} ***` : `${name}${sep}***`,
+      )
     }
     return out
   }

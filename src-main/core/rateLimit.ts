@@ -7,9 +7,7 @@ import type { Clock } from './clock'
 export class RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
 
-  constructor(
-    private readonly opts: { capacity: number; refillPerSecond: number; clock: Clock; maxKeys?: number },
-  ) {}
+  constructor(private readonly opts: { capacity: number; refillPerSecond: number; clock: Clock; maxKeys?: number }) {}
 
   /** Takes one token for `key`; false when the bucket is empty. */
   take(key: string): boolean {

@@ -24,7 +24,10 @@ export function registerIpc(core: Core): () => void {
   const trusted = (e: IpcMainInvokeEvent | IpcMainEvent): boolean => {
     // Only our own app page (file:// or the dev server) may call in.
     const url = e.senderFrame?.url ?? ''
-    return url.startsWith('file://') || (process.env.ELECTRON_RENDERER_URL !== undefined && url.startsWith(process.env.ELECTRON_RENDERER_URL))
+    return (
+      url.startsWith('file://') ||
+      (process.env.ELECTRON_RENDERER_URL !== undefined && url.startsWith(process.env.ELECTRON_RENDERER_URL))
+    )
   }
 
   ipcMain.handle(IPC_CHANNELS.invoke, async (e, method: unknown, input: unknown): Promise<IpcEnvelope<unknown>> => {
@@ -32,7 +35,8 @@ export function registerIpc(core: Core): () => void {
     try {
       if (typeof method !== 'string') throw new Error('method must be a string')
       const def = methodDef(method)
-      if (def.httpOnly) return { ok: false, error: { code: 'not_found', message: `${method} is HTTP-only`, status: 404 } }
+      if (def.httpOnly)
+        return { ok: false, error: { code: 'not_found', message: `${method} is HTTP-only`, status: 404 } }
       const value = await invokeMethod(handlers, method, input, context(new AbortController().signal), logger)
       return { ok: true, value }
     } catch (err) {
@@ -52,7 +56,8 @@ export function registerIpc(core: Core): () => void {
     sender.once('destroyed', () => abort.abort())
     void (async () => {
       try {
-        for await (const item of openStream(handlers, method, input, context(abort.signal), logger)) send({ kind: 'event', data: item })
+        for await (const item of openStream(handlers, method, input, context(abort.signal), logger))
+          send({ kind: 'event', data: item })
         send({ kind: 'end' })
       } catch (err) {
         const pub = toPublicError(err, logger)

@@ -31,7 +31,10 @@ export function sendError(res: Response, err: ApiError, style: ErrorStyle): void
     return
   }
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v)
-  const body = style === 'licensing' ? { ok: false, error: err.code, message: err.message } : { detail: err.message, code: err.code }
+  const body =
+    style === 'licensing'
+      ? { ok: false, error: err.code, message: err.message }
+      : { detail: err.message, code: err.code }
   res.status(err.status).json(body)
 }
 
@@ -98,16 +101,19 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
     const st = state(res)
     const token = bearer(req)
     st.admin =
-      sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) || (token !== undefined && core.isAdminToken(token))
+      sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) ||
+      (token !== undefined && core.isAdminToken(token))
     switch (st.surface) {
       case 'control':
       case 'licensing-admin':
-        if (!st.admin) return sendError(res, new ApiError('unauthorized', 'admin session or bearer token required'), 'control')
+        if (!st.admin)
+          return sendError(res, new ApiError('unauthorized', 'admin session or bearer token required'), 'control')
         break
       case 'consumer':
         if (consumerKeys.length > 0 && !st.admin) {
           const ok = token !== undefined && consumerKeys.some((k) => secretEquals(token, k))
-          if (!ok) return sendError(res, new ApiError('unauthorized', 'a valid consumer API key is required'), 'control')
+          if (!ok)
+            return sendError(res, new ApiError('unauthorized', 'a valid consumer API key is required'), 'control')
         }
         break
       default:
@@ -139,7 +145,13 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
           authenticated: state(res).admin,
           begin: () => {
             const s = sessions.issue()
-            res.cookie(SESSION_COOKIE, s.value, { httpOnly: true, sameSite: 'strict', path: '/', maxAge: s.maxAgeS * 1000, secure: req.secure })
+            res.cookie(SESSION_COOKIE, s.value, {
+              httpOnly: true,
+              sameSite: 'strict',
+              path: '/',
+              maxAge: s.maxAgeS * 1000,
+              secure: req.secure,
+            })
           },
           end: () => {
             sessions.revoke(cookie)
@@ -152,10 +164,15 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
       if (STATE_CHANGING.has(verb) && (typeof fromBody !== 'object' || Array.isArray(fromBody))) {
         return sendError(res, new ApiError('bad_input', 'the body must be a JSON object'), style)
       }
-      const raw = { ...(verb === 'GET' || verb === 'DELETE' ? (req.query as object) : {}), ...(fromBody as object), ...req.params }
+      const raw = {
+        ...(verb === 'GET' || verb === 'DELETE' ? (req.query as object) : {}),
+        ...(fromBody as object),
+        ...req.params,
+      }
       if (def.stream) {
         const lastId = req.headers['last-event-id']
-        if (typeof lastId === 'string' && /^\d+$/.test(lastId) && !('after' in raw)) Object.assign(raw, { after: lastId })
+        if (typeof lastId === 'string' && /^\d+$/.test(lastId) && !('after' in raw))
+          Object.assign(raw, { after: lastId })
         try {
           const items = openStream(handlers, name, raw, ctx, logger)
           await writeSse(res, items, abort.signal, (err) => toPublicError(err, logger))
@@ -191,7 +208,10 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
       res.type('html').send(indexHtml)
     }
     app.get(['/', '/login', '/index.html'], sendIndex)
-    app.use('/assets', express.static(path.join(rendererDir, 'assets'), { index: false, immutable: true, maxAge: '1y' }))
+    app.use(
+      '/assets',
+      express.static(path.join(rendererDir, 'assets'), { index: false, immutable: true, maxAge: '1y' }),
+    )
   }
 
   app.use((req, res) => {
@@ -202,7 +222,8 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const type = (err as { type?: string }).type
     const style = styleFor(state(res).surface ?? 'control')
-    if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', `body larger than ${JSON_LIMIT}`), style)
+    if (type === 'entity.too.large')
+      return sendError(res, new ApiError('payload_too_large', `body larger than ${JSON_LIMIT}`), style)
     if (type === 'entity.parse.failed') return sendError(res, new ApiError('bad_input', 'malformed JSON body'), style)
     if (type === 'encoding.unsupported' || type === 'charset.unsupported')
       return sendError(res, new ApiError('bad_input', 'unsupported body encoding'), style)

@@ -50,13 +50,20 @@ const WEBHOOKS = new Set([
 const OPEN_API = new Set(['/api/login', '/api/logout', '/api/session', '/api/health'])
 
 export function surfaceOf(path: string): Surface {
-  if (path === '/' || path === '/login' || path === '/index.html' || path.startsWith('/assets/') || path === '/favicon.ico')
+  if (
+    path === '/' ||
+    path === '/login' ||
+    path === '/index.html' ||
+    path.startsWith('/assets/') ||
+    path === '/favicon.ico'
+  )
     return 'dashboard'
   if (OPEN_API.has(path)) return 'login'
   if (CONSUMER_EXACT.has(path) || CONSUMER_PREFIX.some((p) => path.startsWith(p))) return 'consumer'
   if (WEBHOOKS.has(path)) return 'webhook'
   if (path.startsWith('/v1/admin/')) return 'licensing-admin'
-  if (LICENSING_PUBLIC_EXACT.has(path) || LICENSING_PUBLIC_PREFIX.some((p) => path.startsWith(p))) return 'licensing-public'
+  if (LICENSING_PUBLIC_EXACT.has(path) || LICENSING_PUBLIC_PREFIX.some((p) => path.startsWith(p)))
+    return 'licensing-public'
   return 'control'
 }
 

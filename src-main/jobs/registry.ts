@@ -45,7 +45,8 @@ export class JobRegistry {
   /** Starts a job; refuses (409, naming the running job) when one of the same kind is running. */
   start(kind: JobKind, title: string, body: Body): JobRecord {
     const running = this.running(kind)
-    if (running) throw new ApiError('conflict', `a ${kind} job is already running (${running.record.id}: ${running.record.title})`)
+    if (running)
+      throw new ApiError('conflict', `a ${kind} job is already running (${running.record.id}: ${running.record.title})`)
     const id = `${kind}-${randomBytes(6).toString('hex')}`
     const now = this.clock.now()
     let resolveDone!: () => void
@@ -83,7 +84,8 @@ export class JobRegistry {
         for (const l of line.split(/\r?\n/)) {
           const clean = this.redactor.redact(l)
           entry.record.log.push(clean)
-          if (entry.record.log.length > MAX_LOG_LINES) entry.record.log.splice(0, entry.record.log.length - MAX_LOG_LINES)
+          if (entry.record.log.length > MAX_LOG_LINES)
+            entry.record.log.splice(0, entry.record.log.length - MAX_LOG_LINES)
           this.emit(entry, { type: 'log', seq: 0, line: clean })
         }
       },
@@ -103,7 +105,11 @@ export class JobRegistry {
     }
     // Run on the next tick so the caller gets the record before the first event.
     void Promise.resolve()
-      .then(() => body(control))
+      .then(() => {
+        // Cancelled before it began: do not start the work at all.
+        if (entry.abort.signal.aborted) throw entry.abort.signal.reason
+        return body(control)
+      })
       .then(
         (result) => this.finish(entry, entry.abort.signal.aborted ? 'cancelled' : 'succeeded', null, result ?? null),
         (err: unknown) =>
@@ -156,15 +162,17 @@ export class JobRegistry {
     let next = after
     for (;;) {
       const pending = entry.events.filter((e) => e.seq > next)
-      for (const ev of pending) {
-        next = ev.seq
-        yield ev
-        if (ev.type === 'end') return
+      if (pending.length > 0) {
+        for (const ev of pending) {
+          next = ev.seq
+          yield ev
+          if (ev.type === 'end') return
+        }
+        // More may have arrived while the consumer was busy: look again before waiting.
+        continue
       }
-      if (entry.record.state !== 'running' && pending.length === 0) {
-        // Ended and its end event was trimmed or already passed: nothing more will come.
-        return
-      }
+      // Ended and its end event was trimmed or already passed: nothing more will come.
+      if (entry.record.state !== 'running') return
       if (signal?.aborted) return
       await new Promise<void>((resolve) => {
         const wake = (): void => {

@@ -3,7 +3,10 @@ import { splitRoute, type MethodDef } from '../../src-main/contract/define'
 import { BackendError, type BackendApi, type InputOf, type OutputOf, type StreamHandlers } from './backend'
 
 /** Fills `:param` segments from the input; the rest goes to the query (GET/DELETE) or the JSON body. */
-export function buildRequest(def: MethodDef, input: Record<string, unknown>): { verb: string; path: string; body?: string } {
+export function buildRequest(
+  def: MethodDef,
+  input: Record<string, unknown>,
+): { verb: string; path: string; body?: string } {
   const { verb, path } = splitRoute(def.http)
   const rest: Record<string, unknown> = { ...input }
   const filled = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_m, name: string) => {

@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+// `npm test`: every check and suite in order, each run even if an earlier one failed, then one
+// plain closing line `N passed, N failed` with the totals (CI reads that line).
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+
+fs.mkdirSync('test-results', { recursive: true })
+const results = []
+
+function run(name, cmd, args, env = {}) {
+  const started = Date.now()
+  process.stdout.write(`\n=== ${name}: ${cmd} ${args.join(' ')}\n`)
+  const res = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } })
+  const ok = res.status === 0
+  process.stdout.write(
+    `=== ${name}: ${ok ? 'ok' : `FAILED (exit ${res.status ?? res.signal})`} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  )
+  return ok
+}
+
+function readJson(file) {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8'))
+  } catch {
+    return null
+  }
+}
+
+const npx = 'npx'
+for (const [name, args] of [
+  ['lint', ['eslint', '.']],
+  ['format', ['prettier', '--check', '.']],
+  ['typecheck:main', ['tsc', '-p', 'tsconfig.node.json', '--noEmit']],
+  ['typecheck:renderer', ['vue-tsc', '-p', 'tsconfig.web.json', '--noEmit']],
+  ['build', ['electron-vite', 'build']],
+]) {
+  const ok = run(name, npx, args)
+  results.push({ suite: name, passed: ok ? 1 : 0, failed: ok ? 0 : 1 })
+}
+
+fs.rmSync('test-results/vitest.json', { force: true })
+const vitestOk = run('vitest', npx, [
+  'vitest',
+  'run',
+  '--reporter=default',
+  '--reporter=json',
+  '--outputFile.json=test-results/vitest.json',
+])
+const v = readJson('test-results/vitest.json')
+results.push({
+  suite: 'vitest (unit + integration)',
+  passed: v?.numPassedTests ?? 0,
+  failed: v ? v.numFailedTests + (vitestOk || v.numFailedTests > 0 ? 0 : 1) : 1,
+  skipped: (v?.numPendingTests ?? 0) + (v?.numTodoTests ?? 0),
+})
+
+fs.rmSync('test-results/playwright.json', { force: true })
+const e2eOk = run('playwright (e2e)', npx, ['playwright', 'test'])
+const p = readJson('test-results/playwright.json')
+const stats = p?.stats
+results.push({
+  suite: 'playwright (e2e)',
+  passed: stats?.expected ?? 0,
+  failed: stats ? stats.unexpected + (stats.flaky ?? 0) + (e2eOk || stats.unexpected > 0 ? 0 : 1) : 1,
+  skipped: stats?.skipped ?? 0,
+})
+
+let passed = 0
+let failed = 0
+let skipped = 0
+process.stdout.write('\n=== summary\n')
+for (const r of results) {
+  passed += r.passed
+  failed += r.failed
+  skipped += r.skipped ?? 0
+  process.stdout.write(
+    `${r.suite.padEnd(30)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(4)} failed${r.skipped ? ` ${r.skipped} skipped` : ''}\n`,
+  )
+}
+const line = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`
+fs.writeFileSync('test-results/summary.txt', line + '\n')
+process.stdout.write(`\n${line}\n`)
+process.exit(failed === 0 ? 0 : 1)

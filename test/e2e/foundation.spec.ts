@@ -1,0 +1,39 @@
+import { expect, test } from '@playwright/test'
+
+const TOKEN = 'e2e-admin-token-0123456789'
+
+test('login, navigate every view, and save a setting', async ({ page }) => {
+  await page.goto('/')
+  await expect(page).toHaveURL(/#\/login/)
+  await page.getByTestId('token').fill('wrong-token-value')
+  await page.getByTestId('login-submit').click()
+  await expect(page.getByTestId('login-error')).toContainText('wrong admin token')
+
+  await page.getByTestId('token').fill(TOKEN)
+  await page.getByTestId('login-submit').click()
+  await expect(page).toHaveURL(/#\/cluster/)
+  await expect(page.getByTestId('version')).toContainText(/v\d+\.\d+\.\d+:\d+/)
+  await expect(page.getByTestId('open-chat')).toHaveAttribute('href', 'http://127.0.0.1:1/chat')
+
+  for (const view of ['models', 'services', 'gateway', 'licensing', 'settings', 'cluster']) {
+    await page.getByTestId(`nav-${view}`).click()
+    await expect(page).toHaveURL(new RegExp(`#/${view}`))
+    await expect(page.locator('main h1').first()).toBeVisible()
+  }
+
+  await page.getByTestId('nav-settings').click()
+  const row = page.getByTestId('setting-LLM_PORT')
+  await expect(row.getByText('default')).toBeVisible()
+  await row.locator('input').fill('8001')
+  await page.getByTestId('settings-save').click()
+  await expect(page.getByTestId('settings-notice')).toContainText('Restart Tandem')
+  await expect(row.getByTestId('pending')).toHaveAttribute('title', 'Saved: 8001')
+  await page.screenshot({ path: 'test-results/screenshots/settings.png', fullPage: true })
+
+  // Secrets never reach the page.
+  const html = await page.content()
+  expect(html).not.toContain(TOKEN)
+
+  await page.getByTestId('logout').click()
+  await expect(page).toHaveURL(/#\/login/)
+})
