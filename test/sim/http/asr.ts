@@ -1,5 +1,13 @@
 import type http from 'node:http'
-import { audioDuration, parseMultipart, sendJson, startFake, type FakeContext, type FakeOptions, type FakeServer } from './common'
+import {
+  audioDuration,
+  parseMultipart,
+  sendJson,
+  startFake,
+  type FakeContext,
+  type FakeOptions,
+  type FakeServer,
+} from './common'
 
 /**
  * A fake asr service: `/v1/audio/transcriptions` (json, text, verbose_json with segments and
@@ -14,12 +22,18 @@ export interface FakeAsrOptions extends FakeOptions {
 
 export interface FakeAsr extends FakeServer {
   readonly model: string
+  /** The text fields of each multipart request, as parsed (repeated names become arrays). */
+  readonly forms: Record<string, string | string[]>[]
 }
 
 /** One scripted turn: who speaks, the tokens (punctuation may be its own token), and the pause after it (s). */
 const SCRIPT: { speaker: number; tokens: string[]; pauseAfter: number }[] = [
   { speaker: 0, tokens: ['Good', 'morning', ',', 'everyone', '.'], pauseAfter: 0.3 },
-  { speaker: 1, tokens: ['Morning', '.', 'Shall', 'we', 'start', 'with', 'the', 'cluster', 'status', '?'], pauseAfter: 0.2 },
+  {
+    speaker: 1,
+    tokens: ['Morning', '.', 'Shall', 'we', 'start', 'with', 'the', 'cluster', 'status', '?'],
+    pauseAfter: 0.2,
+  },
   { speaker: 0, tokens: ['Yes', ':', 'node1', 'is', 'up', ',', 'node2', 'is', 'warming', 'up.'], pauseAfter: 2.0 },
   { speaker: 0, tokens: ['Sorry', ',', 'I', 'was', 'checking', 'the', 'logs', '.'], pauseAfter: 0.4 },
   { speaker: 1, tokens: ['No', 'problem', '.', 'Anything', 'unusual', '?'], pauseAfter: 0.3 },
@@ -72,12 +86,16 @@ function first(v: string | string[] | undefined): string | undefined {
 export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> {
   const model = opts.model ?? 'sim/parakeet-tdt-0.6b'
   const lead = opts.leadingSpace ?? true
+  const forms: Record<string, string | string[]>[] = []
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
     if (req.method === 'GET' && path === '/v1/models') {
       req.resume()
-      return sendJson(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 1_767_225_600, owned_by: 'asr' }] })
+      return sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: model, object: 'model', created: 1_767_225_600, owned_by: 'asr' }],
+      })
     }
     if (req.method === 'GET' && path === '/health') {
       req.resume()
@@ -96,6 +114,7 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     } catch (err) {
       return sendJson(res, 400, { detail: `bad multipart body: ${(err as Error).message}` })
     }
+    forms.push(form.fields)
     const file = form.files.find((f) => f.field === 'file')
     if (!file) return sendJson(res, 400, { detail: "field 'file' is required" })
     if (ctx.fault.kind === 'slow' && !(await ctx.sleep(ctx.fault.delayMs))) return
@@ -115,7 +134,9 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
         else segments.push({ start_s: w.start, end_s: w.end, speaker: label, confidence: 0 })
       }
       // Confidence is a mean probability; the last segment of a chunk has too few frames, so null (spec 1, 4.8 rule 2).
-      segments.forEach((s, i) => (s.confidence = i === segments.length - 1 && i > 0 ? null : round(0.8 + ((i * 7) % 19) / 100)))
+      segments.forEach(
+        (s, i) => (s.confidence = i === segments.length - 1 && i > 0 ? null : round(0.8 + ((i * 7) % 19) / 100)),
+      )
       const speakers = [...new Set(segments.map((s) => s.speaker))]
       return sendJson(res, 200, {
         duration,
@@ -127,7 +148,9 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     }
 
     const format = first(form.fields.response_format) ?? 'json'
-    const granularities = ([] as string[]).concat(form.fields['timestamp_granularities[]'] ?? form.fields.timestamp_granularities ?? [])
+    const granularities = ([] as string[]).concat(
+      form.fields['timestamp_granularities[]'] ?? form.fields.timestamp_granularities ?? [],
+    )
     const text = words
       .map((w) => w.word)
       .join(' ')
@@ -172,5 +195,5 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
   }
 
   const fake = await startFake('asr', handle, opts)
-  return Object.assign(fake, { model })
+  return Object.assign(fake, { model, forms })
 }

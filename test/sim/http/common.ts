@@ -151,7 +151,8 @@ export async function startFake(name: string, route: FakeHandler, opts: FakeOpti
       return
     }
     Promise.resolve(route(req, res, ctx)).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { error: { message: String(err), type: 'InternalServerError', code: 500 } })
+      if (!res.headersSent)
+        sendJson(res, 500, { error: { message: String(err), type: 'InternalServerError', code: 500 } })
       else res.destroy()
     })
   })
@@ -306,7 +307,12 @@ export function makeWav(seconds: number, sampleRate = 22050, freq = 440): Buffer
 }
 
 /** Writes chunks honouring the fault (slow, reset); returns false when the stream was cut or abandoned. */
-export async function writeChunks(res: Response, ctx: FakeContext, chunks: Iterable<string | Buffer>, delayMs = 0): Promise<boolean> {
+export async function writeChunks(
+  res: Response,
+  ctx: FakeContext,
+  chunks: Iterable<string | Buffer>,
+  delayMs = 0,
+): Promise<boolean> {
   let i = 0
   for (const chunk of chunks) {
     if (ctx.fault.kind === 'reset' && i >= (ctx.fault.afterChunks ?? 2)) {

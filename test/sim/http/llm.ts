@@ -1,5 +1,13 @@
 import type http from 'node:http'
-import { readBody, sendJson, startFake, writeChunks, type FakeContext, type FakeOptions, type FakeServer } from './common'
+import {
+  readBody,
+  sendJson,
+  startFake,
+  writeChunks,
+  type FakeContext,
+  type FakeOptions,
+  type FakeServer,
+} from './common'
 
 /**
  * A fake OpenAI-compatible llm (the shape vLLM serves): `/v1/models`, `/v1/chat/completions` and
@@ -71,7 +79,9 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
     const chat = path === '/v1/chat/completions'
     if (req.method !== 'POST' || (!chat && path !== '/v1/completions')) {
       req.resume()
-      return sendJson(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError', code: 404 } })
+      return sendJson(res, 404, {
+        error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError', code: 404 },
+      })
     }
     const raw = await readBody(req)
     let body: ChatBody
@@ -87,7 +97,11 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
       })
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-sim${++seq}`
     const tokens = answerTokens(body)
-    const usage = { prompt_tokens: lastUserText(body).split(/\s+/).length, completion_tokens: tokens.length, total_tokens: 0 }
+    const usage = {
+      prompt_tokens: lastUserText(body).split(/\s+/).length,
+      completion_tokens: tokens.length,
+      total_tokens: 0,
+    }
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
 
     if (body.stream === true) {
@@ -109,7 +123,14 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
       ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }
       : { index: 0, text, finish_reason: 'stop' }
     if (ctx.fault.kind === 'slow' && !(await ctx.sleep(ctx.fault.delayMs))) return
-    sendJson(res, 200, { id, object: chat ? 'chat.completion' : 'text_completion', created, model, choices: [choice], usage })
+    sendJson(res, 200, {
+      id,
+      object: chat ? 'chat.completion' : 'text_completion',
+      created,
+      model,
+      choices: [choice],
+      usage,
+    })
   }
 
   const fake = await startFake('llm', handle, opts)

@@ -1,5 +1,14 @@
 import type http from 'node:http'
-import { makeWav, parseMultipart, sendJson, startFake, writeChunks, type FakeContext, type FakeOptions, type FakeServer } from './common'
+import {
+  makeWav,
+  parseMultipart,
+  sendJson,
+  startFake,
+  writeChunks,
+  type FakeContext,
+  type FakeOptions,
+  type FakeServer,
+} from './common'
 
 /**
  * A fake tts service: `GET /v1/voices` (60+ voice ids `<family>.<LOCALE>.<Name>[.<Style>]`, as
@@ -28,6 +37,10 @@ const LOCALES: Record<string, string[]> = {
   'ZH-CN': ['Wei', 'Mei', 'Jun', 'Xiu'],
   'HI-IN': ['Aarav', 'Diya'],
   'NL-NL': ['Daan', 'Emma'],
+  'KO-KR': ['Minjun', 'Seoyeon'],
+  'SV-SE': ['Astrid', 'Erik'],
+  'PL-PL': ['Zofia', 'Jakub'],
+  'TR-TR': ['Elif', 'Emre'],
 }
 const STYLES = ['Calm', 'Happy']
 
@@ -35,7 +48,8 @@ export function simVoices(): string[] {
   const out: string[] = []
   for (const [locale, names] of Object.entries(LOCALES)) {
     for (const n of names) out.push(`${FAMILY}.${locale}.${n}`)
-    if (locale === 'EN-US') for (const n of names.slice(0, 5)) for (const s of STYLES) out.push(`${FAMILY}.${locale}.${n}.${s}`)
+    if (locale === 'EN-US')
+      for (const n of names.slice(0, 5)) for (const s of STYLES) out.push(`${FAMILY}.${locale}.${n}.${s}`)
   }
   return out
 }
@@ -62,7 +76,10 @@ export async function startFakeTts(opts: FakeTtsOptions = {}): Promise<FakeTts> 
     }
     if (req.method === 'GET' && path === '/v1/models') {
       req.resume()
-      return sendJson(res, 200, { object: 'list', data: [{ id: `sim/${FAMILY}-tts`, object: 'model', created: 1_767_225_600, owned_by: 'tts' }] })
+      return sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: `sim/${FAMILY}-tts`, object: 'model', created: 1_767_225_600, owned_by: 'tts' }],
+      })
     }
     if (req.method === 'GET' && path === '/health') {
       req.resume()
@@ -86,7 +103,9 @@ export async function startFakeTts(opts: FakeTtsOptions = {}): Promise<FakeTts> 
     const locale = voice.split('.')[1]!
     const expected = `${locale.slice(0, 2).toLowerCase()}-${locale.slice(3)}`
     if (language !== expected)
-      return sendJson(res, 400, { detail: `language ${JSON.stringify(language)} does not match voice ${voice} (${expected})` })
+      return sendJson(res, 400, {
+        detail: `language ${JSON.stringify(language)} does not match voice ${voice} (${expected})`,
+      })
     const speed = Number(first(form.fields.speed) ?? '1') || 1
     const wav = makeWav(Math.min(60, (0.06 * text.length) / speed + 0.2), rate)
     res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': wav.length })
