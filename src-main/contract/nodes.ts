@@ -1,4 +1,222 @@
-import type { ContractTable } from './define'
+import { z } from 'zod'
+import { method, type ContractTable } from './define'
 
-/** The nodes methods (see DESIGN.md, The contract). */
-export const nodesContract = {} satisfies ContractTable
+/** The nodes methods: hardware, connectivity, Wake-on-LAN, status and discovery, SSH identity. */
+
+export const NodeNameParam = z.string().max(64)
+
+export const GpuProcess = z.object({ pid: z.number(), name: z.string(), used_bytes: z.number() })
+
+export const GpuReading = z.object({
+  name: z.string(),
+  utilization_pct: z.number().nullable(),
+  temperature_c: z.number().nullable(),
+  power_w: z.number().nullable(),
+  /** Sum of per-process compute memory (on unified memory), or the driver's used figure. */
+  memory_used_bytes: z.number().nullable(),
+  /** The driver's total, or system RAM when the GPU shares it (unified memory). */
+  memory_total_bytes: z.number().nullable(),
+  memory_fraction: z.number().nullable(),
+  processes: z.array(GpuProcess),
+})
+
+export const HardwareOk = z.object({
+  node: z.string(),
+  status: z.literal('ok'),
+  host: z.string(),
+  hostname: z.string(),
+  uptime_s: z.number().nullable(),
+  load: z.array(z.number()),
+  cores: z.number().nullable(),
+  ram: z.object({ total_bytes: z.number(), used_bytes: z.number(), available_bytes: z.number() }).nullable(),
+  disk: z.object({ mount: z.string(), total_bytes: z.number(), used_bytes: z.number(), available_bytes: z.number() }).nullable(),
+  gpu: GpuReading.nullable(),
+  gpu_unified_memory: z.boolean(),
+  interface: z.string().nullable(),
+  mac: z.string().nullable(),
+  probed_at: z.number(),
+  probe_ms: z.number(),
+})
+export type HardwareOk = z.infer<typeof HardwareOk>
+
+export const HardwareUnreachable = z.object({
+  node: z.string(),
+  status: z.literal('unreachable'),
+  host: z.string(),
+  error: z.string(),
+  /** The MAC cached from an earlier successful probe: Wake is possible when set. */
+  mac: z.string().nullable(),
+  probed_at: z.number(),
+})
+
+export const HardwareNotConfigured = z.object({ node: z.string(), status: z.literal('not_configured') })
+
+export const NodeHardware = z.discriminatedUnion('status', [HardwareOk, HardwareUnreachable, HardwareNotConfigured])
+export type NodeHardware = z.infer<typeof NodeHardware>
+
+export const HardwareSnapshot = z.object({ node1: NodeHardware, node2: NodeHardware, taken_at: z.number() })
+export type HardwareSnapshot = z.infer<typeof HardwareSnapshot>
+
+export const ConnState = z.enum(['up', 'down'])
+
+export const TransitionEvent = z.object({
+  at: z.number(),
+  subject: z.string(),
+  kind: z.literal('transition'),
+  state: ConnState,
+  /** Length of the down period that just ended (an `up` transition). */
+  down_seconds: z.number().optional(),
+  /** Length of the up period that just ended (a `down` transition). */
+  up_seconds: z.number().optional(),
+  detail: z.string().optional(),
+})
+
+export const ReportEvent = z.object({
+  at: z.number(),
+  subject: z.string(),
+  kind: z.literal('report'),
+  ok: z.boolean(),
+  source: z.string().nullable(),
+  error: z.string().nullable(),
+  detail: z.string().nullable(),
+  ms: z.number().nullable(),
+})
+
+export const ConnectivityEvent = z.discriminatedUnion('kind', [TransitionEvent, ReportEvent])
+export type ConnectivityEvent = z.infer<typeof ConnectivityEvent>
+
+export const SubjectState = z.object({ state: ConnState, last_change: z.number() })
+
+export const ConnectivityView = z.object({
+  macs: z.record(z.string(), z.string()),
+  subjects: z.record(z.string(), SubjectState),
+  /** Oldest first, at most 200. */
+  events: z.array(ConnectivityEvent),
+})
+export type ConnectivityView = z.infer<typeof ConnectivityView>
+
+export const HealthEventInput = z.object({
+  service: z.string().trim().min(1).max(64).regex(/^[\x21-\x7e]+$/, 'printable, no spaces'),
+  ok: z.boolean(),
+  source: z.string().max(128).optional(),
+  error: z.string().max(2000).optional(),
+  ms: z.number().min(0).max(86_400_000).optional(),
+})
+
+export const WakeAttempt = z.object({ via: z.enum(['relay', 'broadcast']), ok: z.boolean(), detail: z.string() })
+
+export const WakeResult = z.object({
+  ok: z.boolean(),
+  node: z.string(),
+  mac: z.string(),
+  /** How the packet finally went out, or null when every path failed. */
+  via: z.enum(['relay', 'broadcast']).nullable(),
+  relay: z.string().nullable(),
+  attempts: z.array(WakeAttempt),
+})
+
+export const ServiceLabel = z.enum(['Healthy', 'Unhealthy', 'Starting', 'Not configured'])
+
+export const ServiceStatus = z.object({
+  name: z.string(),
+  configured: z.boolean(),
+  host: z.string().nullable(),
+  port: z.number(),
+  container: z.string(),
+  /** running, exited, created, restarting, missing (no such container) or unknown (SSH failed). */
+  container_state: z.string(),
+  restart_count: z.number().nullable(),
+  started_at: z.string().nullable(),
+  http_ok: z.boolean(),
+  http_ms: z.number().nullable(),
+  model: z.string().nullable(),
+  /** Where clients call it: Tandem's own public /v1 base. */
+  base_url: z.string(),
+  /** The service's own address (behind Tandem). */
+  upstream_url: z.string().nullable(),
+  label: ServiceLabel,
+  error: z.string().nullable(),
+})
+export type ServiceStatus = z.infer<typeof ServiceStatus>
+
+export const StatusView = z.object({ llm: ServiceStatus, asr: ServiceStatus, tts: ServiceStatus, checked_at: z.number() })
+export type StatusView = z.infer<typeof StatusView>
+
+const Endpoint = z.object({ base_url: z.string(), model: z.string().nullable(), ready: z.boolean() })
+export const EndpointsView = z.object({ llm: Endpoint, asr: Endpoint, tts: Endpoint })
+
+export const PublicKeyView = z.object({
+  public_key: z.string(),
+  fingerprint: z.string(),
+  nodes: z.array(
+    z.object({
+      node: z.string(),
+      host: z.string(),
+      user: z.string(),
+      port: z.number(),
+      /** Run on an admin machine that can already reach the node. */
+      command: z.string(),
+      /** Run on the node itself. */
+      remote_command: z.string(),
+    }),
+  ),
+})
+
+export const KnownHost = z.object({ name: z.string(), type: z.string(), fingerprint: z.string(), added_at: z.number() })
+
+export const nodesContract = {
+  getHardware: method({
+    summary: 'Hardware snapshot of both nodes, probed in parallel over SSH (cached 4 s)',
+    http: 'GET /api/hardware',
+    input: z.object({ fresh: z.coerce.boolean().optional() }),
+    output: HardwareSnapshot,
+  }),
+  getConnectivity: method({
+    summary: 'Cached MACs, per-subject state and last change, and the rolling event log',
+    http: 'GET /api/connectivity',
+    input: z.object({}),
+    output: ConnectivityView,
+  }),
+  healthEvent: method({
+    summary: 'Record a failure or recovery an outside app saw (a report; never changes state)',
+    http: 'POST /api/health-event',
+    input: HealthEventInput,
+    output: z.object({ ok: z.literal(true), event: ReportEvent }),
+  }),
+  wakeNode: method({
+    summary: 'Send a Wake-on-LAN packet to a node (from the other node over SSH, else broadcast)',
+    http: 'POST /api/node/:name/wake',
+    input: z.object({ name: NodeNameParam, mac: z.string().max(64).optional() }),
+    output: WakeResult,
+  }),
+  getStatus: method({
+    summary: 'llm, asr and tts: configured, container state, HTTP health, model (records state changes)',
+    http: 'GET /api/status',
+    input: z.object({}),
+    output: StatusView,
+  }),
+  getEndpoints: method({
+    summary: 'Discovery: where clients reach llm, asr and tts through Tandem',
+    http: 'GET /api/endpoints',
+    input: z.object({}),
+    output: EndpointsView,
+  }),
+  getSshPublicKey: method({
+    summary: "Tandem's SSH public key and a ready-to-paste authorized_keys command per node",
+    http: 'GET /api/ssh/public-key',
+    input: z.object({}),
+    output: PublicKeyView,
+  }),
+  listKnownHosts: method({
+    summary: 'Host keys trusted so far',
+    http: 'GET /api/ssh/known-hosts',
+    input: z.object({}),
+    output: z.array(KnownHost),
+  }),
+  forgetHostKey: method({
+    summary: "Forget a host's trusted key (after a node was reinstalled)",
+    http: 'DELETE /api/ssh/known-hosts',
+    input: z.object({ host: z.string().min(1).max(253).regex(/^[A-Za-z0-9._:-]+$/), port: z.coerce.number().int().min(1).max(65535).default(22) }),
+    output: z.object({ forgotten: z.boolean() }),
+  }),
+} satisfies ContractTable

@@ -1,0 +1,177 @@
+import { z } from 'zod'
+import type { Clock } from '../core/clock'
+import { atomicWriteFile, readStateFile, SerialQueue } from '../core/files'
+import type { Logger } from '../core/logger'
+import {
+  ConnectivityEvent,
+  SubjectState,
+  type ConnectivityView,
+} from '../contract/nodes'
+
+/** Spec 1, 2.7 and 8: the rolling log holds at most 200 events. */
+export const MAX_EVENTS = 200
+
+type ReportInput = { ok: boolean; source?: string | null; error?: string | null; detail?: string | null; ms?: number | null }
+
+/**
+ * The connectivity store (spec 1, 2.7): per-subject state and last change, cached MACs and a
+ * rolling log of transitions and reports, persisted atomically. Every mutation runs through one
+ * queue so concurrent writers never lose an update.
+ */
+export class ConnectivityStore {
+  private data: ConnectivityView = { macs: {}, subjects: {}, events: [] }
+  private readonly queue = new SerialQueue()
+
+  constructor(
+    private readonly file: string,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    this.load()
+  }
+
+  view(): ConnectivityView {
+    return structuredClone(this.data)
+  }
+
+  mac(subject: string): string | null {
+    return this.data.macs[subject] ?? null
+  }
+
+  state(subject: string): z.infer<typeof SubjectState> | null {
+    return this.data.subjects[subject] ?? null
+  }
+
+  /**
+   * What active polling saw. A transition is recorded only when the state differs from the last
+   * one; the first sighting of a subject records one only when it is down.
+   */
+  observe(subject: string, up: boolean, detail?: string): Promise<ConnectivityEvent | null> {
+    return this.queue.run(() => {
+      const now = this.clock.now()
+      const state = up ? 'up' : 'down'
+      const prev = this.data.subjects[subject]
+      if (prev && prev.state === state) return null
+      this.data.subjects[subject] = { state, last_change: now }
+      let event: ConnectivityEvent | null = null
+      if (prev || !up) {
+        const seconds = prev ? Math.max(0, Math.round((now - prev.last_change) / 1000)) : undefined
+        event = {
+          at: now,
+          subject,
+          kind: 'transition',
+          state,
+          ...(seconds === undefined ? {} : up ? { down_seconds: seconds } : { up_seconds: seconds }),
+          ...(detail ? { detail: detail.slice(0, 500) } : {}),
+        }
+        this.append(event)
+      }
+      this.save()
+      return event
+    })
+  }
+
+  /** An outside report (health-event, deep-health, disk deletion): appended, never changes state. */
+  report(subject: string, input: ReportInput): Promise<Extract<ConnectivityEvent, { kind: 'report' }>> {
+    return this.queue.run(() => {
+      const event = {
+        at: this.clock.now(),
+        subject,
+        kind: 'report' as const,
+        ok: input.ok,
+        source: input.source ?? null,
+        error: input.error?.slice(0, 2000) ?? null,
+        detail: input.detail?.slice(0, 2000) ?? null,
+        ms: input.ms ?? null,
+      }
+      this.append(event)
+      this.save()
+      return event
+    })
+  }
+
+  /** Caches a node's MAC (learned from a hardware probe); writes only on change. */
+  setMac(subject: string, mac: string): Promise<void> {
+    return this.queue.run(() => {
+      if (this.data.macs[subject] === mac) return
+      this.data.macs[subject] = mac
+      this.save()
+    })
+  }
+
+  /** Resolves once every queued mutation is on disk. */
+  flush(): Promise<void> {
+    return this.queue.run(() => undefined)
+  }
+
+  private append(event: ConnectivityEvent): void {
+    this.data.events.push(event)
+    if (this.data.events.length > MAX_EVENTS) this.data.events.splice(0, this.data.events.length - MAX_EVENTS)
+  }
+
+  private save(): void {
+    atomicWriteFile(this.file, JSON.stringify(this.data) + '\n', { mode: 0o600 })
+  }
+
+  private load(): void {
+    const res = readStateFile(this.file, (text) => parseStore(JSON.parse(text) as unknown, (m) => this.logger.warn(m)))
+    if (res.kind === 'ok') {
+      this.data = res.value
+      return
+    }
+    if (res.kind === 'corrupt') {
+      this.logger.warn(
+        `connectivity store ${this.file} is unreadable (${res.error}); ${res.keptAs ? `kept aside as ${res.keptAs}; ` : ''}starting a fresh one`,
+      )
+    }
+  }
+}
+
+const LooseFile = z.object({
+  macs: z.record(z.string(), z.unknown()).optional(),
+  subjects: z.record(z.string(), z.unknown()).optional(),
+  events: z.array(z.unknown()).optional(),
+})
+
+/**
+ * Reads a store written by this or an older version: legacy events named their node in `spark`
+ * (moved to `subject`, kind `transition`); entries that do not fit are skipped with a warning.
+ */
+export function parseStore(raw: unknown, warn: (msg: string) => void = () => {}): ConnectivityView {
+  const file = LooseFile.parse(raw)
+  const out: ConnectivityView = { macs: {}, subjects: {}, events: [] }
+  for (const [k, v] of Object.entries(file.macs ?? {})) if (typeof v === 'string') out.macs[k] = v
+  for (const [k, v] of Object.entries(file.subjects ?? {})) {
+    const s = SubjectState.safeParse(v)
+    if (s.success) out.subjects[k] = s.data
+    else warn(`connectivity store: state of ${k} skipped (malformed)`)
+  }
+  let skipped = 0
+  for (const e of file.events ?? []) {
+    const migrated = migrateEvent(e)
+    const parsed = ConnectivityEvent.safeParse(migrated)
+    if (parsed.success) out.events.push(parsed.data)
+    else skipped++
+  }
+  if (skipped > 0) warn(`connectivity store: ${skipped} malformed event(s) skipped`)
+  if (out.events.length > MAX_EVENTS) out.events.splice(0, out.events.length - MAX_EVENTS)
+  return out
+}
+
+function migrateEvent(e: unknown): unknown {
+  if (typeof e !== 'object' || e === null) return e
+  const ev = { ...(e as Record<string, unknown>) }
+  if ('spark' in ev) {
+    ev.subject = ev.spark
+    delete ev.spark
+    ev.kind = 'transition'
+  }
+  // Older stores wrote times in seconds (ts) rather than milliseconds (at).
+  if (ev.at === undefined && typeof ev.ts === 'number') {
+    ev.at = ev.ts < 1e11 ? Math.round(ev.ts * 1000) : ev.ts
+    delete ev.ts
+  }
+  if (ev.kind === 'transition' && ev.state === undefined && typeof ev.up === 'boolean') ev.state = ev.up ? 'up' : 'down'
+  delete ev.up
+  return ev
+}

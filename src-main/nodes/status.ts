@@ -1,0 +1,173 @@
+import os from 'node:os'
+import type { Config } from '../config/load'
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import type { ServiceStatus, StatusView } from '../contract/nodes'
+import { shq } from '../ssh/quote'
+import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
+import type { ConnectivityStore } from './connectivity'
+
+export type RoleName = 'llm' | 'asr' | 'tts'
+
+export interface RoleTarget {
+  name: RoleName
+  ssh: SshTarget | null
+  container: string
+  port: number
+}
+
+/** A container that started this recently and does not answer yet is Starting, not Unhealthy. */
+const STARTING_GRACE_MS = 10 * 60 * 1000
+const HTTP_TIMEOUT_MS = 4000
+
+/**
+ * Tandem's own public base URL: PUBLIC_URL when set, else derived from the bind address and port
+ * (a wildcard bind is reported as the machine's first LAN IPv4 address, which clients can reach).
+ */
+export function publicBaseUrl(config: Pick<Config, 'publicUrl' | 'bind' | 'port'>): string {
+  if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '')
+  let host = config.bind
+  if (host === '0.0.0.0' || host === '::' || host === '') {
+    const lan = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)
+    host = lan?.address ?? os.hostname()
+  }
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`
+}
+
+export function roleTargets(config: Config): Record<RoleName, RoleTarget> {
+  return {
+    llm: { name: 'llm', ssh: config.nodes.node1, container: config.llm.container, port: config.llm.port },
+    asr: { name: 'asr', ssh: config.asr.ssh, container: config.asr.container, port: config.asr.port },
+    tts: { name: 'tts', ssh: config.tts.ssh, container: config.tts.container, port: config.tts.port },
+  }
+}
+
+export interface ContainerInfo {
+  state: string
+  started_at: string | null
+  restart_count: number | null
+  error: string | null
+}
+
+/** `docker inspect` of one container over SSH (6 s): running, exited, …, missing or unknown. */
+export async function inspectContainer(pool: SshPool, target: SshTarget, container: string): Promise<ContainerInfo> {
+  try {
+    const res = await pool.exec(target, `docker inspect -f '{{.State.Status}} {{.State.StartedAt}} {{.RestartCount}}' ${shq(container)}`, {
+      timeoutMs: PROBE_TIMEOUT_MS,
+    })
+    if (res.code !== 0) {
+      if (/no such (object|container)/i.test(res.stderr)) return { state: 'missing', started_at: null, restart_count: null, error: null }
+      return { state: 'unknown', started_at: null, restart_count: null, error: res.stderr.trim().slice(0, 300) || `exit ${res.code}` }
+    }
+    const [state, startedAt, restarts] = res.stdout.trim().split(/\s+/)
+    return {
+      state: state || 'unknown',
+      started_at: startedAt && !startedAt.startsWith('0001-') ? startedAt : null,
+      restart_count: restarts !== undefined && /^\d+$/.test(restarts) ? Number(restarts) : null,
+      error: null,
+    }
+  } catch (err) {
+    return { state: 'unknown', started_at: null, restart_count: null, error: (err as Error).message }
+  }
+}
+
+/** GET /health then /v1/models on the service itself. */
+export async function httpHealth(baseUrl: string, signal?: AbortSignal): Promise<{ ok: boolean; ms: number | null; model: string | null; error: string | null }> {
+  const t0 = performance.now()
+  const timeout = AbortSignal.timeout(HTTP_TIMEOUT_MS)
+  const sig = signal ? AbortSignal.any([signal, timeout]) : timeout
+  try {
+    const health = await fetch(`${baseUrl}/health`, { signal: sig })
+    await health.body?.cancel()
+    const ms = Math.round(performance.now() - t0)
+    if (!health.ok) return { ok: false, ms, model: null, error: `HTTP ${health.status} from /health` }
+    let model: string | null = null
+    try {
+      const models = await fetch(`${baseUrl}/v1/models`, { signal: sig })
+      if (models.ok) {
+        const body = (await models.json()) as { data?: { id?: unknown }[] }
+        const id = body.data?.[0]?.id
+        model = typeof id === 'string' ? id : null
+      } else await models.body?.cancel()
+    } catch {
+      // health answered; the model list is optional
+    }
+    return { ok: true, ms, model, error: null }
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } }
+    const reason = e.name === 'TimeoutError' ? `no answer within ${HTTP_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.message)
+    return { ok: false, ms: null, model: null, error: reason }
+  }
+}
+
+export interface StatusDeps {
+  config: Config
+  pool: SshPool
+  connectivity: ConnectivityStore
+  clock: Clock
+  logger: Logger
+}
+
+/** The llm, asr and tts at a glance (spec 1, 4.1); every check records state changes. */
+export class StatusService {
+  constructor(private readonly deps: StatusDeps) {}
+
+  async check(role: RoleTarget, signal?: AbortSignal): Promise<ServiceStatus> {
+    const base = `${publicBaseUrl(this.deps.config)}/v1`
+    const common = { name: role.name, port: role.port, container: role.container, base_url: base }
+    if (!role.ssh) {
+      return {
+        ...common,
+        configured: false,
+        host: null,
+        container_state: 'unknown',
+        restart_count: null,
+        started_at: null,
+        http_ok: false,
+        http_ms: null,
+        model: null,
+        upstream_url: null,
+        label: 'Not configured',
+        error: null,
+      }
+    }
+    const upstream = `http://${role.ssh.host.includes(':') ? `[${role.ssh.host}]` : role.ssh.host}:${role.port}`
+    const [container, http] = await Promise.all([
+      inspectContainer(this.deps.pool, role.ssh, role.container),
+      httpHealth(upstream, signal),
+    ])
+    const startedMs = container.started_at ? Date.parse(container.started_at) : NaN
+    const recentlyStarted = Number.isFinite(startedMs) && this.deps.clock.now() - startedMs < STARTING_GRACE_MS
+    const label: ServiceStatus['label'] = http.ok
+      ? 'Healthy'
+      : container.state === 'running' && recentlyStarted
+        ? 'Starting'
+        : container.state === 'restarting' || container.state === 'created'
+          ? 'Starting'
+          : 'Unhealthy'
+    const error = http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null
+    await this.deps.connectivity.observe(role.name, http.ok, error ?? undefined)
+    return {
+      ...common,
+      configured: true,
+      host: role.ssh.host,
+      container_state: container.state,
+      restart_count: container.restart_count,
+      started_at: container.started_at,
+      http_ok: http.ok,
+      http_ms: http.ms,
+      model: http.model,
+      upstream_url: upstream,
+      label,
+      error,
+    }
+  }
+
+  async all(signal?: AbortSignal): Promise<StatusView> {
+    const roles = roleTargets(this.deps.config)
+    const [llm, asr, tts] = await Promise.all([this.check(roles.llm, signal), this.check(roles.asr, signal), this.check(roles.tts, signal)])
+    return { llm, asr, tts, checked_at: this.deps.clock.now() }
+  }
+}
