@@ -123,7 +123,8 @@ export function encodePayload(p: LicensePayload): Buffer {
   uuidToBytes(p.licenseId).copy(head, 18)
   writeI64(head, 34, p.issuedAt)
   if (p.version === 1) {
-    if (p.expiresAt !== 0 || p.entitlements.length > 0) throw new KeyFormatError('v1 keys carry no expiry or entitlements')
+    if (p.expiresAt !== 0 || p.entitlements.length > 0)
+      throw new KeyFormatError('v1 keys carry no expiry or entitlements')
     p.fingerprintHash.copy(head, 42)
     return head
   }
@@ -147,7 +148,8 @@ export function decodePayload(bytes: Buffer): LicensePayload {
   const version = bytes[0]
   const flags = bytes[1] ?? 0
   if (version === 1) {
-    if (bytes.length !== V1_LENGTH) throw new KeyFormatError(`v1 payload is ${bytes.length} bytes; expected ${V1_LENGTH}`)
+    if (bytes.length !== V1_LENGTH)
+      throw new KeyFormatError(`v1 payload is ${bytes.length} bytes; expected ${V1_LENGTH}`)
     return {
       version: 1,
       flags,
@@ -160,7 +162,8 @@ export function decodePayload(bytes: Buffer): LicensePayload {
     }
   }
   if (version !== 2) throw new KeyFormatError(`unsupported key version ${String(version)}`)
-  if (bytes.length < V2_HEAD_LENGTH) throw new KeyFormatError(`v2 payload is ${bytes.length} bytes; expected ≥ ${V2_HEAD_LENGTH}`)
+  if (bytes.length < V2_HEAD_LENGTH)
+    throw new KeyFormatError(`v2 payload is ${bytes.length} bytes; expected ≥ ${V2_HEAD_LENGTH}`)
   const count = bytes[82]!
   const entitlements: string[] = []
   let at = V2_HEAD_LENGTH
@@ -199,7 +202,8 @@ export function splitKey(text: string): { payloadBytes: Buffer; signature: Buffe
   if (key.slice(0, first) !== KEY_PREFIX) throw new KeyFormatError('unknown key prefix')
   const payloadBytes = decodeBase32(key.slice(first + 1, last))
   const signature = decodeBase32(key.slice(last + 1))
-  if (signature.length !== SIGNATURE_LENGTH) throw new KeyFormatError(`signature is ${signature.length} bytes; expected 64`)
+  if (signature.length !== SIGNATURE_LENGTH)
+    throw new KeyFormatError(`signature is ${signature.length} bytes; expected 64`)
   return { payloadBytes, signature }
 }
 

@@ -18,8 +18,7 @@ import type { Logger } from '../../core/logger'
 import { KeyFormatError, decodePayload, encodePayload, joinKey, splitKey, type LicensePayload } from './format'
 
 export type VerifiedKey =
-  | { ok: true; payload: LicensePayload }
-  | { ok: false; reason: 'bad_format' | 'bad_signature'; message: string }
+  { ok: true; payload: LicensePayload } | { ok: false; reason: 'bad_format' | 'bad_signature'; message: string }
 
 export const PRIVATE_KEY_FILE = 'issuer-ed25519.pem'
 export const PUBLIC_KEY_FILE = 'issuer-ed25519.pub.pem'
@@ -47,7 +46,8 @@ export function parseEd25519PrivateKey(pem: string): KeyObject {
   } catch {
     throw new Error('not a PEM private key')
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`expected an Ed25519 key, got ${key.asymmetricKeyType ?? 'unknown'}`)
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new Error(`expected an Ed25519 key, got ${key.asymmetricKeyType ?? 'unknown'}`)
   return key
 }
 
@@ -76,10 +76,13 @@ export class Issuer {
       return issuer
     }
     if (read.kind === 'corrupt')
-      logger.error('licensing issuer key is unreadable; a new key is generated and keys signed by the old one will not verify until it is imported again', {
-        error: read.error,
-        kept_as: read.keptAs,
-      })
+      logger.error(
+        'licensing issuer key is unreadable; a new key is generated and keys signed by the old one will not verify until it is imported again',
+        {
+          error: read.error,
+          kept_as: read.keptAs,
+        },
+      )
     const { privateKey } = crypto.generateKeyPairSync('ed25519')
     const issuer = new Issuer(dir, privateKey)
     issuer.writePrivate()

@@ -16,8 +16,7 @@ export const m004ProductPriceChecks: Migration = {
   rebuild: true,
   up(db) {
     const row = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'products'").get() as
-      | { sql: string }
-      | undefined
+      { sql: string } | undefined
     if (row === undefined || row.sql.includes(MARKER)) return
     db.exec(`
       DROP TABLE IF EXISTS products_rebuild;

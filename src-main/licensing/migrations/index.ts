@@ -8,6 +8,7 @@ import { m001Initial } from './001_initial'
 import { m002MultiCurrency } from './002_multi_currency'
 import { m003TiersSubscriptions } from './003_tiers_subscriptions'
 import { m004ProductPriceChecks } from './004_product_price_checks'
+import { m005RedemptionStatus } from './005_redemption_status'
 
 export interface Migration {
   readonly id: number
@@ -17,4 +18,10 @@ export interface Migration {
   up(db: Database.Database): void
 }
 
-export const MIGRATIONS: readonly Migration[] = [m001Initial, m002MultiCurrency, m003TiersSubscriptions, m004ProductPriceChecks]
+export const MIGRATIONS: readonly Migration[] = [
+  m001Initial,
+  m002MultiCurrency,
+  m003TiersSubscriptions,
+  m004ProductPriceChecks,
+  m005RedemptionStatus,
+]

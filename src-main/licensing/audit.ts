@@ -1,0 +1,82 @@
+/**
+ * The licensing audit log: who did what to which record, when (injected clock).
+ *
+ * Interface: new AuditLog(db, clock); record({actor, action, targetType?, targetId?, details?});
+ * list({limit, before_id?, action?, target_id?}) → AuditEntry[] newest first.
+ * Never put a secret in `details` (API keys, webhook secrets, private keys).
+ */
+import type { AuditEntry } from '../contract/licensing'
+import type { Clock } from '../core/clock'
+import type { LicensingDb } from './db'
+
+export type AuditActor = AuditEntry['actor']
+
+export interface AuditRecord {
+  actor: AuditActor
+  action: string
+  targetType?: string | null
+  targetId?: string | null
+  details?: Record<string, unknown>
+}
+
+interface AuditRow {
+  id: number
+  at: number
+  actor: AuditActor
+  action: string
+  target_type: string | null
+  target_id: string | null
+  details: string
+}
+
+export class AuditLog {
+  private readonly insert
+  constructor(
+    private readonly db: LicensingDb,
+    private readonly clock: Clock,
+  ) {
+    this.insert = db.prepare(
+      'INSERT INTO audit_log (at, actor, action, target_type, target_id, details) VALUES (?, ?, ?, ?, ?, ?)',
+    )
+  }
+
+  record(r: AuditRecord): void {
+    this.insert.run(
+      this.clock.now(),
+      r.actor,
+      r.action,
+      r.targetType ?? null,
+      r.targetId ?? null,
+      JSON.stringify(r.details ?? {}),
+    )
+  }
+
+  list(q: { limit: number; before_id?: number; action?: string; target_id?: string }): AuditEntry[] {
+    const where: string[] = []
+    const args: (string | number)[] = []
+    if (q.before_id !== undefined) {
+      where.push('id < ?')
+      args.push(q.before_id)
+    }
+    if (q.action !== undefined) {
+      where.push('action = ?')
+      args.push(q.action)
+    }
+    if (q.target_id !== undefined) {
+      where.push('target_id = ?')
+      args.push(q.target_id)
+    }
+    const sql = `SELECT * FROM audit_log ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`
+    const rows = this.db.prepare(sql).all(...args, q.limit) as AuditRow[]
+    return rows.map((r) => ({ ...r, details: parseDetails(r.details) }))
+  }
+}
+
+function parseDetails(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text)
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}

@@ -1,0 +1,323 @@
+/**
+ * Discount codes: `percent` (1–100, any currency), `fixed_sats` (an amount off) and `set_price`
+ * (the price becomes the amount), both expressed in the code's `discount_currency`, and
+ * `free_license` (redeemed at POST /v1/redeem for a key without payment). Codes may be scoped to a
+ * product and a policy, capped, and may expire.
+ *
+ * Uses are reservations: `reserve` (pending, when an invoice is created, inside the caller's
+ * transaction; it re-checks the cap) → `markRedeemed` (settled) or `release` (expired/invalid).
+ * The cap counts pending and redeemed uses, so unpaid invoices cannot overshoot it.
+ *
+ * Interface (stable; part B calls reserve / markRedeemed / release from invoices and settlement):
+ *   new Discounts(db, clock, audit)
+ *   list() · create(input) · update(id, patch) · remove(id)
+ *   check(code, product, policy) → DiscountRow        throws ApiError with a clear code (below)
+ *   reserve({codeId, invoiceId, listedCurrency, discountValue, buyerEmail?}) → redemption id
+ *   markRedeemed(invoiceId, licenseId) · release(invoiceId)
+ * Error codes: discount_not_found 404, discount_expired 400, discount_exhausted 409,
+ *   discount_not_applicable 400 (other product or tier), discount_wrong_kind 400.
+ */
+import { randomUUID } from 'node:crypto'
+import {
+  type Currency,
+  type DiscountInput,
+  type DiscountKind,
+  type DiscountPatch,
+  type DiscountView,
+} from '../contract/licensing'
+import { ApiError } from '../contract/errors'
+import type { Clock } from '../core/clock'
+import type { AuditLog } from './audit'
+import type { PolicyRow, ProductRow } from './catalog'
+import type { LicensingDb } from './db'
+
+export interface DiscountRow {
+  id: string
+  code: string
+  kind: DiscountKind
+  value: number
+  discount_currency: Currency
+  product_id: string | null
+  policy_id: string | null
+  max_redemptions: number | null
+  redemption_count: number
+  expires_at: number | null
+  active: number
+  note: string
+  created_at: number
+  updated_at: number
+}
+
+export class Discounts {
+  constructor(
+    private readonly db: LicensingDb,
+    private readonly clock: Clock,
+    private readonly audit: AuditLog,
+  ) {}
+
+  private usage(codeId: string): { pending: number; redeemed: number } {
+    return this.db
+      .prepare(
+        `SELECT coalesce(sum(status = 'pending'), 0) AS pending, coalesce(sum(status = 'redeemed'), 0) AS redeemed
+         FROM discount_redemptions WHERE discount_code_id = ?`,
+      )
+      .get(codeId) as { pending: number; redeemed: number }
+  }
+
+  view(r: DiscountRow): DiscountView {
+    const u = this.usage(r.id)
+    return {
+      id: r.id,
+      code: r.code,
+      kind: r.kind,
+      value: r.value,
+      discount_currency: r.discount_currency,
+      product_id: r.product_id,
+      policy_id: r.policy_id,
+      max_redemptions: r.max_redemptions,
+      redemption_count: u.redeemed,
+      pending_count: u.pending,
+      expires_at: r.expires_at,
+      active: r.active === 1,
+      note: r.note,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+    }
+  }
+
+  row(id: string): DiscountRow | undefined {
+    return this.db.prepare('SELECT * FROM discount_codes WHERE id = ?').get(id) as DiscountRow | undefined
+  }
+
+  byCode(code: string): DiscountRow | undefined {
+    return this.db.prepare('SELECT * FROM discount_codes WHERE code = ? COLLATE NOCASE').get(code.trim()) as
+      DiscountRow | undefined
+  }
+
+  private must(id: string): DiscountRow {
+    const r = this.row(id)
+    if (!r) throw new ApiError('not_found', `no discount code ${id}`)
+    return r
+  }
+
+  list(): DiscountView[] {
+    return (this.db.prepare('SELECT * FROM discount_codes ORDER BY created_at DESC').all() as DiscountRow[]).map((r) =>
+      this.view(r),
+    )
+  }
+
+  create(input: DiscountInput): DiscountView {
+    this.checkShape(input)
+    const now = this.clock.now()
+    const id = randomUUID()
+    try {
+      this.db
+        .prepare(
+          `INSERT INTO discount_codes (id, code, kind, value, discount_currency, product_id, policy_id, max_redemptions, expires_at, active, note, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          id,
+          input.code,
+          input.kind,
+          input.kind === 'free_license' ? 0 : input.value,
+          input.discount_currency,
+          input.product_id,
+          input.policy_id,
+          input.max_redemptions,
+          input.expires_at,
+          +input.active,
+          input.note,
+          now,
+          now,
+        )
+    } catch (err) {
+      if (err instanceof Error && /UNIQUE/.test(err.message))
+        throw new ApiError('conflict', `code ${input.code} exists`)
+      throw err
+    }
+    this.audit.record({
+      actor: 'admin',
+      action: 'discount.create',
+      targetType: 'discount_code',
+      targetId: id,
+      details: { code: input.code, kind: input.kind },
+    })
+    return this.view(this.must(id))
+  }
+
+  update(id: string, patch: DiscountPatch): DiscountView {
+    const cur = this.must(id)
+    const next: DiscountInput = {
+      code: patch.code ?? cur.code,
+      kind: patch.kind ?? cur.kind,
+      value: patch.value ?? cur.value,
+      discount_currency: patch.discount_currency ?? cur.discount_currency,
+      product_id: patch.product_id !== undefined ? patch.product_id : cur.product_id,
+      policy_id: patch.policy_id !== undefined ? patch.policy_id : cur.policy_id,
+      max_redemptions: patch.max_redemptions !== undefined ? patch.max_redemptions : cur.max_redemptions,
+      expires_at: patch.expires_at !== undefined ? patch.expires_at : cur.expires_at,
+      active: patch.active ?? cur.active === 1,
+      note: patch.note ?? cur.note,
+    }
+    this.checkShape(next)
+    try {
+      this.db
+        .prepare(
+          `UPDATE discount_codes SET code = ?, kind = ?, value = ?, discount_currency = ?, product_id = ?, policy_id = ?,
+             max_redemptions = ?, expires_at = ?, active = ?, note = ?, updated_at = ? WHERE id = ?`,
+        )
+        .run(
+          next.code,
+          next.kind,
+          next.kind === 'free_license' ? 0 : next.value,
+          next.discount_currency,
+          next.product_id,
+          next.policy_id,
+          next.max_redemptions,
+          next.expires_at,
+          +next.active,
+          next.note,
+          this.clock.now(),
+          id,
+        )
+    } catch (err) {
+      if (err instanceof Error && /UNIQUE/.test(err.message)) throw new ApiError('conflict', `code ${next.code} exists`)
+      throw err
+    }
+    this.audit.record({
+      actor: 'admin',
+      action: 'discount.update',
+      targetType: 'discount_code',
+      targetId: id,
+      details: { changed: Object.keys(patch) },
+    })
+    return this.view(this.must(id))
+  }
+
+  remove(id: string): void {
+    const cur = this.must(id)
+    const used = this.db
+      .prepare('SELECT count(*) AS n FROM discount_redemptions WHERE discount_code_id = ?')
+      .get(id) as { n: number }
+    const onInvoices = this.db.prepare('SELECT count(*) AS n FROM invoices WHERE discount_code_id = ?').get(id) as {
+      n: number
+    }
+    if (used.n + onInvoices.n > 0)
+      throw new ApiError('conflict', `code ${cur.code} has been used; deactivate it instead`)
+    this.db.prepare('DELETE FROM discount_codes WHERE id = ?').run(id)
+    this.audit.record({
+      actor: 'admin',
+      action: 'discount.delete',
+      targetType: 'discount_code',
+      targetId: id,
+      details: { code: cur.code },
+    })
+  }
+
+  private checkShape(d: DiscountInput): void {
+    if (d.kind === 'percent' && (d.value < 1 || d.value > 100))
+      throw new ApiError('bad_input', 'a percent code needs a value from 1 to 100')
+    if (d.kind === 'fixed_sats' && d.value < 1)
+      throw new ApiError('bad_input', 'a fixed_sats code needs a value above 0')
+    if (d.product_id !== null && !this.db.prepare('SELECT 1 FROM products WHERE id = ?').get(d.product_id))
+      throw new ApiError('bad_input', `no product ${d.product_id}`)
+    if (d.policy_id !== null) {
+      const pol = this.db.prepare('SELECT product_id FROM policies WHERE id = ?').get(d.policy_id) as
+        { product_id: string } | undefined
+      if (!pol) throw new ApiError('bad_input', `no policy ${d.policy_id}`)
+      if (d.product_id !== null && pol.product_id !== d.product_id)
+        throw new ApiError('bad_input', 'the policy belongs to another product')
+    }
+  }
+
+  /** Whether a code may be used now for this product and tier; the reason is a clear error. */
+  check(code: string, product: ProductRow, policy: PolicyRow): DiscountRow {
+    const d = this.byCode(code)
+    if (!d || d.active !== 1)
+      throw new ApiError('discount_not_found', `unknown discount code ${code.trim()}`, { status: 404 })
+    if (d.expires_at !== null && this.clock.now() >= d.expires_at)
+      throw new ApiError(
+        'discount_expired',
+        `discount code ${d.code} expired on ${new Date(d.expires_at).toISOString()}`,
+        { status: 400 },
+      )
+    if (d.product_id !== null && d.product_id !== product.id)
+      throw new ApiError('discount_not_applicable', `discount code ${d.code} is not valid for ${product.name}`, {
+        status: 400,
+      })
+    if (d.policy_id !== null && d.policy_id !== policy.id)
+      throw new ApiError(
+        'discount_not_applicable',
+        `discount code ${d.code} is not valid for the ${policy.name} tier`,
+        { status: 400 },
+      )
+    this.checkCap(d)
+    return d
+  }
+
+  private checkCap(d: DiscountRow): void {
+    if (d.max_redemptions === null) return
+    const u = this.usage(d.id)
+    if (u.pending + u.redeemed >= d.max_redemptions)
+      throw new ApiError('discount_exhausted', `discount code ${d.code} has been used up (${d.max_redemptions} uses)`, {
+        status: 409,
+      })
+  }
+
+  /** Reserves one use for an invoice; call inside the transaction that inserts the invoice. */
+  reserve(r: {
+    codeId: string
+    invoiceId: string
+    listedCurrency: Currency
+    discountValue: number
+    buyerEmail?: string | null
+    status?: 'pending' | 'redeemed'
+    licenseId?: string | null
+  }): string {
+    const d = this.must(r.codeId)
+    this.checkCap(d)
+    const id = randomUUID()
+    this.db
+      .prepare(
+        `INSERT INTO discount_redemptions (id, discount_code_id, invoice_id, license_id, buyer_email, redeemed_at, status, listed_currency, discount_value)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        id,
+        r.codeId,
+        r.invoiceId,
+        r.licenseId ?? null,
+        r.buyerEmail ?? null,
+        this.clock.now(),
+        r.status ?? 'pending',
+        r.listedCurrency,
+        r.discountValue,
+      )
+    if (r.status === 'redeemed') this.syncCount(r.codeId)
+    return id
+  }
+
+  markRedeemed(invoiceId: string, licenseId: string): void {
+    const rows = this.db
+      .prepare(
+        `UPDATE discount_redemptions SET status = 'redeemed', license_id = ?, redeemed_at = ? WHERE invoice_id = ? AND status = 'pending' RETURNING discount_code_id`,
+      )
+      .all(licenseId, this.clock.now(), invoiceId) as { discount_code_id: string }[]
+    for (const r of rows) this.syncCount(r.discount_code_id)
+  }
+
+  release(invoiceId: string): void {
+    this.db
+      .prepare(`UPDATE discount_redemptions SET status = 'cancelled' WHERE invoice_id = ? AND status = 'pending'`)
+      .run(invoiceId)
+  }
+
+  private syncCount(codeId: string): void {
+    this.db
+      .prepare(
+        `UPDATE discount_codes SET redemption_count = (SELECT count(*) FROM discount_redemptions WHERE discount_code_id = ? AND status = 'redeemed') WHERE id = ?`,
+      )
+      .run(codeId, codeId)
+  }
+}

@@ -1,0 +1,534 @@
+/**
+ * Licenses and the machines bound to them: issuance (signed v2 keys), the buyer endpoints that
+ * authenticate with a signed key (validate, machines, recover), free-license redemption, and the
+ * admin operations (search, complimentary issue, revoke, suspend, reinstate, machines).
+ *
+ * The database is authoritative: validate answers with the license's CURRENT status, expiry and
+ * entitlements, not those signed into the key. A fingerprint is stored only as its SHA-256 (hex).
+ * Single-seat licenses bind the first fingerprint validated (trust on first use); multi-seat
+ * licenses activate machines up to max_machines (0 = unlimited).
+ *
+ * Interface (stable; part B's settlement calls issue() inside its transaction):
+ *   new Licenses({db, clock, audit, catalog, discounts, issuer})
+ *   issue({product, policy, source, invoiceId?, buyerEmail?, buyerNote?}) → {license: LicenseRow, key}
+ *     (licenses.invoice_id is UNIQUE: a second license for one invoice throws)
+ *   row(id) · view(id) · freshKey(row) · search(q) · detail(id) · issueComplimentary(...)
+ *   revoke(id, reason) · suspend(id, reason) · reinstate(id) · machines(q) · deactivateMachine(id, reason)
+ *   validate(input, clientIp) · activate(...) · heartbeat(...) · deactivate(...) · recover(key) · redeem(...)
+ *   authenticate(keyText) → {payload, license}  (401 for any bad key, never saying why)
+ */
+import { randomUUID } from 'node:crypto'
+import type {
+  LicenseQuery,
+  LicenseView,
+  MachineResponse,
+  MachineView,
+  RecoverResponse,
+  ValidateResponse,
+} from '../contract/licensing'
+import { ApiError } from '../contract/errors'
+import type { Clock } from '../core/clock'
+import type { AuditLog } from './audit'
+import type { Catalog, PolicyRow, ProductRow } from './catalog'
+import { immediate, type LicensingDb } from './db'
+import type { Discounts } from './discounts'
+import { FLAG_TRIAL, hashFingerprint, isFingerprintBound, type LicensePayload } from './keys/format'
+import type { Issuer } from './keys/issuer'
+import { iso, parseStringList } from './json'
+
+export interface LicenseRow {
+  id: string
+  product_id: string
+  policy_id: string | null
+  invoice_id: string | null
+  status: 'active' | 'suspended' | 'revoked'
+  status_reason: string | null
+  source: 'purchase' | 'complimentary' | 'redeem'
+  license_key: string
+  issued_at: number
+  expires_at: number | null
+  grace_period_days: number
+  max_machines: number
+  entitlements: string
+  is_trial: number
+  fingerprint_hash: string | null
+  buyer_email: string | null
+  buyer_note: string | null
+  updated_at: number
+}
+
+interface MachineRow {
+  id: string
+  license_id: string
+  fingerprint_hash: string
+  hostname: string | null
+  platform: string | null
+  last_ip: string | null
+  status: 'active' | 'inactive'
+  activated_at: number
+  last_heartbeat_at: number
+  deactivated_at: number | null
+  deactivation_reason: string | null
+}
+
+const DAY_MS = 86_400_000
+const ZERO_HASH = Buffer.alloc(32)
+
+const VIEW_SELECT = `
+  SELECT l.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug,
+    (SELECT count(*) FROM machines m WHERE m.license_id = l.id AND m.status = 'active') AS active_machines
+  FROM licenses l JOIN products p ON p.id = l.product_id LEFT JOIN policies pol ON pol.id = l.policy_id`
+
+type ViewRow = LicenseRow & { product_slug: string; product_name: string; policy_slug: string | null; active_machines: number }
+
+function toView(r: ViewRow): LicenseView {
+  return {
+    id: r.id,
+    product_id: r.product_id,
+    product_slug: r.product_slug,
+    product_name: r.product_name,
+    policy_id: r.policy_id,
+    policy_slug: r.policy_slug,
+    invoice_id: r.invoice_id,
+    status: r.status,
+    status_reason: r.status_reason,
+    source: r.source,
+    issued_at: r.issued_at,
+    expires_at: r.expires_at,
+    grace_period_days: r.grace_period_days,
+    max_machines: r.max_machines,
+    entitlements: parseStringList(r.entitlements),
+    is_trial: r.is_trial === 1,
+    bound: r.fingerprint_hash !== null,
+    buyer_email: r.buyer_email,
+    buyer_note: r.buyer_note,
+    active_machines: r.active_machines,
+    updated_at: r.updated_at,
+  }
+}
+
+function machineView(m: MachineRow): MachineView {
+  return { ...m }
+}
+
+/** Optional string field of a loosely typed body: undefined when absent, null when of the wrong type. */
+function optString(v: unknown, max: number): string | undefined | null {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'string' || v.length > max) return null
+  return v
+}
+
+export interface LicenseDeps {
+  db: LicensingDb
+  clock: Clock
+  audit: AuditLog
+  catalog: Catalog
+  discounts: Discounts
+  issuer: Issuer
+}
+
+export class Licenses {
+  private readonly db: LicensingDb
+  private readonly clock: Clock
+  private readonly q
+
+  constructor(private readonly deps: LicenseDeps) {
+    this.db = deps.db
+    this.clock = deps.clock
+    const db = this.db
+    // The hot path (validate) runs on prepared statements.
+    this.q = {
+      license: db.prepare('SELECT * FROM licenses WHERE id = ?'),
+      productSlug: db.prepare('SELECT slug FROM products WHERE id = ?').pluck(),
+      machineByFp: db.prepare(`SELECT * FROM machines WHERE license_id = ? AND fingerprint_hash = ? AND status = 'active'`),
+      activeCount: db.prepare(`SELECT count(*) FROM machines WHERE license_id = ? AND status = 'active'`).pluck(),
+      heartbeat: db.prepare('UPDATE machines SET last_heartbeat_at = ?, last_ip = coalesce(?, last_ip) WHERE id = ?'),
+      insertMachine: db.prepare(
+        `INSERT INTO machines (id, license_id, fingerprint_hash, hostname, platform, last_ip, status, activated_at, last_heartbeat_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)`,
+      ),
+      bind: db.prepare('UPDATE licenses SET fingerprint_hash = ?, updated_at = ? WHERE id = ? AND fingerprint_hash IS NULL'),
+      deactivate: db.prepare(
+        `UPDATE machines SET status = 'inactive', deactivated_at = ?, deactivation_reason = ? WHERE id = ? AND status = 'active'`,
+      ),
+    }
+  }
+
+  // ---- issuance and keys ----
+
+  row(id: string): LicenseRow | undefined {
+    return this.q.license.get(id) as LicenseRow | undefined
+  }
+
+  private must(id: string): LicenseRow {
+    const r = this.row(id)
+    if (!r) throw new ApiError('not_found', `no license ${id}`)
+    return r
+  }
+
+  view(id: string): LicenseView {
+    const r = this.db.prepare(`${VIEW_SELECT} WHERE l.id = ?`).get(id) as ViewRow | undefined
+    if (!r) throw new ApiError('not_found', `no license ${id}`)
+    return toView(r)
+  }
+
+  /** The v2 payload for a license as it stands now (current entitlements and expiry). */
+  private payloadFor(r: LicenseRow): LicensePayload {
+    return {
+      version: 2,
+      flags: r.is_trial === 1 ? FLAG_TRIAL : 0,
+      productId: r.product_id,
+      licenseId: r.id,
+      issuedAt: Math.floor(r.issued_at / 1000),
+      expiresAt: r.expires_at === null ? 0 : Math.floor(r.expires_at / 1000),
+      fingerprintHash: ZERO_HASH,
+      entitlements: parseStringList(r.entitlements),
+    }
+  }
+
+  freshKey(r: LicenseRow): string {
+    return this.deps.issuer.sign(this.payloadFor(r))
+  }
+
+  /**
+   * Issues a license under a policy: copies its entitlements, machine limit, grace and trial
+   * flag, sets the expiry from its duration, signs a v2 key. Call inside a transaction when it
+   * goes with other writes (settlement); `invoiceId` is unique across licenses.
+   */
+  issue(a: {
+    product: ProductRow
+    policy: PolicyRow
+    source: LicenseRow['source']
+    invoiceId?: string | null
+    buyerEmail?: string | null
+    buyerNote?: string | null
+  }): { license: LicenseRow; key: string } {
+    const now = this.clock.now()
+    const row: LicenseRow = {
+      id: randomUUID(),
+      product_id: a.product.id,
+      policy_id: a.policy.id,
+      invoice_id: a.invoiceId ?? null,
+      status: 'active',
+      status_reason: null,
+      source: a.source,
+      license_key: '',
+      issued_at: now,
+      expires_at: a.policy.duration_days > 0 ? now + a.policy.duration_days * DAY_MS : null,
+      grace_period_days: a.policy.grace_period_days,
+      max_machines: a.policy.max_machines,
+      entitlements: JSON.stringify(parseStringList(a.policy.entitlements)),
+      is_trial: a.policy.is_trial,
+      fingerprint_hash: null,
+      buyer_email: a.buyerEmail ?? null,
+      buyer_note: a.buyerNote ?? null,
+      updated_at: now,
+    }
+    row.license_key = this.freshKey(row)
+    this.db
+      .prepare(
+        `INSERT INTO licenses (id, product_id, policy_id, invoice_id, status, source, license_key, issued_at, expires_at,
+           grace_period_days, max_machines, entitlements, is_trial, buyer_email, buyer_note, updated_at)
+         VALUES (@id, @product_id, @policy_id, @invoice_id, @status, @source, @license_key, @issued_at, @expires_at,
+           @grace_period_days, @max_machines, @entitlements, @is_trial, @buyer_email, @buyer_note, @updated_at)`,
+      )
+      .run(row)
+    this.deps.audit.record({
+      actor: a.source === 'complimentary' ? 'admin' : a.source === 'redeem' ? 'buyer' : 'system',
+      action: 'license.issue',
+      targetType: 'license',
+      targetId: row.id,
+      details: { product: a.product.slug, policy: a.policy.slug, source: a.source, invoice_id: row.invoice_id },
+    })
+    return { license: row, key: row.license_key }
+  }
+
+  // ---- admin ----
+
+  search(q: LicenseQuery): { total: number; licenses: LicenseView[] } {
+    const where: string[] = []
+    const args: (string | number)[] = []
+    if (q.q && q.q.trim() !== '') {
+      const like = `%${q.q.trim().replace(/[\\%_]/g, (c) => '\\' + c)}%`
+      where.push(`(l.id LIKE ? ESCAPE '\\' OR l.buyer_email LIKE ? ESCAPE '\\' OR l.invoice_id LIKE ? ESCAPE '\\' OR l.buyer_note LIKE ? ESCAPE '\\')`)
+      args.push(like, like, like, like)
+    }
+    if (q.product_id) {
+      where.push('l.product_id = ?')
+      args.push(q.product_id)
+    }
+    if (q.status) {
+      where.push('l.status = ?')
+      args.push(q.status)
+    }
+    const w = where.length ? `WHERE ${where.join(' AND ')}` : ''
+    const total = (this.db.prepare(`SELECT count(*) AS n FROM licenses l ${w}`).get(...args) as { n: number }).n
+    const rows = this.db
+      .prepare(`${VIEW_SELECT} ${w} ORDER BY l.issued_at DESC, l.id LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset) as ViewRow[]
+    return { total, licenses: rows.map(toView) }
+  }
+
+  detail(id: string): { license: LicenseView; machines: MachineView[] } {
+    return { license: this.view(id), machines: this.machines({ license_id: id, include_inactive: true, limit: 5000 }) }
+  }
+
+  issueComplimentary(a: { productId: string; policyId?: string | null; buyerEmail?: string | null; buyerNote?: string | null }): {
+    license: LicenseView
+    license_key: string
+  } {
+    const product = this.deps.catalog.productRow(a.productId)
+    if (!product) throw new ApiError('not_found', `no product ${a.productId}`)
+    let policy: PolicyRow
+    if (a.policyId) {
+      const p = this.deps.catalog.policyRow(a.policyId)
+      if (!p || p.product_id !== product.id) throw new ApiError('not_found', `product ${product.slug} has no policy ${a.policyId}`)
+      policy = p
+    } else policy = this.deps.catalog.resolvePolicy(product)
+    const { license, key } = immediate(this.db, () =>
+      this.issue({ product, policy, source: 'complimentary', buyerEmail: a.buyerEmail, buyerNote: a.buyerNote }),
+    )
+    return { license: this.view(license.id), license_key: key }
+  }
+
+  private setStatus(id: string, status: LicenseRow['status'], reason: string | null, action: string): LicenseView {
+    const cur = this.must(id)
+    if (cur.status === 'revoked') throw new ApiError('conflict', 'a revoked license stays revoked')
+    if (action === 'license.reinstate' && cur.status !== 'suspended') throw new ApiError('conflict', 'only a suspended license can be reinstated')
+    this.db.prepare('UPDATE licenses SET status = ?, status_reason = ?, updated_at = ? WHERE id = ?').run(status, reason, this.clock.now(), id)
+    this.deps.audit.record({ actor: 'admin', action, targetType: 'license', targetId: id, details: { from: cur.status, reason } })
+    return this.view(id)
+  }
+
+  revoke(id: string, reason?: string | null): LicenseView {
+    return this.setStatus(id, 'revoked', reason ?? null, 'license.revoke')
+  }
+
+  suspend(id: string, reason?: string | null): LicenseView {
+    return this.setStatus(id, 'suspended', reason ?? null, 'license.suspend')
+  }
+
+  reinstate(id: string): LicenseView {
+    return this.setStatus(id, 'active', null, 'license.reinstate')
+  }
+
+  machines(q: { license_id?: string; include_inactive?: boolean; limit: number }): MachineView[] {
+    const where: string[] = []
+    const args: (string | number)[] = []
+    if (q.license_id) {
+      where.push('license_id = ?')
+      args.push(q.license_id)
+    }
+    if (!q.include_inactive) where.push(`status = 'active'`)
+    const w = where.length ? `WHERE ${where.join(' AND ')}` : ''
+    return (this.db.prepare(`SELECT * FROM machines ${w} ORDER BY last_heartbeat_at DESC LIMIT ?`).all(...args, q.limit) as MachineRow[]).map(
+      machineView,
+    )
+  }
+
+  deactivateMachine(id: string, reason: string | null | undefined, actor: 'admin' | 'buyer' = 'admin'): MachineView {
+    const m = this.db.prepare('SELECT * FROM machines WHERE id = ?').get(id) as MachineRow | undefined
+    if (!m) throw new ApiError('not_found', `no machine ${id}`)
+    if (m.status !== 'active') throw new ApiError('conflict', 'the machine is already inactive')
+    const why = reason ?? (actor === 'admin' ? 'admin deactivate' : 'client_requested')
+    this.db.transaction(() => {
+      this.q.deactivate.run(this.clock.now(), why, id)
+      // A single-seat license forgets its bound fingerprint so the next machine can bind.
+      this.db
+        .prepare(`UPDATE licenses SET fingerprint_hash = NULL, updated_at = ? WHERE id = ? AND max_machines = 1 AND fingerprint_hash = ?`)
+        .run(this.clock.now(), m.license_id, m.fingerprint_hash)
+      this.deps.audit.record({ actor, action: 'machine.deactivate', targetType: 'machine', targetId: id, details: { license_id: m.license_id, reason: why } })
+    })()
+    return machineView(this.db.prepare('SELECT * FROM machines WHERE id = ?').get(id) as MachineRow)
+  }
+
+  // ---- buyer: key-authenticated ----
+
+  /** A verified key and its license; any failure is the same 401 so nothing leaks about what exists. */
+  authenticate(keyText: string): { payload: LicensePayload; license: LicenseRow } {
+    const v = this.deps.issuer.verify(keyText)
+    const license = v.ok ? this.row(v.payload.licenseId) : undefined
+    if (!v.ok || !license || license.product_id !== v.payload.productId)
+      throw new ApiError('unauthorized', 'invalid license key')
+    return { payload: v.payload, license }
+  }
+
+  /** Expiry with grace: expired once past expires_at + grace days; in grace between the two. */
+  private expiry(r: LicenseRow, now: number): { expired: boolean; inGrace: boolean; graceUntil: number | null } {
+    if (r.expires_at === null) return { expired: false, inGrace: false, graceUntil: null }
+    const graceUntil = r.expires_at + r.grace_period_days * DAY_MS
+    return { expired: now >= graceUntil, inGrace: now >= r.expires_at && now < graceUntil, graceUntil }
+  }
+
+  /**
+   * Takes or refreshes a seat for a fingerprint hash. Single-seat licenses bind the first
+   * fingerprint (TOFU) and refuse others; multi-seat ones activate up to the limit.
+   */
+  private seat(
+    r: LicenseRow,
+    fpHash: string,
+    meta: { hostname?: string | null; platform?: string | null; ip?: string | null },
+  ): { ok: true; machineId: string; created: boolean } | { ok: false; reason: 'fingerprint_mismatch' | 'too_many_machines' } {
+    const now = this.clock.now()
+    return immediate(this.db, () => {
+      const existing = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
+      const current = this.row(r.id)!
+      if (current.max_machines === 1 && current.fingerprint_hash !== null && current.fingerprint_hash !== fpHash)
+        return { ok: false as const, reason: 'fingerprint_mismatch' as const }
+      if (existing) {
+        this.q.heartbeat.run(now, meta.ip ?? null, existing.id)
+        return { ok: true as const, machineId: existing.id, created: false }
+      }
+      const active = this.q.activeCount.get(r.id) as number
+      if (current.max_machines > 0 && active >= current.max_machines) {
+        return { ok: false as const, reason: (current.max_machines === 1 ? 'fingerprint_mismatch' : 'too_many_machines') as 'fingerprint_mismatch' | 'too_many_machines' }
+      }
+      const id = randomUUID()
+      this.q.insertMachine.run(id, r.id, fpHash, meta.hostname ?? null, meta.platform ?? null, meta.ip ?? null, now, now)
+      if (current.max_machines === 1) this.q.bind.run(fpHash, now, r.id)
+      this.deps.audit.record({ actor: 'buyer', action: 'machine.activate', targetType: 'machine', targetId: id, details: { license_id: r.id } })
+      return { ok: true as const, machineId: id, created: true }
+    })
+  }
+
+  validate(
+    input: { key: unknown; product_slug: unknown; fingerprint: unknown; hostname: unknown; platform: unknown },
+    clientIp?: string,
+  ): ValidateResponse {
+    if (typeof input.key !== 'string') return { ok: false, reason: 'bad_format' }
+    const productSlug = optString(input.product_slug, 64)
+    const fingerprint = optString(input.fingerprint, 1024)
+    const hostname = optString(input.hostname, 255)
+    const platform = optString(input.platform, 100)
+    if (productSlug === null || fingerprint === null || hostname === null || platform === null) return { ok: false, reason: 'bad_format' }
+    const v = this.deps.issuer.verify(input.key)
+    if (!v.ok) return { ok: false, reason: v.reason }
+    const r = this.row(v.payload.licenseId)
+    if (!r || r.product_id !== v.payload.productId) return { ok: false, reason: 'not_found' }
+    if (r.status !== 'active') return { ok: false, reason: r.status, license_id: r.id, status: r.status }
+    const slug = this.q.productSlug.get(r.product_id) as string
+    if (productSlug !== undefined && productSlug !== slug) return { ok: false, reason: 'product_mismatch', license_id: r.id }
+    const now = this.clock.now()
+    const exp = this.expiry(r, now)
+    if (exp.expired)
+      return { ok: false, reason: 'expired', license_id: r.id, product_id: r.product_id, expires_at: iso(r.expires_at!), grace_until: iso(exp.graceUntil!) }
+    let machineId: string | undefined
+    if (fingerprint !== undefined && fingerprint !== '') {
+      const fp = hashFingerprint(fingerprint)
+      if (isFingerprintBound(v.payload) && !fp.equals(v.payload.fingerprintHash)) return { ok: false, reason: 'fingerprint_mismatch', license_id: r.id }
+      const s = this.seat(r, fp.toString('hex'), { hostname, platform, ip: clientIp })
+      if (!s.ok) return { ok: false, reason: s.reason, license_id: r.id, product_id: r.product_id, max_machines: r.max_machines }
+      machineId = s.machineId
+    }
+    const res: ValidateResponse = {
+      ok: true,
+      license_id: r.id,
+      product_id: r.product_id,
+      product_slug: slug,
+      issued_at: iso(r.issued_at),
+      is_trial: r.is_trial === 1,
+      entitlements: parseStringList(r.entitlements),
+      status: r.status,
+      max_machines: r.max_machines,
+    }
+    if (r.expires_at !== null) res.expires_at = iso(r.expires_at)
+    if (exp.inGrace) {
+      res.in_grace_period = true
+      res.grace_until = iso(exp.graceUntil!)
+    }
+    if (machineId !== undefined) res.machine_id = machineId
+    return res
+  }
+
+  activate(a: { key: string; fingerprint: string; hostname?: string | null; platform?: string | null }, clientIp?: string): MachineResponse {
+    const { license: r } = this.authenticate(a.key)
+    if (r.status !== 'active') return { ok: false, reason: r.status, active_count: 0, max_machines: r.max_machines }
+    if (this.expiry(r, this.clock.now()).expired) return { ok: false, reason: 'expired', max_machines: r.max_machines }
+    const s = this.seat(r, hashFingerprint(a.fingerprint).toString('hex'), { hostname: a.hostname, platform: a.platform, ip: clientIp })
+    const count = this.q.activeCount.get(r.id) as number
+    if (!s.ok) return { ok: false, reason: s.reason, active_count: count, max_machines: r.max_machines }
+    return { ok: true, machine_id: s.machineId, active_count: count, max_machines: r.max_machines }
+  }
+
+  heartbeat(a: { key: string; fingerprint: string }, clientIp?: string): MachineResponse {
+    const { license: r } = this.authenticate(a.key)
+    if (r.status !== 'active') return { ok: false, reason: r.status }
+    const m = this.q.machineByFp.get(r.id, hashFingerprint(a.fingerprint).toString('hex')) as MachineRow | undefined
+    if (!m) return { ok: false, reason: 'not_activated' }
+    this.q.heartbeat.run(this.clock.now(), clientIp ?? null, m.id)
+    return { ok: true, machine_id: m.id }
+  }
+
+  deactivate(a: { key: string; fingerprint: string; reason?: string | null }): MachineResponse {
+    const { license: r } = this.authenticate(a.key)
+    const m = this.q.machineByFp.get(r.id, hashFingerprint(a.fingerprint).toString('hex')) as MachineRow | undefined
+    if (!m) return { ok: false, reason: 'not_found' }
+    this.deactivateMachine(m.id, a.reason ?? 'client_requested', 'buyer')
+    return { ok: true, machine_id: m.id, active_count: this.q.activeCount.get(r.id) as number, max_machines: r.max_machines }
+  }
+
+  recover(keyText: string): RecoverResponse {
+    const { license: r } = this.authenticate(keyText)
+    const v = this.view(r.id)
+    const exp = this.expiry(r, this.clock.now())
+    this.deps.audit.record({ actor: 'buyer', action: 'license.recover', targetType: 'license', targetId: r.id })
+    return {
+      ok: true,
+      license_id: r.id,
+      license_key: r.status === 'revoked' ? null : this.freshKey(r),
+      product_id: r.product_id,
+      product_slug: v.product_slug,
+      policy_slug: v.policy_slug,
+      status: r.status,
+      issued_at: iso(r.issued_at),
+      expires_at: r.expires_at === null ? null : iso(r.expires_at),
+      grace_until: exp.graceUntil === null ? null : iso(exp.graceUntil),
+      is_trial: r.is_trial === 1,
+      entitlements: v.entitlements,
+      max_machines: r.max_machines,
+      active_machines: v.active_machines,
+    }
+  }
+
+  /** Redeems a free_license code: a settled zero-sats invoice, one license, one redemption, in one transaction. */
+  redeem(a: {
+    product: string
+    code: string
+    policy?: string | null
+    buyerEmail?: string | null
+    buyerNote?: string | null
+  }): { license_id: string; license_key: string; invoice_id: string; redemption_id: string } {
+    const product = this.deps.catalog.productBySlug(a.product)
+    if (!product || product.active !== 1) throw new ApiError('not_found', `no product ${a.product}`)
+    const policy = this.deps.catalog.resolvePolicy(product, a.policy)
+    if (policy.public !== 1) throw new ApiError('not_found', `product ${product.slug} has no tier ${policy.slug}`)
+    const pre = this.deps.discounts.check(a.code, product, policy)
+    if (pre.kind !== 'free_license')
+      throw new ApiError('discount_wrong_kind', `code ${pre.code} is a discount, not a free license: use it at checkout`, { status: 400 })
+    return immediate(this.db, () => {
+      const d = this.deps.discounts.check(a.code, product, policy) // again, under the write lock: the cap is exact
+      const now = this.clock.now()
+      const invoiceId = randomUUID()
+      this.db
+        .prepare(
+          `INSERT INTO invoices (id, kind, product_id, policy_id, provider, amount_sats, status, discount_code_id, discount_value,
+             buyer_email, buyer_note, created_at, updated_at, settled_at)
+           VALUES (?, 'redeem', ?, ?, 'free', 0, 'settled', ?, NULL, ?, ?, ?, ?, ?)`,
+        )
+        .run(invoiceId, product.id, policy.id, d.id, a.buyerEmail ?? null, a.buyerNote ?? null, now, now, now)
+      const { license, key } = this.issue({ product, policy, source: 'redeem', invoiceId, buyerEmail: a.buyerEmail, buyerNote: a.buyerNote })
+      this.db.prepare('UPDATE invoices SET issued_license_id = ? WHERE id = ?').run(license.id, invoiceId)
+      const redemptionId = this.deps.discounts.reserve({
+        codeId: d.id,
+        invoiceId,
+        listedCurrency: 'SAT',
+        discountValue: 0,
+        buyerEmail: a.buyerEmail,
+        status: 'redeemed',
+        licenseId: license.id,
+      })
+      this.deps.audit.record({ actor: 'buyer', action: 'discount.redeem', targetType: 'discount_code', targetId: d.id, details: { license_id: license.id, invoice_id: invoiceId } })
+      return { license_id: license.id, license_key: key, invoice_id: invoiceId, redemption_id: redemptionId }
+    })
+  }
+}
