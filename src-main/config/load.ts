@@ -60,6 +60,8 @@ export interface Config {
   readonly vectorUrl: string | null
   readonly scrubTerms: readonly string[]
   readonly rateSources: readonly string[]
+  /** Licensing public API requests per minute per client address; 0 = unlimited. */
+  readonly licensingRateLimit: number
   readonly paths: DataPaths
   /** Each setting's effective raw value and where it came from. */
   readonly settings: Readonly<Record<SettingName, { value: string; source: SettingSource }>>
@@ -182,6 +184,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     vectorUrl: orNull('VECTOR_URL')?.replace(/\/+$/, '') ?? null,
     scrubTerms: list('SCRUB_TERMS'),
     rateSources: list('RATE_SOURCES').map((u) => u.replace(/\/+$/, '')),
+    licensingRateLimit: num('LICENSING_RATE_LIMIT'),
     paths: {
       dataDir,
       settingsFile,

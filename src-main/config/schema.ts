@@ -95,6 +95,12 @@ export const SETTINGS = {
     default: 'https://api.kraken.com,https://api.coinbase.com,https://api.coingecko.com',
     description: 'Exchange-rate source base URLs, tried in order (Kraken, Coinbase, CoinGecko)',
   },
+  LICENSING_RATE_LIMIT: {
+    group: 'licensing',
+    kind: 'int',
+    default: '600',
+    description: 'Licensing public API requests per minute per client address (burst of the same size); 0 = no limit',
+  },
   CONNECTIVITY_LOG: {
     group: 'paths',
     kind: 'path',
@@ -180,6 +186,7 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
       (s) => s.split(',').every((u) => z.url({ protocol: /^https?$/ }).safeParse(u.trim()).success),
       'comma list of http(s) URLs',
     ),
+  LICENSING_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
