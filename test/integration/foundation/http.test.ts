@@ -159,6 +159,17 @@ describe('admin token, sessions and the origin guard', () => {
     expect(control.headers.get('access-control-allow-origin')).toBeNull()
   })
 
+  it('leaves consumer paths open on the LAN when no consumer keys are set', async () => {
+    const res = await fetch(`${d.url}/api/health-event`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Origin: 'http://other-app.lan' },
+      body: '{"service": 12}',
+    })
+    // Reaches the handler (input validation), not the auth layer or the origin guard.
+    expect(res.status).not.toBe(401)
+    expect(res.status).not.toBe(403)
+  })
+
   it('rate-limits failed logins per address', async () => {
     const statuses: number[] = []
     for (let i = 0; i < 7; i++) statuses.push((await login('definitely-not-the-token')).status)
