@@ -18,6 +18,7 @@ import { parseSpeech, synthesize, voiceLanguage } from './speech'
 import { relayUpload, transcribeWithSpeakers } from './transcribe'
 import { Upstreams, type Upstream, type UpstreamName } from './upstreams'
 import {
+  callUpstream,
   ClientGone,
   MiB,
   parseJsonObject,

@@ -316,6 +316,8 @@ export async function writeChunks(
   let i = 0
   for (const chunk of chunks) {
     if (ctx.fault.kind === 'reset' && i >= (ctx.fault.afterChunks ?? 2)) {
+      // Let the chunks already written reach the peer, then cut the connection without a proper end.
+      await ctx.sleep(20)
       res.socket?.destroy()
       return false
     }

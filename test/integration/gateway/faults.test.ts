@@ -1,0 +1,191 @@
+import http from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readSse } from '../../helpers/daemon'
+import { silenceWav, startRig, type GatewayRig } from './setup'
+
+/** Every bad input and upstream fault of issue 4, each against the real daemon. */
+describe('gateway bad input and faults', () => {
+  let rig: GatewayRig
+  let url: string
+
+  beforeAll(async () => {
+    rig = await startRig()
+    url = rig.daemon.url
+  })
+  afterAll(async () => {
+    await rig?.stop()
+  })
+
+  const post = (path: string, body: string, type = 'application/json'): Promise<Response> =>
+    fetch(url + path, { method: 'POST', headers: { 'content-type': type }, body })
+
+  it('refuses malformed JSON with 400 and never calls the llm', async () => {
+    const before = rig.llm.requests.length
+    for (const path of ['/v1/chat/completions', '/v1/completions']) {
+      const res = await post(path, '{"model": "x", "messages": [')
+      expect(res.status).toBe(400)
+      const body = (await res.json()) as { detail: string; code: string }
+      expect(body.code).toBe('bad_input')
+      expect(body.detail).toMatch(/not valid JSON/)
+    }
+    expect((await post('/v1/chat/completions', '[1,2]')).status).toBe(400)
+    expect(rig.llm.requests.length).toBe(before)
+  })
+
+  it('answers 502 with a detail naming the llm when it is unreachable', async () => {
+    await rig.llm.setFault('refused')
+    try {
+      const res = await post('/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }))
+      expect(res.status).toBe(502)
+      const body = (await res.json()) as { detail: string; code: string }
+      expect(body.detail).toMatch(/^llm is unreachable/)
+      expect(body.code).toBe('upstream_unreachable')
+    } finally {
+      await rig.llm.setFault('none')
+    }
+  })
+
+  it('turns a streaming upstream non-200 into exactly one SSE `error` event, then the end', async () => {
+    await rig.llm.setFault({ kind: 'error500', message: 'CUDA error: cudaErrorUnknown' })
+    try {
+      const res = await post('/v1/chat/completions', JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }))
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
+      const events = await readSse(res)
+      expect(events).toHaveLength(1)
+      expect(events[0]!.event).toBe('error')
+      expect(JSON.parse(events[0]!.data)).toMatchObject({ error: { message: 'CUDA error: cudaErrorUnknown' } })
+    } finally {
+      await rig.llm.setFault('none')
+    }
+  })
+
+  it('returns a non-streaming upstream error whole with its status', async () => {
+    const res = await post('/v1/chat/completions', JSON.stringify({ model: 'not-loaded', messages: [] }))
+    expect(res.status).toBe(404)
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/does not exist/)
+  })
+
+  it('frees a hung upstream request when the client disconnects', async () => {
+    await rig.llm.setFault('hang')
+    try {
+      const ac = new AbortController()
+      const p = post('/v1/chat/completions', JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }))
+      const pending = fetch(url + '/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'wait' }] }),
+        signal: ac.signal,
+      }).catch((e: Error) => e)
+      await waitFor(() => rig.llm.openRequests >= 2)
+      ac.abort()
+      expect(await pending).toBeInstanceOf(Error)
+      // One of the two hung upstream requests was released by that disconnect; the other is still waiting.
+      await waitFor(() => rig.llm.openRequests === 1)
+      expect(rig.llm.requests.filter((r) => r.closedEarly).length).toBeGreaterThanOrEqual(1)
+      void p.catch(() => undefined)
+      await rig.llm.setFault('none')
+    } finally {
+      await rig.llm.setFault('none')
+    }
+  })
+
+  it('ends the client stream with an error when the upstream resets mid-stream', async () => {
+    await rig.llm.setFault({ kind: 'reset', afterChunks: 2 })
+    try {
+      const res = await post('/v1/chat/completions', JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'a b c d e f' }] }))
+      expect(res.status).toBe(200)
+      const events = await readSse(res)
+      expect(events.filter((e) => e.event === 'message')).toHaveLength(2)
+      const last = events.at(-1)!
+      expect(last.event).toBe('error')
+      expect(last.data).toMatch(/closed the connection/)
+      expect(events.some((e) => e.data === '[DONE]')).toBe(false)
+    } finally {
+      await rig.llm.setFault('none')
+    }
+  })
+
+  it('cuts a non-streaming answer when the upstream resets (the client sees an error)', async () => {
+    await rig.tts.setFault({ kind: 'reset', afterChunks: 1 })
+    try {
+      const res = await post('/v1/audio/speech', JSON.stringify({ voice: 'Multivoice.EN-US.Aria', input: 'a long sentence '.repeat(40) }))
+      await expect(res.arrayBuffer()).rejects.toThrow()
+    } finally {
+      await rig.tts.setFault('none')
+    }
+  })
+
+  it('refuses a voice without a locale with 400 naming the expected form', async () => {
+    for (const voice of ['alloy', 'Multivoice.Aria', 'Multivoice.english.Aria']) {
+      const res = await post('/v1/audio/speech', JSON.stringify({ model: 'tts', voice, input: 'hi' }))
+      expect(res.status).toBe(400)
+      expect(((await res.json()) as { detail: string }).detail).toMatch(/<family>\.<LOCALE>\.<Name>/)
+    }
+  })
+
+  it('refuses a transcription without a file with 400, before the asr is called', async () => {
+    const before = rig.asr.requests.length
+    const fd = new FormData()
+    fd.append('model', 'asr')
+    fd.append('response_format', 'json')
+    const res = await fetch(url + '/v1/audio/transcriptions', { method: 'POST', body: fd })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/'file' is required/)
+    const res2 = await fetch(url + '/api/audio/transcribe-with-speakers', { method: 'POST', body: fd })
+    expect(res2.status).toBe(400)
+    const res3 = await post('/v1/audio/transcriptions', '{"file": "x"}')
+    expect(res3.status).toBe(400)
+    expect(rig.asr.requests.length).toBe(before)
+  })
+
+  it('answers an asr 500 with 503, Retry-After 60 and a probe request', async () => {
+    await rig.asr.setFault({ kind: 'error500', message: 'CUFFT_INTERNAL_ERROR' })
+    try {
+      for (const path of ['/v1/audio/transcriptions', '/api/audio/transcribe-with-speakers', '/api/audio/diarize-chunk']) {
+        const fd = new FormData()
+        fd.append('file', new Blob([new Uint8Array(silenceWav(2))]), 'a.wav')
+        const res = await fetch(url + path, { method: 'POST', body: fd })
+        expect(res.status, path).toBe(503)
+        expect(res.headers.get('retry-after')).toBe('60')
+        expect(((await res.json()) as { detail: string }).detail).toMatch(/asr failed \(HTTP 500: CUFFT_INTERNAL_ERROR\)/)
+      }
+      expect(rig.daemon.logs.lines.some((l) => /deep-health probe requested.*"service":"asr"/.test(l))).toBe(true)
+    } finally {
+      await rig.asr.setFault('none')
+    }
+  })
+
+  it('refuses bad collection names with 400 and forwards nothing', async () => {
+    const before = rig.qdrant.requests.length + rig.embeddings.requests.length
+    const bad = ['a/b', '..', '../x', 'a?b', '%2e%2e', 'a b', 'a;rm -rf', '$(id)', '`id`', 'a|b', '', 'x'.repeat(65), 'a\nb', 'ä']
+    for (const collection of bad) {
+      const res = await rig.daemon.admin('/api/search', { method: 'POST', body: JSON.stringify({ collection, query: 'hello' }) })
+      expect(res.status, JSON.stringify(collection)).toBe(400)
+    }
+    expect(rig.qdrant.requests.length + rig.embeddings.requests.length).toBe(before)
+  })
+
+  it('answers 404 for an unknown scrub session on rehydrate', async () => {
+    const res = await post('/rehydrate', JSON.stringify({ text: '[EMAIL_1]', session_id: 'no-such-session' }))
+    expect(res.status).toBe(404)
+    expect(((await res.json()) as { code: string }).code).toBe('not_found')
+  })
+
+  it('records each raw request in the request log', async () => {
+    const res = await rig.daemon.admin('/api/gateway/requests?limit=500')
+    const body = (await res.json()) as { requests: { path: string; status: number; streamed: boolean }[]; histogram: { counts: number[] } }
+    expect(body.requests.some((r) => r.path === '/v1/chat/completions' && r.status === 400)).toBe(true)
+    expect(body.requests.some((r) => r.path === '/v1/chat/completions' && r.streamed)).toBe(true)
+    expect(body.histogram.counts.reduce((a, b) => a + b, 0)).toBe(body.requests.length)
+  })
+})
+
+async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+void http
