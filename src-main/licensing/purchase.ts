@@ -8,36 +8,17 @@ import type { InvoiceRow, InvoiceStore } from './invoices'
 import { iso } from './json'
 import type { ProviderConnections } from './providers/connections'
 import type { ListedPrice } from './providers/types'
+import type { Catalog } from './catalog'
+import type { Discounts } from './discounts'
+import { invoiceRateColumns, type Pricing } from './pricing'
 import type { Settlement } from './settlement'
 
 /** How long a local invoice waits for payment before reconciliation expires it. */
 export const INVOICE_TTL_MS = 24 * 60 * 60 * 1000
 
-/** The four fiat columns are NULL for SAT items (identity conversion): those read as SAT. */
+/** The four audit columns are NULL for SAT items (identity conversion): those read as SAT. */
 function asCurrency(c: string | null): ListedPrice['currency'] {
   return c === 'USD' || c === 'EUR' || c === 'BTC' ? c : 'SAT'
-}
-
-/** A price for one purchase, as pricing computes it (discount applied, converted to sats). */
-export interface PurchaseQuote {
-  readonly productId: string
-  readonly productName: string
-  readonly policyId: string | null
-  readonly policyName: string | null
-  readonly amountSats: number
-  readonly listed: ListedPrice
-  /** NULL for SAT/BTC items: the conversion is the identity. */
-  readonly exchangeRateCentibps: number | null
-  readonly exchangeRateSource: string | null
-  readonly discountCodeId: string | null
-  readonly discountValue: number | null
-}
-
-/** The pricing side purchase needs (implemented over part A's catalog, pricing and discounts). */
-export interface PurchasePricing {
-  quote(input: { product: string; policy?: string; code?: string }, signal?: AbortSignal): Promise<PurchaseQuote>
-  /** Reserves the discount code for this invoice, inside the invoice-creating transaction. */
-  reserveDiscount(quote: PurchaseQuote, invoiceId: string, buyerEmail: string | null, now: number): void
 }
 
 /**
@@ -53,28 +34,29 @@ export class Purchases {
       invoices: InvoiceStore
       providers: ProviderConnections
       settlement: Settlement
-      pricing: PurchasePricing
+      catalog: Catalog
+      pricing: Pricing
+      discounts: Discounts
       /** Public base URL for poll and thank-you links. */
       publicUrl: () => string
     },
   ) {}
 
   async start(input: PurchaseInput, signal?: AbortSignal): Promise<PurchaseSession> {
-    const { db, clock, providers, pricing } = this.deps
-    const policy = input.policy ?? input.policy_slug
-    const quote = await pricing.quote({ product: input.product, policy, code: input.code }, signal)
-    const provider = quote.amountSats > 0 ? providers.active() : null
-    if (quote.amountSats > 0 && !provider) {
-      throw new ApiError(
-        'unavailable',
-        'no payment provider is connected; the seller has to connect BTCPay Server or Zaprite',
-      )
+    const { db, clock, providers, pricing, catalog, discounts } = this.deps
+    signal?.throwIfAborted()
+    const quote = await pricing.quote({ productSlug: input.product, policy: input.policy ?? input.policy_slug, code: input.code })
+    const provider = quote.amount_sats > 0 ? providers.active() : null
+    if (quote.amount_sats > 0 && !provider) {
+      throw new ApiError('unavailable', 'no payment provider is connected; the seller has to connect BTCPay Server or Zaprite')
     }
+    const product = catalog.productRow(quote.product_id)
+    const policy = catalog.policyRow(quote.policy_id)
     const id = randomUUID()
     const now = clock.now()
     const base = this.deps.publicUrl()
     const thankYou = `${base}/thank-you?invoice=${id}`
-    const fiat = quote.listed.currency === 'USD' || quote.listed.currency === 'EUR'
+    const audit = invoiceRateColumns(quote)
     immediate(db, () => {
       db.prepare(
         `INSERT INTO invoices (id, kind, product_id, policy_id, provider, amount_sats, status, discount_code_id,
@@ -83,24 +65,33 @@ export class Purchases {
          VALUES (?, 'purchase', ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         id,
-        quote.productId,
-        quote.policyId,
+        quote.product_id,
+        quote.policy_id,
         provider ? provider.kind : 'free',
-        quote.amountSats,
-        quote.discountCodeId,
-        quote.discountValue,
+        quote.amount_sats,
+        quote.discount_code_id,
+        quote.discount_code_id ? quote.discount_value : null,
         input.buyer_email ?? null,
         input.buyer_note ?? null,
         input.redirect_url ?? null,
-        fiat ? quote.listed.currency : null,
-        fiat ? quote.listed.value : null,
-        fiat ? quote.exchangeRateCentibps : null,
-        fiat ? quote.exchangeRateSource : null,
+        audit.listed_currency,
+        audit.listed_value,
+        audit.exchange_rate_centibps,
+        audit.exchange_rate_source,
         now,
         now,
         now + INVOICE_TTL_MS,
       )
-      if (quote.discountCodeId) pricing.reserveDiscount(quote, id, input.buyer_email ?? null, now)
+      // Re-checks the cap under the write lock, so concurrent buyers cannot overshoot it.
+      if (quote.discount_code_id) {
+        discounts.reserve({
+          codeId: quote.discount_code_id,
+          invoiceId: id,
+          listedCurrency: quote.listed_currency,
+          discountValue: quote.discount_value,
+          buyerEmail: input.buyer_email ?? null,
+        })
+      }
     })
 
     if (!provider) {
@@ -113,10 +104,10 @@ export class Purchases {
       checkout = await provider.createCheckout(
         {
           localInvoiceId: id,
-          amountSats: quote.amountSats,
-          listed: quote.listed,
+          amountSats: quote.amount_sats,
+          listed: { currency: quote.listed_currency, value: quote.listed_value },
           redirectUrl: input.redirect_url ?? thankYou,
-          label: quote.policyName ? `${quote.productName} (${quote.policyName})` : quote.productName,
+          label: `${product?.name ?? quote.product_slug} (${policy?.name ?? quote.policy_slug})`,
           buyerEmail: input.buyer_email ?? null,
         },
         signal,
@@ -124,8 +115,7 @@ export class Purchases {
     } catch (err) {
       this.deps.settlement.markUnpaid(id, 'invalid', { actor: 'system', via: `${provider.kind} checkout failed` })
       this.deps.logger.warn('checkout creation failed', { invoice: id, provider: provider.kind, error: err })
-      if (err instanceof ApiError)
-        throw new ApiError(err.code, `could not open a checkout: ${err.message}`, { status: 502 })
+      if (err instanceof ApiError) throw new ApiError(err.code, `could not open a checkout: ${err.message}`, { status: 502 })
       throw new ApiError('upstream_error', 'could not open a checkout at the payment provider')
     }
     db.prepare('UPDATE invoices SET provider_invoice_id = ?, checkout_url = ?, updated_at = ? WHERE id = ?').run(

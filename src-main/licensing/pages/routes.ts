@@ -1,0 +1,182 @@
+import type { Request, Response, Router } from 'express'
+import { PurchaseInput, type PurchaseStatus, type RecoverResponse } from '../../contract/licensing'
+import { ApiError } from '../../contract/errors'
+import type { Logger } from '../../core/logger'
+import type { RateLimiter } from '../../core/rateLimit'
+import type { Catalog } from '../catalog'
+import { effectivePrice } from '../catalog'
+import { parseStringList } from '../json'
+import type { Purchases } from '../purchase'
+import { PAGES_CSS, PAGES_JS } from './assets'
+import { PAGES_CSP } from './html'
+import { buyPage, checkoutRedirectPage, errorPage, recoverPage, thankYouPage, unknownPurchasePage, type BuyTier } from './views'
+
+const FORM_LIMIT = 32 * 1024
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+export interface PagesDeps {
+  logger: Logger
+  catalog: Catalog
+  purchases: Purchases
+  /** Details the thank-you page shows beside the poll answer. */
+  invoiceExtras(id: string): { product_name: string | null; buyer_email: string | null; buyer_note: string | null }
+  recover(key: string): Promise<RecoverResponse>
+  limiter: RateLimiter
+}
+
+function send(res: Response, status: number, body: string): void {
+  res.status(status)
+  res.setHeader('Content-Security-Policy', PAGES_CSP)
+  res.setHeader('Cache-Control', 'no-store')
+  res.setHeader('X-Frame-Options', 'DENY')
+  res.type('html').send(body)
+}
+
+/** Reads a urlencoded form body ourselves: no global body parser runs for these routes. */
+async function readForm(req: Request): Promise<URLSearchParams> {
+  const type = req.headers['content-type'] ?? ''
+  if (!type.startsWith('application/x-www-form-urlencoded')) throw new ApiError('bad_input', 'expected a form submission')
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > FORM_LIMIT) throw new ApiError('payload_too_large', 'form too large')
+    chunks.push(chunk)
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'))
+}
+
+function isHttpUrl(u: string | null): u is string {
+  if (!u) return false
+  try {
+    const p = new URL(u)
+    return p.protocol === 'http:' || p.protocol === 'https:'
+  } catch {
+    return false
+  }
+}
+
+/** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, and their one stylesheet and script. */
+export function mountPages(router: Router, deps: PagesDeps): void {
+  const limited = (req: Request, res: Response): boolean => {
+    const ip = req.socket.remoteAddress ?? 'unknown'
+    if (deps.limiter.take(ip)) return false
+    res.setHeader('Retry-After', String(Math.max(1, deps.limiter.retryAfterSeconds(ip))))
+    send(res, 429, errorPage('Slow down', 'Too many requests from your address; try again in a moment.'))
+    return true
+  }
+
+  router.get('/buy/assets/pages.css', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600')
+    res.type('text/css').send(PAGES_CSS)
+  })
+  router.get('/buy/assets/pages.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600')
+    res.type('application/javascript').send(PAGES_JS)
+  })
+
+  const tiersOf = (slug: string): { product: { slug: string; name: string; description: string }; tiers: BuyTier[] } | null => {
+    const product = deps.catalog.productBySlug(slug)
+    if (!product || product.active !== 1) return null
+    const tiers = deps.catalog
+      .policyRows(product.id)
+      .filter((p) => p.active === 1 && p.public === 1)
+      .map((p) => {
+        const price = effectivePrice(product, p)
+        return {
+          slug: p.slug,
+          name: p.name,
+          description: p.description,
+          currency: price.currency,
+          value: price.value,
+          entitlements: parseStringList(p.entitlements),
+          maxMachines: p.max_machines,
+          durationDays: p.duration_days,
+          isRecurring: p.is_recurring === 1,
+          renewalPeriodDays: p.renewal_period_days,
+          trialDays: p.trial_days,
+          highlighted: p.highlighted === 1,
+        }
+      })
+      .sort((a, b) => a.value - b.value)
+    return { product: { slug: product.slug, name: product.name, description: product.description }, tiers }
+  }
+
+  router.get('/buy/:slug', (req, res) => {
+    if (limited(req, res)) return
+    const model = tiersOf(String(req.params.slug))
+    if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
+    send(res, 200, buyPage(model))
+  })
+
+  router.post('/buy/:slug', async (req, res) => {
+    if (limited(req, res)) return
+    const model = tiersOf(String(req.params.slug))
+    if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
+    let form: Record<string, string> = {}
+    try {
+      const f = await readForm(req)
+      form = {
+        policy: f.get('policy') ?? '',
+        buyer_email: f.get('buyer_email') ?? '',
+        code: f.get('code') ?? '',
+        buyer_note: f.get('buyer_note') ?? '',
+      }
+      const input = PurchaseInput.safeParse({
+        product: model.product.slug,
+        policy: form.policy || undefined,
+        buyer_email: form.buyer_email,
+        code: form.code,
+        buyer_note: form.buyer_note || undefined,
+      })
+      if (!input.success) {
+        const issue = input.error.issues[0]
+        throw new ApiError('bad_input', `${issue?.path.join('.') || 'form'}: ${issue?.message ?? 'invalid'}`)
+      }
+      const session = await deps.purchases.start(input.data)
+      if (session.status === 'settled') {
+        res.redirect(303, `/thank-you?invoice=${session.invoice_id}`)
+        return
+      }
+      if (!isHttpUrl(session.checkout_url)) throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
+      send(res, 200, checkoutRedirectPage(session.checkout_url, session.invoice_id))
+    } catch (err) {
+      const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
+      if (!(err instanceof ApiError)) deps.logger.error('buy page failed', { error: err })
+      send(res, e.status, buyPage({ ...model, form, error: e.message }))
+    }
+  })
+
+  router.get('/thank-you', (req, res) => {
+    if (limited(req, res)) return
+    const raw = req.query.invoice ?? req.query.id
+    const given = typeof raw === 'string' ? raw.slice(0, 200) : ''
+    if (!UUID.test(given)) return send(res, 404, unknownPurchasePage(given))
+    let status: PurchaseStatus
+    try {
+      status = deps.purchases.poll(given)
+    } catch {
+      return send(res, 404, unknownPurchasePage(given))
+    }
+    send(res, 200, thankYouPage({ ...status, ...deps.invoiceExtras(given) }))
+  })
+
+  router.get('/recover', (req, res) => {
+    if (limited(req, res)) return
+    send(res, 200, recoverPage({}))
+  })
+
+  router.post('/recover', async (req, res) => {
+    if (limited(req, res)) return
+    let key = ''
+    try {
+      key = ((await readForm(req)).get('key') ?? '').trim().slice(0, 16_384)
+      const result = await deps.recover(key)
+      send(res, 200, recoverPage({ result }))
+    } catch (err) {
+      const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
+      if (!(err instanceof ApiError)) deps.logger.error('recover page failed', { error: err })
+      send(res, e.status, recoverPage({ key, error: e.message }))
+    }
+  })
+}

@@ -1,0 +1,230 @@
+import os from 'node:os'
+import type { Request, Response, Router } from 'express'
+import type { licensingPaymentsContract } from '../contract/licensing'
+import type { CallContext, Handlers } from '../contract/define'
+import { ApiError } from '../contract/errors'
+import type { Config } from '../config/load'
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import type { RateLimiter } from '../core/rateLimit'
+import type { AuditLog } from './audit'
+import type { Catalog } from './catalog'
+import type { LicensingDb } from './db'
+import type { Discounts } from './discounts'
+import { InvoiceStore } from './invoices'
+import type { Licenses } from './licenses'
+import { mountPages } from './pages/routes'
+import type { Pricing } from './pricing'
+import { ProviderConnections, type ProviderFactory } from './providers/connections'
+import { ProviderWebhooks } from './providers/inbound'
+import type { ProviderKind } from './providers/types'
+import { Purchases } from './purchase'
+import { Reconciler } from './reconcile'
+import { Settlement, type LicenseIssuer } from './settlement'
+import { OutboundWebhooks, type Poster } from './webhooksOut'
+
+const WEBHOOK_BODY_LIMIT = 256 * 1024
+
+export interface PaymentsDeps {
+  config: Config
+  clock: Clock
+  logger: Logger
+  db: LicensingDb
+  audit: AuditLog
+  catalog: Catalog
+  pricing: Pricing
+  discounts: Discounts
+  licenses: Licenses
+  /** The per-address bucket shared by every public licensing endpoint and page. */
+  publicLimiter: RateLimiter
+  /** Tests swap in providers or an outbound poster; production uses the real ones. */
+  providerFactory?: ProviderFactory
+  post?: Poster
+}
+
+export type PaymentsHandlers = Handlers<typeof licensingPaymentsContract>
+
+export interface Payments {
+  readonly handlers: PaymentsHandlers
+  readonly providers: ProviderConnections
+  readonly settlement: Settlement
+  readonly outbox: OutboundWebhooks
+  readonly reconciler: Reconciler
+  readonly purchases: Purchases
+  mountRoutes(router: Router): void
+  start(): void
+  stop(): Promise<void>
+}
+
+/** `PUBLIC_URL`, or this host on the configured port (checkout redirects, poll and webhook URLs). */
+export function publicBaseUrl(config: Config): string {
+  return config.publicUrl ?? `http://${os.hostname()}:${config.port}`
+}
+
+async function readRaw(req: Request, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > limit) throw new ApiError('payload_too_large', 'webhook body too large')
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks)
+}
+
+/**
+ * Part B of licensing: purchases, invoices, settlement, the payment providers and their webhooks,
+ * reconciliation, outbound webhooks and the public pages, built over part A's catalog, pricing,
+ * discounts and licenses.
+ */
+export function createPayments(deps: PaymentsDeps): Payments {
+  const { db, clock, logger, audit, catalog, licenses, discounts } = deps
+  const log = logger.child('payments')
+  const publicUrl = (): string => publicBaseUrl(deps.config)
+  const invoices = new InvoiceStore(db)
+  const providers = new ProviderConnections(db, clock, log, audit, publicUrl, deps.providerFactory)
+  const outbox = new OutboundWebhooks({ db, clock, logger: log.child('webhooks'), audit, post: deps.post })
+
+  const issuer: LicenseIssuer = {
+    issueForInvoice(inv) {
+      const product = catalog.productRow(inv.product_id)
+      if (!product) throw new Error(`invoice ${inv.id} names a missing product`)
+      const policy = (inv.policy_id ? catalog.policyRow(inv.policy_id) : undefined) ?? catalog.resolvePolicy(product)
+      const { license, key } = licenses.issue({
+        product,
+        policy,
+        source: 'purchase',
+        invoiceId: inv.id,
+        buyerEmail: inv.buyer_email,
+        buyerNote: inv.buyer_note,
+      })
+      return { licenseId: license.id, licenseKey: key }
+    },
+  }
+  const settlement = new Settlement({
+    db,
+    clock,
+    logger: log,
+    issuer,
+    outbox,
+    audit,
+    discounts: {
+      confirm: (invoiceId, licenseId) => {
+        if (licenseId) discounts.markRedeemed(invoiceId, licenseId)
+      },
+      release: (invoiceId) => discounts.release(invoiceId),
+    },
+  })
+  const purchases = new Purchases({
+    db,
+    clock,
+    logger: log,
+    invoices,
+    providers,
+    settlement,
+    catalog,
+    pricing: deps.pricing,
+    discounts,
+    publicUrl,
+  })
+  const inbound = new ProviderWebhooks({ logger: log, invoices, providers, settlement })
+  const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
+
+  const limit = (ctx: CallContext): void => {
+    if (ctx.via !== 'http' || !ctx.clientIp) return
+    if (!deps.publicLimiter.take(ctx.clientIp)) {
+      const after = Math.max(1, deps.publicLimiter.retryAfterSeconds(ctx.clientIp))
+      throw new ApiError('rate_limited', 'too many requests from this address', { headers: { 'Retry-After': String(after) } })
+    }
+  }
+  const mustInvoice = (id: string) => {
+    const v = invoices.view(id)
+    if (!v) throw new ApiError('not_found', 'no such invoice')
+    return v
+  }
+
+  const handlers: PaymentsHandlers = {
+    licPurchase: async (input, ctx) => {
+      limit(ctx)
+      return purchases.start(input, ctx.signal)
+    },
+    licPurchaseStatus: async ({ id }, ctx) => {
+      limit(ctx)
+      return purchases.poll(id)
+    },
+    licAdminInvoices: async (q) => invoices.list(q),
+    licAdminInvoice: async ({ id }) => mustInvoice(id),
+    licAdminRecheckInvoice: async ({ id }) => {
+      const outcome = await reconciler.recheck(id)
+      return { outcome, invoice: mustInvoice(id) }
+    },
+    licAdminProviders: async () => providers.status(),
+    licAdminActivateProvider: async ({ provider }) => providers.activate(provider),
+    licAdminBtcpayConnect: async (i, ctx) =>
+      providers.connectBtcpay(
+        { baseUrl: i.base_url, storeId: i.store_id, apiKey: i.api_key, webhookSecret: i.webhook_secret },
+        ctx.signal,
+      ),
+    licAdminBtcpayDisconnect: async () => providers.disconnect('btcpay'),
+    licAdminBtcpayStatus: async () => providers.status(),
+    licAdminZapriteConnect: async (i, ctx) => providers.connectZaprite({ apiKey: i.api_key, baseUrl: i.base_url }, ctx.signal),
+    licAdminZapriteDisconnect: async () => providers.disconnect('zaprite'),
+    licAdminZapriteStatus: async () => providers.status(),
+    licAdminWebhookEndpoints: async () => outbox.listEndpoints(),
+    licAdminCreateWebhookEndpoint: async (input) => outbox.createEndpoint(input),
+    licAdminUpdateWebhookEndpoint: async (patch) => outbox.updateEndpoint(patch),
+    licAdminDeleteWebhookEndpoint: async ({ id }) => {
+      outbox.deleteEndpoint(id)
+      return { ok: true as const }
+    },
+    licAdminTestWebhookEndpoint: async ({ id }) => outbox.sendTest(id),
+    licAdminWebhookDeliveries: async (q) => outbox.listDeliveries(q),
+    licAdminRetryWebhookDelivery: async ({ id }) => outbox.retry(id),
+  }
+
+  const webhookRoute = (kind: ProviderKind) => async (req: Request, res: Response) => {
+    try {
+      const raw = await readRaw(req, WEBHOOK_BODY_LIMIT)
+      const answer = await inbound.handle(kind, req.headers, raw)
+      res.status(answer.status).json(answer.body)
+    } catch (err) {
+      const e = err instanceof ApiError ? err : new ApiError('internal', 'webhook handling failed')
+      if (!(err instanceof ApiError)) log.error(`${kind} webhook failed`, { error: err })
+      res.status(e.status).json({ ok: false, error: e.code, message: e.message })
+    }
+  }
+
+  return {
+    handlers,
+    providers,
+    settlement,
+    outbox,
+    reconciler,
+    purchases,
+    mountRoutes(router) {
+      // Raw bodies: BTCPay's signature is over the exact bytes. The spec's provider_a/provider_b
+      // paths are the same handlers.
+      router.post(['/v1/btcpay/webhook', '/v1/provider_a/webhook'], webhookRoute('btcpay'))
+      router.post(['/v1/zaprite/webhook', '/v1/provider_b/webhook'], webhookRoute('zaprite'))
+      mountPages(router, {
+        logger: log.child('pages'),
+        catalog,
+        purchases,
+        limiter: deps.publicLimiter,
+        recover: async (key) => licenses.recover(key),
+        invoiceExtras: (id) => {
+          const v = invoices.view(id)
+          return { product_name: v?.product_name ?? null, buyer_email: v?.buyer_email ?? null, buyer_note: v?.buyer_note ?? null }
+        },
+      })
+    },
+    start() {
+      outbox.start()
+      reconciler.start()
+    },
+    async stop() {
+      await reconciler.stop()
+      await outbox.stop()
+    },
+  }
+}
