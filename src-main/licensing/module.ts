@@ -1,9 +1,34 @@
+/**
+ * Composition of the licensing domain: services (services.ts) → contract handlers (buyerApi.ts,
+ * adminApi.ts, and the payments handlers) → HTTP-only routes (webhooks, pages) → workers.
+ *
+ * Part B wires the payments side in the marked section below: build their services from
+ * `services`, spread their handlers into `handlers`, add their routes to mountRoutes and their
+ * workers to start/stop.
+ */
+import type { Router } from 'express'
 import type { licensingContract } from '../contract/licensing'
 import type { CoreDeps, DomainModule } from '../core/module'
+import { adminHandlers } from './adminApi'
+import { buyerHandlers, buyerLimits } from './buyerApi'
+import { createLicensingServices } from './services'
 
 export type LicensingModule = DomainModule<typeof licensingContract>
 
-/** Composition of the licensing database, keys, pricing, providers, workers and pages. */
-export async function createLicensingModule(_deps: CoreDeps): Promise<LicensingModule> {
-  return { name: 'licensing', handlers: {} }
+export async function createLicensingModule(deps: CoreDeps): Promise<LicensingModule> {
+  const services = createLicensingServices(deps)
+  const buyer = buyerHandlers(services, buyerLimits(services))
+  const admin = adminHandlers(services)
+
+  // ---- payments (part B): purchase, invoices, providers, settlement, webhooks, pages, workers ----
+
+  return {
+    name: 'licensing',
+    handlers: { ...buyer, ...admin },
+    mountRoutes(_router: Router) {},
+    start() {},
+    stop() {
+      services.close()
+    },
+  }
 }

@@ -81,7 +81,8 @@ describe('LIC1 format', () => {
       expect(isTrial(p)).toBe(e.isTrial)
       expect(p.entitlements).toEqual(e.entitlements)
       expect(p.fingerprintHash.toString('hex')).toBe(e.fingerprintHashHex)
-      if (e.fingerprintRaw !== null) expect(hashFingerprint(e.fingerprintRaw as string).toString('hex')).toBe(e.fingerprintHashHex)
+      if (e.fingerprintRaw !== null)
+        expect(hashFingerprint(e.fingerprintRaw as string).toString('hex')).toBe(e.fingerprintHashHex)
     })
   }
 
@@ -99,7 +100,10 @@ describe('LIC1 format', () => {
     expect(verifyKey(`LIC1-${payload}-${sig.slice(0, -4)}`, pub)).toMatchObject({ ok: false, reason: 'bad_format' })
     expect(verifyKey(`LIC1-${payload}AAAA-${sig}`, pub)).toMatchObject({ ok: false, reason: 'bad_format' })
     // Signed by another key.
-    expect(verifyKey(key, crypto.generateKeyPairSync('ed25519').publicKey)).toMatchObject({ ok: false, reason: 'bad_signature' })
+    expect(verifyKey(key, crypto.generateKeyPairSync('ed25519').publicKey)).toMatchObject({
+      ok: false,
+      reason: 'bad_signature',
+    })
   })
 
   it('base32 round-trips every length', () => {
@@ -156,7 +160,9 @@ describe('issuer key', () => {
     expect(fs.existsSync(path.join(dir, `${PRIVATE_KEY_FILE}.42.bak`))).toBe(true)
     expect(Issuer.loadOrCreate(dir, logger).publicKeyPem).toBe(issuer.publicKeyPem)
     const rsa = crypto.generateKeyPairSync('rsa', { modulusLength: 1024 })
-    expect(() => issuer.importPrivateKeyPem(rsa.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), 43)).toThrow(/Ed25519/)
+    expect(() =>
+      issuer.importPrivateKeyPem(rsa.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), 43),
+    ).toThrow(/Ed25519/)
     expect(() => issuer.importPrivateKeyPem('nope', 44)).toThrow(/PEM/)
   })
 

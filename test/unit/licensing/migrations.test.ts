@@ -96,9 +96,14 @@ describe('licensing migrations', () => {
   it('level 2 backfills price_value from legacy price_sats', () => {
     const file = tmpFile()
     const db = openLicensingDb(file, { upTo: 1 })
-    db.prepare(`INSERT INTO products (id, slug, name, price_sats, created_at, updated_at) VALUES ('p', 's', 'n', 4200, 0, 0)`).run()
+    db.prepare(
+      `INSERT INTO products (id, slug, name, price_sats, created_at, updated_at) VALUES ('p', 's', 'n', 4200, 0, 0)`,
+    ).run()
     runMigrations(db, MIGRATIONS, { upTo: 2 })
-    expect(db.prepare('SELECT price_currency, price_value FROM products').get()).toEqual({ price_currency: 'SAT', price_value: 4200 })
+    expect(db.prepare('SELECT price_currency, price_value FROM products').get()).toEqual({
+      price_currency: 'SAT',
+      price_value: 4200,
+    })
     db.close()
   })
 
@@ -114,8 +119,12 @@ describe('licensing migrations', () => {
     expect(() => sub.run('s1', 'paused')).toThrow(/CHECK/)
     sub.run('s1', 'active')
     expect(() => sub.run('s2', 'active')).toThrow(/UNIQUE/)
-    db.exec(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES ('i1', 'p', 1, 0, 0), ('i2', 'p', 1, 0, 0)`)
-    const link = db.prepare(`INSERT INTO subscription_invoices (subscription_id, invoice_id, cycle_number, created_at) VALUES ('s1', ?, ?, 0)`)
+    db.exec(
+      `INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES ('i1', 'p', 1, 0, 0), ('i2', 'p', 1, 0, 0)`,
+    )
+    const link = db.prepare(
+      `INSERT INTO subscription_invoices (subscription_id, invoice_id, cycle_number, created_at) VALUES ('s1', ?, ?, 0)`,
+    )
     link.run('i1', 1)
     expect(() => link.run('i2', 1)).toThrow(/UNIQUE/)
     const tc = db.prepare(
@@ -126,7 +135,13 @@ describe('licensing migrations', () => {
     expect(() => tc.run('t1', 'upgrade', -1, 'admin')).toThrow(/CHECK/)
     expect(() => tc.run('t1', 'upgrade', 0, 'robot')).toThrow(/CHECK/)
     tc.run('t1', 'upgrade', 0, 'admin')
-    expect(() => db.prepare(`INSERT INTO provider_b_config (id, base_url, api_key, connected_at, updated_at) VALUES (2, 'u', 'k', 0, 0)`).run()).toThrow(/CHECK/)
+    expect(() =>
+      db
+        .prepare(
+          `INSERT INTO provider_b_config (id, base_url, api_key, connected_at, updated_at) VALUES (2, 'u', 'k', 0, 0)`,
+        )
+        .run(),
+    ).toThrow(/CHECK/)
     db.close()
   })
 })

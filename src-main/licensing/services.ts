@@ -1,0 +1,61 @@
+/**
+ * The licensing services built once from CoreDeps: database (migrated), audit log, issuer key,
+ * catalog, discounts, rates, pricing, licenses, analytics. module.ts wires them to the contract;
+ * part B's payment services are built from the same object.
+ *
+ * Interface (stable): createLicensingServices(deps, opts?) → LicensingServices; services.close()
+ */
+import type { CoreDeps } from '../core/module'
+import { Analytics } from './analytics'
+import { AuditLog } from './audit'
+import { Catalog } from './catalog'
+import { openLicensingDb, type LicensingDb } from './db'
+import { Discounts } from './discounts'
+import { Issuer } from './keys/issuer'
+import { Licenses } from './licenses'
+import { Pricing } from './pricing'
+import { RateService } from './rates'
+
+export interface LicensingServices {
+  readonly deps: CoreDeps
+  readonly db: LicensingDb
+  readonly audit: AuditLog
+  readonly issuer: Issuer
+  readonly catalog: Catalog
+  readonly discounts: Discounts
+  readonly rates: RateService
+  readonly pricing: Pricing
+  readonly licenses: Licenses
+  readonly analytics: Analytics
+  close(): void
+}
+
+export function createLicensingServices(
+  deps: CoreDeps,
+  opts: { fetch?: ConstructorParameters<typeof RateService>[0]['fetch'] } = {},
+): LicensingServices {
+  const { config, clock } = deps
+  const logger = deps.logger.child('licensing')
+  const db = openLicensingDb(config.paths.licensingDb, { now: () => clock.now() })
+  const audit = new AuditLog(db, clock)
+  const issuer = Issuer.loadOrCreate(config.paths.licensingKeyDir, logger)
+  const catalog = new Catalog(db, clock, audit)
+  const discounts = new Discounts(db, clock, audit)
+  const rates = new RateService({ baseUrls: config.rateSources, clock, logger: logger.child('rates'), fetch: opts.fetch })
+  const pricing = new Pricing(catalog, discounts, rates)
+  const licenses = new Licenses({ db, clock, audit, catalog, discounts, issuer })
+  const analytics = new Analytics(db, clock)
+  return {
+    deps: { ...deps, logger },
+    db,
+    audit,
+    issuer,
+    catalog,
+    discounts,
+    rates,
+    pricing,
+    licenses,
+    analytics,
+    close: () => db.close(),
+  }
+}
