@@ -4,39 +4,23 @@ import type { licensingPaymentsContract } from '../contract/licensing'
 import type { CallContext, Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { Config } from '../config/load'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
-import type { RateLimiter } from '../core/rateLimit'
-import type { AuditLog } from './audit'
-import type { Catalog } from './catalog'
-import type { LicensingDb } from './db'
-import type { Discounts } from './discounts'
+import type { BuyerLimits } from './buyerApi'
 import { InvoiceStore } from './invoices'
-import type { Licenses } from './licenses'
 import { mountPages } from './pages/routes'
-import type { Pricing } from './pricing'
 import { ProviderConnections, type ProviderFactory } from './providers/connections'
 import { ProviderWebhooks } from './providers/inbound'
 import type { ProviderKind } from './providers/types'
 import { Purchases } from './purchase'
 import { Reconciler } from './reconcile'
+import type { LicensingServices } from './services'
 import { Settlement, type LicenseIssuer } from './settlement'
 import { OutboundWebhooks, type Poster } from './webhooksOut'
 
 const WEBHOOK_BODY_LIMIT = 256 * 1024
 
-export interface PaymentsDeps {
-  config: Config
-  clock: Clock
-  logger: Logger
-  db: LicensingDb
-  audit: AuditLog
-  catalog: Catalog
-  pricing: Pricing
-  discounts: Discounts
-  licenses: Licenses
-  /** The per-address bucket shared by every public licensing endpoint and page. */
-  publicLimiter: RateLimiter
+export interface PaymentsOptions {
+  /** The per-address limits shared by every public licensing endpoint and page. */
+  limits: BuyerLimits
   /** Tests swap in providers or an outbound poster; production uses the real ones. */
   providerFactory?: ProviderFactory
   post?: Poster
@@ -77,13 +61,14 @@ async function readRaw(req: Request, limit: number): Promise<Buffer> {
  * reconciliation, outbound webhooks and the public pages, built over part A's catalog, pricing,
  * discounts and licenses.
  */
-export function createPayments(deps: PaymentsDeps): Payments {
-  const { db, clock, logger, audit, catalog, licenses, discounts } = deps
+export function createPayments(services: LicensingServices, opts: PaymentsOptions): Payments {
+  const { db, audit, catalog, licenses, discounts, pricing } = services
+  const { clock, logger, config } = services.deps
   const log = logger.child('payments')
-  const publicUrl = (): string => publicBaseUrl(deps.config)
+  const publicUrl = (): string => publicBaseUrl(config)
   const invoices = new InvoiceStore(db)
-  const providers = new ProviderConnections(db, clock, log, audit, publicUrl, deps.providerFactory)
-  const outbox = new OutboundWebhooks({ db, clock, logger: log.child('webhooks'), audit, post: deps.post })
+  const providers = new ProviderConnections(db, clock, log, audit, publicUrl, opts.providerFactory)
+  const outbox = new OutboundWebhooks({ db, clock, logger: log.child('webhooks'), audit, post: opts.post })
 
   const issuer: LicenseIssuer = {
     issueForInvoice(inv) {
@@ -123,7 +108,7 @@ export function createPayments(deps: PaymentsDeps): Payments {
     providers,
     settlement,
     catalog,
-    pricing: deps.pricing,
+    pricing,
     discounts,
     publicUrl,
   })
@@ -131,9 +116,8 @@ export function createPayments(deps: PaymentsDeps): Payments {
   const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
 
   const limit = (ctx: CallContext): void => {
-    if (ctx.via !== 'http' || !ctx.clientIp) return
-    if (!deps.publicLimiter.take(ctx.clientIp)) {
-      const after = Math.max(1, deps.publicLimiter.retryAfterSeconds(ctx.clientIp))
+    if (!opts.limits.take('public', ctx.clientIp)) {
+      const after = Math.max(1, opts.limits.retryAfter('public', ctx.clientIp))
       throw new ApiError('rate_limited', 'too many requests from this address', { headers: { 'Retry-After': String(after) } })
     }
   }
@@ -210,7 +194,7 @@ export function createPayments(deps: PaymentsDeps): Payments {
         logger: log.child('pages'),
         catalog,
         purchases,
-        limiter: deps.publicLimiter,
+        limits: opts.limits,
         recover: async (key) => licenses.recover(key),
         invoiceExtras: (id) => {
           const v = invoices.view(id)

@@ -2,7 +2,7 @@ import type { Request, Response, Router } from 'express'
 import { PurchaseInput, type PurchaseStatus, type RecoverResponse } from '../../contract/licensing'
 import { ApiError } from '../../contract/errors'
 import type { Logger } from '../../core/logger'
-import type { RateLimiter } from '../../core/rateLimit'
+import type { BuyerLimits } from '../buyerApi'
 import type { Catalog } from '../catalog'
 import { effectivePrice } from '../catalog'
 import { parseStringList } from '../json'
@@ -21,7 +21,7 @@ export interface PagesDeps {
   /** Details the thank-you page shows beside the poll answer. */
   invoiceExtras(id: string): { product_name: string | null; buyer_email: string | null; buyer_note: string | null }
   recover(key: string): Promise<RecoverResponse>
-  limiter: RateLimiter
+  limits: BuyerLimits
 }
 
 function send(res: Response, status: number, body: string): void {
@@ -60,8 +60,8 @@ function isHttpUrl(u: string | null): u is string {
 export function mountPages(router: Router, deps: PagesDeps): void {
   const limited = (req: Request, res: Response): boolean => {
     const ip = req.socket.remoteAddress ?? 'unknown'
-    if (deps.limiter.take(ip)) return false
-    res.setHeader('Retry-After', String(Math.max(1, deps.limiter.retryAfterSeconds(ip))))
+    if (deps.limits.take('public', ip)) return false
+    res.setHeader('Retry-After', String(Math.max(1, deps.limits.retryAfter('public', ip))))
     send(res, 429, errorPage('Slow down', 'Too many requests from your address; try again in a moment.'))
     return true
   }
