@@ -11,23 +11,31 @@ import type { licensingContract } from '../contract/licensing'
 import type { CoreDeps, DomainModule } from '../core/module'
 import { adminHandlers } from './adminApi'
 import { buyerHandlers, buyerLimits } from './buyerApi'
+import { createPayments } from './payments'
 import { createLicensingServices } from './services'
 
 export type LicensingModule = DomainModule<typeof licensingContract>
 
 export async function createLicensingModule(deps: CoreDeps): Promise<LicensingModule> {
   const services = createLicensingServices(deps)
-  const buyer = buyerHandlers(services, buyerLimits(services))
+  const limits = buyerLimits(services)
+  const buyer = buyerHandlers(services, limits)
   const admin = adminHandlers(services)
 
   // ---- payments (part B): purchase, invoices, providers, settlement, webhooks, pages, workers ----
+  const payments = createPayments(services, { limits })
 
   return {
     name: 'licensing',
-    handlers: { ...buyer, ...admin },
-    mountRoutes(_router: Router) {},
-    start() {},
-    stop() {
+    handlers: { ...buyer, ...admin, ...payments.handlers },
+    mountRoutes(router: Router) {
+      payments.mountRoutes(router)
+    },
+    start() {
+      payments.start()
+    },
+    async stop() {
+      await payments.stop()
       services.close()
     },
   }
