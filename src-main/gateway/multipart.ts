@@ -12,7 +12,7 @@ import { ApiError } from '../contract/errors'
 /** The boundary of a `multipart/form-data` content type; 400 when the request is not one. */
 export function multipartBoundary(contentType: string | undefined): string {
   const ct = contentType ?? ''
-  if (!/^multipart\/form-data\s*;/i.test(ct)) throw new ApiError('bad_input', 'expected a multipart/form-data body')
+  if (!/^multipart\/form-data\s*(;|$)/i.test(ct)) throw new ApiError('bad_input', 'expected a multipart/form-data body')
   const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(ct)
   const b = m?.[1] ?? m?.[2]
   if (!b) throw new ApiError('bad_input', 'multipart/form-data body without a boundary')

@@ -144,9 +144,16 @@ const IPV4 = /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2
 const IPV6_CANDIDATE = /(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])/g
 const CARD = /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g
 const IBAN = /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}\b/g
-const PHONE =
-  /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?![\w])|(?<![\w+])\+\d{8,15}\b/g
-const TOKEN = /(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{24,512}(?![A-Za-z0-9+/_=-])/g
+const PHONE = new RegExp(
+  [
+    /(?<![\w+])\+\d{1,3}(?:[ .-](?:\(\d{1,4}\)|\d{1,4})){2,6}(?!\w)/.source, // international, grouped
+    /(?<![\w+])\+\d{8,15}\b/.source, // international, compact
+    /(?<![\w+])(?:\(\d{2,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,3}(?!\w)/.source, // national, grouped
+    /(?<![\w+])0\d{2,4}[ /-]\d{4,8}(?!\w)/.source, // national with a trunk prefix: 030 1234567
+  ].join('|'),
+  'g',
+)
+const TOKEN = /(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{24,512}={0,2}(?![A-Za-z0-9+/_=-])/g
 
 function* matches(re: RegExp, text: string): Generator<RegExpExecArray> {
   re.lastIndex = 0
@@ -174,7 +181,7 @@ function highEntropySecret(s: string): boolean {
   return entropy(s) >= 4.0
 }
 
-/** Every finding in `text`, without overlaps: earlier starts win, then longer matches, then detector order. */
+/** Every finding in `text`, without overlaps, in text order. */
 export function detect(text: string, terms: readonly string[] = []): Finding[] {
   const found: (Finding & { rank: number })[] = []
   const add = (type: EntityType, start: number, value: string, rank: number): void => {
@@ -189,7 +196,7 @@ export function detect(text: string, terms: readonly string[] = []): Finding[] {
   for (const m of matches(CARD, text)) if (luhnValid(m[0].replace(/\D/g, ''))) add('CARD', m.index, m[0], 3)
   for (const m of matches(IPV4, text)) add('IP', m.index, m[0], 4)
   for (const m of matches(IPV6_CANDIDATE, text))
-    if (net.isIPv6(m[0]) && m[0].replace(/:/g, '').length >= 2) add('IP', m.index, m[0], 4)
+    if (net.isIPv6(m[0]) && m[0].replace(/:/g, '') !== '') add('IP', m.index, m[0], 4)
   for (const m of matches(PHONE, text)) if (phoneLike(m[0])) add('PHONE', m.index, m[0], 5)
   for (const m of matches(TOKEN, text)) if (highEntropySecret(m[0])) add('SECRET', m.index, m[0], 6)
   for (const term of terms) {
@@ -199,15 +206,14 @@ export function detect(text: string, terms: readonly string[] = []): Finding[] {
     const re = new RegExp(`${/^\w/.test(t) ? '\\b' : ''}${escaped}${/\w$/.test(t) ? '\\b' : ''}`, 'giu')
     for (const m of matches(re, text)) add('TERM', m.index, m[0], 7)
   }
-  found.sort((a, b) => a.start - b.start || b.end - b.start - (a.end - a.start) || a.rank - b.rank)
+  // Specific detectors win over generic ones where matches overlap; then earlier and longer.
+  found.sort((a, b) => a.rank - b.rank || a.start - b.start || b.end - b.start - (a.end - a.start))
   const out: Finding[] = []
-  let end = -1
   for (const f of found) {
-    if (f.start < end) continue
+    if (out.some((o) => f.start < o.end && o.start < f.end)) continue
     out.push({ type: f.type, start: f.start, end: f.end, value: f.value })
-    end = f.end
   }
-  return out
+  return out.sort((a, b) => a.start - b.start)
 }
 
 /** The identity of a value for placeholder reuse: the same email in another case is the same email. */
