@@ -164,7 +164,8 @@ export class SimNode {
         if (ctx.method !== 'publickey' || ctx.username !== this.opts.user) return ctx.reject(['publickey'])
         const key = authorized().find((k) => k.type === ctx.key.algo && k.getPublicSSH().equals(ctx.key.data))
         if (!key) return ctx.reject(['publickey'])
-        if (ctx.signature && ctx.blob && key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(['publickey'])
+        if (ctx.signature && ctx.blob && key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true)
+          return ctx.reject(['publickey'])
         ctx.accept()
       })
       client.on('ready', () => {
@@ -193,10 +194,17 @@ export class SimNode {
     this.server = server
   }
 
-  private async exec(command: string, extraEnv: Record<string, string>, stream: ssh2.ServerChannel, session: ssh2.Session): Promise<void> {
+  private async exec(
+    command: string,
+    extraEnv: Record<string, string>,
+    stream: ssh2.ServerChannel,
+    session: ssh2.Session,
+  ): Promise<void> {
     this.commands.push(command)
     if (this.slowMs > 0) await new Promise((r) => setTimeout(r, this.slowMs))
-    const rule = this.failRules.find((r) => (typeof r.match === 'string' ? command.includes(r.match) : r.match.test(command)))
+    const rule = this.failRules.find((r) =>
+      typeof r.match === 'string' ? command.includes(r.match) : r.match.test(command),
+    )
     if (rule) {
       stream.stderr.write(rule.stderr.endsWith('\n') ? rule.stderr : rule.stderr + '\n')
       stream.exit(rule.code)
@@ -261,9 +269,14 @@ export class SimNode {
 
   /** Stops accepting: new connections are refused and open ones are dropped. */
   async down(): Promise<void> {
-    await this.closeListeners()
-    for (const c of this.clients) c.end()
+    const closing = this.closeListeners()
+    for (const c of this.clients) {
+      c.end()
+      // Like a powered-off host: the socket goes away whether or not the peer says goodbye.
+      ;(c as unknown as { _sock?: { destroy(): void } })._sock?.destroy()
+    }
     this.clients.clear()
+    await closing
   }
 
   /** Accepts TCP but never answers the SSH handshake: a node that hangs (probes time out). */
@@ -310,13 +323,14 @@ export class SimNode {
   }
 
   async close(): Promise<void> {
-    for (const c of this.children) if (c.pid !== undefined) {
-      try {
-        process.kill(-c.pid, 'SIGKILL')
-      } catch {
-        // gone
+    for (const c of this.children)
+      if (c.pid !== undefined) {
+        try {
+          process.kill(-c.pid, 'SIGKILL')
+        } catch {
+          // gone
+        }
       }
-    }
     await this.down()
   }
 
@@ -348,8 +362,22 @@ export interface SimCluster {
 }
 
 const DEFAULT_NODES: Record<SimNodeName, Required<Omit<SimNodeOptions, 'port'>>> = {
-  node1: { user: 'spark', hostname: 'spark-a1', mac: '4c:bb:47:2e:91:0a', lanIp: '192.168.177.11', cores: 20, ramBytes: 128_849_018_880 },
-  node2: { user: 'spark', hostname: 'spark-b2', mac: '4c:bb:47:2e:91:0b', lanIp: '192.168.177.12', cores: 20, ramBytes: 128_849_018_880 },
+  node1: {
+    user: 'spark',
+    hostname: 'spark-a1',
+    mac: '4c:bb:47:2e:91:0a',
+    lanIp: '192.168.177.11',
+    cores: 20,
+    ramBytes: 128_849_018_880,
+  },
+  node2: {
+    user: 'spark',
+    hostname: 'spark-b2',
+    mac: '4c:bb:47:2e:91:0b',
+    lanIp: '192.168.177.12',
+    cores: 20,
+    ramBytes: 128_849_018_880,
+  },
 }
 
 export async function startSimCluster(opts: SimClusterOptions = {}): Promise<SimCluster> {
@@ -378,7 +406,7 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
   }
   nodes.node1 = mk('node1', 'node2')
   nodes.node2 = mk('node2', 'node1')
-  for (const n of Object.values(nodes)) n.port = (opts[n.name]?.port ?? 0)
+  for (const n of Object.values(nodes)) n.port = opts[n.name]?.port ?? 0
 
   const launcherOrigin = path.join(root, 'origin', 'spark-vllm-docker.git')
   const seed = path.join(root, 'origin', 'seed')
@@ -392,7 +420,11 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
     HOME: root,
   }
   const git = (cwd: string, ...args: string[]): string => {
-    const r = spawnSync('git', ['-c', 'init.defaultBranch=main', '-c', 'advice.detachedHead=false', ...args], { cwd, env: gitEnv, encoding: 'utf8' })
+    const r = spawnSync('git', ['-c', 'init.defaultBranch=main', '-c', 'advice.detachedHead=false', ...args], {
+      cwd,
+      env: gitEnv,
+      encoding: 'utf8',
+    })
     if (r.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${r.stderr}`)
     return r.stdout
   }
@@ -424,12 +456,21 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
     'hf-download: copy to peers in parallel',
     'launch-cluster: detect RoCE twins automatically',
   ]
-  for (let i = 0; i < (opts.launcherBehind ?? 2); i++) pushUpstreamCommit(upstreamMessages[i % upstreamMessages.length] as string)
+  for (let i = 0; i < (opts.launcherBehind ?? 2); i++)
+    pushUpstreamCommit(upstreamMessages[i % upstreamMessages.length] as string)
 
   for (const n of Object.values(nodes)) {
     for (const k of opts.authorizedKeys ?? []) n.authorize(k)
     for (const repo of opts.cachedModels?.[n.name] ?? []) {
-      const dir = path.join(n.home, '.cache', 'huggingface', 'hub', `models--${repo.replace('/', '--')}`, 'snapshots', 'main')
+      const dir = path.join(
+        n.home,
+        '.cache',
+        'huggingface',
+        'hub',
+        `models--${repo.replace('/', '--')}`,
+        'snapshots',
+        'main',
+      )
       fs.mkdirSync(dir, { recursive: true })
       fs.writeFileSync(path.join(dir, 'config.json'), '{"model_type":"sim"}\n')
       fs.writeFileSync(path.join(dir, 'model.safetensors'), Buffer.alloc(1024 * 1024))
