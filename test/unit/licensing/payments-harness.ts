@@ -1,0 +1,58 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { loadConfig } from '../../../src-main/config/load'
+import { ManualClock } from '../../../src-main/core/clock'
+import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
+import { JobRegistry } from '../../../src-main/jobs/registry'
+import { buyerLimits } from '../../../src-main/licensing/buyerApi'
+import { createPayments, type Payments, type PaymentsOptions } from '../../../src-main/licensing/payments'
+import { createLicensingServices, type LicensingServices } from '../../../src-main/licensing/services'
+
+export interface Harness {
+  clock: ManualClock
+  logs: MemorySink
+  services: LicensingServices
+  payments: Payments
+  dataDir: string
+  close(): Promise<void>
+}
+
+/** Real licensing services and payments over a temp DATA_DIR, on a manual clock, without HTTP. */
+export function paymentsHarness(opts: Partial<PaymentsOptions> & { env?: Record<string, string> } = {}): Harness {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-pay-'))
+  const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9', LICENSING_RATE_LIMIT: '0', ...opts.env } })
+  const clock = new ManualClock(Date.UTC(2026, 0, 1))
+  const logs = new MemorySink()
+  const logger = createLogger({ redactor: new Redactor(), sink: logs, level: 'debug', now: () => clock.now() })
+  const jobs = new JobRegistry(clock, logger.redactor)
+  const services = createLicensingServices({ config, clock, logger, jobs })
+  const payments = createPayments(services, { limits: buyerLimits(services), ...opts })
+  return {
+    clock,
+    logs,
+    services,
+    payments,
+    dataDir,
+    async close() {
+      await payments.stop()
+      services.close()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A SAT product with its default tier, ready to sell. */
+export function satProduct(h: Harness, slug = 'app', price = 10_000): { productId: string; policyId: string } {
+  const p = h.services.catalog.createProduct({
+    slug,
+    name: slug.toUpperCase(),
+    description: '',
+    price_currency: 'SAT',
+    price_value: price,
+    entitlements_catalog: [],
+    active: true,
+  })
+  const policy = h.services.catalog.policyRows(p.id)[0]!
+  return { productId: p.id, policyId: policy.id }
+}
