@@ -33,6 +33,19 @@ const Platform = z.string().max(100)
 /** Signed license key text; generous bound, the parser enforces the format. */
 const KeyText = z.string().max(16_384)
 
+/**
+ * A PATCH schema from a create schema: every field optional and WITHOUT its default (zod 4 applies
+ * a default inside `.partial()`, which would reset every field the caller left out).
+ */
+export function patchOf<S extends z.ZodRawShape>(o: z.ZodObject<S>) {
+  const shape: Record<string, z.ZodType> = {}
+  for (const [k, v] of Object.entries(o.shape) as [string, z.ZodType][])
+    shape[k] = (v instanceof z.ZodDefault ? (v.unwrap() as z.ZodType) : v).optional()
+  return z.object(shape) as unknown as z.ZodObject<{
+    [K in keyof S]: z.ZodOptional<S[K] extends z.ZodDefault<infer I extends z.ZodType> ? I : S[K]>
+  }>
+}
+
 export const EntitlementDef = z.object({
   slug: EntitlementSlug,
   name: z.string().max(200),
@@ -289,11 +302,11 @@ export type RecoverResponse = z.infer<typeof RecoverResponse>
 
 /** Validate never fails on input shape: every field is checked by the handler so the answer stays 200. */
 const ValidateInput = z.object({
-  key: z.unknown(),
-  product_slug: z.unknown(),
-  fingerprint: z.unknown(),
-  hostname: z.unknown(),
-  platform: z.unknown(),
+  key: z.unknown().optional(),
+  product_slug: z.unknown().optional(),
+  fingerprint: z.unknown().optional(),
+  hostname: z.unknown().optional(),
+  platform: z.unknown().optional(),
 })
 
 const pub = { errorStyle: 'licensing', httpOnly: true } as const
@@ -414,7 +427,7 @@ export const ProductInput = z.object({
   active: z.boolean().default(true),
 })
 export type ProductInput = z.infer<typeof ProductInput>
-export const ProductPatch = ProductInput.partial()
+export const ProductPatch = patchOf(ProductInput)
 export type ProductPatch = z.infer<typeof ProductPatch>
 
 const PolicyFields = z.object({
@@ -442,7 +455,7 @@ const PolicyFields = z.object({
 })
 export const PolicyInput = PolicyFields
 export type PolicyInput = z.infer<typeof PolicyInput>
-export const PolicyPatch = PolicyFields.partial()
+export const PolicyPatch = patchOf(PolicyFields)
 export type PolicyPatch = z.infer<typeof PolicyPatch>
 
 export const DiscountInput = z.object({
@@ -458,7 +471,7 @@ export const DiscountInput = z.object({
   note: z.string().max(1000).default(''),
 })
 export type DiscountInput = z.infer<typeof DiscountInput>
-export const DiscountPatch = DiscountInput.partial()
+export const DiscountPatch = patchOf(DiscountInput)
 export type DiscountPatch = z.infer<typeof DiscountPatch>
 
 export const LicenseQuery = z.object({
@@ -806,7 +819,7 @@ export const WebhookEndpointInput = z.object({
   description: z.string().max(500).default(''),
   active: z.boolean().default(true),
 })
-export const WebhookEndpointPatch = WebhookEndpointInput.partial().extend({ id: Uuid })
+export const WebhookEndpointPatch = patchOf(WebhookEndpointInput).extend({ id: Uuid })
 
 export const WebhookEndpointView = z.object({
   id: z.string(),

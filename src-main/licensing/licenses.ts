@@ -392,7 +392,7 @@ export class Licenses {
   }
 
   validate(
-    input: { key: unknown; product_slug: unknown; fingerprint: unknown; hostname: unknown; platform: unknown },
+    input: { key?: unknown; product_slug?: unknown; fingerprint?: unknown; hostname?: unknown; platform?: unknown },
     clientIp?: string,
   ): ValidateResponse {
     if (typeof input.key !== 'string') return { ok: false, reason: 'bad_format' }
