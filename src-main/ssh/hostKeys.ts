@@ -11,8 +11,7 @@ const FileShape = z.object({ version: z.literal(1), hosts: z.record(z.string(), 
 export type HostKeyEntry = z.infer<typeof Entry>
 
 export type HostKeyCheck =
-  | { ok: true; firstUse: boolean; fingerprint: string }
-  | { ok: false; expected: string; presented: string }
+  { ok: true; firstUse: boolean; fingerprint: string } | { ok: false; expected: string; presented: string }
 
 export class HostKeyStore {
   private hosts: Record<string, HostKeyEntry>
@@ -25,7 +24,8 @@ export class HostKeyStore {
     const res = readStateFile(file, (text) => FileShape.parse(JSON.parse(text)))
     if (res.kind === 'ok') this.hosts = res.value.hosts
     else {
-      if (res.kind === 'corrupt') warn(`known hosts file unreadable (${res.error}); ${res.keptAs ? `kept as ${res.keptAs}; ` : ''}starting empty`)
+      if (res.kind === 'corrupt')
+        warn(`known hosts file unreadable (${res.error}); ${res.keptAs ? `kept as ${res.keptAs}; ` : ''}starting empty`)
       this.hosts = {}
     }
   }
@@ -44,7 +44,12 @@ export class HostKeyStore {
         ? { ok: true, firstUse: false, fingerprint: presented }
         : { ok: false, expected: known.fingerprint, presented }
     }
-    this.hosts[name] = { type: keyType(blob), key: blob.toString('base64'), fingerprint: presented, added_at: this.now() }
+    this.hosts[name] = {
+      type: keyType(blob),
+      key: blob.toString('base64'),
+      fingerprint: presented,
+      added_at: this.now(),
+    }
     this.save()
     return { ok: true, firstUse: true, fingerprint: presented }
   }

@@ -19,7 +19,10 @@ export interface ServiceKey {
 
 export const PRIVATE_KEY_NAME = 'id_ed25519'
 
-export function ensureServiceKey(sshDir: string, opts: { comment?: string; warn?: (msg: string) => void } = {}): ServiceKey {
+export function ensureServiceKey(
+  sshDir: string,
+  opts: { comment?: string; warn?: (msg: string) => void } = {},
+): ServiceKey {
   const privateKeyFile = path.join(sshDir, PRIVATE_KEY_NAME)
   const publicKeyFile = `${privateKeyFile}.pub`
   fs.mkdirSync(sshDir, { recursive: true, mode: 0o700 })

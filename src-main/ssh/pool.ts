@@ -82,6 +82,8 @@ export function targetKey(t: SshTarget): string {
  */
 export class SshPool {
   private readonly conns = new Map<string, Promise<Connection>>()
+  /** The settled connection behind each entry of `conns`, so a dead one can be dropped at once. */
+  private readonly live = new Map<string, Connection>()
   private readonly unreachable = new Map<string, { until: number; error: SshError }>()
   private closed = false
 
@@ -96,7 +98,8 @@ export class SshPool {
 
     if (!options.fresh) {
       const cached = this.unreachable.get(key)
-      if (cached && cached.until > this.opts.clock.now()) throw new SshError(cached.error.kind, cached.error.message, true)
+      if (cached && cached.until > this.opts.clock.now())
+        throw new SshError(cached.error.kind, cached.error.message, true)
     }
 
     for (let attempt = 0; ; attempt++) {
@@ -127,7 +130,14 @@ export class SshPool {
     this.closed = true
     const all = [...this.conns.values()]
     this.conns.clear()
-    await Promise.all(all.map((p) => p.then((c) => c.client.end(), () => undefined)))
+    await Promise.all(
+      all.map((p) =>
+        p.then(
+          (c) => c.client.end(),
+          () => undefined,
+        ),
+      ),
+    )
   }
 
   private connection(target: SshTarget, deadline: number | null, signal?: AbortSignal): Promise<Connection> {
@@ -160,7 +170,11 @@ export class SshPool {
         settled = true
         clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
-        if (remember) this.unreachable.set(key, { until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS), error: err })
+        if (remember)
+          this.unreachable.set(key, {
+            until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS),
+            error: err,
+          })
         client.end()
         client.destroy?.()
         reject(err)
@@ -168,7 +182,8 @@ export class SshPool {
       const onAbort = (): void => fail(new SshError('cancelled', 'cancelled'), false)
       signal?.addEventListener('abort', onAbort, { once: true })
       const timer = setTimeout(
-        () => fail(new SshError('unreachable', `${key}: no SSH answer within ${Math.round(timeoutMs / 100) / 10} s`), true),
+        () =>
+          fail(new SshError('unreachable', `${key}: no SSH answer within ${Math.round(timeoutMs / 100) / 10} s`), true),
         timeoutMs,
       )
       client.on('ready', () => {
@@ -177,6 +192,7 @@ export class SshPool {
         clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
         conn.ready = true
+        if (this.opts.reuse !== false) this.live.set(key, conn)
         // Small request/response exchanges: without this, delayed ACKs add ~40 ms per command.
         client.setNoDelay(true)
         this.unreachable.delete(key)
@@ -187,7 +203,10 @@ export class SshPool {
           if (hostKeyProblem !== null) return fail(new SshError('host_key_changed', hostKeyProblem), true)
           if (err.level === 'client-authentication')
             return fail(
-              new SshError('auth', `${key}: the node refused Tandem's SSH key; add it to ~/.ssh/authorized_keys there (GET /api/ssh/public-key shows the command)`),
+              new SshError(
+                'auth',
+                `${key}: the node refused Tandem's SSH key; add it to ~/.ssh/authorized_keys there (GET /api/ssh/public-key shows the command)`,
+              ),
               true,
             )
           return fail(new SshError('unreachable', `${key}: ${err.message}`), true)
@@ -196,11 +215,7 @@ export class SshPool {
       })
       client.on('close', () => {
         conn.ready = false
-        if (this.conns.get(key) && this.opts.reuse !== false) {
-          void this.conns.get(key)!.then((c) => {
-            if (c === conn) this.conns.delete(key)
-          }, () => undefined)
-        }
+        this.forget(key, conn)
         if (!settled) fail(new SshError('unreachable', `${key}: connection closed during handshake`), true)
       })
       client.connect({
@@ -228,10 +243,15 @@ export class SshPool {
   }
 
   private drop(key: string, conn: Connection): void {
+    conn.ready = false
+    this.forget(key, conn)
     conn.client.end()
-    void this.conns.get(key)?.then((c) => {
-      if (c === conn) this.conns.delete(key)
-    }, () => undefined)
+  }
+
+  private forget(key: string, conn: Connection): void {
+    if (this.live.get(key) !== conn) return
+    this.live.delete(key)
+    this.conns.delete(key)
   }
 
   private async acquire(conn: Connection): Promise<void> {
@@ -248,7 +268,12 @@ export class SshPool {
     conn.waiters.shift()?.()
   }
 
-  private async run(conn: Connection, command: string, options: ExecOptions, deadline: number | null): Promise<ExecResult> {
+  private async run(
+    conn: Connection,
+    command: string,
+    options: ExecOptions,
+    deadline: number | null,
+  ): Promise<ExecResult> {
     if (!conn.ready) throw new StaleConnection('not connected')
     await this.acquire(conn)
     try {
@@ -288,12 +313,18 @@ export class SshPool {
         const timer =
           remaining !== null
             ? setTimeout(
-                () => finish(new SshError('timeout', `command timed out after ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`)),
+                () =>
+                  finish(
+                    new SshError(
+                      'timeout',
+                      `command timed out after ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`,
+                    ),
+                  ),
                 Math.max(1, remaining),
               )
             : null
 
-        conn.client.exec(command, (e, stream) => {
+        const onChannel = (e: Error | undefined, stream: ssh2.ClientChannel): void => {
           if (e) {
             const msg = e.message
             // Channel refused on a live connection vs. a connection that is gone.
@@ -332,7 +363,13 @@ export class SshPool {
           })
           if (options.stdin !== undefined) stream.end(options.stdin)
           else stream.end()
-        })
+        }
+        try {
+          conn.client.exec(command, onChannel)
+        } catch (e) {
+          // ssh2 throws synchronously when the socket is already gone.
+          finish(new StaleConnection((e as Error).message))
+        }
       })
     } finally {
       this.release(conn)

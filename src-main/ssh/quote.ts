@@ -41,7 +41,8 @@ export function remoteDir(spec: string): string {
   if (spec === '$HOME' || spec === '~') return homePath([])
   const home = /^(?:\$HOME|~)\/(.+)$/.exec(spec)
   if (home) return homePath((home[1] as string).split('/').filter((s) => s !== ''))
-  if (!spec.startsWith('/')) throw new Error(`remote directory must be absolute or under $HOME: ${JSON.stringify(spec)}`)
+  if (!spec.startsWith('/'))
+    throw new Error(`remote directory must be absolute or under $HOME: ${JSON.stringify(spec)}`)
   const segments = spec.split('/').filter((s) => s !== '')
   for (const s of segments) {
     if (!isSafeSegment(s)) throw new Error(`unsafe path segment ${JSON.stringify(s)}`)

@@ -77,10 +77,16 @@ export const EnvValue = z
 export const EnvMap = z.record(EnvName, EnvValue)
 
 /** Name of an always-on or custom service (asr, tts, whisper-large, ...). */
-export const ServiceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, dash, underscore')
+export const ServiceName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, dash, underscore')
 
 /** Registry API key: printable, no spaces (quoted at use, redacted from logs). */
-export const RegistryKey = z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'printable characters without spaces')
+export const RegistryKey = z
+  .string()
+  .min(1)
+  .max(4096)
+  .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces')
 
 /** Vector-store collection name: nothing from shell or URL syntax. */
 export const CollectionName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, dash, underscore')
@@ -89,7 +95,11 @@ export const NodeName = z.enum(['node1', 'node2'])
 export type NodeName = z.infer<typeof NodeName>
 
 /** SSH host: a name or an IPv4/IPv6 literal. */
-export const SshHost = z.string().min(1).max(253).regex(/^[A-Za-z0-9._:-]+$/, 'a host name or address')
+export const SshHost = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'a host name or address')
 export const SshUser = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$/, 'a POSIX user name')
 
 /**

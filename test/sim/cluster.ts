@@ -46,6 +46,8 @@ export interface SimClusterOptions {
   launcherBehind?: number
   /** llm port the launcher reports in its output. */
   llmPort?: number
+  /** Sees every container event, including those from seeding (before startSimCluster returns). */
+  onContainerEvent?: (e: ContainerEvent) => void
 }
 
 export interface SimContainerSeed {
@@ -386,6 +388,7 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
   fs.mkdirSync(root, { recursive: true })
   const events = new EventEmitter<{ container: [ContainerEvent] }>()
   const emit = (e: ContainerEvent): void => {
+    opts.onContainerEvent?.(e)
     events.emit('container', e)
   }
   const nodes: Record<SimNodeName, SimNode> = {} as Record<SimNodeName, SimNode>

@@ -78,7 +78,11 @@ function ago(iso) {
   return `${Math.round(s / 86400)} days`
 }
 const statusText = (c) =>
-  c.State.Running ? `Up ${ago(c.State.StartedAt)}` : c.State.Status === 'created' ? 'Created' : `Exited (${c.State.ExitCode}) ${ago(c.State.FinishedAt)} ago`
+  c.State.Running
+    ? `Up ${ago(c.State.StartedAt)}`
+    : c.State.Status === 'created'
+      ? 'Created'
+      : `Exited (${c.State.ExitCode}) ${ago(c.State.FinishedAt)} ago`
 const portsText = (c) =>
   Object.entries(c.HostConfig.PortBindings ?? {})
     .map(([cp, b]) => `0.0.0.0:${b[0].HostPort}->${cp}`)
@@ -92,7 +96,12 @@ function render(tpl, obj) {
     for (const k of p.split('.').filter(Boolean)) v = v == null ? undefined : v[k]
     if (json) return JSON.stringify(v ?? null)
     if (v === undefined || v === null) return '<no value>'
-    if (typeof v === 'object') return Array.isArray(v) ? `[${v.join(' ')}]` : `map[${Object.entries(v).map(([k, x]) => `${k}:${JSON.stringify(x)}`).join(' ')}]`
+    if (typeof v === 'object')
+      return Array.isArray(v)
+        ? `[${v.join(' ')}]`
+        : `map[${Object.entries(v)
+            .map(([k, x]) => `${k}:${JSON.stringify(x)}`)
+            .join(' ')}]`
     return String(v)
   })
 }
@@ -132,7 +141,10 @@ function takeFlag(args, names, hasValue) {
 
 function pull(image) {
   const [repo, tag = 'latest'] = image.split(/:(?=[^/]+$)/)
-  if (fs.existsSync(path.join(STATE, 'registry_down'))) die(`Error response from daemon: Get "https://${repo.split('/')[0]}/v2/": dial tcp: lookup ${repo.split('/')[0]}: no such host`)
+  if (fs.existsSync(path.join(STATE, 'registry_down')))
+    die(
+      `Error response from daemon: Get "https://${repo.split('/')[0]}/v2/": dial tcp: lookup ${repo.split('/')[0]}: no such host`,
+    )
   out(`${tag}: Pulling from ${repo}`)
   const layers = [0, 1, 2].map(() => crypto.randomBytes(6).toString('hex'))
   for (const l of layers) out(`${l}: Pulling fs layer`)
@@ -163,10 +175,16 @@ switch (cmd) {
     if (quiet) for (const c of list) out(c.Id.slice(0, 12))
     else if (fmt) for (const c of list) out(render(fmt, psView(c)))
     else {
-      out('CONTAINER ID   IMAGE' + ' '.repeat(30) + 'COMMAND                  CREATED          STATUS                 PORTS     NAMES')
+      out(
+        'CONTAINER ID   IMAGE' +
+          ' '.repeat(30) +
+          'COMMAND                  CREATED          STATUS                 PORTS     NAMES',
+      )
       for (const c of list) {
         const v = psView(c)
-        out(`${v.ID}   ${v.Image.padEnd(34)} ${v.Command.padEnd(24)} ${v.RunningFor.padEnd(16)} ${v.Status.padEnd(22)} ${v.Ports.padEnd(9)} ${v.Names}`)
+        out(
+          `${v.ID}   ${v.Image.padEnd(34)} ${v.Command.padEnd(24)} ${v.RunningFor.padEnd(16)} ${v.Status.padEnd(22)} ${v.Ports.padEnd(9)} ${v.Names}`,
+        )
       }
     }
     break
@@ -221,7 +239,9 @@ switch (cmd) {
       const c = load(n)
       if (!c) die(`Error response from daemon: No such container: ${n}`)
       if (c.State.Running && !force)
-        die(`Error response from daemon: cannot remove container "/${n}": container is running: stop the container before removing or force remove`)
+        die(
+          `Error response from daemon: cannot remove container "/${n}": container is running: stop the container before removing or force remove`,
+        )
       if (c.State.Running) setRunning(c, false, 137)
       fs.rmSync(cfile(c.Name.slice(1)))
       event(c.Name.slice(1), 'removed')
@@ -231,9 +251,40 @@ switch (cmd) {
   }
   case 'run': {
     // Flags before the image; everything after it is the command.
-    const flags = { env: [], ports: {}, binds: [], labels: {}, detach: false, name: null, restart: 'no', gpus: null, rm: false }
+    const flags = {
+      env: [],
+      ports: {},
+      binds: [],
+      labels: {},
+      detach: false,
+      name: null,
+      restart: 'no',
+      gpus: null,
+      rm: false,
+    }
     let i = 0
-    const withValue = new Set(['--name', '-e', '--env', '-p', '--publish', '-v', '--volume', '--restart', '--gpus', '--label', '-l', '--shm-size', '--ipc', '--network', '--net', '--entrypoint', '-w', '--ulimit', '--device', '--env-file'])
+    const withValue = new Set([
+      '--name',
+      '-e',
+      '--env',
+      '-p',
+      '--publish',
+      '-v',
+      '--volume',
+      '--restart',
+      '--gpus',
+      '--label',
+      '-l',
+      '--shm-size',
+      '--ipc',
+      '--network',
+      '--net',
+      '--entrypoint',
+      '-w',
+      '--ulimit',
+      '--device',
+      '--env-file',
+    ])
     for (; i < args.length; i++) {
       let a = args[i]
       if (!a.startsWith('-')) break
@@ -265,7 +316,10 @@ switch (cmd) {
     const name = flags.name ?? `sim_${crypto.randomBytes(3).toString('hex')}`
     const existing = load(name)
     if (existing)
-      die(`docker: Error response from daemon: Conflict. The container name "/${name}" is already in use by container "${existing.Id}". You have to remove (or rename) that container to be able to reuse that name.`, 125)
+      die(
+        `docker: Error response from daemon: Conflict. The container name "/${name}" is already in use by container "${existing.Id}". You have to remove (or rename) that container to be able to reuse that name.`,
+        125,
+      )
     if (!images().includes(image)) {
       process.stderr.write(`Unable to find image '${image}' locally\n`)
       pull(image)
@@ -277,11 +331,28 @@ switch (cmd) {
       Created: nowIso(),
       Path: command[0] ?? '/bin/sh',
       Args: command.slice(1),
-      State: { Status: 'created', Running: false, Paused: false, Restarting: false, OOMKilled: false, Dead: false, Pid: 0, ExitCode: 0, Error: '', StartedAt: '0001-01-01T00:00:00Z', FinishedAt: '0001-01-01T00:00:00Z' },
+      State: {
+        Status: 'created',
+        Running: false,
+        Paused: false,
+        Restarting: false,
+        OOMKilled: false,
+        Dead: false,
+        Pid: 0,
+        ExitCode: 0,
+        Error: '',
+        StartedAt: '0001-01-01T00:00:00Z',
+        FinishedAt: '0001-01-01T00:00:00Z',
+      },
       Image: `sha256:${crypto.createHash('sha256').update(image).digest('hex')}`,
       Name: `/${name}`,
       RestartCount: 0,
-      HostConfig: { Binds: flags.binds, PortBindings: flags.ports, RestartPolicy: { Name: flags.restart, MaximumRetryCount: 0 }, DeviceRequests: gpuUser ? [{ Driver: '', Count: -1, Capabilities: [['gpu']] }] : null },
+      HostConfig: {
+        Binds: flags.binds,
+        PortBindings: flags.ports,
+        RestartPolicy: { Name: flags.restart, MaximumRetryCount: 0 },
+        DeviceRequests: gpuUser ? [{ Driver: '', Count: -1, Capabilities: [['gpu']] }] : null,
+      },
       Config: { Hostname: id.slice(0, 12), Image: image, Env: flags.env, Cmd: command, Labels: flags.labels },
       GpuMiB: gpuUser ? Number(process.env.SIM_CONTAINER_GPU_MIB ?? 6144) : 0,
       GpuProcess: command[0] === 'vllm' ? 'VLLM::EngineCore' : 'python3',
@@ -312,7 +383,11 @@ switch (cmd) {
     env.SIM_ROOTFS = root
     env.PATH = `${process.env.SIM_SHIMS}/container:${env.PATH}`
     const r = spawnSync(args[0], args.slice(1), { cwd: root, env, stdio: 'inherit' })
-    if (r.error) die(`OCI runtime exec failed: exec failed: unable to start container process: exec: "${args[0]}": executable file not found in $PATH: unknown`, 127)
+    if (r.error)
+      die(
+        `OCI runtime exec failed: exec failed: unable to start container process: exec: "${args[0]}": executable file not found in $PATH: unknown`,
+        127,
+      )
     process.exit(r.status ?? 1)
   }
   case 'cp': {
@@ -336,7 +411,10 @@ switch (cmd) {
     if (!load(name)) die(`Error response from daemon: No such container: ${name}`)
     let lines = []
     try {
-      lines = fs.readFileSync(path.join(DIR, 'logs', `${name}.log`), 'utf8').split('\n').filter(Boolean)
+      lines = fs
+        .readFileSync(path.join(DIR, 'logs', `${name}.log`), 'utf8')
+        .split('\n')
+        .filter(Boolean)
     } catch {}
     if (tail && tail !== 'all') lines = lines.slice(-Number(tail))
     for (const l of lines) out(l)
@@ -352,7 +430,10 @@ switch (cmd) {
     takeFlag(args, ['-p', '--password'], true)
     const pw = stdinPw ? fs.readFileSync(0, 'utf8').trim() : ''
     if (!user || (stdinPw && pw === '')) die('Error: Cannot perform an interactive login from a non TTY device')
-    if (pw === 'wrong') die(`Error response from daemon: Get "https://${args[0] ?? 'registry'}/v2/": unauthorized: incorrect username or password`)
+    if (pw === 'wrong')
+      die(
+        `Error response from daemon: Get "https://${args[0] ?? 'registry'}/v2/": unauthorized: incorrect username or password`,
+      )
     if (!stdinPw) process.stderr.write('WARNING! Using --password via the CLI is insecure. Use --password-stdin.\n')
     out('Login Succeeded')
     break
@@ -361,7 +442,9 @@ switch (cmd) {
     out('REPOSITORY                         TAG       IMAGE ID       CREATED       SIZE')
     for (const im of images()) {
       const [r, t = 'latest'] = im.split(/:(?=[^/]+$)/)
-      out(`${r.padEnd(34)} ${t.padEnd(9)} ${crypto.createHash('sha256').update(im).digest('hex').slice(0, 12)}   2 days ago    18.2GB`)
+      out(
+        `${r.padEnd(34)} ${t.padEnd(9)} ${crypto.createHash('sha256').update(im).digest('hex').slice(0, 12)}   2 days ago    18.2GB`,
+      )
     }
     break
   case 'build':

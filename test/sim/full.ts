@@ -1,0 +1,79 @@
+import { startSimCluster, type ContainerEvent, type SimCluster, type SimClusterOptions } from './cluster'
+import { startFakeAsr, startFakeLlm, startFakeTts, type FakeAsr, type FakeLlm, type FakeTts } from './http'
+
+/**
+ * The whole simulated cluster: two SSH nodes plus the llm, asr and tts HTTP fakes, wired so the
+ * fakes follow their containers (a stopped container refuses connections; `launch-cluster.sh exec
+ * vllm serve <model>` changes the llm's model).
+ */
+export interface FullSim {
+  cluster: SimCluster
+  llm: FakeLlm
+  asr: FakeAsr
+  tts: FakeTts
+  /** Environment for a Tandem daemon pointed at all of it. */
+  env(): Record<string, string>
+  close(): Promise<void>
+}
+
+export const SIM_CONTAINERS = { llm: 'vllm_node', asr: 'asr', tts: 'tts' } as const
+
+export async function startFullSim(
+  opts: Omit<SimClusterOptions, 'containers' | 'onContainerEvent'> & { llmModel?: string; llmRunning?: boolean } = {},
+): Promise<FullSim> {
+  const llm = await startFakeLlm({ model: opts.llmModel ?? 'Qwen/Qwen3-8B' })
+  const asr = await startFakeAsr()
+  const tts = await startFakeTts()
+  const byContainer: Record<string, { node: string; fake: FakeLlm | FakeAsr | FakeTts }> = {
+    [SIM_CONTAINERS.llm]: { node: 'node1', fake: llm },
+    [SIM_CONTAINERS.asr]: { node: 'node2', fake: asr },
+    [SIM_CONTAINERS.tts]: { node: 'node2', fake: tts },
+  }
+  const pending: Promise<void>[] = []
+  const follow = (e: ContainerEvent): void => {
+    const bound = byContainer[e.name]
+    if (!bound || bound.node !== e.node) return
+    if (e.state === 'running') pending.push(bound.fake.setFault('none'))
+    else if (e.state === 'exited' || e.state === 'removed') pending.push(bound.fake.setFault('refused'))
+    else if (e.state === 'serve' && e.model && bound.fake === llm) llm.setModel(e.model)
+  }
+  const cluster = await startSimCluster({
+    ...opts,
+    llmPort: llm.port,
+    onContainerEvent: follow,
+    containers: {
+      node1: [
+        {
+          name: SIM_CONTAINERS.llm,
+          image: 'vllm-node',
+          command: ['vllm', 'serve', opts.llmModel ?? 'Qwen/Qwen3-8B', '--port', String(llm.port)],
+          running: opts.llmRunning ?? true,
+        },
+      ],
+      node2: [
+        { name: SIM_CONTAINERS.asr, image: 'nvcr.io/nim/nvidia/parakeet-tdt-0.6b-v2:1.0.0', ports: [[asr.port, 9000]] },
+        { name: SIM_CONTAINERS.tts, image: 'ghcr.io/sim/magpie-tts:latest', ports: [[tts.port, 9000]] },
+      ],
+    },
+  })
+  await Promise.all(pending)
+  return {
+    cluster,
+    llm,
+    asr,
+    tts,
+    env: () => ({
+      ...cluster.daemonEnv(),
+      LLM_PORT: String(llm.port),
+      ASR_PORT: String(asr.port),
+      TTS_PORT: String(tts.port),
+      LLM_CONTAINER: SIM_CONTAINERS.llm,
+      ASR_CONTAINER: SIM_CONTAINERS.asr,
+      TTS_CONTAINER: SIM_CONTAINERS.tts,
+    }),
+    close: async () => {
+      await cluster.close()
+      await Promise.all([llm.close(), asr.close(), tts.close()])
+    },
+  }
+}
