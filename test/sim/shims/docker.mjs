@@ -354,7 +354,7 @@ switch (cmd) {
         DeviceRequests: gpuUser ? [{ Driver: '', Count: -1, Capabilities: [['gpu']] }] : null,
       },
       Config: { Hostname: id.slice(0, 12), Image: image, Env: flags.env, Cmd: command, Labels: flags.labels },
-      GpuMiB: gpuUser ? Number(process.env.SIM_CONTAINER_GPU_MIB ?? 6144) : 0,
+      GpuMiB: gpuUser ? Number(process.env.SIM_CONTAINER_GPU_MIB ?? (/vllm/.test(image) ? 98304 : 6144)) : 0,
       GpuProcess: command[0] === 'vllm' ? 'VLLM::EngineCore' : 'python3',
     }
     save(c)

@@ -1,0 +1,106 @@
+/**
+ * `npm run demo`: the simulated two-node cluster (SSH nodes plus llm, asr and tts fakes) and the
+ * BUILT headless daemon configured for it. Prints the dashboard URL and the admin token; Ctrl-C
+ * stops both. Data lives in .tandem-data/demo so the token and history survive restarts.
+ *
+ *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR
+ */
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ensureServiceKey } from '../../src-main/ssh/keys'
+import { startFullSim } from './full'
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+const entry = path.join(repo, 'out', 'main', 'index.js')
+if (!fs.existsSync(entry)) {
+  console.error(`${entry} is missing: run \`npm run build\` first (npm run demo does both).`)
+  process.exit(1)
+}
+const dataDir = path.resolve(process.env.DEMO_DATA_DIR ?? path.join(repo, '.tandem-data', 'demo'))
+const port = Number(process.env.DEMO_PORT ?? 9999)
+const bind = process.env.DEMO_BIND ?? '127.0.0.1'
+fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+
+// The daemon's SSH key is made before it starts (it reuses it), so the nodes can trust it.
+const key = ensureServiceKey(path.join(dataDir, 'ssh'))
+// A sim restarted on new ephemeral ports presents new host keys: forget the old demo ones.
+fs.rmSync(path.join(dataDir, 'known_hosts.json'), { force: true })
+
+const sim = await startFullSim({ authorizedKeys: [key.publicKey], launcherBehind: 2 })
+const { node1, node2 } = sim.cluster
+console.log(`sim: node1 ssh 127.0.0.1:${node1.port} (${node1.opts.hostname}), node2 ssh 127.0.0.1:${node2.port} (${node2.opts.hostname})`)
+console.log(`sim: llm http://127.0.0.1:${sim.llm.port}  asr http://127.0.0.1:${sim.asr.port}  tts http://127.0.0.1:${sim.tts.port}`)
+
+// Gentle CPU load drift so the cluster view has something to show.
+const drift = setInterval(() => {
+  for (const n of sim.cluster.nodes) {
+    const l1 = (0.3 + Math.random() * 2.5).toFixed(2)
+    fs.writeFileSync(path.join(n.state, 'load'), `${l1} ${(Number(l1) * 0.8).toFixed(2)} ${(Number(l1) * 0.6).toFixed(2)}`)
+  }
+}, 8000)
+
+const daemon = spawn(process.execPath, [entry, '--headless'], {
+  cwd: repo,
+  stdio: ['ignore', 'inherit', 'inherit'],
+  env: {
+    ...process.env,
+    ...sim.env(),
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    BIND: bind,
+    // Wake-on-LAN in the demo never leaves this machine.
+    WOL_BROADCAST: '127.0.0.1',
+  },
+})
+
+let stopping = false
+async function stop(code: number): Promise<void> {
+  if (stopping) return
+  stopping = true
+  clearInterval(drift)
+  if (daemon.exitCode === null) {
+    daemon.kill('SIGTERM')
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        daemon.kill('SIGKILL')
+        resolve()
+      }, 5000)
+      daemon.once('exit', () => {
+        clearTimeout(t)
+        resolve()
+      })
+    })
+  }
+  await sim.close()
+  process.exit(code)
+}
+process.on('SIGINT', () => void stop(0))
+process.on('SIGTERM', () => void stop(0))
+daemon.on('exit', (code) => {
+  if (!stopping) {
+    console.error(`daemon exited (${code}); stopping the sim`)
+    void stop(code ?? 1)
+  }
+})
+
+const url = `http://${bind === '0.0.0.0' ? '127.0.0.1' : bind}:${port}`
+for (let i = 0; i < 100; i++) {
+  try {
+    const res = await fetch(`${url}/api/health`)
+    if (res.ok) break
+  } catch {
+    // not up yet
+  }
+  await new Promise((r) => setTimeout(r, 200))
+}
+const tokenFile = path.join(dataDir, 'admin-token')
+const token = process.env.ADMIN_TOKEN ?? (fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, 'utf8').trim() : '(see the daemon log)')
+console.log('')
+console.log(`  Tandem demo is running.`)
+console.log(`  Dashboard:   ${url}/`)
+console.log(`  Admin token: ${token}`)
+console.log(`  Data:        ${dataDir}`)
+console.log('  Ctrl-C stops the daemon and the simulated cluster.')
+console.log('')
