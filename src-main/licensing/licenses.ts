@@ -72,6 +72,8 @@ interface MachineRow {
 }
 
 const DAY_MS = 86_400_000
+/** Validate refreshes a machine's last-seen time at most this often (the heartbeat endpoint always does). */
+const HEARTBEAT_WRITE_MS = 60_000
 const ZERO_HASH = Buffer.alloc(32)
 
 const VIEW_SELECT = `
@@ -370,6 +372,9 @@ export class Licenses {
     meta: { hostname?: string | null; platform?: string | null; ip?: string | null },
   ): { ok: true; machineId: string; created: boolean } | { ok: false; reason: 'fingerprint_mismatch' | 'too_many_machines' } {
     const now = this.clock.now()
+    // A machine that checked in within the last minute needs no write: validate stays read-only for it.
+    const seen = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
+    if (seen && now - seen.last_heartbeat_at < HEARTBEAT_WRITE_MS) return { ok: true, machineId: seen.id, created: false }
     return immediate(this.db, () => {
       const existing = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
       const current = this.row(r.id)!

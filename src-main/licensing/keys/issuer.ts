@@ -22,6 +22,8 @@ export type VerifiedKey =
 
 export const PRIVATE_KEY_FILE = 'issuer-ed25519.pem'
 export const PUBLIC_KEY_FILE = 'issuer-ed25519.pub.pem'
+/** Verified keys remembered (about 300 bytes each). */
+const VERIFIED_CACHE_SIZE = 100_000
 
 export function verifyKey(keyText: string, publicKey: KeyObject): VerifiedKey {
   let parts: { payloadBytes: Buffer; signature: Buffer }
@@ -53,6 +55,7 @@ export function parseEd25519PrivateKey(pem: string): KeyObject {
 
 export class Issuer {
   private privateKey: KeyObject
+  private readonly verified = new Map<string, VerifiedKey & { ok: true }>()
   private publicKey: KeyObject
   private pem: string
 
@@ -104,8 +107,24 @@ export class Issuer {
     return joinKey(bytes, crypto.sign(null, bytes, this.privateKey))
   }
 
+  /**
+   * Verifies against the current issuer key. Keys that verified are remembered (bounded, least
+   * recently used out): a key text always verifies the same way under the same public key, and apps
+   * validate the same key again and again. Failures are never cached, so garbage cannot fill it.
+   */
   verify(keyText: string): VerifiedKey {
-    return verifyKey(keyText, this.publicKey)
+    const hit = this.verified.get(keyText)
+    if (hit) {
+      this.verified.delete(keyText)
+      this.verified.set(keyText, hit)
+      return hit
+    }
+    const res = verifyKey(keyText, this.publicKey)
+    if (res.ok) {
+      this.verified.set(keyText, res)
+      if (this.verified.size > VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value as string)
+    }
+    return res
   }
 
   /** Replaces the issuer key with an imported one; the previous private key is kept as a dated .bak file. */
@@ -119,6 +138,7 @@ export class Issuer {
     this.privateKey = key
     this.publicKey = crypto.createPublicKey(key)
     this.pem = this.publicKey.export({ format: 'pem', type: 'spki' }).toString()
+    this.verified.clear()
     this.writePrivate()
     this.writePublic()
   }

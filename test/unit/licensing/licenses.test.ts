@@ -125,6 +125,23 @@ describe('machines', () => {
     expect(() => f.licenses.deactivateMachine(victim.id, 'again')).toThrow(/already inactive/)
   })
 
+  it('validate refreshes a seat at most once a minute; the heartbeat endpoint always does', () => {
+    const { f, issue, validate } = setup({ max_machines: 2 })
+    const { key } = issue()
+    const first = validate(key, { fingerprint: 'fp' })
+    const seen = () => f.licenses.machines({ limit: 5 }).find((m) => m.id === first.machine_id)!.last_heartbeat_at
+    const t0 = seen()
+    f.clock.advance(30_000)
+    expect(validate(key, { fingerprint: 'fp' })).toMatchObject({ ok: true, machine_id: first.machine_id })
+    expect(seen()).toBe(t0)
+    f.clock.advance(30_000)
+    validate(key, { fingerprint: 'fp' })
+    expect(seen()).toBe(t0 + 60_000)
+    f.clock.advance(1_000)
+    f.licenses.heartbeat({ key, fingerprint: 'fp' })
+    expect(seen()).toBe(t0 + 61_000)
+  })
+
   it('max_machines 0 is unlimited', () => {
     const { f, issue } = setup({ max_machines: 0 })
     const { key } = issue()

@@ -1,0 +1,191 @@
+// Licensing bench (issue 5): with 10,000 licenses in the database, POST /v1/validate requests per
+// second and p50/p99 latency at 16 concurrent clients over real HTTP on loopback. The daemon runs
+// in a child process so the load generator does not share its event loop. Two runs: a plain
+// validate (signature + database lookup), and one with a fingerprint (a seat heartbeat write each).
+// Target: ≥ 3,000 requests per second and p99 < 10 ms. Run: npx tsx test/bench/licensing.mts
+import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const SELF = fileURLToPath(import.meta.url)
+const ROOT = path.resolve(path.dirname(SELF), '../..')
+const LICENSES = 10_000
+const CLIENTS = 16
+const WARMUP_MS = 1_500
+const MEASURE_MS = 6_000
+const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
+
+if (role === 'tandem') await runTandem()
+else await main()
+
+/** Child: the real daemon (core + HTTP server) on the prepared DATA_DIR. */
+async function runTandem(): Promise<void> {
+  const { startDaemon } = await import('../../src-main/headless')
+  const d = await startDaemon()
+  process.stdout.write(JSON.stringify({ url: d.http.url }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', () => void d.stop().then(() => process.exit(0)))
+}
+
+/** Fills DATA_DIR with one product and 10,000 licenses through the real services; returns their keys. */
+async function seed(dataDir: string): Promise<string[]> {
+  const { loadConfig } = await import('../../src-main/config/load')
+  const { createLogger, MemorySink } = await import('../../src-main/core/logger')
+  const { systemClock } = await import('../../src-main/core/clock')
+  const { JobRegistry } = await import('../../src-main/jobs/registry')
+  const { createLicensingServices } = await import('../../src-main/licensing/services')
+  const { ProductInput, PolicyInput } = await import('../../src-main/contract/licensing')
+  const logger = createLogger({ sink: new MemorySink() })
+  const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9' } })
+  const s = createLicensingServices({ config, clock: systemClock, logger, jobs: new JobRegistry(systemClock, logger.redactor) })
+  const p = s.catalog.createProduct(ProductInput.parse({ slug: 'bench', name: 'Bench', price_value: 10_000 }))
+  const pol = s.catalog.createPolicy(p.id, PolicyInput.parse({ slug: 'team', name: 'Team', max_machines: 0, entitlements: ['pro', 'sync'] }))
+  const product = s.catalog.productRow(p.id)!
+  const policy = s.catalog.policyRow(pol.id)!
+  const keys: string[] = []
+  s.db.transaction(() => {
+    for (let i = 0; i < LICENSES; i++) keys.push(s.licenses.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` }).key)
+  })()
+  s.close()
+  return keys
+}
+
+function child(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
+    const proc = spawn(process.execPath, [...prof, '--import', 'tsx', SELF, '--role=tandem'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    })
+    let out = ''
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += c.toString()
+      const nl = out.indexOf('\n')
+      if (nl !== -1) resolve({ proc, url: (JSON.parse(out.slice(0, nl)) as { url: string }).url })
+    })
+    proc.once('exit', (code) => reject(new Error(`daemon exited with ${code}`)))
+  })
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = http.createServer()
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => resolve(p))
+    })
+  })
+}
+
+function post(agent: http.Agent, url: URL, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { agent, host: url.hostname, port: url.port, path: '/v1/validate', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }))
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+type Figures = { rps: number; p50: number; p99: number; n: number; errors: number }
+
+/** `bodies` once each, spread over the clients: the first validation of every key (no warm-up). */
+async function onePass(base: string, bodies: string[]): Promise<Figures> {
+  const url = new URL(base)
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
+  const latencies: number[] = []
+  let errors = 0
+  let i = 0
+  const t0 = Date.now()
+  const worker = async (): Promise<void> => {
+    while (i < bodies.length) {
+      const body = bodies[i++]!
+      const s = process.hrtime.bigint()
+      const res = await post(agent, url, body)
+      latencies.push(Number(process.hrtime.bigint() - s) / 1e6)
+      if (res.status !== 200 || !res.text.startsWith('{"ok":true')) errors++
+    }
+  }
+  await Promise.all(Array.from({ length: CLIENTS }, worker))
+  agent.destroy()
+  return figures(latencies, (Date.now() - t0) / 1000, errors)
+}
+
+function figures(latencies: number[], seconds: number, errors: number): Figures {
+  latencies.sort((a, b) => a - b)
+  const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!
+  return { rps: latencies.length / seconds, p50: q(0.5), p99: q(0.99), n: latencies.length, errors }
+}
+
+async function load(base: string, bodies: string[]): Promise<Figures> {
+  const url = new URL(base)
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
+  const latencies: number[] = []
+  let errors = 0
+  let measuring = false
+  let stop = false
+  let i = 0
+  const worker = async (): Promise<void> => {
+    while (!stop) {
+      const body = bodies[i++ % bodies.length]!
+      const t0 = process.hrtime.bigint()
+      const res = await post(agent, url, body)
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6
+      if (res.status !== 200 || !res.text.startsWith('{"ok":true')) errors++
+      if (measuring) latencies.push(ms)
+    }
+  }
+  const workers = Array.from({ length: CLIENTS }, worker)
+  await new Promise((r) => setTimeout(r, WARMUP_MS))
+  measuring = true
+  const t0 = Date.now()
+  await new Promise((r) => setTimeout(r, MEASURE_MS))
+  measuring = false
+  const elapsed = (Date.now() - t0) / 1000
+  stop = true
+  await Promise.all(workers)
+  agent.destroy()
+  return figures(latencies, elapsed, errors)
+}
+
+async function main(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-lic-'))
+  try {
+    const t0 = Date.now()
+    const keys = await seed(dataDir)
+    console.log(`seeded ${keys.length} licenses in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+    const port = await freePort()
+    const { proc, url } = await child({ DATA_DIR: dataDir, PORT: String(port), BIND: '127.0.0.1', LICENSING_RATE_LIMIT: '0', RATE_SOURCES: 'http://127.0.0.1:9' })
+    try {
+      const plain = keys.map((key) => JSON.stringify({ key, product_slug: 'bench' }))
+      const withFp = keys.map((key, n) => JSON.stringify({ key, product_slug: 'bench', fingerprint: `machine-${n}` }))
+      const cold = await onePass(url, plain)
+      const rows: [string, Figures][] = [
+        ['validate, steady state', await load(url, plain)],
+        ['validate, first call per key (signature verified, nothing cached)', cold],
+        ['validate + fingerprint (seat taken on first call, then read-only)', await load(url, withFp)],
+      ]
+      console.log(`\nPOST /v1/validate, ${LICENSES} licenses, ${CLIENTS} concurrent clients, ${os.cpus().length} cores (load generator on the same machine), ${MEASURE_MS / 1000} s per steady run`)
+      console.log('| run | requests/s | p50 ms | p99 ms | requests | errors |')
+      console.log('|---|---:|---:|---:|---:|---:|')
+      for (const [name, r] of rows)
+        console.log(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.n} | ${r.errors} |`)
+      const main = rows[0]![1]
+      console.log(`\ntarget ≥ 3000 rps and p99 < 10 ms: ${main.rps >= 3000 && main.p99 < 10 ? 'met' : 'NOT met'}`)
+    } finally {
+      proc.stdin!.end()
+      await new Promise((r) => proc.once('exit', r))
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+}
