@@ -7,6 +7,7 @@ body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-seri
 main { max-width: 760px; margin: 0 auto; padding: 32px 20px 64px; }
 h1 { font-size: 1.8rem; margin: 0 0 8px; }
 p.lead { color: var(--muted); margin-top: 0; }
+fieldset { border: 0; padding: 0; margin: 0; min-width: 0; }
 .tiers { display: grid; gap: 12px; grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); margin: 24px 0; }
 .tier { display: block; background: var(--card); border: 1px solid var(--border); border-radius: 10px; padding: 16px; cursor: pointer; }
 .tier:has(input:checked) { border-color: var(--accent); box-shadow: 0 0 0 2px var(--accent) inset; }
@@ -21,7 +22,7 @@ button, a.button { display: inline-block; margin-top: 16px; padding: 10px 18px; 
 button:focus-visible, a:focus-visible, input:focus-visible, textarea:focus-visible { outline: 2px solid var(--accent); outline-offset: 2px; }
 .error { color: var(--bad); border: 1px solid var(--bad); border-radius: 8px; padding: 10px 12px; }
 .card { background: var(--card); border: 1px solid var(--border); border-radius: 10px; padding: 16px; margin: 16px 0; }
-.key { font-family: ui-monospace, monospace; word-break: break-all; background: var(--bg); border: 1px solid var(--border); border-radius: 8px; padding: 12px; }
+.key { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-all; background: var(--bg); border: 1px solid var(--border); border-radius: 8px; padding: 12px; }
 .muted { color: var(--muted); }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
 dt { color: var(--muted); }
