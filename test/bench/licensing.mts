@@ -3,12 +3,12 @@
 // in a child process so the load generator does not share its event loop. Two runs: a plain
 // validate (signature + database lookup), and one with a fingerprint (a seat heartbeat write each).
 // Target: ≥ 3,000 requests per second and p99 < 10 ms. Run: npx tsx test/bench/licensing.mts
-import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort, spawnChild } from './lib/child'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
@@ -51,34 +51,6 @@ async function seed(dataDir: string): Promise<string[]> {
   })()
   s.close()
   return keys
-}
-
-function child(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; url: string }> {
-  return new Promise((resolve, reject) => {
-    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
-    const proc = spawn(process.execPath, [...prof, '--import', 'tsx', SELF, '--role=tandem'], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    })
-    let out = ''
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString()
-      const nl = out.indexOf('\n')
-      if (nl !== -1) resolve({ proc, url: (JSON.parse(out.slice(0, nl)) as { url: string }).url })
-    })
-    proc.once('exit', (code) => reject(new Error(`daemon exited with ${code}`)))
-  })
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = http.createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
 }
 
 function post(agent: http.Agent, url: URL, body: string): Promise<{ status: number; text: string }> {
@@ -164,7 +136,8 @@ async function main(): Promise<void> {
     const keys = await seed(dataDir)
     console.log(`seeded ${keys.length} licenses in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
     const port = await freePort()
-    const { proc, url } = await child({ DATA_DIR: dataDir, PORT: String(port), BIND: '127.0.0.1', LICENSING_RATE_LIMIT: '0', RATE_SOURCES: 'http://127.0.0.1:9' })
+    const { proc, info } = await spawnChild(SELF, ['--role=tandem'], { cwd: ROOT, env: { DATA_DIR: dataDir, PORT: String(port), BIND: '127.0.0.1', LICENSING_RATE_LIMIT: '0', RATE_SOURCES: 'http://127.0.0.1:9' } })
+    const url = info.url as string
     try {
       const plain = keys.map((key) => JSON.stringify({ key, product_slug: 'bench' }))
       const withFp = keys.map((key, n) => JSON.stringify({ key, product_slug: 'bench', fingerprint: `machine-${n}` }))
