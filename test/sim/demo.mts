@@ -4,10 +4,14 @@
  * stops both. Data lives in .tandem-data/demo so the token and history survive restarts.
  *
  *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR
+ *
+ * Faults can be switched from the terminal: `down node2`, `up node2`, `hang node1`, `slow node1 800`,
+ * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `help`.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { startFullSim } from './full'
@@ -104,3 +108,36 @@ console.log(`  Admin token: ${token}`)
 console.log(`  Data:        ${dataDir}`)
 console.log('  Ctrl-C stops the daemon and the simulated cluster.')
 console.log('')
+
+const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
+const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
+const HELP = 'commands: down|up|hang <node>, slow <node> <ms>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>'
+readline.createInterface({ input: process.stdin }).on('line', (raw) => {
+  const [cmd, a, b] = raw.trim().split(/\s+/)
+  const node = a === 'node1' ? node1 : a === 'node2' ? node2 : null
+  const run = async (): Promise<string> => {
+    if ((cmd === 'down' || cmd === 'up' || cmd === 'hang') && node) {
+      await node[cmd]()
+      return `${a} ${cmd}`
+    }
+    if (cmd === 'slow' && node) {
+      node.setSlow(Number(b ?? 0))
+      return `${a} slow ${b} ms`
+    }
+    if ((cmd === 'stop' || cmd === 'start' || cmd === 'restart') && a && a in containers) {
+      const [n, c] = containers[a as keyof typeof containers]
+      const r = sim.cluster[n].runLocal(`docker ${cmd} ${c}`)
+      return r.code === 0 ? `docker ${cmd} ${c}: done` : r.stderr.trim()
+    }
+    if (cmd === 'fault' && a && a in fakes && b) {
+      await fakes[a as keyof typeof fakes].setFault(b as 'none')
+      return `${a} fault ${b}`
+    }
+    return HELP
+  }
+  run().then(
+    (msg) => console.log(`sim: ${msg}`),
+    (err: Error) => console.log(`sim: ${err.message}`),
+  )
+})
+console.log(`  (type "help" for simulated faults)`)
