@@ -1,6 +1,7 @@
 import { defineConfig } from '@playwright/test'
 
 const PORT = Number(process.env.E2E_PORT ?? 19_998)
+export const E2E_TOKEN = 'e2e-admin-token-0123456789'
 
 // Debian's Chromium, never a downloaded browser; flags keep it off the network (STACK.md).
 export default defineConfig({
@@ -26,10 +27,16 @@ export default defineConfig({
       ],
     },
   },
+  // The browser suite drives the demo itself: simulated cluster + built headless daemon.
   webServer: {
-    command: `tsx test/e2e/serve.mts`,
+    command: `rm -rf test-results/e2e-data && tsx test/sim/demo.mts`,
     url: `http://127.0.0.1:${PORT}/api/health`,
-    env: { E2E_PORT: String(PORT) },
+    env: {
+      DEMO_PORT: String(PORT),
+      DEMO_DATA_DIR: 'test-results/e2e-data',
+      ADMIN_TOKEN: E2E_TOKEN,
+      CHAT_UI_URL: 'http://127.0.0.1:1/chat',
+    },
     reuseExistingServer: false,
     timeout: 60_000,
     stdout: 'pipe',

@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test'
 
-const TOKEN = 'e2e-admin-token-0123456789'
+import { E2E_TOKEN as TOKEN } from '../../playwright.config'
 
 test('login, navigate every view, and save a setting', async ({ page }) => {
   await page.goto('/')
@@ -22,12 +22,14 @@ test('login, navigate every view, and save a setting', async ({ page }) => {
   }
 
   await page.getByTestId('nav-settings').click()
-  const row = page.getByTestId('setting-LLM_PORT')
+  const row = page.getByTestId('setting-SCRUB_TERMS')
   await expect(row.getByText('default')).toBeVisible()
-  await row.locator('input').fill('8001')
+  // Values fixed by the environment are shown but cannot be edited here.
+  await expect(page.getByTestId('setting-LLM_PORT').locator('input')).toBeDisabled()
+  await row.locator('input').fill('Project Falcon')
   await page.getByTestId('settings-save').click()
   await expect(page.getByTestId('settings-notice')).toContainText('Restart Tandem')
-  await expect(row.getByTestId('pending')).toHaveAttribute('title', 'Saved: 8001')
+  await expect(row.getByTestId('pending')).toHaveAttribute('title', 'Saved: Project Falcon')
   await page.screenshot({ path: 'test-results/screenshots/settings.png', fullPage: true })
 
   // Secrets never reach the page.
