@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { LoopbackServer, postRaw, type FakeReply, type RecordedRequest } from './loopback'
+import { LoopbackFake, postRaw, type FakeReply, type RecordedRequest } from './loopback'
 
 export type FakeBtcpayStatus = 'New' | 'Processing' | 'Settled' | 'Expired' | 'Invalid'
 
@@ -19,38 +19,20 @@ export interface FakeBtcpayInvoice {
  * invoices and read the store, with `Authorization: token <key>`. It records every request and
  * can deliver signed (or forged) webhooks.
  */
-export class FakeBtcpay {
+export class FakeBtcpay extends LoopbackFake {
   readonly apiKey: string
   readonly storeId: string
   readonly webhookSecret: string
   readonly invoices = new Map<string, FakeBtcpayInvoice>()
   /** Where `pay()` delivers its webhooks; set it to Tandem's /v1/btcpay/webhook. */
   webhookUrl: string | null = null
-  private readonly server: LoopbackServer
   private seq = 0
 
   constructor(opts: { apiKey?: string; storeId?: string; webhookSecret?: string } = {}) {
+    super()
     this.apiKey = opts.apiKey ?? `btcpay-key-${randomBytes(8).toString('hex')}`
     this.storeId = opts.storeId ?? 'StoreFake1'
     this.webhookSecret = opts.webhookSecret ?? `whsec-${randomBytes(8).toString('hex')}`
-    this.server = new LoopbackServer((req, url) => this.handle(req, url))
-  }
-
-  get url(): string {
-    return this.server.url
-  }
-
-  get requests(): readonly RecordedRequest[] {
-    return this.server.requests
-  }
-
-  async start(): Promise<this> {
-    await this.server.start()
-    return this
-  }
-
-  stop(): Promise<void> {
-    return this.server.stop()
   }
 
   setStatus(id: string, status: FakeBtcpayStatus): void {
@@ -86,7 +68,10 @@ export class FakeBtcpay {
   }
 
   /** Posts an arbitrary raw body, signed with the real secret unless told otherwise. */
-  async deliverRaw(body: string, opts: { signature?: string | null; url?: string } = {}): Promise<{ status: number; text: string }> {
+  async deliverRaw(
+    body: string,
+    opts: { signature?: string | null; url?: string } = {},
+  ): Promise<{ status: number; text: string }> {
     const url = opts.url ?? this.webhookUrl
     if (!url) throw new Error('FakeBtcpay.webhookUrl is not set')
     const sig = opts.signature === undefined ? this.sign(body) : opts.signature
@@ -97,7 +82,7 @@ export class FakeBtcpay {
     return `sha256=${createHmac('sha256', this.webhookSecret).update(body).digest('hex')}`
   }
 
-  private handle(req: RecordedRequest, url: URL): FakeReply {
+  protected handle(req: RecordedRequest, url: URL): FakeReply {
     const checkout = url.pathname.match(/^\/i\/([A-Za-z0-9]+)$/)
     if (checkout && req.method === 'GET') {
       const inv = this.invoices.get(checkout[1]!)

@@ -63,6 +63,30 @@ export class LoopbackServer {
   }
 }
 
+/** Base of the provider fakes: one loopback server whose requests are recorded. */
+export abstract class LoopbackFake {
+  private readonly server = new LoopbackServer((req, url) => this.handle(req, url))
+
+  protected abstract handle(req: RecordedRequest, url: URL): FakeReply | Promise<FakeReply>
+
+  get url(): string {
+    return this.server.url
+  }
+
+  get requests(): readonly RecordedRequest[] {
+    return this.server.requests
+  }
+
+  async start(): Promise<this> {
+    await this.server.start()
+    return this
+  }
+
+  stop(): Promise<void> {
+    return this.server.stop()
+  }
+}
+
 function send(res: http.ServerResponse, reply: FakeReply): void {
   const isText = typeof reply.body === 'string'
   const body = reply.body === undefined ? '' : isText ? (reply.body as string) : JSON.stringify(reply.body)

@@ -69,7 +69,10 @@ export class FakeRateSources {
       return { status: 404, body: { errors: [{ id: 'not_found' }] } }
     }
     const r = this.coinbase.rates
-    return { status: 200, body: { data: { currency: 'BTC', rates: { USD: String(r.USD), EUR: String(r.EUR), BTC: '1.0' } } } }
+    return {
+      status: 200,
+      body: { data: { currency: 'BTC', rates: { USD: String(r.USD), EUR: String(r.EUR), BTC: '1.0' } } },
+    }
   }
 
   private coingeckoReply(_req: RecordedRequest, url: URL): FakeReply {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { LoopbackServer, postRaw, type FakeReply, type RecordedRequest } from './loopback'
+import { LoopbackFake, postRaw, type FakeReply, type RecordedRequest } from './loopback'
 
 export type FakeZapriteStatus = 'PENDING' | 'PROCESSING' | 'PAID' | 'COMPLETE' | 'OVERPAID' | 'UNDERPAID'
 
@@ -19,33 +19,15 @@ export interface FakeZapriteOrder {
  * A loopback Zaprite: create, fetch and list orders with `Authorization: Bearer <key>`. Like the
  * real one it signs nothing; `sendWebhook` posts whatever body a test wants.
  */
-export class FakeZaprite {
+export class FakeZaprite extends LoopbackFake {
   readonly apiKey: string
   readonly orders = new Map<string, FakeZapriteOrder>()
   webhookUrl: string | null = null
-  private readonly server: LoopbackServer
   private seq = 0
 
   constructor(opts: { apiKey?: string } = {}) {
+    super()
     this.apiKey = opts.apiKey ?? `zap-key-${randomBytes(8).toString('hex')}`
-    this.server = new LoopbackServer((req, url) => this.handle(req, url))
-  }
-
-  get url(): string {
-    return this.server.url
-  }
-
-  get requests(): readonly RecordedRequest[] {
-    return this.server.requests
-  }
-
-  async start(): Promise<this> {
-    await this.server.start()
-    return this
-  }
-
-  stop(): Promise<void> {
-    return this.server.stop()
   }
 
   setStatus(id: string, status: FakeZapriteStatus): void {
@@ -71,11 +53,13 @@ export class FakeZaprite {
     return postRaw(target, body)
   }
 
-  private handle(req: RecordedRequest, url: URL): FakeReply {
+  protected handle(req: RecordedRequest, url: URL): FakeReply {
     const checkout = url.pathname.match(/^\/checkout\/([A-Za-z0-9_]+)$/)
     if (checkout && req.method === 'GET') {
       const o = this.orders.get(checkout[1]!)
-      return o ? { status: 200, body: `<html><body>Pay ${o.amount} ${o.currency}</body></html>` } : { status: 404, body: '' }
+      return o
+        ? { status: 200, body: `<html><body>Pay ${o.amount} ${o.currency}</body></html>` }
+        : { status: 404, body: '' }
     }
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) return { status: 401, body: { message: 'Unauthorized' } }
     if (url.pathname === '/v1/orders' && req.method === 'GET') {

@@ -68,17 +68,3 @@ export function page(title: string, body: SafeHtml, opts: { script?: boolean; re
       </body>
     </html> `.text
 }
-
-/** An amount in the smallest unit of its currency, as a buyer reads it. */
-export function formatMoney(currency: string, value: number): string {
-  switch (currency) {
-    case 'USD':
-      return `$${(value / 100).toFixed(2)}`
-    case 'EUR':
-      return `€${(value / 100).toFixed(2)}`
-    case 'BTC':
-      return `${(value / 1e8).toFixed(8)} BTC`
-    default:
-      return `${value.toLocaleString('en-US')} sats`
-  }
-}

@@ -1,5 +1,6 @@
 import type { PurchaseStatus, RecoverResponse } from '../../contract/licensing'
-import { formatMoney, html, page, type SafeHtml } from './html'
+import { formatMoney } from '../money'
+import { html, page, type SafeHtml } from './html'
 
 export interface BuyTier {
   slug: string

@@ -1,16 +1,8 @@
+import { formatMoney } from '../../../src-main/licensing/money'
+
 /** Formatting shared by the licensing panels. Amounts are integers in the smallest unit. */
 export function money(currency: string | null | undefined, value: number | null | undefined): string {
-  if (value === null || value === undefined) return '—'
-  switch (currency) {
-    case 'USD':
-      return `$${(value / 100).toFixed(2)}`
-    case 'EUR':
-      return `€${(value / 100).toFixed(2)}`
-    case 'BTC':
-      return `${(value / 1e8).toFixed(8)} BTC`
-    default:
-      return `${value.toLocaleString()} sats`
-  }
+  return value === null || value === undefined ? '—' : formatMoney(currency, value)
 }
 
 /** Parses what the operator typed for a price into the smallest unit (cents or sats). */
