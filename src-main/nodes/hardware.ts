@@ -20,8 +20,9 @@ export const HARDWARE_PROBE = [
   "echo '@@df'; df -P -B1 /",
   "echo '@@gpu'; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi --query-gpu=name,utilization.gpu,temperature.gpu,power.draw,memory.total,memory.used --format=csv,noheader,nounits 2>&1; fi",
   "echo '@@gpuapps'; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits 2>/dev/null; fi",
-  "echo '@@route'; ip route show default 2>/dev/null",
-  `dev=$(ip route show default 2>/dev/null | awk '{for(i=1;i<NF;i++) if($i=="dev"){print $(i+1); exit}}')`,
+  'route=$(ip route show default 2>/dev/null)',
+  `echo '@@route'; printf '%s\n' "$route"`,
+  `dev=$(printf '%s\n' "$route" | awk '{for(i=1;i<NF;i++) if($i=="dev"){print $(i+1); exit}}')`,
   `echo '@@link'; if [ -n "$dev" ]; then ip -o link show dev "$dev" 2>/dev/null; fi`,
   "echo '@@end'",
 ].join('\n')
