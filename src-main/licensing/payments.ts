@@ -11,6 +11,7 @@ import { ProviderConnections, type ProviderFactory } from './providers/connectio
 import { ProviderWebhooks } from './providers/inbound'
 import type { ProviderKind } from './providers/types'
 import { Purchases } from './purchase'
+import { readRawBody } from './rawBody'
 import { Reconciler } from './reconcile'
 import type { LicensingServices } from './services'
 import { Settlement, type LicenseIssuer } from './settlement'
@@ -43,17 +44,6 @@ export interface Payments {
 /** `PUBLIC_URL`, or this host on the configured port (checkout redirects, poll and webhook URLs). */
 export function publicBaseUrl(config: Config): string {
   return config.publicUrl ?? `http://${os.hostname()}:${config.port}`
-}
-
-async function readRaw(req: Request, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > limit) throw new ApiError('payload_too_large', 'webhook body too large')
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks)
 }
 
 /**
@@ -168,7 +158,7 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
 
   const webhookRoute = (kind: ProviderKind) => async (req: Request, res: Response) => {
     try {
-      const raw = await readRaw(req, WEBHOOK_BODY_LIMIT)
+      const raw = await readRawBody(req, WEBHOOK_BODY_LIMIT)
       const answer = await inbound.handle(kind, req.headers, raw)
       res.status(answer.status).json(answer.body)
     } catch (err) {

@@ -7,6 +7,7 @@ import type { Catalog } from '../catalog'
 import { effectivePrice } from '../catalog'
 import { parseStringList } from '../json'
 import type { Purchases } from '../purchase'
+import { readRawBody } from '../rawBody'
 import { PAGES_CSS, PAGES_JS } from './assets'
 import { PAGES_CSP } from './html'
 import { buyPage, checkoutRedirectPage, errorPage, recoverPage, thankYouPage, unknownPurchasePage, type BuyTier } from './views'
@@ -36,14 +37,7 @@ function send(res: Response, status: number, body: string): void {
 async function readForm(req: Request): Promise<URLSearchParams> {
   const type = req.headers['content-type'] ?? ''
   if (!type.startsWith('application/x-www-form-urlencoded')) throw new ApiError('bad_input', 'expected a form submission')
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > FORM_LIMIT) throw new ApiError('payload_too_large', 'form too large')
-    chunks.push(chunk)
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'))
+  return new URLSearchParams((await readRawBody(req, FORM_LIMIT)).toString('utf8'))
 }
 
 function isHttpUrl(u: string | null): u is string {
