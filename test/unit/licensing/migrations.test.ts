@@ -99,11 +99,21 @@ describe('licensing migrations', () => {
     db.prepare(
       `INSERT INTO products (id, slug, name, price_sats, created_at, updated_at) VALUES ('p', 's', 'n', 4200, 0, 0)`,
     ).run()
+    db.prepare(
+      `INSERT INTO policies (id, product_id, slug, name, price_sats_override, created_at, updated_at) VALUES ('pol', 'p', 'd', 'D', 900, 0, 0)`,
+    ).run()
     runMigrations(db, MIGRATIONS, { upTo: 2 })
     expect(db.prepare('SELECT price_currency, price_value FROM products').get()).toEqual({
       price_currency: 'SAT',
       price_value: 4200,
     })
+    // Existing policies keep their behaviour: their override carries over, they stay non-recurring
+    // and outside any tier ladder.
+    runMigrations(db)
+    expect(
+      db.prepare('SELECT price_value_override, price_currency_override, tier_rank, is_recurring, trial_days, public FROM policies').get(),
+    ).toEqual({ price_value_override: 900, price_currency_override: null, tier_rank: null, is_recurring: 0, trial_days: 0, public: 1 })
+    expect(checkDatabase(db)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
     db.close()
   })
 
@@ -142,6 +152,37 @@ describe('licensing migrations', () => {
         )
         .run(),
     ).toThrow(/CHECK/)
+    db.close()
+  })
+
+  it('a failing migration leaves the database at the previous level, and a rebuild that breaks foreign keys is rolled back', () => {
+    const db = openLicensingDb(tmpFile())
+    const failing = {
+      id: 900,
+      name: 'half_done',
+      up(d: typeof db) {
+        d.exec('CREATE TABLE half (x INTEGER)')
+        throw new Error('boom')
+      },
+    }
+    expect(() => runMigrations(db, [...MIGRATIONS, failing])).toThrow(/boom/)
+    expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'half'").get()).toEqual({ n: 0 })
+    expect(appliedMigrations(db)).not.toContain(900)
+    db.exec(`INSERT INTO products (id, slug, name, created_at, updated_at) VALUES ('p', 's', 'n', 0, 0);
+             INSERT INTO policies (id, product_id, slug, name, created_at, updated_at) VALUES ('a', 'p', 'a', 'A', 0, 0)`)
+    const breaking = {
+      id: 901,
+      name: 'orphaning_rebuild',
+      rebuild: true,
+      up(d: typeof db) {
+        // With foreign keys off nothing stops this; the runner's foreign_key_check must.
+        d.exec(`DELETE FROM products`)
+      },
+    }
+    expect(() => runMigrations(db, [...MIGRATIONS, breaking])).toThrow(/foreign key violation/)
+    expect(db.prepare("SELECT count(*) AS n FROM products").get()).toEqual({ n: 1 })
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
+    expect(checkDatabase(db)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
     db.close()
   })
 })
