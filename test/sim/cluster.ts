@@ -83,6 +83,7 @@ export class SimNode {
   private blackhole: net.Server | null = null
   private readonly clients = new Set<ssh2.Connection>()
   private readonly children = new Set<ChildProcess>()
+  private readonly hung = new Set<net.Socket>()
   private slowMs = 0
   private failRules: FailRule[] = []
   private eventsOffset = 0
@@ -284,7 +285,11 @@ export class SimNode {
   /** Accepts TCP but never answers the SSH handshake: a node that hangs (probes time out). */
   async hang(): Promise<void> {
     await this.down()
-    const bh = net.createServer(() => undefined)
+    const bh = net.createServer((sock) => {
+      this.hung.add(sock)
+      sock.on('close', () => this.hung.delete(sock))
+      sock.on('error', () => undefined)
+    })
     await new Promise<void>((resolve) => bh.listen(this.port, '127.0.0.1', resolve))
     this.blackhole = bh
   }
@@ -342,6 +347,8 @@ export class SimNode {
     this.server = null
     this.blackhole = null
     if (s) await new Promise<void>((r) => s.close(() => r()))
+    for (const sock of this.hung) sock.destroy()
+    this.hung.clear()
     if (bh) await new Promise<void>((r) => bh.close(() => r()))
   }
 }

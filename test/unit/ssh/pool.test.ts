@@ -76,6 +76,18 @@ describe('SshPool against the sim', () => {
     expect((await kit.pool.exec(t, 'echo back')).stdout).toBe('back\n')
   })
 
+  it('a node that accepts TCP but never answers SSH is unreachable at the deadline', async () => {
+    const node = kit.sim.node1
+    const t = kit.target(node)
+    await node.hang()
+    const err = (await kit.pool.exec(t, 'true', { timeoutMs: 300 }).catch((e: unknown) => e)) as SshError
+    expect(err.kind).toBe('unreachable')
+    expect(err.message).toMatch(/no SSH answer within 0.3 s/)
+    await node.up()
+    kit.pool.clearUnreachable(t)
+    expect((await kit.pool.exec(t, 'echo up')).stdout).toBe('up\n')
+  })
+
   it('refuses a changed host key with a message saying how to reset', async () => {
     const node = kit.sim.node1
     const t = kit.target(node)
