@@ -97,7 +97,7 @@ class Conn {
   }
 }
 
-type Figures = { rps: number; p50: number; p99: number; n: number; errors: number }
+type Figures = { rps: number; p50: number; p99: number; n: number; errors: number; all: number }
 
 /** `bodies` once each, spread over the clients: the first validation of every key (no warm-up). */
 async function onePass(base: string, bodies: string[]): Promise<Figures> {
@@ -120,10 +120,10 @@ async function onePass(base: string, bodies: string[]): Promise<Figures> {
   return figures(latencies, (Date.now() - t0) / 1000, errors)
 }
 
-function figures(latencies: number[], seconds: number, errors: number): Figures {
+function figures(latencies: number[], seconds: number, errors: number, all = latencies.length): Figures {
   latencies.sort((a, b) => a - b)
   const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!
-  return { rps: latencies.length / seconds, p50: q(0.5), p99: q(0.99), n: latencies.length, errors }
+  return { rps: latencies.length / seconds, p50: q(0.5), p99: q(0.99), n: latencies.length, errors, all }
 }
 
 async function load(base: string, bodies: string[]): Promise<Figures> {
@@ -132,12 +132,14 @@ async function load(base: string, bodies: string[]): Promise<Figures> {
   let errors = 0
   let measuring = false
   let stop = false
+  let all = 0
   let i = 0
   const worker = async (conn: Conn): Promise<void> => {
     while (!stop) {
       const body = bodies[i++ % bodies.length]!
       const t0 = process.hrtime.bigint()
       const res = await conn.post('/v1/validate', body)
+      all++
       const ms = Number(process.hrtime.bigint() - t0) / 1e6
       if (res.status !== 200 || !res.text.startsWith('{"ok":true')) errors++
       if (measuring) latencies.push(ms)
@@ -153,7 +155,19 @@ async function load(base: string, bodies: string[]): Promise<Figures> {
   stop = true
   await Promise.all(workers)
   for (const c of conns) c.close()
-  return figures(latencies, elapsed, errors)
+  return figures(latencies, elapsed, errors, all)
+}
+
+/** CPU time (user + system) a process has used, in ms, from /proc (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+async function withCpu(pid: number, run: () => Promise<Figures>): Promise<Figures & { cpuUs: number }> {
+  const c0 = cpuMs(pid)
+  const r = await run()
+  return { ...r, cpuUs: ((cpuMs(pid) - c0) * 1000) / r.all }
 }
 
 async function main(): Promise<void> {
@@ -168,17 +182,21 @@ async function main(): Promise<void> {
     try {
       const plain = keys.map((key) => JSON.stringify({ key, product_slug: 'bench' }))
       const withFp = keys.map((key, n) => JSON.stringify({ key, product_slug: 'bench', fingerprint: `machine-${n}` }))
-      const cold = await onePass(url, plain)
-      const rows: [string, Figures][] = [
-        ['validate, steady state', await load(url, plain)],
-        ['validate, first call per key (signature verified, nothing cached)', cold],
-        ['validate + fingerprint (seat taken on first call, then read-only)', await load(url, withFp)],
-      ]
+      const pid = proc.pid!
+      // BENCH_STEADY_ONLY=1 (with BENCH_CPU_PROF) profiles the steady run alone.
+      const steadyOnly = process.env.BENCH_STEADY_ONLY === '1'
+      const cold = steadyOnly ? null : await withCpu(pid, () => onePass(url, plain))
+      const rows: [string, Figures & { cpuUs: number }][] = [['validate, steady state', await withCpu(pid, () => load(url, plain))]]
+      if (cold) {
+        rows.push(['validate, first call per key (signature verified, nothing cached)', cold])
+        rows.push(['validate + fingerprint (seat taken on first call, then read-only)', await withCpu(pid, () => load(url, withFp))])
+      }
       console.log(`\nPOST /v1/validate, ${LICENSES} licenses, ${CLIENTS} concurrent clients, ${os.cpus().length} cores (load generator on the same machine), ${MEASURE_MS / 1000} s per steady run`)
-      console.log('| run | requests/s | p50 ms | p99 ms | requests | errors |')
-      console.log('|---|---:|---:|---:|---:|---:|')
+      console.log(`load average at the start: ${os.loadavg()[0]!.toFixed(2)} (other work on the machine slows every figure)`)
+      console.log('| run | requests/s | p50 ms | p99 ms | requests | errors | daemon CPU µs/request |')
+      console.log('|---|---:|---:|---:|---:|---:|---:|')
       for (const [name, r] of rows)
-        console.log(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.n} | ${r.errors} |`)
+        console.log(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.n} | ${r.errors} | ${r.cpuUs.toFixed(0)} |`)
       const main = rows[0]![1]
       console.log(`\ntarget ≥ 3000 rps and p99 < 10 ms: ${main.rps >= 3000 && main.p99 < 10 ? 'met' : 'NOT met'}`)
     } finally {
