@@ -807,7 +807,11 @@ export const ProvidersStatus = z.object({
 })
 export type ProvidersStatus = z.infer<typeof ProvidersStatus>
 
-const Secret = z.string().min(8).max(256).regex(/^[\x21-\x7e]+$/, 'printable characters without spaces')
+const Secret = z
+  .string()
+  .min(8)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces')
 
 export const WebhookEvent = z.string().regex(/^(\*|[a-z_]+\.[a-z_]+)$/, 'an event name like license.issued, or *')
 
@@ -862,7 +866,7 @@ export const licensingPaymentsContract = {
   }),
   licPurchaseStatus: method({
     ...pub,
-    summary: "Poll a purchase; once settled it carries the license key",
+    summary: 'Poll a purchase; once settled it carries the license key',
     http: 'GET /v1/purchase/:id',
     input: z.object({ id: Uuid }),
     output: PurchaseStatus,

@@ -74,7 +74,9 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
         throw new ApiError('bad_input', err instanceof Error ? err.message : 'not an Ed25519 private key')
       }
       s.audit.record({ actor: 'admin', action: 'issuer_key.import', targetType: 'issuer_key', details: {} })
-      s.deps.logger.warn('licensing issuer key replaced by an admin import; keys signed by the previous key no longer verify')
+      s.deps.logger.warn(
+        'licensing issuer key replaced by an admin import; keys signed by the previous key no longer verify',
+      )
       return { public_key_pem: s.issuer.publicKeyPem }
     },
   }

@@ -41,7 +41,9 @@ export class Analytics {
       )
       .all(from, now) as AnalyticsView['licenses_issued']
     const activeMachines = this.db
-      .prepare(`SELECT count(*) FROM machines m JOIN licenses l ON l.id = m.license_id WHERE m.status = 'active' AND l.status = 'active'`)
+      .prepare(
+        `SELECT count(*) FROM machines m JOIN licenses l ON l.id = m.license_id WHERE m.status = 'active' AND l.status = 'active'`,
+      )
       .pluck()
       .get() as number
     const activeLicenses = this.db

@@ -81,7 +81,12 @@ const VIEW_SELECT = `
     (SELECT count(*) FROM machines m WHERE m.license_id = l.id AND m.status = 'active') AS active_machines
   FROM licenses l JOIN products p ON p.id = l.product_id LEFT JOIN policies pol ON pol.id = l.policy_id`
 
-type ViewRow = LicenseRow & { product_slug: string; product_name: string; policy_slug: string | null; active_machines: number }
+type ViewRow = LicenseRow & {
+  product_slug: string
+  product_name: string
+  policy_slug: string | null
+  active_machines: number
+}
 
 function toView(r: ViewRow): LicenseView {
   return {
@@ -142,14 +147,18 @@ export class Licenses {
     this.q = {
       license: db.prepare('SELECT * FROM licenses WHERE id = ?'),
       productSlug: db.prepare('SELECT slug FROM products WHERE id = ?').pluck(),
-      machineByFp: db.prepare(`SELECT * FROM machines WHERE license_id = ? AND fingerprint_hash = ? AND status = 'active'`),
+      machineByFp: db.prepare(
+        `SELECT * FROM machines WHERE license_id = ? AND fingerprint_hash = ? AND status = 'active'`,
+      ),
       activeCount: db.prepare(`SELECT count(*) FROM machines WHERE license_id = ? AND status = 'active'`).pluck(),
       heartbeat: db.prepare('UPDATE machines SET last_heartbeat_at = ?, last_ip = coalesce(?, last_ip) WHERE id = ?'),
       insertMachine: db.prepare(
         `INSERT INTO machines (id, license_id, fingerprint_hash, hostname, platform, last_ip, status, activated_at, last_heartbeat_at)
          VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)`,
       ),
-      bind: db.prepare('UPDATE licenses SET fingerprint_hash = ?, updated_at = ? WHERE id = ? AND fingerprint_hash IS NULL'),
+      bind: db.prepare(
+        'UPDATE licenses SET fingerprint_hash = ?, updated_at = ? WHERE id = ? AND fingerprint_hash IS NULL',
+      ),
       deactivate: db.prepare(
         `UPDATE machines SET status = 'inactive', deactivated_at = ?, deactivation_reason = ? WHERE id = ? AND status = 'active'`,
       ),
@@ -252,7 +261,9 @@ export class Licenses {
     const args: (string | number)[] = []
     if (q.q && q.q.trim() !== '') {
       const like = `%${q.q.trim().replace(/[\\%_]/g, (c) => '\\' + c)}%`
-      where.push(`(l.id LIKE ? ESCAPE '\\' OR l.buyer_email LIKE ? ESCAPE '\\' OR l.invoice_id LIKE ? ESCAPE '\\' OR l.buyer_note LIKE ? ESCAPE '\\')`)
+      where.push(
+        `(l.id LIKE ? ESCAPE '\\' OR l.buyer_email LIKE ? ESCAPE '\\' OR l.invoice_id LIKE ? ESCAPE '\\' OR l.buyer_note LIKE ? ESCAPE '\\')`,
+      )
       args.push(like, like, like, like)
     }
     if (q.product_id) {
@@ -275,7 +286,12 @@ export class Licenses {
     return { license: this.view(id), machines: this.machines({ license_id: id, include_inactive: true, limit: 5000 }) }
   }
 
-  issueComplimentary(a: { productId: string; policyId?: string | null; buyerEmail?: string | null; buyerNote?: string | null }): {
+  issueComplimentary(a: {
+    productId: string
+    policyId?: string | null
+    buyerEmail?: string | null
+    buyerNote?: string | null
+  }): {
     license: LicenseView
     license_key: string
   } {
@@ -284,7 +300,8 @@ export class Licenses {
     let policy: PolicyRow
     if (a.policyId) {
       const p = this.deps.catalog.policyRow(a.policyId)
-      if (!p || p.product_id !== product.id) throw new ApiError('not_found', `product ${product.slug} has no policy ${a.policyId}`)
+      if (!p || p.product_id !== product.id)
+        throw new ApiError('not_found', `product ${product.slug} has no policy ${a.policyId}`)
       policy = p
     } else policy = this.deps.catalog.resolvePolicy(product)
     const { license, key } = immediate(this.db, () =>
@@ -296,9 +313,18 @@ export class Licenses {
   private setStatus(id: string, status: LicenseRow['status'], reason: string | null, action: string): LicenseView {
     const cur = this.must(id)
     if (cur.status === 'revoked') throw new ApiError('conflict', 'a revoked license stays revoked')
-    if (action === 'license.reinstate' && cur.status !== 'suspended') throw new ApiError('conflict', 'only a suspended license can be reinstated')
-    this.db.prepare('UPDATE licenses SET status = ?, status_reason = ?, updated_at = ? WHERE id = ?').run(status, reason, this.clock.now(), id)
-    this.deps.audit.record({ actor: 'admin', action, targetType: 'license', targetId: id, details: { from: cur.status, reason } })
+    if (action === 'license.reinstate' && cur.status !== 'suspended')
+      throw new ApiError('conflict', 'only a suspended license can be reinstated')
+    this.db
+      .prepare('UPDATE licenses SET status = ?, status_reason = ?, updated_at = ? WHERE id = ?')
+      .run(status, reason, this.clock.now(), id)
+    this.deps.audit.record({
+      actor: 'admin',
+      action,
+      targetType: 'license',
+      targetId: id,
+      details: { from: cur.status, reason },
+    })
     return this.view(id)
   }
 
@@ -323,9 +349,11 @@ export class Licenses {
     }
     if (!q.include_inactive) where.push(`status = 'active'`)
     const w = where.length ? `WHERE ${where.join(' AND ')}` : ''
-    return (this.db.prepare(`SELECT * FROM machines ${w} ORDER BY last_heartbeat_at DESC LIMIT ?`).all(...args, q.limit) as MachineRow[]).map(
-      machineView,
-    )
+    return (
+      this.db
+        .prepare(`SELECT * FROM machines ${w} ORDER BY last_heartbeat_at DESC LIMIT ?`)
+        .all(...args, q.limit) as MachineRow[]
+    ).map(machineView)
   }
 
   deactivateMachine(id: string, reason: string | null | undefined, actor: 'admin' | 'buyer' = 'admin'): MachineView {
@@ -337,9 +365,17 @@ export class Licenses {
       this.q.deactivate.run(this.clock.now(), why, id)
       // A single-seat license forgets its bound fingerprint so the next machine can bind.
       this.db
-        .prepare(`UPDATE licenses SET fingerprint_hash = NULL, updated_at = ? WHERE id = ? AND max_machines = 1 AND fingerprint_hash = ?`)
+        .prepare(
+          `UPDATE licenses SET fingerprint_hash = NULL, updated_at = ? WHERE id = ? AND max_machines = 1 AND fingerprint_hash = ?`,
+        )
         .run(this.clock.now(), m.license_id, m.fingerprint_hash)
-      this.deps.audit.record({ actor, action: 'machine.deactivate', targetType: 'machine', targetId: id, details: { license_id: m.license_id, reason: why } })
+      this.deps.audit.record({
+        actor,
+        action: 'machine.deactivate',
+        targetType: 'machine',
+        targetId: id,
+        details: { license_id: m.license_id, reason: why },
+      })
     })()
     return machineView(this.db.prepare('SELECT * FROM machines WHERE id = ?').get(id) as MachineRow)
   }
@@ -370,11 +406,14 @@ export class Licenses {
     r: LicenseRow,
     fpHash: string,
     meta: { hostname?: string | null; platform?: string | null; ip?: string | null },
-  ): { ok: true; machineId: string; created: boolean } | { ok: false; reason: 'fingerprint_mismatch' | 'too_many_machines' } {
+  ):
+    | { ok: true; machineId: string; created: boolean }
+    | { ok: false; reason: 'fingerprint_mismatch' | 'too_many_machines' } {
     const now = this.clock.now()
     // A machine that checked in within the last minute needs no write: validate stays read-only for it.
     const seen = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
-    if (seen && now - seen.last_heartbeat_at < HEARTBEAT_WRITE_MS) return { ok: true, machineId: seen.id, created: false }
+    if (seen && now - seen.last_heartbeat_at < HEARTBEAT_WRITE_MS)
+      return { ok: true, machineId: seen.id, created: false }
     return immediate(this.db, () => {
       const existing = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
       const current = this.row(r.id)!
@@ -386,12 +425,31 @@ export class Licenses {
       }
       const active = this.q.activeCount.get(r.id) as number
       if (current.max_machines > 0 && active >= current.max_machines) {
-        return { ok: false as const, reason: (current.max_machines === 1 ? 'fingerprint_mismatch' : 'too_many_machines') as 'fingerprint_mismatch' | 'too_many_machines' }
+        return {
+          ok: false as const,
+          reason: (current.max_machines === 1 ? 'fingerprint_mismatch' : 'too_many_machines') as
+            'fingerprint_mismatch' | 'too_many_machines',
+        }
       }
       const id = randomUUID()
-      this.q.insertMachine.run(id, r.id, fpHash, meta.hostname ?? null, meta.platform ?? null, meta.ip ?? null, now, now)
+      this.q.insertMachine.run(
+        id,
+        r.id,
+        fpHash,
+        meta.hostname ?? null,
+        meta.platform ?? null,
+        meta.ip ?? null,
+        now,
+        now,
+      )
       if (current.max_machines === 1) this.q.bind.run(fpHash, now, r.id)
-      this.deps.audit.record({ actor: 'buyer', action: 'machine.activate', targetType: 'machine', targetId: id, details: { license_id: r.id } })
+      this.deps.audit.record({
+        actor: 'buyer',
+        action: 'machine.activate',
+        targetType: 'machine',
+        targetId: id,
+        details: { license_id: r.id },
+      })
       return { ok: true as const, machineId: id, created: true }
     })
   }
@@ -405,24 +463,35 @@ export class Licenses {
     const fingerprint = optString(input.fingerprint, 1024)
     const hostname = optString(input.hostname, 255)
     const platform = optString(input.platform, 100)
-    if (productSlug === null || fingerprint === null || hostname === null || platform === null) return { ok: false, reason: 'bad_format' }
+    if (productSlug === null || fingerprint === null || hostname === null || platform === null)
+      return { ok: false, reason: 'bad_format' }
     const v = this.deps.issuer.verify(input.key)
     if (!v.ok) return { ok: false, reason: v.reason }
     const r = this.row(v.payload.licenseId)
     if (!r || r.product_id !== v.payload.productId) return { ok: false, reason: 'not_found' }
     if (r.status !== 'active') return { ok: false, reason: r.status, license_id: r.id, status: r.status }
     const slug = this.q.productSlug.get(r.product_id) as string
-    if (productSlug !== undefined && productSlug !== slug) return { ok: false, reason: 'product_mismatch', license_id: r.id }
+    if (productSlug !== undefined && productSlug !== slug)
+      return { ok: false, reason: 'product_mismatch', license_id: r.id }
     const now = this.clock.now()
     const exp = this.expiry(r, now)
     if (exp.expired)
-      return { ok: false, reason: 'expired', license_id: r.id, product_id: r.product_id, expires_at: iso(r.expires_at!), grace_until: iso(exp.graceUntil!) }
+      return {
+        ok: false,
+        reason: 'expired',
+        license_id: r.id,
+        product_id: r.product_id,
+        expires_at: iso(r.expires_at!),
+        grace_until: iso(exp.graceUntil!),
+      }
     let machineId: string | undefined
     if (fingerprint !== undefined && fingerprint !== '') {
       const fp = hashFingerprint(fingerprint)
-      if (isFingerprintBound(v.payload) && !fp.equals(v.payload.fingerprintHash)) return { ok: false, reason: 'fingerprint_mismatch', license_id: r.id }
+      if (isFingerprintBound(v.payload) && !fp.equals(v.payload.fingerprintHash))
+        return { ok: false, reason: 'fingerprint_mismatch', license_id: r.id }
       const s = this.seat(r, fp.toString('hex'), { hostname, platform, ip: clientIp })
-      if (!s.ok) return { ok: false, reason: s.reason, license_id: r.id, product_id: r.product_id, max_machines: r.max_machines }
+      if (!s.ok)
+        return { ok: false, reason: s.reason, license_id: r.id, product_id: r.product_id, max_machines: r.max_machines }
       machineId = s.machineId
     }
     const res: ValidateResponse = {
@@ -445,11 +514,18 @@ export class Licenses {
     return res
   }
 
-  activate(a: { key: string; fingerprint: string; hostname?: string | null; platform?: string | null }, clientIp?: string): MachineResponse {
+  activate(
+    a: { key: string; fingerprint: string; hostname?: string | null; platform?: string | null },
+    clientIp?: string,
+  ): MachineResponse {
     const { license: r } = this.authenticate(a.key)
     if (r.status !== 'active') return { ok: false, reason: r.status, active_count: 0, max_machines: r.max_machines }
     if (this.expiry(r, this.clock.now()).expired) return { ok: false, reason: 'expired', max_machines: r.max_machines }
-    const s = this.seat(r, hashFingerprint(a.fingerprint).toString('hex'), { hostname: a.hostname, platform: a.platform, ip: clientIp })
+    const s = this.seat(r, hashFingerprint(a.fingerprint).toString('hex'), {
+      hostname: a.hostname,
+      platform: a.platform,
+      ip: clientIp,
+    })
     const count = this.q.activeCount.get(r.id) as number
     if (!s.ok) return { ok: false, reason: s.reason, active_count: count, max_machines: r.max_machines }
     return { ok: true, machine_id: s.machineId, active_count: count, max_machines: r.max_machines }
@@ -469,7 +545,12 @@ export class Licenses {
     const m = this.q.machineByFp.get(r.id, hashFingerprint(a.fingerprint).toString('hex')) as MachineRow | undefined
     if (!m) return { ok: false, reason: 'not_found' }
     this.deactivateMachine(m.id, a.reason ?? 'client_requested', 'buyer')
-    return { ok: true, machine_id: m.id, active_count: this.q.activeCount.get(r.id) as number, max_machines: r.max_machines }
+    return {
+      ok: true,
+      machine_id: m.id,
+      active_count: this.q.activeCount.get(r.id) as number,
+      max_machines: r.max_machines,
+    }
   }
 
   recover(keyText: string): RecoverResponse {
@@ -509,7 +590,11 @@ export class Licenses {
     if (policy.public !== 1) throw new ApiError('not_found', `product ${product.slug} has no tier ${policy.slug}`)
     const pre = this.deps.discounts.check(a.code, product, policy)
     if (pre.kind !== 'free_license')
-      throw new ApiError('discount_wrong_kind', `code ${pre.code} is a discount, not a free license: use it at checkout`, { status: 400 })
+      throw new ApiError(
+        'discount_wrong_kind',
+        `code ${pre.code} is a discount, not a free license: use it at checkout`,
+        { status: 400 },
+      )
     return immediate(this.db, () => {
       const d = this.deps.discounts.check(a.code, product, policy) // again, under the write lock: the cap is exact
       const now = this.clock.now()
@@ -521,7 +606,14 @@ export class Licenses {
            VALUES (?, 'redeem', ?, ?, 'free', 0, 'settled', ?, NULL, ?, ?, ?, ?, ?)`,
         )
         .run(invoiceId, product.id, policy.id, d.id, a.buyerEmail ?? null, a.buyerNote ?? null, now, now, now)
-      const { license, key } = this.issue({ product, policy, source: 'redeem', invoiceId, buyerEmail: a.buyerEmail, buyerNote: a.buyerNote })
+      const { license, key } = this.issue({
+        product,
+        policy,
+        source: 'redeem',
+        invoiceId,
+        buyerEmail: a.buyerEmail,
+        buyerNote: a.buyerNote,
+      })
       this.db.prepare('UPDATE invoices SET issued_license_id = ? WHERE id = ?').run(license.id, invoiceId)
       const redemptionId = this.deps.discounts.reserve({
         codeId: d.id,
@@ -532,7 +624,13 @@ export class Licenses {
         status: 'redeemed',
         licenseId: license.id,
       })
-      this.deps.audit.record({ actor: 'buyer', action: 'discount.redeem', targetType: 'discount_code', targetId: d.id, details: { license_id: license.id, invoice_id: invoiceId } })
+      this.deps.audit.record({
+        actor: 'buyer',
+        action: 'discount.redeem',
+        targetType: 'discount_code',
+        targetId: d.id,
+        details: { license_id: license.id, invoice_id: invoiceId },
+      })
       return { license_id: license.id, license_key: key, invoice_id: invoiceId, redemption_id: redemptionId }
     })
   }

@@ -41,7 +41,12 @@ export function createLicensingServices(
   const issuer = Issuer.loadOrCreate(config.paths.licensingKeyDir, logger)
   const catalog = new Catalog(db, clock, audit)
   const discounts = new Discounts(db, clock, audit)
-  const rates = new RateService({ baseUrls: config.rateSources, clock, logger: logger.child('rates'), fetch: opts.fetch })
+  const rates = new RateService({
+    baseUrls: config.rateSources,
+    clock,
+    logger: logger.child('rates'),
+    fetch: opts.fetch,
+  })
   const pricing = new Pricing(catalog, discounts, rates)
   const licenses = new Licenses({ db, clock, audit, catalog, discounts, issuer })
   const analytics = new Analytics(db, clock)

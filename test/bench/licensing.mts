@@ -18,7 +18,6 @@ const WARMUP_MS = 1_500
 const MEASURE_MS = 6_000
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 
-
 /** Child: the real daemon (core + HTTP server) on the prepared DATA_DIR. */
 async function runTandem(): Promise<void> {
   const { startDaemon } = await import('../../src-main/headless')
@@ -38,14 +37,23 @@ async function seed(dataDir: string): Promise<string[]> {
   const { ProductInput, PolicyInput } = await import('../../src-main/contract/licensing')
   const logger = createLogger({ sink: new MemorySink() })
   const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9' } })
-  const s = createLicensingServices({ config, clock: systemClock, logger, jobs: new JobRegistry(systemClock, logger.redactor) })
+  const s = createLicensingServices({
+    config,
+    clock: systemClock,
+    logger,
+    jobs: new JobRegistry(systemClock, logger.redactor),
+  })
   const p = s.catalog.createProduct(ProductInput.parse({ slug: 'bench', name: 'Bench', price_value: 10_000 }))
-  const pol = s.catalog.createPolicy(p.id, PolicyInput.parse({ slug: 'team', name: 'Team', max_machines: 0, entitlements: ['pro', 'sync'] }))
+  const pol = s.catalog.createPolicy(
+    p.id,
+    PolicyInput.parse({ slug: 'team', name: 'Team', max_machines: 0, entitlements: ['pro', 'sync'] }),
+  )
   const product = s.catalog.productRow(p.id)!
   const policy = s.catalog.policyRow(pol.id)!
   const keys: string[] = []
   s.db.transaction(() => {
-    for (let i = 0; i < LICENSES; i++) keys.push(s.licenses.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` }).key)
+    for (let i = 0; i < LICENSES; i++)
+      keys.push(s.licenses.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` }).key)
   })()
   s.close()
   return keys
@@ -177,7 +185,16 @@ async function main(): Promise<void> {
     const keys = await seed(dataDir)
     console.log(`seeded ${keys.length} licenses in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
     const port = await freePort()
-    const { proc, info } = await spawnChild(SELF, ['--role=tandem'], { cwd: ROOT, env: { DATA_DIR: dataDir, PORT: String(port), BIND: '127.0.0.1', LICENSING_RATE_LIMIT: '0', RATE_SOURCES: 'http://127.0.0.1:9' } })
+    const { proc, info } = await spawnChild(SELF, ['--role=tandem'], {
+      cwd: ROOT,
+      env: {
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        BIND: '127.0.0.1',
+        LICENSING_RATE_LIMIT: '0',
+        RATE_SOURCES: 'http://127.0.0.1:9',
+      },
+    })
     const url = info.url as string
     try {
       const plain = keys.map((key) => JSON.stringify({ key, product_slug: 'bench' }))
@@ -186,17 +203,28 @@ async function main(): Promise<void> {
       // BENCH_STEADY_ONLY=1 (with BENCH_CPU_PROF) profiles the steady run alone.
       const steadyOnly = process.env.BENCH_STEADY_ONLY === '1'
       const cold = steadyOnly ? null : await withCpu(pid, () => onePass(url, plain))
-      const rows: [string, Figures & { cpuUs: number }][] = [['validate, steady state', await withCpu(pid, () => load(url, plain))]]
+      const rows: [string, Figures & { cpuUs: number }][] = [
+        ['validate, steady state', await withCpu(pid, () => load(url, plain))],
+      ]
       if (cold) {
         rows.push(['validate, first call per key (signature verified, nothing cached)', cold])
-        rows.push(['validate + fingerprint (seat taken on first call, then read-only)', await withCpu(pid, () => load(url, withFp))])
+        rows.push([
+          'validate + fingerprint (seat taken on first call, then read-only)',
+          await withCpu(pid, () => load(url, withFp)),
+        ])
       }
-      console.log(`\nPOST /v1/validate, ${LICENSES} licenses, ${CLIENTS} concurrent clients, ${os.cpus().length} cores (load generator on the same machine), ${MEASURE_MS / 1000} s per steady run`)
-      console.log(`load average at the start: ${os.loadavg()[0]!.toFixed(2)} (other work on the machine slows every figure)`)
+      console.log(
+        `\nPOST /v1/validate, ${LICENSES} licenses, ${CLIENTS} concurrent clients, ${os.cpus().length} cores (load generator on the same machine), ${MEASURE_MS / 1000} s per steady run`,
+      )
+      console.log(
+        `load average at the start: ${os.loadavg()[0]!.toFixed(2)} (other work on the machine slows every figure)`,
+      )
       console.log('| run | requests/s | p50 ms | p99 ms | requests | errors | daemon CPU µs/request |')
       console.log('|---|---:|---:|---:|---:|---:|---:|')
       for (const [name, r] of rows)
-        console.log(`| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.n} | ${r.errors} | ${r.cpuUs.toFixed(0)} |`)
+        console.log(
+          `| ${name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.n} | ${r.errors} | ${r.cpuUs.toFixed(0)} |`,
+        )
       const main = rows[0]![1]
       console.log(`\ntarget ≥ 3000 rps and p99 < 10 ms: ${main.rps >= 3000 && main.p99 < 10 ? 'met' : 'NOT met'}`)
     } finally {

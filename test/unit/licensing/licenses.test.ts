@@ -9,12 +9,21 @@ import { DAY, licensingFixture } from './fixture'
 function setup(policy: Partial<PolicyInput> = {}) {
   const f = licensingFixture()
   const p = f.catalog.createProduct(ProductInput.parse({ slug: 'app', name: 'App', price_value: 1000 }))
-  const pol = f.catalog.createPolicy(p.id, PolicyInput.parse({ slug: 'tier', name: 'Tier', entitlements: ['pro'], ...policy }))
+  const pol = f.catalog.createPolicy(
+    p.id,
+    PolicyInput.parse({ slug: 'tier', name: 'Tier', entitlements: ['pro'], ...policy }),
+  )
   const product = f.catalog.productRow(p.id)!
   const policyRow = f.catalog.policyRow(pol.id)!
   const issue = () => f.licenses.issue({ product, policy: policyRow, source: 'complimentary' })
   const validate = (key: unknown, extra: { product_slug?: unknown; fingerprint?: unknown } = {}) =>
-    f.licenses.validate({ key, product_slug: extra.product_slug, fingerprint: extra.fingerprint, hostname: undefined, platform: undefined })
+    f.licenses.validate({
+      key,
+      product_slug: extra.product_slug,
+      fingerprint: extra.fingerprint,
+      hostname: undefined,
+      platform: undefined,
+    })
   return { f, product, policyRow, issue, validate }
 }
 
@@ -22,7 +31,14 @@ describe('validate', () => {
   it('accepts an issued key with the current database state, not the key’s', () => {
     const { f, issue, validate, policyRow } = setup()
     const { license, key } = issue()
-    expect(validate(key)).toMatchObject({ ok: true, license_id: license.id, product_slug: 'app', entitlements: ['pro'], status: 'active', max_machines: 1 })
+    expect(validate(key)).toMatchObject({
+      ok: true,
+      license_id: license.id,
+      product_slug: 'app',
+      entitlements: ['pro'],
+      status: 'active',
+      max_machines: 1,
+    })
     // The operator changes the license's entitlements: validation reports them though the key still says ['pro'].
     f.db.prepare(`UPDATE licenses SET entitlements = '["pro","ai"]' WHERE id = ?`).run(license.id)
     expect(validate(key)).toMatchObject({ ok: true, entitlements: ['pro', 'ai'] })
@@ -59,11 +75,19 @@ describe('validate', () => {
     const { key, license } = issue()
     expect(license.expires_at).toBe(f.clock.now() + 30 * DAY)
     f.clock.advance(30 * DAY)
-    expect(validate(key)).toMatchObject({ ok: true, in_grace_period: true, grace_until: new Date(license.expires_at! + 7 * DAY).toISOString() })
+    expect(validate(key)).toMatchObject({
+      ok: true,
+      in_grace_period: true,
+      grace_until: new Date(license.expires_at! + 7 * DAY).toISOString(),
+    })
     f.clock.advance(7 * DAY - 1)
     expect(validate(key)).toMatchObject({ ok: true, in_grace_period: true })
     f.clock.advance(1)
-    expect(validate(key)).toMatchObject({ ok: false, reason: 'expired', expires_at: new Date(license.expires_at!).toISOString() })
+    expect(validate(key)).toMatchObject({
+      ok: false,
+      reason: 'expired',
+      expires_at: new Date(license.expires_at!).toISOString(),
+    })
   })
 
   it('binds a single-seat license to the first fingerprint (trust on first use) and stores only its hash', () => {
@@ -73,9 +97,13 @@ describe('validate', () => {
     expect(first).toMatchObject({ ok: true, machine_id: expect.any(String) })
     expect(validate(key, { fingerprint: 'machine-A' })).toMatchObject({ ok: true, machine_id: first.machine_id })
     expect(validate(key, { fingerprint: 'machine-B' })).toMatchObject({ ok: false, reason: 'fingerprint_mismatch' })
-    const row = f.db.prepare('SELECT fingerprint_hash FROM machines WHERE license_id = ?').get(license.id) as { fingerprint_hash: string }
+    const row = f.db.prepare('SELECT fingerprint_hash FROM machines WHERE license_id = ?').get(license.id) as {
+      fingerprint_hash: string
+    }
     expect(row.fingerprint_hash).toBe(hashFingerprint('machine-A').toString('hex'))
-    const dump = fs.readFileSync(`${f.dir}/licensing.sqlite`).toString('latin1') + fs.readFileSync(`${f.dir}/licensing.sqlite-wal`).toString('latin1')
+    const dump =
+      fs.readFileSync(`${f.dir}/licensing.sqlite`).toString('latin1') +
+      fs.readFileSync(`${f.dir}/licensing.sqlite-wal`).toString('latin1')
     expect(dump.includes('machine-A')).toBe(false)
     // Freeing the seat lets another machine bind.
     expect(f.licenses.deactivate({ key, fingerprint: 'machine-A' })).toMatchObject({ ok: true })
@@ -104,24 +132,43 @@ describe('machines', () => {
   it('activates up to the limit, then too_many_machines; deactivate frees a seat; heartbeat needs activation', () => {
     const { f, issue, validate } = setup({ max_machines: 2 })
     const { key } = issue()
-    expect(f.licenses.activate({ key, fingerprint: 'm1', hostname: 'box1', platform: 'linux-x86_64' })).toMatchObject({ ok: true, active_count: 1, max_machines: 2 })
+    expect(f.licenses.activate({ key, fingerprint: 'm1', hostname: 'box1', platform: 'linux-x86_64' })).toMatchObject({
+      ok: true,
+      active_count: 1,
+      max_machines: 2,
+    })
     expect(f.licenses.activate({ key, fingerprint: 'm1' })).toMatchObject({ ok: true, active_count: 1 })
     expect(f.licenses.activate({ key, fingerprint: 'm2' })).toMatchObject({ ok: true, active_count: 2 })
-    expect(f.licenses.activate({ key, fingerprint: 'm3' })).toMatchObject({ ok: false, reason: 'too_many_machines', active_count: 2, max_machines: 2 })
-    expect(validate(key, { fingerprint: 'm3' })).toMatchObject({ ok: false, reason: 'too_many_machines', max_machines: 2 })
+    expect(f.licenses.activate({ key, fingerprint: 'm3' })).toMatchObject({
+      ok: false,
+      reason: 'too_many_machines',
+      active_count: 2,
+      max_machines: 2,
+    })
+    expect(validate(key, { fingerprint: 'm3' })).toMatchObject({
+      ok: false,
+      reason: 'too_many_machines',
+      max_machines: 2,
+    })
     expect(f.licenses.heartbeat({ key, fingerprint: 'm3' })).toEqual({ ok: false, reason: 'not_activated' })
     f.clock.advance(60_000)
     const hb = f.licenses.heartbeat({ key, fingerprint: 'm2' })
     expect(hb.ok).toBe(true)
     const m2 = f.licenses.machines({ limit: 10 }).find((m) => m.id === hb.machine_id)!
     expect(m2.last_heartbeat_at).toBe(f.clock.now())
-    expect(f.licenses.deactivate({ key, fingerprint: 'm1', reason: 'new laptop' })).toMatchObject({ ok: true, active_count: 1 })
+    expect(f.licenses.deactivate({ key, fingerprint: 'm1', reason: 'new laptop' })).toMatchObject({
+      ok: true,
+      active_count: 1,
+    })
     expect(f.licenses.activate({ key, fingerprint: 'm3' })).toMatchObject({ ok: true, active_count: 2 })
     const all = f.licenses.machines({ include_inactive: true, limit: 10 })
     expect(all.find((m) => m.status === 'inactive')).toMatchObject({ deactivation_reason: 'new laptop' })
     // Admin kicks a machine off.
     const victim = f.licenses.machines({ limit: 10 })[0]!
-    expect(f.licenses.deactivateMachine(victim.id, 'abuse')).toMatchObject({ status: 'inactive', deactivation_reason: 'abuse' })
+    expect(f.licenses.deactivateMachine(victim.id, 'abuse')).toMatchObject({
+      status: 'inactive',
+      deactivation_reason: 'abuse',
+    })
     expect(() => f.licenses.deactivateMachine(victim.id, 'again')).toThrow(/already inactive/)
   })
 
@@ -162,7 +209,9 @@ describe('machines', () => {
         () => f.licenses.deactivate({ key: k, fingerprint: 'x' }),
         () => f.licenses.recover(k),
       ]) {
-        expect(call).toThrow(expect.objectContaining({ code: 'unauthorized', status: 401, message: 'invalid license key' }))
+        expect(call).toThrow(
+          expect.objectContaining({ code: 'unauthorized', status: 401, message: 'invalid license key' }),
+        )
       }
     }
   })
@@ -174,9 +223,24 @@ describe('recover', () => {
     const { key, license } = issue()
     f.db.prepare(`UPDATE licenses SET entitlements = '["pro","team"]' WHERE id = ?`).run(license.id)
     const r = f.licenses.recover(key)
-    expect(r).toMatchObject({ ok: true, license_id: license.id, status: 'active', entitlements: ['pro', 'team'], product_slug: 'app', policy_slug: 'tier' })
+    expect(r).toMatchObject({
+      ok: true,
+      license_id: license.id,
+      status: 'active',
+      entitlements: ['pro', 'team'],
+      product_slug: 'app',
+      policy_slug: 'tier',
+    })
     const fresh = f.issuer.verify(r.license_key!)
-    expect(fresh).toMatchObject({ ok: true, payload: { version: 2, entitlements: ['pro', 'team'], licenseId: license.id, expiresAt: Math.floor(license.expires_at! / 1000) } })
+    expect(fresh).toMatchObject({
+      ok: true,
+      payload: {
+        version: 2,
+        entitlements: ['pro', 'team'],
+        licenseId: license.id,
+        expiresAt: Math.floor(license.expires_at! / 1000),
+      },
+    })
     f.licenses.revoke(license.id)
     expect(f.licenses.recover(key)).toMatchObject({ status: 'revoked', license_key: null })
   })
@@ -190,32 +254,54 @@ describe('redeem', () => {
     const a = f.licenses.redeem({ product: 'app', code: 'free2', buyerEmail: 'a@example.com' })
     expect(f.issuer.verify(a.license_key)).toMatchObject({ ok: true })
     const inv = f.db.prepare('SELECT * FROM invoices WHERE id = ?').get(a.invoice_id) as Record<string, unknown>
-    expect(inv).toMatchObject({ status: 'settled', amount_sats: 0, kind: 'redeem', provider: 'free', issued_license_id: a.license_id })
+    expect(inv).toMatchObject({
+      status: 'settled',
+      amount_sats: 0,
+      kind: 'redeem',
+      provider: 'free',
+      issued_license_id: a.license_id,
+    })
     f.licenses.redeem({ product: 'app', code: 'FREE2', policy: 'tier' })
-    expect(() => f.licenses.redeem({ product: 'app', code: 'FREE2' })).toThrow(expect.objectContaining({ code: 'discount_exhausted' }))
-    expect(() => f.licenses.redeem({ product: 'app', code: 'HALF' })).toThrow(expect.objectContaining({ code: 'discount_wrong_kind' }))
+    expect(() => f.licenses.redeem({ product: 'app', code: 'FREE2' })).toThrow(
+      expect.objectContaining({ code: 'discount_exhausted' }),
+    )
+    expect(() => f.licenses.redeem({ product: 'app', code: 'HALF' })).toThrow(
+      expect.objectContaining({ code: 'discount_wrong_kind' }),
+    )
     expect(f.discounts.list().find((d) => d.code === 'FREE2')).toMatchObject({ redemption_count: 2 })
-    expect((f.db.prepare(`SELECT count(*) AS n FROM licenses WHERE source = 'redeem'`).get() as { n: number }).n).toBe(2)
+    expect((f.db.prepare(`SELECT count(*) AS n FROM licenses WHERE source = 'redeem'`).get() as { n: number }).n).toBe(
+      2,
+    )
   })
 
   it('a second license for the same invoice is refused by the unique constraint', () => {
     const { f, product, policyRow } = setup()
-    f.db.prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES ('inv', ?, 1, 0, 0)`).run(product.id)
+    f.db
+      .prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES ('inv', ?, 1, 0, 0)`)
+      .run(product.id)
     f.licenses.issue({ product, policy: policyRow, source: 'purchase', invoiceId: 'inv' })
-    expect(() => f.licenses.issue({ product, policy: policyRow, source: 'purchase', invoiceId: 'inv' })).toThrow(/UNIQUE/)
+    expect(() => f.licenses.issue({ product, policy: policyRow, source: 'purchase', invoiceId: 'inv' })).toThrow(
+      /UNIQUE/,
+    )
   })
 })
 
 describe('admin search and analytics', () => {
   it('searches by email and status, and reports issued licenses and active machines by day', () => {
     const { f, issue } = setup()
-    const a = f.licenses.issueComplimentary({ productId: f.catalog.productBySlug('app')!.id, buyerEmail: 'alice@example.com' })
+    const a = f.licenses.issueComplimentary({
+      productId: f.catalog.productBySlug('app')!.id,
+      buyerEmail: 'alice@example.com',
+    })
     issue()
     f.clock.advance(DAY)
     const c = issue()
     f.licenses.activate({ key: c.key, fingerprint: 'x' })
     f.licenses.revoke(a.license.id)
-    expect(f.licenses.search({ q: 'alice', limit: 10, offset: 0 })).toMatchObject({ total: 1, licenses: [{ buyer_email: 'alice@example.com', status: 'revoked' }] })
+    expect(f.licenses.search({ q: 'alice', limit: 10, offset: 0 })).toMatchObject({
+      total: 1,
+      licenses: [{ buyer_email: 'alice@example.com', status: 'revoked' }],
+    })
     expect(f.licenses.search({ status: 'active', limit: 10, offset: 0 }).total).toBe(2)
     expect(f.licenses.search({ q: '%', limit: 10, offset: 0 }).total).toBe(0)
     const r = f.analytics.report(7)
@@ -239,8 +325,24 @@ describe('admin search and analytics', () => {
     ins.run('i5', pid, 7000, 'settled', null, null, now - 30 * DAY)
     const rev = f.analytics.report(7)
     expect(rev.revenue).toEqual([
-      { day: '2026-01-16', product_id: pid, product_slug: 'app', currency: 'SAT', listed_value: 3000, amount_sats: 3000, invoices: 2 },
-      { day: '2026-01-16', product_id: pid, product_slug: 'app', currency: 'USD', listed_value: 1999, amount_sats: 20556, invoices: 1 },
+      {
+        day: '2026-01-16',
+        product_id: pid,
+        product_slug: 'app',
+        currency: 'SAT',
+        listed_value: 3000,
+        amount_sats: 3000,
+        invoices: 2,
+      },
+      {
+        day: '2026-01-16',
+        product_id: pid,
+        product_slug: 'app',
+        currency: 'USD',
+        listed_value: 1999,
+        amount_sats: 20556,
+        invoices: 1,
+      },
     ])
     expect(rev.totals).toEqual({ amount_sats: 23556, licenses_issued: 3, invoices_settled: 3 })
   })

@@ -111,8 +111,19 @@ describe('licensing migrations', () => {
     // and outside any tier ladder.
     runMigrations(db)
     expect(
-      db.prepare('SELECT price_value_override, price_currency_override, tier_rank, is_recurring, trial_days, public FROM policies').get(),
-    ).toEqual({ price_value_override: 900, price_currency_override: null, tier_rank: null, is_recurring: 0, trial_days: 0, public: 1 })
+      db
+        .prepare(
+          'SELECT price_value_override, price_currency_override, tier_rank, is_recurring, trial_days, public FROM policies',
+        )
+        .get(),
+    ).toEqual({
+      price_value_override: 900,
+      price_currency_override: null,
+      tier_rank: null,
+      is_recurring: 0,
+      trial_days: 0,
+      public: 1,
+    })
     expect(checkDatabase(db)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
     db.close()
   })
@@ -180,7 +191,7 @@ describe('licensing migrations', () => {
       },
     }
     expect(() => runMigrations(db, [...MIGRATIONS, breaking])).toThrow(/foreign key violation/)
-    expect(db.prepare("SELECT count(*) AS n FROM products").get()).toEqual({ n: 1 })
+    expect(db.prepare('SELECT count(*) AS n FROM products').get()).toEqual({ n: 1 })
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
     expect(checkDatabase(db)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
     db.close()

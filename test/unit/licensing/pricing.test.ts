@@ -16,10 +16,12 @@ afterAll(async () => {
 
 function setup() {
   const f = licensingFixture(fake.urls)
-  const product = (input: Partial<ProductInput> & { slug: string }) => f.catalog.createProduct(ProductInput.parse({ name: input.slug, ...input }))
+  const product = (input: Partial<ProductInput> & { slug: string }) =>
+    f.catalog.createProduct(ProductInput.parse({ name: input.slug, ...input }))
   const policy = (productId: string, input: Partial<PolicyInput> & { slug: string }) =>
     f.catalog.createPolicy(productId, PolicyInput.parse({ name: input.slug, ...input }))
-  const code = (input: Partial<DiscountInput> & { code: string; kind: DiscountInput['kind'] }) => f.discounts.create(DiscountInput.parse(input))
+  const code = (input: Partial<DiscountInput> & { code: string; kind: DiscountInput['kind'] }) =>
+    f.discounts.create(DiscountInput.parse(input))
   return { f, product, policy, code }
 }
 
@@ -37,10 +39,18 @@ describe('catalog', () => {
     // Switching the product to USD: the inheriting override now means cents, so its sats mirror goes away.
     const usd = f.catalog.updateProduct(p.id, { price_currency: 'USD', price_value: 1999 })
     expect(usd).toMatchObject({ price_sats: 0, price_value: 1999 })
-    expect(f.catalog.getPolicy(pro.id)).toMatchObject({ price_currency: 'USD', price_value: 9000, price_sats_override: null })
+    expect(f.catalog.getPolicy(pro.id)).toMatchObject({
+      price_currency: 'USD',
+      price_value: 9000,
+      price_sats_override: null,
+    })
     // A currency override without a value is refused; with one, it applies.
-    expect(() => f.catalog.updatePolicy(pro.id, { price_currency_override: 'EUR', price_value_override: null })).toThrow(/needs a price_value_override/)
-    expect(f.catalog.updatePolicy(pro.id, { price_currency_override: 'BTC', price_value_override: 150_000 })).toMatchObject({
+    expect(() =>
+      f.catalog.updatePolicy(pro.id, { price_currency_override: 'EUR', price_value_override: null }),
+    ).toThrow(/needs a price_value_override/)
+    expect(
+      f.catalog.updatePolicy(pro.id, { price_currency_override: 'BTC', price_value_override: 150_000 }),
+    ).toMatchObject({
       price_currency: 'BTC',
       price_sats_override: 150_000,
     })
@@ -54,7 +64,9 @@ describe('catalog', () => {
     policy(p.id, { slug: 'plus', tier_rank: 2 })
     expect(f.catalog.listPolicies(p.id).map((x) => x.slug)).toEqual(['pro', 'plus', 'basic', 'default'])
     expect(() => policy(p.id, { slug: 'pro' })).toThrow(/already has a tier pro/)
-    expect(() => policy(p.id, { slug: 'odd', entitlements: ['teleport'] })).toThrow(/not in the product's catalog: teleport/)
+    expect(() => policy(p.id, { slug: 'odd', entitlements: ['teleport'] })).toThrow(
+      /not in the product's catalog: teleport/,
+    )
     expect(() => product({ slug: 'ladder' })).toThrow(/exists/)
     const basic = f.catalog.policyBySlug(p.id, 'basic')!
     f.licenses.issue({ product: f.catalog.productRow(p.id)!, policy: basic, source: 'complimentary' })
@@ -71,8 +83,19 @@ describe('pricing', () => {
     const { f, product, policy } = setup()
     const p = product({ slug: 'sats', price_value: 21_000 })
     const q = await f.pricing.quote({ productSlug: 'sats' })
-    expect(q).toMatchObject({ listed_currency: 'SAT', listed_value: 21_000, amount_sats: 21_000, exchange_rate_centibps: null, exchange_rate_source: null })
-    expect(invoiceRateColumns(q)).toEqual({ listed_currency: null, listed_value: null, exchange_rate_centibps: null, exchange_rate_source: null })
+    expect(q).toMatchObject({
+      listed_currency: 'SAT',
+      listed_value: 21_000,
+      amount_sats: 21_000,
+      exchange_rate_centibps: null,
+      exchange_rate_source: null,
+    })
+    expect(invoiceRateColumns(q)).toEqual({
+      listed_currency: null,
+      listed_value: null,
+      exchange_rate_centibps: null,
+      exchange_rate_source: null,
+    })
     policy(p.id, { slug: 'btc', price_currency_override: 'BTC', price_value_override: 50_000 })
     const b = await f.pricing.quote({ productSlug: 'sats', policy: 'btc' })
     expect(b).toMatchObject({ listed_currency: 'BTC', amount_sats: 50_000, exchange_rate_centibps: null })
@@ -89,7 +112,12 @@ describe('pricing', () => {
       exchange_rate_centibps: usdRate(),
       exchange_rate_source: 'kraken',
     })
-    expect(invoiceRateColumns(q)).toEqual({ listed_currency: 'USD', listed_value: 1999, exchange_rate_centibps: usdRate(), exchange_rate_source: 'kraken' })
+    expect(invoiceRateColumns(q)).toEqual({
+      listed_currency: 'USD',
+      listed_value: 1999,
+      exchange_rate_centibps: usdRate(),
+      exchange_rate_source: 'kraken',
+    })
   })
 
   it('refuses a fiat price when no rate is available', async () => {
@@ -99,7 +127,10 @@ describe('pricing', () => {
     fake.coinbase.failWith = 500
     fake.coingecko.failWith = 500
     try {
-      await expect(f.pricing.quote({ productSlug: 'eur' })).rejects.toMatchObject({ code: 'rate_unavailable', status: 503 })
+      await expect(f.pricing.quote({ productSlug: 'eur' })).rejects.toMatchObject({
+        code: 'rate_unavailable',
+        status: 503,
+      })
     } finally {
       fake.kraken.failWith = null
       fake.coinbase.failWith = null
@@ -115,15 +146,30 @@ describe('pricing', () => {
     code({ code: 'FIVEBUCKS', kind: 'fixed_sats', value: 500, discount_currency: 'USD' })
     code({ code: 'SATSOFF', kind: 'fixed_sats', value: 10_000 })
     code({ code: 'FLAT', kind: 'set_price', value: 2500, discount_currency: 'USD' })
-    expect(await f.pricing.quote({ productSlug: 'usd', code: 'tenoff' })).toMatchObject({ listed_value: 9000, discount_value: 1000, discount_code: 'TENOFF' })
+    expect(await f.pricing.quote({ productSlug: 'usd', code: 'tenoff' })).toMatchObject({
+      listed_value: 9000,
+      discount_value: 1000,
+      discount_code: 'TENOFF',
+    })
     expect(await f.pricing.quote({ productSlug: 'usd', code: 'FIVEBUCKS' })).toMatchObject({ listed_value: 9500 })
-    expect(await f.pricing.quote({ productSlug: 'sat', code: 'SATSOFF' })).toMatchObject({ listed_value: 90_000, amount_sats: 90_000 })
+    expect(await f.pricing.quote({ productSlug: 'sat', code: 'SATSOFF' })).toMatchObject({
+      listed_value: 90_000,
+      amount_sats: 90_000,
+    })
     // 10,000 sats off a USD price: converted to cents at the rate, rounded down (seller's favour).
     const off = Math.floor((10_000 * usdRate()) / 1e10)
-    expect(await f.pricing.quote({ productSlug: 'usd', code: 'SATSOFF' })).toMatchObject({ listed_value: 10_000 - off, discount_value: off })
+    expect(await f.pricing.quote({ productSlug: 'usd', code: 'SATSOFF' })).toMatchObject({
+      listed_value: 10_000 - off,
+      discount_value: off,
+    })
     // A USD set price on a SAT product: $25 in sats, rounded up.
-    expect(await f.pricing.quote({ productSlug: 'sat', code: 'FLAT' })).toMatchObject({ listed_value: fiatToSats(2500, usdRate()) })
-    expect(await f.pricing.quote({ productSlug: 'usd', code: 'FLAT' })).toMatchObject({ listed_value: 2500, amount_sats: fiatToSats(2500, usdRate()) })
+    expect(await f.pricing.quote({ productSlug: 'sat', code: 'FLAT' })).toMatchObject({
+      listed_value: fiatToSats(2500, usdRate()),
+    })
+    expect(await f.pricing.quote({ productSlug: 'usd', code: 'FLAT' })).toMatchObject({
+      listed_value: 2500,
+      amount_sats: fiatToSats(2500, usdRate()),
+    })
   })
 
   it('discount codes: expired, capped out, other product, other tier, wrong kind, unknown', async () => {
@@ -138,27 +184,58 @@ describe('pricing', () => {
     code({ code: 'GIFT', kind: 'free_license' })
     expect(await f.pricing.quote({ productSlug: 'a', code: 'OLD' })).toMatchObject({ listed_value: 500 })
     f.clock.advance(DAY)
-    await expect(f.pricing.quote({ productSlug: 'a', code: 'OLD' })).rejects.toMatchObject({ code: 'discount_expired', status: 400, message: expect.stringMatching(/expired/) })
+    await expect(f.pricing.quote({ productSlug: 'a', code: 'OLD' })).rejects.toMatchObject({
+      code: 'discount_expired',
+      status: 400,
+      message: expect.stringMatching(/expired/),
+    })
     // One pending reservation uses up the cap; a cancelled one frees it again.
     const invoice = randomUUID()
-    f.db.prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES (?, ?, 500, 0, 0)`).run(invoice, a.id)
+    f.db
+      .prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES (?, ?, 500, 0, 0)`)
+      .run(invoice, a.id)
     f.discounts.reserve({ codeId: capped.id, invoiceId: invoice, listedCurrency: 'SAT', discountValue: 500 })
-    await expect(f.pricing.quote({ productSlug: 'a', code: 'ONCE' })).rejects.toMatchObject({ code: 'discount_exhausted', status: 409, message: expect.stringMatching(/used up/) })
-    expect(() => f.discounts.reserve({ codeId: capped.id, invoiceId: invoice, listedCurrency: 'SAT', discountValue: 500 })).toThrow(/used up/)
+    await expect(f.pricing.quote({ productSlug: 'a', code: 'ONCE' })).rejects.toMatchObject({
+      code: 'discount_exhausted',
+      status: 409,
+      message: expect.stringMatching(/used up/),
+    })
+    expect(() =>
+      f.discounts.reserve({ codeId: capped.id, invoiceId: invoice, listedCurrency: 'SAT', discountValue: 500 }),
+    ).toThrow(/used up/)
     f.discounts.release(invoice)
     expect(await f.pricing.quote({ productSlug: 'a', code: 'ONCE' })).toMatchObject({ listed_value: 500 })
-    await expect(f.pricing.quote({ productSlug: 'b', code: 'AONLY' })).rejects.toMatchObject({ code: 'discount_not_applicable', message: expect.stringMatching(/not valid for b/) })
-    await expect(f.pricing.quote({ productSlug: 'a', code: 'PROONLY' })).rejects.toMatchObject({ code: 'discount_not_applicable' })
-    expect(await f.pricing.quote({ productSlug: 'a', policy: 'pro', code: 'PROONLY' })).toMatchObject({ listed_value: 500 })
-    await expect(f.pricing.quote({ productSlug: 'a', code: 'GIFT' })).rejects.toMatchObject({ code: 'discount_wrong_kind' })
-    await expect(f.pricing.quote({ productSlug: 'a', code: 'NOPE' })).rejects.toMatchObject({ code: 'discount_not_found', status: 404 })
+    await expect(f.pricing.quote({ productSlug: 'b', code: 'AONLY' })).rejects.toMatchObject({
+      code: 'discount_not_applicable',
+      message: expect.stringMatching(/not valid for b/),
+    })
+    await expect(f.pricing.quote({ productSlug: 'a', code: 'PROONLY' })).rejects.toMatchObject({
+      code: 'discount_not_applicable',
+    })
+    expect(await f.pricing.quote({ productSlug: 'a', policy: 'pro', code: 'PROONLY' })).toMatchObject({
+      listed_value: 500,
+    })
+    await expect(f.pricing.quote({ productSlug: 'a', code: 'GIFT' })).rejects.toMatchObject({
+      code: 'discount_wrong_kind',
+    })
+    await expect(f.pricing.quote({ productSlug: 'a', code: 'NOPE' })).rejects.toMatchObject({
+      code: 'discount_not_found',
+      status: 404,
+    })
     await expect(f.pricing.quote({ productSlug: 'zzz' })).rejects.toMatchObject({ code: 'not_found' })
     await expect(f.pricing.quote({ productSlug: 'a', policy: 'gold' })).rejects.toMatchObject({ code: 'not_found' })
     // Settling the reservation counts the use.
     const inv2 = randomUUID()
-    f.db.prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES (?, ?, 500, 0, 0)`).run(inv2, a.id)
+    f.db
+      .prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES (?, ?, 500, 0, 0)`)
+      .run(inv2, a.id)
     f.discounts.reserve({ codeId: capped.id, invoiceId: inv2, listedCurrency: 'SAT', discountValue: 500 })
-    const lic = f.licenses.issue({ product: f.catalog.productRow(a.id)!, policy: f.catalog.resolvePolicy(f.catalog.productRow(a.id)!), source: 'purchase', invoiceId: inv2 })
+    const lic = f.licenses.issue({
+      product: f.catalog.productRow(a.id)!,
+      policy: f.catalog.resolvePolicy(f.catalog.productRow(a.id)!),
+      source: 'purchase',
+      invoiceId: inv2,
+    })
     f.discounts.markRedeemed(inv2, lic.license.id)
     expect(f.discounts.list().find((d) => d.code === 'ONCE')).toMatchObject({ redemption_count: 1, pending_count: 0 })
     expect(() => f.discounts.remove(capped.id)).toThrow(/deactivate it instead/)

@@ -63,10 +63,16 @@ describe('RateService against loopback sources', () => {
   it('falls through Kraken → Coinbase → CoinGecko in order', async () => {
     const svc = make()
     fake.kraken.failWith = 500
-    expect(await svc.rate('EUR')).toMatchObject({ source: 'coinbase', centibps: toCentibps(String(fake.coinbase.rates.EUR)) })
+    expect(await svc.rate('EUR')).toMatchObject({
+      source: 'coinbase',
+      centibps: toCentibps(String(fake.coinbase.rates.EUR)),
+    })
     const svc2 = make()
     fake.coinbase.failWith = 503
-    expect(await svc2.rate('USD')).toMatchObject({ source: 'coingecko', centibps: toCentibps(fake.coingecko.rates.USD) })
+    expect(await svc2.rate('USD')).toMatchObject({
+      source: 'coingecko',
+      centibps: toCentibps(fake.coingecko.rates.USD),
+    })
     expect(svc2.sources().map((s) => [s.name, s.last_error !== null])).toEqual([
       ['kraken', true],
       ['coinbase', true],
@@ -102,7 +108,11 @@ describe('RateService against loopback sources', () => {
   })
 
   it('refuses with no sources configured, and rejects malformed answers', async () => {
-    const none = new RateService({ baseUrls: [], clock: new ManualClock(), logger: createLogger({ sink: new MemorySink() }) })
+    const none = new RateService({
+      baseUrls: [],
+      clock: new ManualClock(),
+      logger: createLogger({ sink: new MemorySink() }),
+    })
     await expect(none.rate('USD')).rejects.toMatchObject({ code: 'rate_unavailable' })
     const bogus = new RateService({
       baseUrls: ['http://kraken.invalid'],
