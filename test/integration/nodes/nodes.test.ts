@@ -99,7 +99,7 @@ describe('nodes over real SSH and HTTP', () => {
     expect((await daemon.admin('/api/node/node3/wake', { method: 'POST', body: '{}' })).status).toBe(404)
     const bad = await daemon.admin('/api/node/node1/wake', { method: 'POST', body: JSON.stringify({ mac: '4c:bb:47:zz:91:0a' }) })
     expect(bad.status).toBe(400)
-    expect((await bad.json()).detail).toMatch(/MAC/)
+    expect(((await bad.json()) as { detail: string }).detail).toMatch(/MAC/)
   })
 
   it('wake sends the magic packet from the other node to the configured loopback broadcast', async () => {
@@ -180,7 +180,7 @@ describe('a corrupt connectivity.json', () => {
       expect(res.status).toBe(200)
       expect(await res.json()).toEqual({ macs: {}, subjects: {}, events: [] })
       expect(fs.existsSync(path.join(dataDir, 'connectivity.json.corrupt'))).toBe(true)
-      const hw = await (await daemon.admin('/api/hardware')).json()
+      const hw = (await (await daemon.admin('/api/hardware')).json()) as { node1: unknown }
       expect(hw.node1).toEqual({ node: 'node1', status: 'not_configured' })
     } finally {
       await daemon.stop()
