@@ -57,6 +57,11 @@ describe('licensing migrations', () => {
     expect(appliedMigrations(again)).toEqual(MIGRATIONS.map((m) => m.id))
     again.close()
     expect(fs.statSync(file).mode & 0o777).toBe(0o600)
+    // SQLite gives the WAL the database file's mode: the secrets in it stay owner-only too.
+    const w = openLicensingDb(file)
+    w.prepare(`INSERT INTO settings (key, value, updated_at) VALUES ('k', 'v', 0)`).run()
+    expect(fs.statSync(`${file}-wal`).mode & 0o777).toBe(0o600)
+    w.close()
   })
 
   it('rebuilds products on a populated level-3 database with clean foreign-key and integrity checks', () => {
