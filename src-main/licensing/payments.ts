@@ -18,6 +18,8 @@ import { Settlement, type LicenseIssuer } from './settlement'
 import { OutboundWebhooks, type Poster } from './webhooksOut'
 
 const WEBHOOK_BODY_LIMIT = 256 * 1024
+/** A pending invoice being polled is re-checked at its provider at most this often. */
+const POLL_RECHECK_MS = 15_000
 
 export interface PaymentsOptions {
   /** The per-address limits shared by every public licensing endpoint and page. */
@@ -105,6 +107,19 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
   const inbound = new ProviderWebhooks({ logger: log, invoices, providers, settlement })
   const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
 
+  // Buyers poll while they pay: a pending invoice gets an early provider check (bounded per
+  // invoice), so a lost webhook costs seconds rather than a reconciliation sweep.
+  const lastNudge = new Map<string, number>()
+  const nudge = (invoiceId: string): void => {
+    const now = clock.now()
+    if (now - (lastNudge.get(invoiceId) ?? -Infinity) < POLL_RECHECK_MS) return
+    if (lastNudge.size > 1000) {
+      for (const [id, at] of lastNudge) if (now - at >= POLL_RECHECK_MS) lastNudge.delete(id)
+    }
+    lastNudge.set(invoiceId, now)
+    reconciler.recheck(invoiceId).catch((err: unknown) => log.warn('poll re-check failed', { invoice: invoiceId, error: err }))
+  }
+
   const limit = (ctx: CallContext): void => {
     if (!opts.limits.take('public', ctx.clientIp)) {
       const after = Math.max(1, opts.limits.retryAfter('public', ctx.clientIp))
@@ -124,7 +139,9 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
     },
     licPurchaseStatus: async ({ id }, ctx) => {
       limit(ctx)
-      return purchases.poll(id)
+      const out = purchases.poll(id)
+      if (out.status === 'pending') nudge(id)
+      return out
     },
     licAdminInvoices: async (q) => invoices.list(q),
     licAdminInvoice: async ({ id }) => mustInvoice(id),
