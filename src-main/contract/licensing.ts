@@ -415,6 +415,8 @@ export const licensingBuyerContract = {
 // ---- admin API ----
 
 const Id = z.string().min(1).max(64)
+/** A GET flag: "true"/"false" (and 1/0, yes/no) from a query string over HTTP, a boolean over IPC. */
+const QueryBool = z.union([z.boolean(), z.stringbool()])
 const Ok = z.object({ ok: z.literal(true) })
 
 export const ProductInput = z.object({
@@ -615,7 +617,7 @@ export const licensingAdminContract = {
     http: 'GET /v1/admin/machines',
     input: z.object({
       license_id: Id.optional(),
-      include_inactive: z.stringbool().optional(),
+      include_inactive: QueryBool.optional(),
       limit: z.coerce.number().int().min(1).max(5000).default(500),
     }),
     output: z.array(MachineView),
@@ -663,7 +665,7 @@ export const licensingAdminContract = {
   licAdminRates: method({
     summary: 'Current BTC exchange rates and the state of each source',
     http: 'GET /v1/admin/rates',
-    input: z.object({ refresh: z.stringbool().optional() }),
+    input: z.object({ refresh: QueryBool.optional() }),
     output: z.object({ rates: z.array(RateView), errors: z.array(z.string()), sources: z.array(RateSourceView) }),
   }),
   licAdminAudit: method({

@@ -347,3 +347,21 @@ describe('admin search and analytics', () => {
     expect(rev.totals).toEqual({ amount_sats: 23556, licenses_issued: 3, invoices_settled: 3 })
   })
 })
+
+describe('admin inputs', () => {
+  it('GET flags parse from query strings (HTTP) and booleans (IPC); PATCH leaves absent fields alone', async () => {
+    const { licensingAdminContract } = await import('../../../src-main/contract/licensing')
+    const machines = licensingAdminContract.licAdminMachines.input
+    expect(machines.parse({ include_inactive: 'true' })).toMatchObject({ include_inactive: true })
+    expect(machines.parse({ include_inactive: 'false' })).toMatchObject({ include_inactive: false })
+    expect(machines.parse({ include_inactive: true })).toMatchObject({ include_inactive: true })
+    expect(licensingAdminContract.licAdminUpdatePolicy.input.parse({ id: 'x', name: 'N' })).toEqual({
+      id: 'x',
+      name: 'N',
+    })
+    expect(licensingAdminContract.licAdminUpdateDiscount.input.parse({ id: 'x', active: false })).toEqual({
+      id: 'x',
+      active: false,
+    })
+  })
+})
