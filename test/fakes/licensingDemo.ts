@@ -1,0 +1,112 @@
+import { FakeBtcpay } from './btcpay'
+import { FakeRateSources } from './rates'
+import { FakeZaprite } from './zaprite'
+
+/**
+ * Loopback payment providers and rate sources for the demo and the browser suite, plus a seed
+ * that gives the Licensing view something to show: two products with a tier ladder, a connected
+ * BTCPay Server, a few paid purchases, a discount code and an outbound endpoint. Nothing leaves
+ * the machine: pass `env` (RATE_SOURCES) to the daemon.
+ */
+export interface LicensingSim {
+  readonly btcpay: FakeBtcpay
+  readonly zaprite: FakeZaprite
+  readonly rates: FakeRateSources
+  readonly env: { RATE_SOURCES: string }
+  seed(baseUrl: string, adminToken: string): Promise<void>
+  close(): Promise<void>
+}
+
+export async function startLicensingSim(): Promise<LicensingSim> {
+  const btcpay = await new FakeBtcpay().start()
+  const zaprite = await new FakeZaprite().start()
+  const rates = await new FakeRateSources().start()
+
+  async function seed(baseUrl: string, adminToken: string): Promise<void> {
+    const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+      const res = await fetch(baseUrl + path, {
+        method,
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+      const text = await res.text()
+      if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`)
+      return JSON.parse(text) as T
+    }
+    btcpay.webhookUrl = `${baseUrl}/v1/btcpay/webhook`
+    zaprite.webhookUrl = `${baseUrl}/v1/zaprite/webhook`
+    const existing = await call<{ slug: string }[]>('GET', '/v1/admin/products')
+    if (existing.some((p) => p.slug === 'notes')) return
+
+    const notes = await call<{ id: string }>('POST', '/v1/admin/products', {
+      slug: 'notes',
+      name: 'Notes Pro',
+      description: 'Private notes that sync between your machines.',
+      price_currency: 'SAT',
+      price_value: 50_000,
+      entitlements_catalog: [
+        { slug: 'sync', name: 'Sync', description: 'Sync between machines' },
+        { slug: 'export', name: 'Export', description: 'PDF and Markdown export' },
+      ],
+    })
+    const [standard] = await call<{ id: string }[]>('GET', `/v1/admin/products/${notes.id}/policies`)
+    await call('PATCH', `/v1/admin/policies/${standard!.id}`, { tier_rank: 1, entitlements: ['export'] })
+    await call('POST', `/v1/admin/products/${notes.id}/policies`, {
+      slug: 'team',
+      name: 'Team',
+      description: 'Five seats with sync.',
+      tier_rank: 2,
+      price_value_override: 180_000,
+      max_machines: 5,
+      entitlements: ['sync', 'export'],
+      highlighted: true,
+    })
+    await call('POST', '/v1/admin/products', {
+      slug: 'studio',
+      name: 'Studio',
+      description: 'Priced in dollars, paid in bitcoin.',
+      price_currency: 'USD',
+      price_value: 4_900,
+    })
+    await call('POST', '/v1/admin/btcpay/connect', {
+      base_url: btcpay.url,
+      store_id: btcpay.storeId,
+      api_key: btcpay.apiKey,
+      webhook_secret: btcpay.webhookSecret,
+    })
+    await call('POST', '/v1/admin/discount-codes', { code: 'LAUNCH20', kind: 'percent', value: 20, max_redemptions: 100 })
+    await call('POST', '/v1/admin/webhook-endpoints', {
+      url: `${btcpay.url}/hooks/tandem`,
+      secret: 'demo-outbound-secret-0123456789',
+      events: ['license.issued'],
+      description: 'Demo receiver',
+    })
+    const buys = [
+      { product: 'notes', buyer_email: 'ada@example.com' },
+      { product: 'notes', policy: 'team', buyer_email: 'grace@example.com', code: 'LAUNCH20' },
+      { product: 'studio', buyer_email: 'linus@example.com' },
+      { product: 'notes', buyer_email: 'ken@example.com' },
+    ]
+    for (const [i, b] of buys.entries()) {
+      const res = await fetch(`${baseUrl}/v1/purchase`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(b),
+      })
+      const p = (await res.json()) as { provider_invoice_id?: string }
+      // The last one stays unpaid, so the invoices list shows a pending checkout too.
+      if (res.ok && p.provider_invoice_id && i < buys.length - 1) await btcpay.pay(p.provider_invoice_id)
+    }
+  }
+
+  return {
+    btcpay,
+    zaprite,
+    rates,
+    env: rates.env,
+    seed,
+    async close() {
+      await Promise.all([btcpay.stop(), zaprite.stop(), rates.stop()])
+    },
+  }
+}
