@@ -51,6 +51,8 @@ export interface Config {
   readonly chatUiUrl: string | null
   readonly nodes: { readonly node1: SshTarget | null; readonly node2: SshTarget | null }
   readonly wolBroadcast: string
+  /** Background probe interval in seconds; 0 = off. */
+  readonly monitorIntervalS: number
   readonly llm: { readonly port: number; readonly container: string; readonly launcherDir: string }
   readonly asr: RoleService
   readonly tts: RoleService
@@ -175,6 +177,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     chatUiUrl: orNull('CHAT_UI_URL'),
     nodes: { node1, node2 },
     wolBroadcast: s('WOL_BROADCAST'),
+    monitorIntervalS: num('MONITOR_INTERVAL_S'),
     llm: { port: num('LLM_PORT'), container: s('LLM_CONTAINER'), launcherDir: s('LAUNCHER_DIR') },
     asr: role('ASR'),
     tts: role('TTS'),

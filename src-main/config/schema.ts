@@ -50,6 +50,12 @@ export const SETTINGS = {
     default: '255.255.255.255',
     description: 'Broadcast address for the direct Wake-on-LAN fallback',
   },
+  MONITOR_INTERVAL_S: {
+    group: 'nodes',
+    kind: 'int',
+    default: '60',
+    description: 'Seconds between background probes of nodes and services (connectivity history); 0 = only when polled',
+  },
   LLM_PORT: { group: 'services', kind: 'port', default: '8888', description: 'llm (vLLM) port on node1' },
   LLM_CONTAINER: { group: 'services', kind: 'string', default: 'vllm_node', description: 'llm container name' },
   LAUNCHER_DIR: {
@@ -162,6 +168,7 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   NODE2_USER: userLike,
   NODE2_SSH_PORT: port,
   WOL_BROADCAST: z.ipv4(),
+  MONITOR_INTERVAL_S: z.coerce.number().int().refine((n) => n === 0 || (n >= 1 && n <= 3600), '0, or 1 to 3600'),
   LLM_PORT: port,
   LLM_CONTAINER: containerLike,
   LAUNCHER_DIR: z.string().regex(/^(\$HOME\/)?[A-Za-z0-9._/-]+$/, 'an absolute path or $HOME/<path>'),

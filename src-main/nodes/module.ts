@@ -116,6 +116,17 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
     },
   }
 
+  // Background probes keep the connectivity history going while no dashboard is open.
+  let monitor: ReturnType<typeof setInterval> | null = null
+  let tick: Promise<void> | null = null
+  const probeAll = async (): Promise<void> => {
+    try {
+      await Promise.all([hardware.snapshot(), status.all()])
+    } catch (err) {
+      logger.warn('background probe failed', { error: err })
+    }
+  }
+
   return {
     name: 'nodes',
     handlers,
@@ -127,7 +138,16 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
     hostKeys,
     targets,
     publicBaseUrl: base,
+    start() {
+      if (config.monitorIntervalS <= 0) return
+      monitor = setInterval(() => {
+        tick ??= probeAll().finally(() => (tick = null))
+      }, config.monitorIntervalS * 1000)
+      monitor.unref()
+    },
     async stop() {
+      if (monitor) clearInterval(monitor)
+      await tick
       await connectivity.flush()
       await pool.close()
     },

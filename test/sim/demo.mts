@@ -56,6 +56,7 @@ const daemon = spawn(process.execPath, [entry, '--headless'], {
     BIND: bind,
     // Wake-on-LAN in the demo never leaves this machine.
     WOL_BROADCAST: '127.0.0.1',
+    MONITOR_INTERVAL_S: process.env.MONITOR_INTERVAL_S ?? '15',
   },
 })
 

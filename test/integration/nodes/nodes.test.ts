@@ -21,7 +21,8 @@ describe('nodes over real SSH and HTTP', () => {
     // The daemon's key exists before it starts, so the sim can authorise it.
     const key = ensureServiceKey(path.join(dataDir, 'ssh'))
     sim = await startFullSim({ authorizedKeys: [key.publicKey] })
-    daemon = await startDaemon({ env: sim.env(), clock, dataDir })
+    // No background probes here: every probe in this suite is one the test asked for.
+    daemon = await startDaemon({ env: { ...sim.env(), MONITOR_INTERVAL_S: '0' }, clock, dataDir })
   })
   afterAll(async () => {
     await daemon?.stop()
@@ -184,6 +185,33 @@ describe('a corrupt connectivity.json', () => {
       expect(hw.node1).toEqual({ node: 'node1', status: 'not_configured' })
     } finally {
       await daemon.stop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('background monitoring', () => {
+  it('probes nodes and services on its own and records what it sees', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-monitor-'))
+    const key = ensureServiceKey(path.join(dataDir, 'ssh'))
+    const sim = await startFullSim({ authorizedKeys: [key.publicKey] })
+    const daemon = await startDaemon({ env: { ...sim.env(), MONITOR_INTERVAL_S: '1' }, dataDir })
+    try {
+      await sim.llm.setFault('refused')
+      for (let i = 0; i < 50; i++) {
+        const conn = (await (await daemon.admin('/api/connectivity')).json()) as { subjects: Record<string, { state: string }>; macs: Record<string, string> }
+        if (conn.subjects.llm && conn.subjects.node2 && conn.macs.node1) break
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      // No API call probed anything: the monitor did.
+      const conn = (await (await daemon.admin('/api/connectivity')).json()) as { subjects: Record<string, { state: string }>; macs: Record<string, string> }
+      expect(conn.subjects.node1?.state).toBe('up')
+      expect(conn.subjects.llm?.state).toBe('down')
+      expect(conn.macs.node2).toBe('4c:bb:47:2e:91:0b')
+      expect(sim.cluster.node1.commands.length).toBeGreaterThan(0)
+    } finally {
+      await daemon.stop()
+      await sim.close()
       fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })
