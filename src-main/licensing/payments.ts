@@ -117,13 +117,17 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
       for (const [id, at] of lastNudge) if (now - at >= POLL_RECHECK_MS) lastNudge.delete(id)
     }
     lastNudge.set(invoiceId, now)
-    reconciler.recheck(invoiceId).catch((err: unknown) => log.warn('poll re-check failed', { invoice: invoiceId, error: err }))
+    reconciler
+      .recheck(invoiceId)
+      .catch((err: unknown) => log.warn('poll re-check failed', { invoice: invoiceId, error: err }))
   }
 
   const limit = (ctx: CallContext): void => {
     if (!opts.limits.take('public', ctx.clientIp)) {
       const after = Math.max(1, opts.limits.retryAfter('public', ctx.clientIp))
-      throw new ApiError('rate_limited', 'too many requests from this address', { headers: { 'Retry-After': String(after) } })
+      throw new ApiError('rate_limited', 'too many requests from this address', {
+        headers: { 'Retry-After': String(after) },
+      })
     }
   }
   const mustInvoice = (id: string) => {
@@ -158,7 +162,8 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
       ),
     licAdminBtcpayDisconnect: async () => providers.disconnect('btcpay'),
     licAdminBtcpayStatus: async () => providers.status(),
-    licAdminZapriteConnect: async (i, ctx) => providers.connectZaprite({ apiKey: i.api_key, baseUrl: i.base_url }, ctx.signal),
+    licAdminZapriteConnect: async (i, ctx) =>
+      providers.connectZaprite({ apiKey: i.api_key, baseUrl: i.base_url }, ctx.signal),
     licAdminZapriteDisconnect: async () => providers.disconnect('zaprite'),
     licAdminZapriteStatus: async () => providers.status(),
     licAdminWebhookEndpoints: async () => outbox.listEndpoints(),
@@ -205,7 +210,11 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
         recover: async (key) => licenses.recover(key),
         invoiceExtras: (id) => {
           const v = invoices.view(id)
-          return { product_name: v?.product_name ?? null, buyer_email: v?.buyer_email ?? null, buyer_note: v?.buyer_note ?? null }
+          return {
+            product_name: v?.product_name ?? null,
+            buyer_email: v?.buyer_email ?? null,
+            buyer_note: v?.buyer_note ?? null,
+          }
         },
       })
     },

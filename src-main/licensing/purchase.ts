@@ -45,10 +45,17 @@ export class Purchases {
   async start(input: PurchaseInput, signal?: AbortSignal): Promise<PurchaseSession> {
     const { db, clock, providers, pricing, catalog, discounts } = this.deps
     signal?.throwIfAborted()
-    const quote = await pricing.quote({ productSlug: input.product, policy: input.policy ?? input.policy_slug, code: input.code })
+    const quote = await pricing.quote({
+      productSlug: input.product,
+      policy: input.policy ?? input.policy_slug,
+      code: input.code,
+    })
     const provider = quote.amount_sats > 0 ? providers.active() : null
     if (quote.amount_sats > 0 && !provider) {
-      throw new ApiError('unavailable', 'no payment provider is connected; the seller has to connect BTCPay Server or Zaprite')
+      throw new ApiError(
+        'unavailable',
+        'no payment provider is connected; the seller has to connect BTCPay Server or Zaprite',
+      )
     }
     const product = catalog.productRow(quote.product_id)
     const policy = catalog.policyRow(quote.policy_id)
@@ -115,7 +122,8 @@ export class Purchases {
     } catch (err) {
       this.deps.settlement.markUnpaid(id, 'invalid', { actor: 'system', via: `${provider.kind} checkout failed` })
       this.deps.logger.warn('checkout creation failed', { invoice: id, provider: provider.kind, error: err })
-      if (err instanceof ApiError) throw new ApiError(err.code, `could not open a checkout: ${err.message}`, { status: 502 })
+      if (err instanceof ApiError)
+        throw new ApiError(err.code, `could not open a checkout: ${err.message}`, { status: 502 })
       throw new ApiError('upstream_error', 'could not open a checkout at the payment provider')
     }
     db.prepare('UPDATE invoices SET provider_invoice_id = ?, checkout_url = ?, updated_at = ? WHERE id = ?').run(

@@ -13,7 +13,12 @@ test.beforeAll(async ({ request, baseURL }) => {
   btcpay.webhookUrl = `${baseURL}/v1/btcpay/webhook`
   const connect = await request.post('/v1/admin/btcpay/connect', {
     headers: auth,
-    data: { base_url: btcpay.url, store_id: btcpay.storeId, api_key: btcpay.apiKey, webhook_secret: btcpay.webhookSecret },
+    data: {
+      base_url: btcpay.url,
+      store_id: btcpay.storeId,
+      api_key: btcpay.apiKey,
+      webhook_secret: btcpay.webhookSecret,
+    },
   })
   expect(connect.status()).toBe(200)
   const products = (await (await request.get('/v1/admin/products', { headers: auth })).json()) as { slug: string }[]
@@ -30,7 +35,11 @@ test.afterAll(async () => {
   await btcpay?.stop()
 })
 
-test('a buyer pays on the buy page and the thank-you page shows the key @screenshot', async ({ page, context, request }) => {
+test('a buyer pays on the buy page and the thank-you page shows the key @screenshot', async ({
+  page,
+  context,
+  request,
+}) => {
   const errors: string[] = []
   page.on('pageerror', (err) => errors.push(err.message))
   await context.grantPermissions(['clipboard-read', 'clipboard-write'])
@@ -42,7 +51,9 @@ test('a buyer pays on the buy page and the thank-you page shows the key @screens
   // The redirect page moves on by itself to the provider's checkout.
   await page.waitForURL(new RegExp(`^${btcpay.url}/i/`))
   const providerId = page.url().split('/i/')[1]!
-  const list = (await (await request.get(`/v1/admin/invoices?q=${providerId}`, { headers: auth })).json()) as { items: { id: string }[] }
+  const list = (await (await request.get(`/v1/admin/invoices?q=${providerId}`, { headers: auth })).json()) as {
+    items: { id: string }[]
+  }
   const invoiceId = list.items[0]!.id
 
   await page.goto(`/thank-you?invoice=${invoiceId}`)
@@ -56,7 +67,7 @@ test('a buyer pays on the buy page and the thank-you page shows the key @screens
   expect(key).toMatch(/^LIC1-[A-Z2-7]+-[A-Z2-7]+$/)
   await page.locator('#copy').click()
   await expect(page.locator('#copy')).toHaveText('Copied')
-  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key)
+  expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key)
   fs.mkdirSync(OUT, { recursive: true })
   await page.screenshot({ path: path.join(OUT, 'licensing-thank-you.png'), fullPage: true })
 

@@ -74,7 +74,12 @@ export async function startLicensingSim(): Promise<LicensingSim> {
       api_key: btcpay.apiKey,
       webhook_secret: btcpay.webhookSecret,
     })
-    await call('POST', '/v1/admin/discount-codes', { code: 'LAUNCH20', kind: 'percent', value: 20, max_redemptions: 100 })
+    await call('POST', '/v1/admin/discount-codes', {
+      code: 'LAUNCH20',
+      kind: 'percent',
+      value: 20,
+      max_redemptions: 100,
+    })
     await call('POST', '/v1/admin/webhook-endpoints', {
       url: `${btcpay.url}/hooks/tandem`,
       secret: 'demo-outbound-secret-0123456789',

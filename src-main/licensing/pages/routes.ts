@@ -10,7 +10,15 @@ import type { Purchases } from '../purchase'
 import { readRawBody } from '../rawBody'
 import { PAGES_CSS, PAGES_JS } from './assets'
 import { PAGES_CSP } from './html'
-import { buyPage, checkoutRedirectPage, errorPage, recoverPage, thankYouPage, unknownPurchasePage, type BuyTier } from './views'
+import {
+  buyPage,
+  checkoutRedirectPage,
+  errorPage,
+  recoverPage,
+  thankYouPage,
+  unknownPurchasePage,
+  type BuyTier,
+} from './views'
 
 const FORM_LIMIT = 32 * 1024
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -36,7 +44,8 @@ function send(res: Response, status: number, body: string): void {
 /** Reads a urlencoded form body ourselves: no global body parser runs for these routes. */
 async function readForm(req: Request): Promise<URLSearchParams> {
   const type = req.headers['content-type'] ?? ''
-  if (!type.startsWith('application/x-www-form-urlencoded')) throw new ApiError('bad_input', 'expected a form submission')
+  if (!type.startsWith('application/x-www-form-urlencoded'))
+    throw new ApiError('bad_input', 'expected a form submission')
   return new URLSearchParams((await readRawBody(req, FORM_LIMIT)).toString('utf8'))
 }
 
@@ -69,7 +78,9 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     res.type('application/javascript').send(PAGES_JS)
   })
 
-  const tiersOf = (slug: string): { product: { slug: string; name: string; description: string }; tiers: BuyTier[] } | null => {
+  const tiersOf = (
+    slug: string,
+  ): { product: { slug: string; name: string; description: string }; tiers: BuyTier[] } | null => {
     const product = deps.catalog.productBySlug(slug)
     if (!product || product.active !== 1) return null
     const tiers = deps.catalog
@@ -132,7 +143,8 @@ export function mountPages(router: Router, deps: PagesDeps): void {
         res.redirect(303, `/thank-you?invoice=${session.invoice_id}`)
         return
       }
-      if (!isHttpUrl(session.checkout_url)) throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
+      if (!isHttpUrl(session.checkout_url))
+        throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
       send(res, 200, checkoutRedirectPage(session.checkout_url, session.invoice_id))
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')

@@ -29,7 +29,13 @@ beforeAll(async () => {
   d = await startDaemon({ env: { LICENSING_RATE_LIMIT: '0' } })
   const res = await d.admin('/v1/admin/products', {
     method: 'POST',
-    body: JSON.stringify({ slug: 'xss', name: `Evil ${SCRIPT}`, description: `Desc ${IMG}`, price_currency: 'SAT', price_value: 0 }),
+    body: JSON.stringify({
+      slug: 'xss',
+      name: `Evil ${SCRIPT}`,
+      description: `Desc ${IMG}`,
+      price_currency: 'SAT',
+      price_value: 0,
+    }),
   })
   const product = (await res.json()) as { id: string }
   const pol = await d.admin(`/v1/admin/products/${product.id}/policies`, {
@@ -57,7 +63,10 @@ describe('public pages escape every value', () => {
   })
 
   it('buy page errors echo the buyer input escaped', async () => {
-    const p = await page('/buy/xss', form({ policy: 'pro', buyer_email: `${IMG}${SCRIPT}`, code: SCRIPT, buyer_note: SCRIPT }))
+    const p = await page(
+      '/buy/xss',
+      form({ policy: 'pro', buyer_email: `${IMG}${SCRIPT}`, code: SCRIPT, buyer_note: SCRIPT }),
+    )
     expect(p.status).toBe(400)
     expect(p.html).toContain('role="alert"')
     expectInert(p.html)
@@ -65,9 +74,14 @@ describe('public pages escape every value', () => {
   })
 
   it('thank-you page: buyer note and email, product name', async () => {
-    const res = await page('/buy/xss', form({ policy: 'pro', buyer_email: 'buyer@example.com', buyer_note: `${SCRIPT}${IMG}` }))
+    const res = await page(
+      '/buy/xss',
+      form({ policy: 'pro', buyer_email: 'buyer@example.com', buyer_note: `${SCRIPT}${IMG}` }),
+    )
     expect(res.status).toBe(303)
-    const loc = (await fetch(d.url + '/buy/xss', { ...form({ policy: 'pro', buyer_note: SCRIPT }), redirect: 'manual' })).headers.get('location')!
+    const loc = (
+      await fetch(d.url + '/buy/xss', { ...form({ policy: 'pro', buyer_note: SCRIPT }), redirect: 'manual' })
+    ).headers.get('location')!
     expect(loc).toMatch(/^\/thank-you\?invoice=[0-9a-f-]{36}$/)
     const p = await page(loc)
     expect(p.status).toBe(200)
@@ -97,7 +111,9 @@ describe('public pages escape every value', () => {
   })
 
   it('recover page shows the state and a fresh key for a real key', async () => {
-    const loc = (await fetch(d.url + '/buy/xss', { ...form({ policy: 'pro' }), redirect: 'manual' })).headers.get('location')!
+    const loc = (await fetch(d.url + '/buy/xss', { ...form({ policy: 'pro' }), redirect: 'manual' })).headers.get(
+      'location',
+    )!
     const id = loc.split('=')[1]!
     const poll = (await (await fetch(`${d.url}/v1/purchase/${id}`)).json()) as { license_key: string }
     const p = await page('/recover', form({ key: poll.license_key }))

@@ -46,7 +46,9 @@ const poll = (id: string) =>
   )
 
 async function licensesFor(invoiceId: string): Promise<number> {
-  const all = await json<{ licenses: { id: string; invoice_id: string | null }[] }>(d.admin('/v1/admin/licenses?limit=500'))
+  const all = await json<{ licenses: { id: string; invoice_id: string | null }[] }>(
+    d.admin('/v1/admin/licenses?limit=500'),
+  )
   const mine = all.licenses.filter((l) => l.invoice_id === invoiceId)
   const inv = await json<{ license_id: string | null }>(d.admin(`/v1/admin/invoices/${invoiceId}`))
   expect(inv.license_id).toBe(mine[0]?.id ?? null)
@@ -97,7 +99,12 @@ describe('BTCPay Server', () => {
     expect(p.btcpay_invoice_id).toBe(p.provider_invoice_id)
     const created = btcpay.requests.find((r) => r.method === 'POST')!
     expect(created.headers.authorization).toBe(`token ${btcpay.apiKey}`)
-    const sent = JSON.parse(created.body) as { amount: string; currency: string; metadata: { orderId: string }; checkout: { redirectURL: string } }
+    const sent = JSON.parse(created.body) as {
+      amount: string
+      currency: string
+      metadata: { orderId: string }
+      checkout: { redirectURL: string }
+    }
     expect(sent).toMatchObject({ amount: '0.00050000', currency: 'BTC', metadata: { orderId: p.invoice_id } })
     expect(sent.checkout.redirectURL).toContain(`/thank-you?invoice=${p.invoice_id}`)
     expect((await fetch(p.checkout_url)).status).toBe(200)
@@ -110,7 +117,9 @@ describe('BTCPay Server', () => {
     expect(settled.license_key).toMatch(/^LIC1-/)
     btcKey = settled.license_key!
 
-    const v = await json<{ ok: boolean; product_slug: string }>(post(`${d.url}/v1/validate`, { key: btcKey, product_slug: 'notes' }))
+    const v = await json<{ ok: boolean; product_slug: string }>(
+      post(`${d.url}/v1/validate`, { key: btcKey, product_slug: 'notes' }),
+    )
     expect(v).toMatchObject({ ok: true, product_slug: 'notes' })
 
     // A replayed settle changes nothing: still one license, same key.
@@ -121,7 +130,9 @@ describe('BTCPay Server', () => {
 
   it('forged or missing BTCPay-Sig → 401 and nothing changes', async () => {
     const p = await purchase({ product: 'notes' }) // unpaid at BTCPay: only a forged event could settle it
-    const forged = await btcpay.sendEvent('InvoiceSettled', p.provider_invoice_id, { signature: `sha256=${'0'.repeat(64)}` })
+    const forged = await btcpay.sendEvent('InvoiceSettled', p.provider_invoice_id, {
+      signature: `sha256=${'0'.repeat(64)}`,
+    })
     expect(forged.status).toBe(401)
     const missing = await btcpay.sendEvent('InvoiceSettled', p.provider_invoice_id, { signature: null })
     expect(missing.status).toBe(401)
@@ -221,7 +232,9 @@ describe('BTCPay Server', () => {
       expect((await zaprite.pay(order.id, 'OVERPAID')).status).toBe(200)
       const settled = await poll(p.invoice_id)
       expect(settled.status).toBe('settled')
-      const v = await json<{ ok: boolean }>(post(`${d.url}/v1/validate`, { key: settled.license_key, product_slug: 'studio' }))
+      const v = await json<{ ok: boolean }>(
+        post(`${d.url}/v1/validate`, { key: settled.license_key, product_slug: 'studio' }),
+      )
       expect(v.ok).toBe(true)
       expect((await zaprite.pay(order.id)).status).toBe(200)
       expect(await licensesFor(p.invoice_id)).toBe(1)
@@ -230,7 +243,9 @@ describe('BTCPay Server', () => {
     it('rejects a webhook without an order id, for an unknown order, or with malformed JSON; nothing changes', async () => {
       const p = await purchase({ product: 'studio' })
       expect((await zaprite.sendWebhook({ event: 'order.change', data: { status: 'PAID' } })).status).toBe(400)
-      expect((await zaprite.sendWebhook({ event: 'order.change', data: { id: 'od_unknown', status: 'PAID' } })).status).toBe(404)
+      expect(
+        (await zaprite.sendWebhook({ event: 'order.change', data: { id: 'od_unknown', status: 'PAID' } })).status,
+      ).toBe(404)
       expect((await zaprite.sendRaw('{"event": "order.change", "data": {')).status).toBe(400)
       expect((await zaprite.sendRaw('[1,2,3]')).status).toBe(400)
       expect(await poll(p.invoice_id)).toMatchObject({ status: 'pending', license_key: null })

@@ -30,13 +30,20 @@ describe('provider connections and outbound endpoints (admin)', () => {
       webhook_secret: 'some-webhook-secret',
     })
     expect(res.status).toBe(400)
-    const st = (await (await d.admin('/v1/admin/providers')).json()) as { active: string | null; btcpay: { connected: boolean } }
+    const st = (await (await d.admin('/v1/admin/providers')).json()) as {
+      active: string | null
+      btcpay: { connected: boolean }
+    }
     expect(st).toMatchObject({ active: null, btcpay: { connected: false } })
   })
 
   it('admin endpoints need the admin credential and refuse cross-origin writes', async () => {
     expect((await fetch(`${d.url}/v1/admin/providers`)).status).toBe(401)
-    const cross = await d.admin('/v1/admin/btcpay/disconnect', { method: 'POST', body: '{}', headers: { Origin: 'http://evil.example' } })
+    const cross = await d.admin('/v1/admin/btcpay/disconnect', {
+      method: 'POST',
+      body: '{}',
+      headers: { Origin: 'http://evil.example' },
+    })
     expect(cross.status).toBe(403)
   })
 
@@ -55,10 +62,17 @@ describe('provider connections and outbound endpoints (admin)', () => {
     const unknown = await btcpay.sendEvent('InvoiceSettled', 'NotOurs1', { url: `${d.url}/v1/provider_a/webhook` })
     expect(unknown.status).toBe(200)
     expect(JSON.parse(unknown.text)).toMatchObject({ ok: true, outcome: 'ignored_unknown_invoice' })
-    const forged = await btcpay.sendEvent('InvoiceSettled', 'NotOurs1', { url: `${d.url}/v1/provider_a/webhook`, signature: null })
+    const forged = await btcpay.sendEvent('InvoiceSettled', 'NotOurs1', {
+      url: `${d.url}/v1/provider_a/webhook`,
+      signature: null,
+    })
     expect(forged.status).toBe(401)
 
-    const ep = await adminPost('/v1/admin/webhook-endpoints', { url: `${receiver.url}/in`, secret: HOOK_SECRET, events: ['*'] })
+    const ep = await adminPost('/v1/admin/webhook-endpoints', {
+      url: `${receiver.url}/in`,
+      secret: HOOK_SECRET,
+      events: ['*'],
+    })
     expect(ep.status).toBe(200)
     const epBody = await ep.text()
     expect(epBody).not.toContain(HOOK_SECRET)

@@ -43,7 +43,12 @@ function rejection(fn: () => unknown): WebhookRejected {
 
 describe('BTCPay Server', () => {
   const provider = () =>
-    new BtcpayProvider({ baseUrl: btcpay.url, storeId: btcpay.storeId, apiKey: btcpay.apiKey, webhookSecret: btcpay.webhookSecret })
+    new BtcpayProvider({
+      baseUrl: btcpay.url,
+      storeId: btcpay.storeId,
+      apiKey: btcpay.apiKey,
+      webhookSecret: btcpay.webhookSecret,
+    })
 
   it('converts sats to the BTC decimal string without floating point', () => {
     expect(satsToBtcString(0)).toBe('0.00000000')
@@ -95,7 +100,12 @@ describe('BTCPay Server', () => {
   })
 
   it('refused credentials and unknown invoices are upstream errors', async () => {
-    const bad = new BtcpayProvider({ baseUrl: btcpay.url, storeId: btcpay.storeId, apiKey: 'nope-nope-nope', webhookSecret: 'x'.repeat(16) })
+    const bad = new BtcpayProvider({
+      baseUrl: btcpay.url,
+      storeId: btcpay.storeId,
+      apiKey: 'nope-nope-nope',
+      webhookSecret: 'x'.repeat(16),
+    })
     await expect(bad.verifyCredentials()).rejects.toMatchObject({ code: 'upstream_refused', status: 502 })
     await expect(provider().verifyCredentials()).resolves.toBeUndefined()
     await expect(provider().getInvoice('Missing123')).rejects.toMatchObject({ code: 'upstream_not_found' })
@@ -107,7 +117,11 @@ describe('BTCPay Server', () => {
     const body = (o: unknown) => Buffer.from(JSON.stringify(o))
     const sign = (b: Buffer) => ({ 'btcpay-sig': btcpay.sign(b.toString()) })
     const settled = body({ type: 'InvoiceSettled', invoiceId: 'Abc1', storeId: btcpay.storeId })
-    expect(p.parseWebhook(sign(settled), settled)).toEqual({ providerInvoiceId: 'Abc1', claimed: 'settled', eventType: 'InvoiceSettled' })
+    expect(p.parseWebhook(sign(settled), settled)).toEqual({
+      providerInvoiceId: 'Abc1',
+      claimed: 'settled',
+      eventType: 'InvoiceSettled',
+    })
     const processing = body({ type: 'InvoicePaymentSettled', invoiceId: 'Abc1' })
     expect(p.parseWebhook(sign(processing), processing).claimed).toBe('processing')
     const other = body({ type: 'InvoiceCreated', invoiceId: 'Abc1' })
@@ -139,9 +153,17 @@ describe('Zaprite', () => {
 
   it('creates orders with externalUniqId and the smallest unit; fiat in cents, sats as BTC', async () => {
     const sats = await provider().createCheckout(checkout('local-sat'))
-    expect(zaprite.orders.get(sats.providerInvoiceId)).toMatchObject({ amount: 123_456, currency: 'BTC', externalUniqId: 'local-sat' })
+    expect(zaprite.orders.get(sats.providerInvoiceId)).toMatchObject({
+      amount: 123_456,
+      currency: 'BTC',
+      externalUniqId: 'local-sat',
+    })
     const usd = await provider().createCheckout({ ...checkout('local-usd'), listed: { currency: 'USD', value: 2_500 } })
-    expect(zaprite.orders.get(usd.providerInvoiceId)).toMatchObject({ amount: 2_500, currency: 'USD', externalUniqId: 'local-usd' })
+    expect(zaprite.orders.get(usd.providerInvoiceId)).toMatchObject({
+      amount: 2_500,
+      currency: 'USD',
+      externalUniqId: 'local-usd',
+    })
     expect(zaprite.requests.at(-1)!.headers.authorization).toBe(`Bearer ${zaprite.apiKey}`)
     zaprite.setStatus(usd.providerInvoiceId, 'OVERPAID')
     expect(await provider().getInvoice(usd.providerInvoiceId)).toEqual({
@@ -153,7 +175,9 @@ describe('Zaprite', () => {
 
   it('validates a key by listing orders', async () => {
     await expect(provider().verifyCredentials()).resolves.toBeUndefined()
-    await expect(new ZapriteProvider({ baseUrl: zaprite.url, apiKey: 'refused-key-1' }).verifyCredentials()).rejects.toMatchObject({
+    await expect(
+      new ZapriteProvider({ baseUrl: zaprite.url, apiKey: 'refused-key-1' }).verifyCredentials(),
+    ).rejects.toMatchObject({
       code: 'upstream_refused',
     })
     expect(zaprite.requests.at(-1)!.path).toBe('/v1/orders?limit=1')
@@ -167,7 +191,9 @@ describe('Zaprite', () => {
       claimed: 'settled',
       eventType: 'order.change',
     })
-    expect(parse(JSON.stringify({ eventType: 'order.expired', data: { object: { id: 'od_2' } } })).claimed).toBe('expired')
+    expect(parse(JSON.stringify({ eventType: 'order.expired', data: { object: { id: 'od_2' } } })).claimed).toBe(
+      'expired',
+    )
     expect(parse(JSON.stringify({ orderId: 'od_3' })).providerInvoiceId).toBe('od_3')
     expect(rejection(() => parse('{"event":')).status).toBe(400)
     expect(rejection(() => parse('null')).status).toBe(400)

@@ -21,7 +21,9 @@ export interface Harness {
 /** Real licensing services and payments over a temp DATA_DIR, on a manual clock, without HTTP. */
 export function paymentsHarness(opts: Partial<PaymentsOptions> & { env?: Record<string, string> } = {}): Harness {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-pay-'))
-  const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9', LICENSING_RATE_LIMIT: '0', ...opts.env } })
+  const config = loadConfig({
+    env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9', LICENSING_RATE_LIMIT: '0', ...opts.env },
+  })
   const clock = new ManualClock(Date.UTC(2026, 0, 1))
   const logs = new MemorySink()
   const logger = createLogger({ redactor: new Redactor(), sink: logs, level: 'debug', now: () => clock.now() })

@@ -66,7 +66,9 @@ describe('settlement', () => {
     licenses.issue = original
     expect(invoice(s.invoice_id)).toEqual({ status: 'pending', issued_license_id: null })
     expect(licenseCount(s.invoice_id)).toBe(0)
-    const audits = h.services.db.prepare("SELECT count(*) AS n FROM audit_log WHERE action = 'invoice.settled'").get() as { n: number }
+    const audits = h.services.db
+      .prepare("SELECT count(*) AS n FROM audit_log WHERE action = 'invoice.settled'")
+      .get() as { n: number }
     expect(audits.n).toBe(0)
 
     expect(h.payments.settlement.settle(s.invoice_id, { actor: 'provider', via: 'retry' }).kind).toBe('issued')
@@ -78,7 +80,9 @@ describe('settlement', () => {
     h.payments.settlement.settle(s.invoice_id, { actor: 'provider', via: 'test' })
     const product = h.services.catalog.productBySlug('app')!
     const policy = h.services.catalog.resolvePolicy(product)
-    expect(() => h.services.licenses.issue({ product, policy, source: 'purchase', invoiceId: s.invoice_id })).toThrow(/UNIQUE/)
+    expect(() => h.services.licenses.issue({ product, policy, source: 'purchase', invoiceId: s.invoice_id })).toThrow(
+      /UNIQUE/,
+    )
     expect(licenseCount(s.invoice_id)).toBe(1)
   })
 
@@ -104,7 +108,11 @@ describe('settlement', () => {
     const unpaid = await h.payments.purchases.start({ product: 'app', code: 'half' })
     expect(paid.amount_sats).toBe(5_000)
     const status = (inv: string) =>
-      (h.services.db.prepare('SELECT status FROM discount_redemptions WHERE invoice_id = ?').get(inv) as { status: string }).status
+      (
+        h.services.db.prepare('SELECT status FROM discount_redemptions WHERE invoice_id = ?').get(inv) as {
+          status: string
+        }
+      ).status
     expect([status(paid.invoice_id), status(unpaid.invoice_id)]).toEqual(['pending', 'pending'])
     // Both uses are reserved: a third buyer is refused while they are pending.
     await expect(h.payments.purchases.start({ product: 'app', code: 'HALF' })).rejects.toThrow(/used up/)
@@ -115,16 +123,23 @@ describe('settlement', () => {
     await h.payments.reconciler.tick()
     expect(invoice(unpaid.invoice_id).status).toBe('expired')
     expect(status(unpaid.invoice_id)).toBe('cancelled')
-    await expect(h.payments.purchases.start({ product: 'app', code: 'HALF' })).resolves.toMatchObject({ amount_sats: 5_000 })
+    await expect(h.payments.purchases.start({ product: 'app', code: 'HALF' })).resolves.toMatchObject({
+      amount_sats: 5_000,
+    })
   })
 
   it('a failed checkout closes the invoice as invalid and frees its discount', async () => {
     h.services.discounts.create(DiscountInput.parse({ code: 'ONCE', kind: 'percent', value: 10, max_redemptions: 1 }))
     await btcpay.stop()
     await expect(h.payments.purchases.start({ product: 'app', code: 'ONCE' })).rejects.toMatchObject({ status: 502 })
-    const row = h.services.db.prepare("SELECT id, status FROM invoices WHERE kind = 'purchase'").get() as { id: string; status: string }
+    const row = h.services.db.prepare("SELECT id, status FROM invoices WHERE kind = 'purchase'").get() as {
+      id: string
+      status: string
+    }
     expect(row.status).toBe('invalid')
-    const r = h.services.db.prepare('SELECT status FROM discount_redemptions WHERE invoice_id = ?').get(row.id) as { status: string }
+    const r = h.services.db.prepare('SELECT status FROM discount_redemptions WHERE invoice_id = ?').get(row.id) as {
+      status: string
+    }
     expect(r.status).toBe('cancelled')
     btcpay = await new FakeBtcpay().start()
   })

@@ -16,7 +16,13 @@ const status = (active: 'btcpay' | 'zaprite' | null) => ({
     store_id: 'S1',
     has_webhook_secret: true,
   },
-  zaprite: { connected: false, active: false, base_url: null, connected_at: null, webhook_url: 'http://h:9999/v1/zaprite/webhook' },
+  zaprite: {
+    connected: false,
+    active: false,
+    base_url: null,
+    connected_at: null,
+    webhook_url: 'http://h:9999/v1/zaprite/webhook',
+  },
 })
 
 function fakeApi(calls: string[]): BackendApi {
