@@ -289,6 +289,24 @@ describe('licensing buyer API', () => {
     }
   })
 
+  it('concurrent redemptions never overshoot a cap', async () => {
+    await admin('/v1/admin/discount-codes', 'POST', { code: 'THREE', kind: 'free_license', max_redemptions: 3 })
+    // Earlier tests spent some of this address's redeem allowance (10 a minute), so the rest of the
+    // calls are either refused for the cap (409) or rate-limited (429); never a fourth license.
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => post('/v1/redeem', { product: 'editor', code: 'THREE' })),
+    )
+    const statuses = results.map((r) => r.status).sort()
+    expect(statuses.filter((st) => st === 200)).toHaveLength(3)
+    expect(statuses.filter((st) => st !== 200).every((st) => st === 409 || st === 429)).toBe(true)
+    expect(statuses).toContain(409)
+    const codes = (await admin('/v1/admin/discount-codes')).body as unknown as {
+      code: string
+      redemption_count: number
+    }[]
+    expect(codes.find((c) => c.code === 'THREE')?.redemption_count).toBe(3)
+  })
+
   it('analytics counts issued licenses and active machines', async () => {
     const a = await admin('/v1/admin/analytics?days=7')
     expect(a.status).toBe(200)
