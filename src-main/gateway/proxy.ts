@@ -103,16 +103,20 @@ export async function forwardJson(
       done()
       resolve()
     }
-    upRes.pipe(res, { end: false })
+    const flushNow = isSse ? relayCoalesced(upRes, res, finish) : null
+    if (!isSse) upRes.pipe(res, { end: false })
     upRes.once('end', () => {
-      res.end()
-      finish()
+      if (!isSse) {
+        res.end()
+        finish()
+      }
     })
     upRes.once('error', () => undefined)
     upRes.once('close', () => {
       if (upRes.complete || res.destroyed) return finish()
       // The upstream went away mid-answer: end the client's stream with an error, never leave it hanging.
       upRes.unpipe(res)
+      flushNow?.()
       const reason: unknown = ac.signal.reason
       const message =
         reason instanceof ApiError ? reason.message : `${up.name} closed the connection before the answer was complete`
@@ -126,6 +130,39 @@ export async function forwardJson(
     })
     res.once('close', finish)
   })
+}
+
+/**
+ * Pipes an event stream, joining the chunks that arrive in one event-loop turn into one write:
+ * the upstream sends one tiny chunk per token, and a write per token would cost a syscall each
+ * on both sides. Backpressure: the upstream pauses while the client's socket is full.
+ */
+function relayCoalesced(src: http.IncomingMessage, res: http.ServerResponse, onEnd: () => void): () => void {
+  let pending: Buffer[] = []
+  let scheduled = false
+  const flush = (): void => {
+    scheduled = false
+    if (pending.length === 0 || res.destroyed || res.writableEnded) return
+    const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending)
+    pending = []
+    if (!res.write(out)) {
+      src.pause()
+      res.once('drain', () => src.resume())
+    }
+  }
+  src.on('data', (c: Buffer) => {
+    pending.push(c)
+    if (!scheduled) {
+      scheduled = true
+      setImmediate(flush)
+    }
+  })
+  src.once('end', () => {
+    flush()
+    res.end()
+    onEnd()
+  })
+  return flush
 }
 
 export function sseHeaders(): http.OutgoingHttpHeaders {

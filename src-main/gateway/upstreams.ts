@@ -11,6 +11,8 @@ export interface Upstream {
   /** Origin (and base path for embeddings/vector), without a trailing slash. */
   readonly base: string
   readonly agent: http.Agent
+  /** The parsed base, so a call builds no URL object (this is the hot path of every proxied request). */
+  readonly target: { readonly https: boolean; readonly hostname: string; readonly port: number; readonly basePath: string }
 }
 
 const HOSTNAME =
@@ -51,6 +53,7 @@ export function configuredBase(raw: string | null): string | null {
  */
 export class Upstreams {
   private readonly agents = new Map<string, http.Agent>()
+  private readonly targets = new Map<string, Upstream['target']>()
 
   constructor(private readonly config: Config) {}
 
@@ -69,7 +72,14 @@ export class Upstreams {
       agent = base.startsWith('https:') ? new https.Agent(opts) : new http.Agent(opts)
       this.agents.set(base, agent)
     }
-    return { name, base, agent }
+    let target = this.targets.get(base)
+    if (!target) {
+      const u = new URL(base)
+      const https = u.protocol === 'https:'
+      target = { https, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || (https ? 443 : 80)), basePath: u.pathname.replace(/\/+$/, '') }
+      this.targets.set(base, target)
+    }
+    return { name, base, agent, target }
   }
 
   baseOf(name: UpstreamName): string | null {

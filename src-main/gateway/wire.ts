@@ -103,11 +103,19 @@ export function describeNetError(err: Error): string {
 /** Sends one request to an upstream; resolves with its response as soon as the headers arrive. */
 export function callUpstream(up: Upstream, call: UpstreamCall): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const url = new URL(up.base + call.path)
+    const t = up.target
     const headers: http.OutgoingHttpHeaders = { ...call.headers }
     if (Buffer.isBuffer(call.body)) headers['content-length'] = call.body.length
-    const mod = url.protocol === 'https:' ? https : http
-    const req = mod.request(url, { method: call.method, headers, agent: up.agent, signal: call.signal })
+    const mod = t.https ? https : http
+    const req = mod.request({
+      hostname: t.hostname,
+      port: t.port,
+      path: t.basePath + call.path,
+      method: call.method,
+      headers,
+      agent: up.agent,
+      signal: call.signal,
+    })
     let responded = false
     req.once('response', (res) => {
       responded = true

@@ -13,13 +13,10 @@ const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 
-if (role === 'upstream') await runUpstream()
-else if (role === 'tandem') await runTandem()
-else await main()
 
 /** Child: the fake llm and asr, in their own process so they do not share the load generator's CPU. */
 async function runUpstream(): Promise<void> {
-  const { startFakeLlm, startFakeAsr } = await import('../sim/http/index.ts')
+  const { startFakeLlm, startFakeAsr } = await import('../sim/http/index')
   const llm = await startFakeLlm()
   const asr = await startFakeAsr()
   process.stdout.write(JSON.stringify({ llm: llm.port, asr: asr.port }) + '\n')
@@ -29,7 +26,7 @@ async function runUpstream(): Promise<void> {
 
 /** Child: the real Tandem daemon (core + HTTP server), so its RSS is its own. */
 async function runTandem(): Promise<void> {
-  const { startDaemon } = await import('../../src-main/headless.ts')
+  const { startDaemon } = await import('../../src-main/headless')
   const d = await startDaemon()
   process.stdout.write(JSON.stringify({ url: d.http.url }) + '\n')
   process.stdin.resume()
@@ -87,15 +84,19 @@ http {
 }
 `
   fs.writeFileSync(path.join(dir, 'nginx.conf'), conf)
-  const proc = spawn('/usr/sbin/nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], {
+  const proc: ChildProcess = spawn('/usr/sbin/nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], {
     stdio: 'inherit',
   })
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; ; i++) {
     try {
       await request(url, '/v1/models', 'GET')
       break
-    } catch {
+    } catch (err) {
+      if (i >= 100) {
+        proc.kill('SIGQUIT')
+        throw err
+      }
       await sleep(50)
     }
   }
@@ -240,7 +241,7 @@ async function uploadRss(base: string, pid: number, bytes = 200 * 1024 * 1024): 
 }
 
 async function scrubScores(): Promise<{ precision: number; recall: number; examples: number; tp: number; fp: number; fn: number }> {
-  const { detect } = await import('../../src-main/gateway/scrub.ts')
+  const { detect } = await import('../../src-main/gateway/scrub')
   const corpus = JSON.parse(fs.readFileSync(path.join(ROOT, 'test/unit/gateway/scrub-corpus.json'), 'utf8')) as {
     terms: string[]
     examples: { text: string; expect: { type: string; value: string }[] }[]
@@ -327,3 +328,8 @@ async function main(): Promise<void> {
     fs.rmSync(dataDir, { recursive: true, force: true })
   }
 }
+
+// Dispatch last: everything above is initialised by now.
+if (role === 'upstream') await runUpstream()
+else if (role === 'tandem') await runTandem()
+else await main()
