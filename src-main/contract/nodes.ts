@@ -44,6 +44,10 @@ export const HardwareUnreachable = z.object({
   status: z.literal('unreachable'),
   host: z.string(),
   error: z.string(),
+  /** unreachable, auth, host_key_changed, timeout, … (null when the probe ran but failed). */
+  error_kind: z.string().nullable(),
+  /** The SSH port, so the operator can act on this host's key. */
+  port: z.number(),
   /** The MAC cached from an earlier successful probe: Wake is possible when set. */
   mac: z.string().nullable(),
   probed_at: z.number(),

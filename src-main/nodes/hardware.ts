@@ -199,9 +199,18 @@ export class HardwareService {
         probe_ms: Math.round(performance.now() - t0),
       }
     } catch (err) {
-      const message = err instanceof SshError || err instanceof Error ? err.message : String(err)
+      const message = err instanceof Error ? err.message : String(err)
       await connectivity.observe(node, false, message)
-      return { node, status: 'unreachable', host: target.host, error: message, mac: connectivity.mac(node), probed_at: started }
+      return {
+        node,
+        status: 'unreachable',
+        host: target.host,
+        port: target.port,
+        error: message,
+        error_kind: err instanceof SshError ? err.kind : null,
+        mac: connectivity.mac(node),
+        probed_at: started,
+      }
     }
   }
 }

@@ -165,6 +165,20 @@ describe('nodes over real SSH and HTTP', () => {
     expect(lines).toEqual([body.public_key])
   })
 
+  it('a changed host key is refused until the operator forgets the old one', async () => {
+    const node = sim.cluster.node1
+    await node.rotateHostKey()
+    const refused = (await json(await daemon.admin('/api/hardware?fresh=true'))).body
+    expect(refused.node1).toMatchObject({ status: 'unreachable', error_kind: 'host_key_changed', port: node.port })
+    expect(refused.node1.error).toMatch(/host key changed.*known-hosts/s)
+    const known = (await json(await daemon.admin('/api/ssh/known-hosts'))).body as { name: string }[]
+    expect(known.map((k) => k.name)).toContain(`[127.0.0.1]:${node.port}`)
+    const forget = await daemon.admin(`/api/ssh/known-hosts?host=127.0.0.1&port=${node.port}`, { method: 'DELETE' })
+    expect((await json(forget)).body).toEqual({ forgotten: true })
+    const back = (await json(await daemon.admin('/api/hardware?fresh=true'))).body
+    expect(back.node1.status).toBe('ok')
+  })
+
   it('GET /api/config carries the node roles', async () => {
     const { body } = await json(await daemon.admin('/api/config'))
     expect(body.roles.node1).toMatchObject({ host: '127.0.0.1', ssh_port: sim.cluster.node1.port, configured: true })
