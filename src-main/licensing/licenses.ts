@@ -76,6 +76,10 @@ const DAY_MS = 86_400_000
 const HEARTBEAT_WRITE_MS = 60_000
 const ZERO_HASH = Buffer.alloc(32)
 
+type Seat =
+  | { ok: true; machineId: string; created: boolean }
+  | { ok: false; reason: 'fingerprint_mismatch' | 'too_many_machines' }
+
 const VIEW_SELECT = `
   SELECT l.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug,
     (SELECT count(*) FROM machines m WHERE m.license_id = l.id AND m.status = 'active') AS active_machines
@@ -406,30 +410,24 @@ export class Licenses {
     r: LicenseRow,
     fpHash: string,
     meta: { hostname?: string | null; platform?: string | null; ip?: string | null },
-  ):
-    | { ok: true; machineId: string; created: boolean }
-    | { ok: false; reason: 'fingerprint_mismatch' | 'too_many_machines' } {
+  ): Seat {
     const now = this.clock.now()
     // A machine that checked in within the last minute needs no write: validate stays read-only for it.
     const seen = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
     if (seen && now - seen.last_heartbeat_at < HEARTBEAT_WRITE_MS)
       return { ok: true, machineId: seen.id, created: false }
-    return immediate(this.db, () => {
+    return immediate(this.db, (): Seat => {
       const existing = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
       const current = this.row(r.id)!
       if (current.max_machines === 1 && current.fingerprint_hash !== null && current.fingerprint_hash !== fpHash)
-        return { ok: false as const, reason: 'fingerprint_mismatch' as const }
+        return { ok: false, reason: 'fingerprint_mismatch' }
       if (existing) {
         this.q.heartbeat.run(now, meta.ip ?? null, existing.id)
-        return { ok: true as const, machineId: existing.id, created: false }
+        return { ok: true, machineId: existing.id, created: false }
       }
       const active = this.q.activeCount.get(r.id) as number
       if (current.max_machines > 0 && active >= current.max_machines) {
-        return {
-          ok: false as const,
-          reason: (current.max_machines === 1 ? 'fingerprint_mismatch' : 'too_many_machines') as
-            'fingerprint_mismatch' | 'too_many_machines',
-        }
+        return { ok: false, reason: current.max_machines === 1 ? 'fingerprint_mismatch' : 'too_many_machines' }
       }
       const id = randomUUID()
       this.q.insertMachine.run(
@@ -450,7 +448,7 @@ export class Licenses {
         targetId: id,
         details: { license_id: r.id },
       })
-      return { ok: true as const, machineId: id, created: true }
+      return { ok: true, machineId: id, created: true }
     })
   }
 
