@@ -124,13 +124,10 @@ export class InvoiceStore {
     return { items: rows.map(toView), total }
   }
 
-  /** Pending invoices with a provider reference, least recently touched first (for reconciliation). */
-  pendingAtProvider(limit: number): InvoiceRow[] {
+  /** Pending invoices, least recently touched first (for reconciliation). */
+  pending(limit: number): InvoiceRow[] {
     return this.db
-      .prepare(
-        `SELECT * FROM invoices WHERE status = 'pending' AND provider IN ('btcpay', 'zaprite')
-         ORDER BY updated_at ASC, id LIMIT ?`,
-      )
+      .prepare(`SELECT * FROM invoices WHERE status = 'pending' ORDER BY updated_at ASC, id LIMIT ?`)
       .all(limit) as InvoiceRow[]
   }
 

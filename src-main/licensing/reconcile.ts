@@ -42,7 +42,7 @@ export class Reconciler {
 
   async tick(): Promise<ReconcileReport> {
     const report: ReconcileReport = { checked: 0, settled: 0, expired: 0, invalid: 0, errors: 0 }
-    for (const inv of this.deps.invoices.pendingAtProvider(this.deps.batch ?? 25)) {
+    for (const inv of this.deps.invoices.pending(this.deps.batch ?? 25)) {
       report.checked++
       const outcome = await this.check(inv)
       if (outcome === 'settled' || outcome === 'expired' || outcome === 'invalid') report[outcome]++
@@ -65,6 +65,11 @@ export class Reconciler {
     const by = { actor: 'system' as const, via: 'reconcile' }
     const now = clock.now()
     const expired = inv.expires_at !== null && now >= inv.expires_at
+    if (inv.provider === 'free' && inv.amount_sats === 0) {
+      // Nothing to pay: a zero-total purchase whose settlement did not complete settles now.
+      settlement.settle(inv.id, { actor: 'system', via: 'reconcile (zero amount)' })
+      return 'settled'
+    }
     const kind = ProviderKind.safeParse(inv.provider)
     const provider = kind.success ? providers.forKind(kind.data) : null
     if (!inv.provider_invoice_id) {

@@ -90,6 +90,24 @@ describe('reconciliation', () => {
     btcpay = await new FakeBtcpay().start()
   })
 
+  it('a zero-total purchase whose settlement did not complete settles on the next sweep', async () => {
+    satProduct(h, 'gift', 0)
+    const licenses = h.services.licenses
+    const original = licenses.issue.bind(licenses)
+    licenses.issue = () => {
+      throw new Error('disk full')
+    }
+    await expect(h.payments.purchases.start({ product: 'gift' })).rejects.toThrow('disk full')
+    licenses.issue = original
+    const row = h.services.db.prepare("SELECT id, status FROM invoices WHERE provider = 'free'").get() as {
+      id: string
+      status: string
+    }
+    expect(row.status).toBe('pending')
+    expect(await h.payments.reconciler.tick()).toMatchObject({ checked: 1, settled: 1 })
+    expect(h.payments.purchases.poll(row.id).license_key).toMatch(/^LIC1-/)
+  })
+
   it('a disconnected provider: its pending invoices expire on schedule, nothing crashes', async () => {
     await connectBtcpay()
     const s = await h.payments.purchases.start({ product: 'app' })
