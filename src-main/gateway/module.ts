@@ -237,22 +237,8 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   })
 
   const handlers: Handlers<typeof gatewayContract> = {
-    scrub: async ({ text, session_id }) => {
-      try {
-        return scrubber.scrub(text, session_id)
-      } catch (err) {
-        if (err instanceof SessionNotFound) throw new ApiError('not_found', err.message)
-        throw err
-      }
-    },
-    rehydrate: async ({ text, session_id }) => {
-      try {
-        return scrubber.rehydrate(text, session_id)
-      } catch (err) {
-        if (err instanceof SessionNotFound) throw new ApiError('not_found', err.message)
-        throw err
-      }
-    },
+    scrub: async ({ text, session_id }) => inSession(() => scrubber.scrub(text, session_id)),
+    rehydrate: async ({ text, session_id }) => inSession(() => scrubber.rehydrate(text, session_id)),
     search: async (input, ctx) => ({ results: await search(need('embeddings'), need('vector'), input, ctx.signal) }),
     gatewayInfo: async () => ({
       base_urls: baseUrls(config.publicUrl, config.port),
@@ -357,6 +343,16 @@ const ENDPOINTS: [string, string, string][] = [
   ['POST', '/rehydrate', '{text, session_id} → originals back'],
   ['POST', '/api/search', '{collection, query, limit?} → {results}'],
 ]
+
+/** An unknown or expired scrub session is a 404. */
+function inSession<T>(fn: () => T): T {
+  try {
+    return fn()
+  } catch (err) {
+    if (err instanceof SessionNotFound) throw new ApiError('not_found', err.message)
+    throw err
+  }
+}
 
 function safeName(name: string): string {
   const n = path

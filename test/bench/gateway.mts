@@ -8,6 +8,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort, spawnChild } from './lib/child'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
@@ -34,20 +35,7 @@ async function runTandem(): Promise<void> {
 }
 
 function child(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', SELF, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    })
-    let out = ''
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString()
-      const nl = out.indexOf('\n')
-      if (nl !== -1) resolve({ proc, info: JSON.parse(out.slice(0, nl)) as Record<string, unknown> })
-    })
-    proc.once('exit', (code) => reject(new Error(`child ${args.join(' ')} exited with ${code}`)))
-  })
+  return spawnChild(SELF, args, { cwd: ROOT, env })
 }
 
 async function startNginx(upstreamPort: number): Promise<{ url: string; stop(): Promise<void> }> {
@@ -108,16 +96,6 @@ http {
       fs.rmSync(dir, { recursive: true, force: true })
     },
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = http.createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
