@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { PurchaseInput, PurchaseSession, PurchaseStatus } from '../contract/licensing'
+import type { PurchaseInput, PurchaseSession, PurchaseStatus, Quote } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
@@ -43,13 +43,43 @@ export class Purchases {
   ) {}
 
   async start(input: PurchaseInput, signal?: AbortSignal): Promise<PurchaseSession> {
-    const { db, clock, providers, pricing, catalog, discounts } = this.deps
     signal?.throwIfAborted()
-    const quote = await pricing.quote({
+    const quote = await this.deps.pricing.quote({
       productSlug: input.product,
       policy: input.policy ?? input.policy_slug,
       code: input.code,
     })
+    const { invoiceId } = await this.openInvoice(
+      {
+        kind: 'purchase',
+        quote,
+        buyerEmail: input.buyer_email ?? null,
+        buyerNote: input.buyer_note ?? null,
+        redirectUrl: input.redirect_url ?? null,
+      },
+      signal,
+    )
+    return this.session(invoiceId)
+  }
+
+  /**
+   * Persists a priced invoice (with its discount reservation and whatever `alsoInTransaction`
+   * writes, e.g. a tier_changes row) and opens its checkout at the active provider. Purchases use
+   * it now; upgrades and renewals are built on it. A zero total settles at once, without a provider.
+   */
+  async openInvoice(
+    o: {
+      kind: 'purchase' | 'upgrade' | 'renewal'
+      quote: Quote
+      buyerEmail: string | null
+      buyerNote: string | null
+      redirectUrl: string | null
+      alsoInTransaction?: (invoiceId: string, now: number) => void
+    },
+    signal?: AbortSignal,
+  ): Promise<{ invoiceId: string; checkoutUrl: string | null }> {
+    const { db, clock, providers, catalog, discounts } = this.deps
+    const { quote } = o
     const provider = quote.amount_sats > 0 ? providers.active() : null
     if (quote.amount_sats > 0 && !provider) {
       throw new ApiError(
@@ -57,30 +87,27 @@ export class Purchases {
         'no payment provider is connected; the seller has to connect BTCPay Server or Zaprite',
       )
     }
-    const product = catalog.productRow(quote.product_id)
-    const policy = catalog.policyRow(quote.policy_id)
     const id = randomUUID()
     const now = clock.now()
-    const base = this.deps.publicUrl()
-    const thankYou = `${base}/thank-you?invoice=${id}`
     const audit = invoiceRateColumns(quote)
     immediate(db, () => {
       db.prepare(
         `INSERT INTO invoices (id, kind, product_id, policy_id, provider, amount_sats, status, discount_code_id,
            discount_value, buyer_email, buyer_note, redirect_url, listed_currency, listed_value, exchange_rate_centibps,
            exchange_rate_source, created_at, updated_at, expires_at)
-         VALUES (?, 'purchase', ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         id,
+        o.kind,
         quote.product_id,
         quote.policy_id,
         provider ? provider.kind : 'free',
         quote.amount_sats,
         quote.discount_code_id,
         quote.discount_code_id ? quote.discount_value : null,
-        input.buyer_email ?? null,
-        input.buyer_note ?? null,
-        input.redirect_url ?? null,
+        o.buyerEmail,
+        o.buyerNote,
+        o.redirectUrl,
         audit.listed_currency,
         audit.listed_value,
         audit.exchange_rate_centibps,
@@ -96,16 +123,19 @@ export class Purchases {
           invoiceId: id,
           listedCurrency: quote.listed_currency,
           discountValue: quote.discount_value,
-          buyerEmail: input.buyer_email ?? null,
+          buyerEmail: o.buyerEmail,
         })
       }
+      o.alsoInTransaction?.(id, now)
     })
 
     if (!provider) {
-      this.deps.settlement.settle(id, { actor: 'buyer', via: 'zero-amount purchase' })
-      return this.session(id, thankYou, base)
+      this.deps.settlement.settle(id, { actor: 'buyer', via: 'zero-amount invoice' })
+      return { invoiceId: id, checkoutUrl: null }
     }
 
+    const product = catalog.productRow(quote.product_id)
+    const policy = catalog.policyRow(quote.policy_id)
     let checkout
     try {
       checkout = await provider.createCheckout(
@@ -113,9 +143,9 @@ export class Purchases {
           localInvoiceId: id,
           amountSats: quote.amount_sats,
           listed: { currency: quote.listed_currency, value: quote.listed_value },
-          redirectUrl: input.redirect_url ?? thankYou,
+          redirectUrl: o.redirectUrl ?? this.thankYouUrl(id),
           label: `${product?.name ?? quote.product_slug} (${policy?.name ?? quote.policy_slug})`,
-          buyerEmail: input.buyer_email ?? null,
+          buyerEmail: o.buyerEmail,
         },
         signal,
       )
@@ -132,23 +162,28 @@ export class Purchases {
       clock.now(),
       id,
     )
-    return this.session(id, checkout.checkoutUrl, base)
+    return { invoiceId: id, checkoutUrl: checkout.checkoutUrl }
   }
 
-  private session(id: string, checkoutUrl: string, base: string): PurchaseSession {
+  thankYouUrl(invoiceId: string): string {
+    return `${this.deps.publicUrl()}/thank-you?invoice=${invoiceId}`
+  }
+
+  private session(id: string): PurchaseSession {
     const inv = this.deps.invoices.get(id) as InvoiceRow
     return {
       invoice_id: id,
       btcpay_invoice_id: inv.provider_invoice_id,
       provider: inv.provider === 'btcpay' || inv.provider === 'zaprite' ? inv.provider : 'free',
       provider_invoice_id: inv.provider_invoice_id,
-      checkout_url: checkoutUrl,
+      // A settled zero-total purchase has no checkout: the thank-you page shows its key.
+      checkout_url: inv.checkout_url ?? this.thankYouUrl(id),
       amount_sats: inv.amount_sats,
       listed_currency: asCurrency(inv.listed_currency),
       listed_value: inv.listed_value ?? inv.amount_sats,
       exchange_rate_centibps: inv.exchange_rate_centibps,
       exchange_rate_source: inv.exchange_rate_source,
-      poll_url: `${base}/v1/purchase/${id}`,
+      poll_url: `${this.deps.publicUrl()}/v1/purchase/${id}`,
       status: inv.status === 'settled' ? 'settled' : 'pending',
       expires_at: inv.expires_at === null ? null : iso(inv.expires_at),
     }
