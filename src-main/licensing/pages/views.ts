@@ -106,7 +106,7 @@ export function thankYouPage(
       <pre id="license-key" class="key" ${p.license_key ? '' : html`hidden`}>${p.license_key ?? ''}</pre>
       <button type="button" id="copy" data-copy="license-key" ${p.license_key ? '' : html`hidden`}>Copy key</button>
       ${p.status === 'pending' && p.checkout_url ? html`<p><a href="${p.checkout_url}">Back to the payment page</a></p>` : ''}
-  ${p.status === 'pending' ? html`<noscript><p>Reload this page to see your key once the payment confirms.</p></noscript>` : ''}
+      ${p.status === 'pending' ? html`<noscript><p>Reload this page to see your key once the payment confirms.</p></noscript>` : ''}
     </div>
     <dl>
       <dt>Invoice</dt>
