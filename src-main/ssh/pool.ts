@@ -113,11 +113,21 @@ export class SshPool {
           continue
         }
         if (err instanceof StaleConnection) throw new SshError('unreachable', `${key}: connection lost: ${err.message}`)
+        if (err instanceof SilentConnection) {
+          this.drop(key, conn)
+          const error = new SshError('unreachable', `${key}: ${err.message}`)
+          this.remember(key, error)
+          throw error
+        }
         throw err
       } finally {
         if (this.opts.reuse === false) conn.client.end()
       }
     }
+  }
+
+  private remember(key: string, error: SshError): void {
+    this.unreachable.set(key, { until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS), error })
   }
 
   /** Forgets a cached 'unreachable' result (after a wake, or a host key reset). */
@@ -170,11 +180,7 @@ export class SshPool {
         settled = true
         clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
-        if (remember)
-          this.unreachable.set(key, {
-            until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS),
-            error: err,
-          })
+        if (remember) this.remember(key, err)
         client.end()
         client.destroy?.()
         reject(err)
@@ -315,10 +321,13 @@ export class SshPool {
             ? setTimeout(
                 () =>
                   finish(
-                    new SshError(
-                      'timeout',
-                      `command timed out after ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`,
-                    ),
+                    channel === null
+                      ? // Not even a channel in time: the connection itself is dead (a silent node).
+                        new SilentConnection(`no answer on the SSH connection within ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`)
+                      : new SshError(
+                          'timeout',
+                          `command timed out after ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`,
+                        ),
                   ),
                 Math.max(1, remaining),
               )
@@ -378,3 +387,4 @@ export class SshPool {
 }
 
 class StaleConnection extends Error {}
+class SilentConnection extends Error {}

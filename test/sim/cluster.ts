@@ -85,6 +85,7 @@ export class SimNode {
   private readonly children = new Set<ChildProcess>()
   private readonly hung = new Set<net.Socket>()
   private slowMs = 0
+  private frozen = false
   private failRules: FailRule[] = []
   private eventsOffset = 0
   /** Every command the node was asked to run, in order. */
@@ -173,6 +174,8 @@ export class SimNode {
       })
       client.on('ready', () => {
         client.on('session', (acceptSession) => {
+          // Frozen: the TCP connection stays up but nothing answers (a wedged or half-dead host).
+          if (this.frozen) return
           const session = acceptSession()
           const extraEnv: Record<string, string> = {}
           session.on('env', (accept, _reject, info) => {
@@ -307,6 +310,11 @@ export class SimNode {
     await this.listen()
   }
 
+  /** Open connections stay up but no new command gets a channel, until clearFaults(). */
+  freeze(): void {
+    this.frozen = true
+  }
+
   /** Delay before every command runs. */
   setSlow(ms: number): void {
     this.slowMs = ms
@@ -320,6 +328,7 @@ export class SimNode {
   clearFaults(): void {
     this.failRules = []
     this.slowMs = 0
+    this.frozen = false
   }
 
   /** Writes a state switch read by a shim (e.g. `gpu_broken`, `hub_down`, `registry_down`). */

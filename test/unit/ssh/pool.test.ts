@@ -88,6 +88,22 @@ describe('SshPool against the sim', () => {
     expect((await kit.pool.exec(t, 'echo up')).stdout).toBe('up\n')
   })
 
+  it('a connection that goes silent is dropped and remembered as unreachable', async () => {
+    const node = kit.sim.node2
+    const t = kit.target(node)
+    kit.pool.clearUnreachable(t)
+    expect((await kit.pool.exec(t, 'echo live')).stdout).toBe('live\n')
+    node.freeze()
+    const err = (await kit.pool.exec(t, 'true', { timeoutMs: 300 }).catch((e: unknown) => e)) as SshError
+    expect(err.kind).toBe('unreachable')
+    expect(err.message).toMatch(/no answer on the SSH connection/)
+    const again = (await kit.pool.exec(t, 'true').catch((e: unknown) => e)) as SshError
+    expect(again.cached).toBe(true)
+    node.clearFaults()
+    kit.pool.clearUnreachable(t)
+    expect((await kit.pool.exec(t, 'echo thawed')).stdout).toBe('thawed\n')
+  })
+
   it('refuses a changed host key with a message saying how to reset', async () => {
     const node = kit.sim.node1
     const t = kit.target(node)
