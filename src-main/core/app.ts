@@ -102,7 +102,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const gateway = await createGatewayModule({
     ...shared,
     nodes,
-    deepHealth: loggingDeepHealth(logger.child('deep-health'), undefined, () => clock.now()),
+    deepHealth: loggingDeepHealth(logger.child('deep-health'), nodes.connectivity, () => clock.now()),
   })
   const licensing = await createLicensingModule(shared)
   const modules = [nodes, gateway, licensing] as DomainModule<Partial<Contract>>[]

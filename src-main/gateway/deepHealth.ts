@@ -12,9 +12,9 @@ export interface DeepHealthHook {
   requestProbe(service: ProbedService, reason: string): void
 }
 
-/** Where a probe request is recorded until deep health exists: a connectivity `report` event. */
+/** Where a probe request is recorded until deep health exists: the connectivity store's `report` (spec 1, 2.7). */
 export interface ReportSink {
-  report(event: { subject: string; source: string; ok: boolean; error?: string; detail?: string; ms?: number }): void
+  report(subject: string, input: { ok: boolean; source?: string | null; error?: string | null }): Promise<unknown>
 }
 
 /**
@@ -35,11 +35,9 @@ export function loggingDeepHealth(
       if (prev !== undefined && t - prev < minGapMs) return
       last.set(service, t)
       logger.warn('deep-health probe requested', { service, reason })
-      try {
-        sink?.report({ subject: service, source: 'gateway', ok: false, error: reason })
-      } catch (err) {
-        logger.error('recording the probe request failed', { error: err })
-      }
+      sink
+        ?.report(service, { ok: false, source: 'gateway', error: reason })
+        .catch((err: unknown) => logger.error('recording the probe request failed', { error: err }))
     },
   }
 }

@@ -241,7 +241,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     rehydrate: async ({ text, session_id }) => inSession(() => scrubber.rehydrate(text, session_id)),
     search: async (input, ctx) => ({ results: await search(need('embeddings'), need('vector'), input, ctx.signal) }),
     gatewayInfo: async () => ({
-      base_urls: baseUrls(config.publicUrl, config.port),
+      base_urls: [deps.nodes.publicBaseUrl()],
       consumer_key_required: config.consumerApiKeys.length > 0,
       upstreams: (['llm', 'asr', 'tts', 'embeddings', 'vector'] as const).map((name) => {
         const url = upstreams.baseOf(name)
@@ -360,17 +360,6 @@ function safeName(name: string): string {
     .replace(/[^\w. -]/g, '_')
     .slice(0, 128)
   return n === '' ? 'audio' : n
-}
-
-/** PUBLIC_URL when set, else this host's LAN addresses on the service port. */
-export function baseUrls(publicUrl: string | null, port: number): string[] {
-  if (publicUrl) return [publicUrl]
-  const out: string[] = []
-  for (const list of Object.values(os.networkInterfaces())) {
-    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) out.push(`http://${a.address}:${port}`)
-  }
-  out.push(`http://127.0.0.1:${port}`)
-  return out
 }
 
 function pipeThrough(src: http.IncomingMessage, res: Response): Promise<void> {
