@@ -103,7 +103,8 @@ export class SshPool {
     }
 
     for (let attempt = 0; ; attempt++) {
-      const conn = await this.connection(target, deadline, options.signal)
+      // The connection is shared: one caller's cancel must not fail the others waiting on it.
+      const conn = await abortable(this.connection(target, deadline, this.opts.reuse === false ? options.signal : undefined), options.signal)
       try {
         return await this.run(conn, command, options, deadline)
       } catch (err) {
@@ -387,4 +388,23 @@ export class SshPool {
 }
 
 class StaleConnection extends Error {}
+
+function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new SshError('cancelled', 'cancelled'))
+    if (signal.aborted) return onAbort()
+    signal.addEventListener('abort', onAbort, { once: true })
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(e)
+      },
+    )
+  })
+}
 class SilentConnection extends Error {}

@@ -88,6 +88,21 @@ describe('SshPool against the sim', () => {
     expect((await kit.pool.exec(t, 'echo up')).stdout).toBe('up\n')
   })
 
+  it("one caller's cancel does not fail another waiting on the same connection", async () => {
+    const node = kit.sim.node1
+    const t = kit.target(node)
+    await node.hang()
+    kit.pool.clearUnreachable(t)
+    const ac = new AbortController()
+    const cancelled = kit.pool.exec(t, 'true', { signal: ac.signal, timeoutMs: 400 }).catch((e: unknown) => e)
+    const other = kit.pool.exec(t, 'true', { timeoutMs: 400 }).catch((e: unknown) => e)
+    ac.abort()
+    expect(((await cancelled) as SshError).kind).toBe('cancelled')
+    expect(((await other) as SshError).kind).toBe('unreachable')
+    await node.up()
+    kit.pool.clearUnreachable(t)
+  })
+
   it('a connection that goes silent is dropped and remembered as unreachable', async () => {
     const node = kit.sim.node2
     const t = kit.target(node)
