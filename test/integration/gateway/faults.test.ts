@@ -150,6 +150,12 @@ describe('gateway bad input and faults', () => {
         expect(((await res.json()) as { detail: string }).detail).toMatch(/asr failed \(HTTP 500: CUFFT_INTERNAL_ERROR\)/)
       }
       expect(rig.daemon.logs.lines.some((l) => /deep-health probe requested.*"service":"asr"/.test(l))).toBe(true)
+      // Until deep health exists, the request is recorded as a connectivity report.
+      const conn = (await (await rig.daemon.admin('/api/connectivity')).json()) as {
+        events: { subject: string; kind: string; source: string | null; error: string | null }[]
+      }
+      const report = conn.events.find((e) => e.subject === 'asr' && e.kind === 'report' && e.source === 'gateway')
+      expect(report?.error).toMatch(/CUFFT_INTERNAL_ERROR/)
     } finally {
       await rig.asr.setFault('none')
     }
