@@ -6,6 +6,7 @@
  *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR
  *
  * Faults can be switched from the terminal: `down node2`, `up node2`, `hang node1`, `slow node1 800`,
+ * `fail node1 nvidia-smi`, `clear node1`,
  * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `help`.
  */
 import { spawn } from 'node:child_process'
@@ -112,7 +113,8 @@ console.log('')
 
 const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
 const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
-const HELP = 'commands: down|up|hang <node>, slow <node> <ms>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>'
+const HELP =
+  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>'
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
   const [cmd, a, b] = raw.trim().split(/\s+/)
   const node = a === 'node1' ? node1 : a === 'node2' ? node2 : null
@@ -120,6 +122,14 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
     if ((cmd === 'down' || cmd === 'up' || cmd === 'hang') && node) {
       await node[cmd]()
       return `${a} ${cmd}`
+    }
+    if (cmd === 'fail' && node && b) {
+      node.failCommand(b, 1, `simulated failure of a command containing ${JSON.stringify(b)}`)
+      return `${a}: commands containing ${JSON.stringify(b)} now fail`
+    }
+    if (cmd === 'clear' && node) {
+      node.clearFaults()
+      return `${a}: faults cleared`
     }
     if (cmd === 'slow' && node) {
       node.setSlow(Number(b ?? 0))
