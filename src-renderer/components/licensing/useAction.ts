@@ -6,6 +6,8 @@ export function useAction() {
   const busy = ref(false)
   const error = ref('')
   const notice = ref('')
+  /** True once any action has finished: empty states wait for it instead of flickering with `busy`. */
+  const settled = ref(false)
   async function run<T>(fn: () => Promise<T>, done?: string): Promise<T | undefined> {
     busy.value = true
     error.value = ''
@@ -19,7 +21,8 @@ export function useAction() {
       return undefined
     } finally {
       busy.value = false
+      settled.value = true
     }
   }
-  return { busy, error, notice, run }
+  return { busy, error, notice, settled, run }
 }
