@@ -172,7 +172,7 @@ export const nodesContract = {
   getHardware: method({
     summary: 'Hardware snapshot of both nodes, probed in parallel over SSH (cached 4 s)',
     http: 'GET /api/hardware',
-    input: z.object({ fresh: z.coerce.boolean().optional() }),
+    input: z.object({ fresh: z.union([z.boolean(), z.stringbool()]).optional() }),
     output: HardwareSnapshot,
   }),
   getConnectivity: method({
