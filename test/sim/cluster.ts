@@ -146,7 +146,7 @@ export class SimNode {
 
   async listen(): Promise<void> {
     const authorized = (): ssh2.ParsedKey[] => {
-      let text = ''
+      let text: string
       try {
         text = fs.readFileSync(path.join(this.home, '.ssh', 'authorized_keys'), 'utf8')
       } catch {
