@@ -29,7 +29,9 @@ export const HardwareOk = z.object({
   load: z.array(z.number()),
   cores: z.number().nullable(),
   ram: z.object({ total_bytes: z.number(), used_bytes: z.number(), available_bytes: z.number() }).nullable(),
-  disk: z.object({ mount: z.string(), total_bytes: z.number(), used_bytes: z.number(), available_bytes: z.number() }).nullable(),
+  disk: z
+    .object({ mount: z.string(), total_bytes: z.number(), used_bytes: z.number(), available_bytes: z.number() })
+    .nullable(),
   gpu: GpuReading.nullable(),
   gpu_unified_memory: z.boolean(),
   interface: z.string().nullable(),
@@ -100,7 +102,12 @@ export const ConnectivityView = z.object({
 export type ConnectivityView = z.infer<typeof ConnectivityView>
 
 export const HealthEventInput = z.object({
-  service: z.string().trim().min(1).max(64).regex(/^[\x21-\x7e]+$/, 'printable, no spaces'),
+  service: z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .regex(/^[\x21-\x7e]+$/, 'printable, no spaces'),
   ok: z.boolean(),
   source: z.string().max(128).optional(),
   error: z.string().max(2000).optional(),
@@ -143,7 +150,12 @@ export const ServiceStatus = z.object({
 })
 export type ServiceStatus = z.infer<typeof ServiceStatus>
 
-export const StatusView = z.object({ llm: ServiceStatus, asr: ServiceStatus, tts: ServiceStatus, checked_at: z.number() })
+export const StatusView = z.object({
+  llm: ServiceStatus,
+  asr: ServiceStatus,
+  tts: ServiceStatus,
+  checked_at: z.number(),
+})
 export type StatusView = z.infer<typeof StatusView>
 
 const Endpoint = z.object({ base_url: z.string(), model: z.string().nullable(), ready: z.boolean() })
@@ -220,7 +232,14 @@ export const nodesContract = {
   forgetHostKey: method({
     summary: "Forget a host's trusted key (after a node was reinstalled)",
     http: 'DELETE /api/ssh/known-hosts',
-    input: z.object({ host: z.string().min(1).max(253).regex(/^[A-Za-z0-9._:-]+$/), port: z.coerce.number().int().min(1).max(65535).default(22) }),
+    input: z.object({
+      host: z
+        .string()
+        .min(1)
+        .max(253)
+        .regex(/^[A-Za-z0-9._:-]+$/),
+      port: z.coerce.number().int().min(1).max(65535).default(22),
+    }),
     output: z.object({ forgotten: z.boolean() }),
   }),
 } satisfies ContractTable

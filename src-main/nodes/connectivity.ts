@@ -2,16 +2,18 @@ import { z } from 'zod'
 import type { Clock } from '../core/clock'
 import { atomicWriteFile, readStateFile, SerialQueue } from '../core/files'
 import type { Logger } from '../core/logger'
-import {
-  ConnectivityEvent,
-  SubjectState,
-  type ConnectivityView,
-} from '../contract/nodes'
+import { ConnectivityEvent, SubjectState, type ConnectivityView } from '../contract/nodes'
 
 /** Spec 1, 2.7 and 8: the rolling log holds at most 200 events. */
 export const MAX_EVENTS = 200
 
-type ReportInput = { ok: boolean; source?: string | null; error?: string | null; detail?: string | null; ms?: number | null }
+type ReportInput = {
+  ok: boolean
+  source?: string | null
+  error?: string | null
+  detail?: string | null
+  ms?: number | null
+}
 
 /**
  * The connectivity store (spec 1, 2.7): per-subject state and last change, cached MACs and a

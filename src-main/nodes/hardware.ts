@@ -95,7 +95,8 @@ export function parseHardware(stdout: string): Parsed {
     const f = dfLine.trim().split(/\s+/)
     // Filesystem, 1-blocks, Used, Available, Capacity, Mounted on
     const [total, used, avail] = [Number(f[1]), Number(f[2]), Number(f[3])]
-    if ([total, used, avail].every(Number.isFinite)) disk = { mount: f.slice(5).join(' ') || '/', total_bytes: total, used_bytes: used, available_bytes: avail }
+    if ([total, used, avail].every(Number.isFinite))
+      disk = { mount: f.slice(5).join(' ') || '/', total_bytes: total, used_bytes: used, available_bytes: avail }
   }
 
   let gpu: Parsed['gpu'] = null
@@ -187,7 +188,8 @@ export class HardwareService {
     try {
       const res = await pool.exec(target, HARDWARE_PROBE, { timeoutMs: PROBE_TIMEOUT_MS })
       const parsed = parseHardware(res.stdout)
-      if (!res.stdout.includes('@@end')) throw new Error(`hardware probe failed (exit ${res.code}): ${res.stderr.trim().slice(0, 300)}`)
+      if (!res.stdout.includes('@@end'))
+        throw new Error(`hardware probe failed (exit ${res.code}): ${res.stderr.trim().slice(0, 300)}`)
       await connectivity.observe(node, true)
       if (parsed.mac) await connectivity.setMac(node, parsed.mac)
       return {

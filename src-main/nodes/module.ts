@@ -36,7 +36,11 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
   const { config, clock } = deps
   const logger = deps.logger.child('nodes')
   const serviceKey = ensureServiceKey(config.paths.sshDir, { warn: (m) => logger.warn(m) })
-  const hostKeys = new HostKeyStore(config.paths.knownHosts, () => clock.now(), (m) => logger.warn(m))
+  const hostKeys = new HostKeyStore(
+    config.paths.knownHosts,
+    () => clock.now(),
+    (m) => logger.warn(m),
+  )
   const pool = new SshPool({ privateKey: serviceKey.privateKey, hostKeys, clock, logger: logger.child('ssh') })
   const connectivity = new ConnectivityStore(config.paths.connectivityLog, clock, logger)
   const targets = { node1: config.nodes.node1, node2: config.nodes.node2 }
@@ -58,7 +62,8 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
     },
     wakeNode: async ({ name, mac: given }) => {
       const parsedName = NodeName.safeParse(name)
-      if (!parsedName.success) throw new ApiError('not_found', `unknown node ${JSON.stringify(name)}; expected node1 or node2`)
+      if (!parsedName.success)
+        throw new ApiError('not_found', `unknown node ${JSON.stringify(name)}; expected node1 or node2`)
       const node = parsedName.data
       let mac: string
       if (given !== undefined) {
@@ -67,19 +72,32 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
         mac = m.data
       } else {
         const cached = connectivity.mac(node)
-        if (cached === null) throw new ApiError('conflict', `no MAC known for ${node} yet: it is learned from a successful hardware probe`)
+        if (cached === null)
+          throw new ApiError('conflict', `no MAC known for ${node} yet: it is learned from a successful hardware probe`)
         const norm = normalizeMac(cached)
-        if (norm === null) throw new ApiError('bad_input', `the cached MAC for ${node} is malformed (${JSON.stringify(cached)})`)
+        if (norm === null)
+          throw new ApiError('bad_input', `the cached MAC for ${node} is malformed (${JSON.stringify(cached)})`)
         mac = norm
       }
       const relayName: NodeName = node === 'node1' ? 'node2' : 'node1'
       const relay = targets[relayName]
-      const outcome = await wake({ pool, logger, broadcastAddress: config.wolBroadcast, ports: opts.wolPorts }, mac, relay)
+      const outcome = await wake(
+        { pool, logger, broadcastAddress: config.wolBroadcast, ports: opts.wolPorts },
+        mac,
+        relay,
+      )
       const target = targets[node]
       if (target) pool.clearUnreachable(target)
       hardware.invalidate()
       logger.info('wake-on-LAN sent', { node, mac, via: outcome.via })
-      return { ok: outcome.ok, node, mac, via: outcome.via, relay: outcome.via === 'relay' ? relayName : null, attempts: outcome.attempts }
+      return {
+        ok: outcome.ok,
+        node,
+        mac,
+        via: outcome.via,
+        relay: outcome.via === 'relay' ? relayName : null,
+        attempts: outcome.attempts,
+      }
     },
     getStatus: async (_in, ctx) => status.all(ctx.signal),
     getEndpoints: async (_in, ctx) => {
@@ -88,7 +106,10 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
       const one = async (role: RoleName) => {
         const r = roles[role]
         if (!r.ssh) return { base_url: v1, model: null, ready: false }
-        const h = await httpHealth(`http://${r.ssh.host.includes(':') ? `[${r.ssh.host}]` : r.ssh.host}:${r.port}`, ctx.signal)
+        const h = await httpHealth(
+          `http://${r.ssh.host.includes(':') ? `[${r.ssh.host}]` : r.ssh.host}:${r.port}`,
+          ctx.signal,
+        )
         await connectivity.observe(role, h.ok, h.error ?? undefined)
         return { base_url: v1, model: h.model, ready: h.ok }
       }
@@ -103,11 +124,27 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
         if (!t) return []
         const remote = authorizeCommand(serviceKey.publicKey)
         const portFlag = t.port === 22 ? '' : `-p ${t.port} `
-        return [{ node, host: t.host, user: t.user, port: t.port, remote_command: remote, command: `ssh ${portFlag}${shq(`${t.user}@${t.host}`)} ${shq(remote)}` }]
+        return [
+          {
+            node,
+            host: t.host,
+            user: t.user,
+            port: t.port,
+            remote_command: remote,
+            command: `ssh ${portFlag}${shq(`${t.user}@${t.host}`)} ${shq(remote)}`,
+          },
+        ]
       }),
     }),
     listKnownHosts: async () =>
-      hostKeys.list().map(({ name, entry }) => ({ name, type: entry.type, fingerprint: entry.fingerprint, added_at: entry.added_at })),
+      hostKeys
+        .list()
+        .map(({ name, entry }) => ({
+          name,
+          type: entry.type,
+          fingerprint: entry.fingerprint,
+          added_at: entry.added_at,
+        })),
     forgetHostKey: async ({ host, port }) => {
       const forgotten = hostKeys.forget(host, port)
       for (const t of Object.values(targets)) if (t && t.host === host && t.port === port) pool.clearUnreachable(t)

@@ -54,12 +54,22 @@ export interface ContainerInfo {
 /** `docker inspect` of one container over SSH (6 s): running, exited, …, missing or unknown. */
 export async function inspectContainer(pool: SshPool, target: SshTarget, container: string): Promise<ContainerInfo> {
   try {
-    const res = await pool.exec(target, `docker inspect -f '{{.State.Status}} {{.State.StartedAt}} {{.RestartCount}}' ${shq(container)}`, {
-      timeoutMs: PROBE_TIMEOUT_MS,
-    })
+    const res = await pool.exec(
+      target,
+      `docker inspect -f '{{.State.Status}} {{.State.StartedAt}} {{.RestartCount}}' ${shq(container)}`,
+      {
+        timeoutMs: PROBE_TIMEOUT_MS,
+      },
+    )
     if (res.code !== 0) {
-      if (/no such (object|container)/i.test(res.stderr)) return { state: 'missing', started_at: null, restart_count: null, error: null }
-      return { state: 'unknown', started_at: null, restart_count: null, error: res.stderr.trim().slice(0, 300) || `exit ${res.code}` }
+      if (/no such (object|container)/i.test(res.stderr))
+        return { state: 'missing', started_at: null, restart_count: null, error: null }
+      return {
+        state: 'unknown',
+        started_at: null,
+        restart_count: null,
+        error: res.stderr.trim().slice(0, 300) || `exit ${res.code}`,
+      }
     }
     const [state, startedAt, restarts] = res.stdout.trim().split(/\s+/)
     return {
@@ -74,7 +84,10 @@ export async function inspectContainer(pool: SshPool, target: SshTarget, contain
 }
 
 /** GET /health then /v1/models on the service itself. */
-export async function httpHealth(baseUrl: string, signal?: AbortSignal): Promise<{ ok: boolean; ms: number | null; model: string | null; error: string | null }> {
+export async function httpHealth(
+  baseUrl: string,
+  signal?: AbortSignal,
+): Promise<{ ok: boolean; ms: number | null; model: string | null; error: string | null }> {
   const t0 = performance.now()
   const timeout = AbortSignal.timeout(HTTP_TIMEOUT_MS)
   const sig = signal ? AbortSignal.any([signal, timeout]) : timeout
@@ -97,7 +110,8 @@ export async function httpHealth(baseUrl: string, signal?: AbortSignal): Promise
     return { ok: true, ms, model, error: null }
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } }
-    const reason = e.name === 'TimeoutError' ? `no answer within ${HTTP_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.message)
+    const reason =
+      e.name === 'TimeoutError' ? `no answer within ${HTTP_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.message)
     return { ok: false, ms: null, model: null, error: reason }
   }
 }
@@ -167,7 +181,11 @@ export class StatusService {
 
   async all(signal?: AbortSignal): Promise<StatusView> {
     const roles = roleTargets(this.deps.config)
-    const [llm, asr, tts] = await Promise.all([this.check(roles.llm, signal), this.check(roles.asr, signal), this.check(roles.tts, signal)])
+    const [llm, asr, tts] = await Promise.all([
+      this.check(roles.llm, signal),
+      this.check(roles.asr, signal),
+      this.check(roles.tts, signal),
+    ])
     return { llm, asr, tts, checked_at: this.deps.clock.now() }
   }
 }

@@ -18,7 +18,11 @@ export function magicPacket(mac: string): Buffer {
 }
 
 /** Sends the packet from this machine as a UDP broadcast to each port. */
-export async function sendBroadcast(packet: Buffer, address: string, ports: readonly number[] = WOL_PORTS): Promise<void> {
+export async function sendBroadcast(
+  packet: Buffer,
+  address: string,
+  ports: readonly number[] = WOL_PORTS,
+): Promise<void> {
   const sock = dgram.createSocket('udp4')
   try {
     await new Promise<void>((resolve, reject) => {
@@ -30,7 +34,9 @@ export async function sendBroadcast(packet: Buffer, address: string, ports: read
     })
     sock.setBroadcast(true)
     for (const port of ports) {
-      await new Promise<void>((resolve, reject) => sock.send(packet, port, address, (err) => (err ? reject(err) : resolve())))
+      await new Promise<void>((resolve, reject) =>
+        sock.send(packet, port, address, (err) => (err ? reject(err) : resolve())),
+      )
     }
   } finally {
     sock.close()
@@ -73,7 +79,9 @@ export async function wake(deps: WakeDeps, mac: string, relay: SshTarget | null)
   const attempts: WakeOutcome['attempts'] = []
   if (relay) {
     try {
-      const res = await deps.pool.exec(relay, relayCommand(packet, deps.broadcastAddress, ports), { timeoutMs: PROBE_TIMEOUT_MS })
+      const res = await deps.pool.exec(relay, relayCommand(packet, deps.broadcastAddress, ports), {
+        timeoutMs: PROBE_TIMEOUT_MS,
+      })
       if (res.code === 0) {
         attempts.push({ via: 'relay', ok: true, detail: res.stdout.trim() || 'sent' })
         return { ok: true, via: 'relay', attempts }

@@ -104,7 +104,10 @@ export class SshPool {
 
     for (let attempt = 0; ; attempt++) {
       // The connection is shared: one caller's cancel must not fail the others waiting on it.
-      const conn = await abortable(this.connection(target, deadline, this.opts.reuse === false ? options.signal : undefined), options.signal)
+      const conn = await abortable(
+        this.connection(target, deadline, this.opts.reuse === false ? options.signal : undefined),
+        options.signal,
+      )
       try {
         return await this.run(conn, command, options, deadline)
       } catch (err) {
@@ -128,7 +131,10 @@ export class SshPool {
   }
 
   private remember(key: string, error: SshError): void {
-    this.unreachable.set(key, { until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS), error })
+    this.unreachable.set(key, {
+      until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS),
+      error,
+    })
   }
 
   /** Forgets a cached 'unreachable' result (after a wake, or a host key reset). */
@@ -324,7 +330,9 @@ export class SshPool {
                   finish(
                     channel === null
                       ? // Not even a channel in time: the connection itself is dead (a silent node).
-                        new SilentConnection(`no answer on the SSH connection within ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`)
+                        new SilentConnection(
+                          `no answer on the SSH connection within ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`,
+                        )
                       : new SshError(
                           'timeout',
                           `command timed out after ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`,

@@ -28,7 +28,9 @@ if (process.argv[2] === 'sim') {
 } else {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-hw-'))
   const key = ensureServiceKey(path.join(dir, 'ssh'))
-  const { proc, info } = await spawnChild(path.join(here, 'hardware.mts'), ['sim', key.publicKey], { cwd: path.join(here, '..', '..') })
+  const { proc, info } = await spawnChild(path.join(here, 'hardware.mts'), ['sim', key.publicKey], {
+    cwd: path.join(here, '..', '..'),
+  })
   const logger = createLogger({ level: 'error' })
   const targets = {
     node1: { host: '127.0.0.1', user: String(info.user), port: Number(info.node1) },
@@ -64,8 +66,12 @@ if (process.argv[2] === 'sim') {
   const warm = await measure(true, 60)
   const cold = await measure(false, 30)
   console.log('hardware snapshot, both nodes in parallel, against the sim (ms)')
-  console.log(`  warm (pooled)          n=${warm.length}  p50 ${pct(warm, 50).toFixed(1)}  p95 ${pct(warm, 95).toFixed(1)}`)
-  console.log(`  cold (new connection)  n=${cold.length}  p50 ${pct(cold, 50).toFixed(1)}  p95 ${pct(cold, 95).toFixed(1)}`)
+  console.log(
+    `  warm (pooled)          n=${warm.length}  p50 ${pct(warm, 50).toFixed(1)}  p95 ${pct(warm, 95).toFixed(1)}`,
+  )
+  console.log(
+    `  cold (new connection)  n=${cold.length}  p50 ${pct(cold, 50).toFixed(1)}  p95 ${pct(cold, 95).toFixed(1)}`,
+  )
   console.log(`  target warm p50 < 50 ms: ${pct(warm, 50) < 50 ? 'met' : 'NOT met'}`)
   proc.stdin?.end()
   await new Promise((r) => proc.once('exit', r))

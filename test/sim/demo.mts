@@ -35,14 +35,21 @@ fs.rmSync(path.join(dataDir, 'known_hosts.json'), { force: true })
 
 const sim = await startFullSim({ authorizedKeys: [key.publicKey], launcherBehind: 2 })
 const { node1, node2 } = sim.cluster
-console.log(`sim: node1 ssh 127.0.0.1:${node1.port} (${node1.opts.hostname}), node2 ssh 127.0.0.1:${node2.port} (${node2.opts.hostname})`)
-console.log(`sim: llm http://127.0.0.1:${sim.llm.port}  asr http://127.0.0.1:${sim.asr.port}  tts http://127.0.0.1:${sim.tts.port}`)
+console.log(
+  `sim: node1 ssh 127.0.0.1:${node1.port} (${node1.opts.hostname}), node2 ssh 127.0.0.1:${node2.port} (${node2.opts.hostname})`,
+)
+console.log(
+  `sim: llm http://127.0.0.1:${sim.llm.port}  asr http://127.0.0.1:${sim.asr.port}  tts http://127.0.0.1:${sim.tts.port}`,
+)
 
 // Gentle CPU load drift so the cluster view has something to show.
 const drift = setInterval(() => {
   for (const n of sim.cluster.nodes) {
     const l1 = (0.3 + Math.random() * 2.5).toFixed(2)
-    fs.writeFileSync(path.join(n.state, 'load'), `${l1} ${(Number(l1) * 0.8).toFixed(2)} ${(Number(l1) * 0.6).toFixed(2)}`)
+    fs.writeFileSync(
+      path.join(n.state, 'load'),
+      `${l1} ${(Number(l1) * 0.8).toFixed(2)} ${(Number(l1) * 0.6).toFixed(2)}`,
+    )
   }
 }, 8000)
 
@@ -102,7 +109,9 @@ for (let i = 0; i < 100; i++) {
   await new Promise((r) => setTimeout(r, 200))
 }
 const tokenFile = path.join(dataDir, 'admin-token')
-const token = process.env.ADMIN_TOKEN ?? (fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, 'utf8').trim() : '(see the daemon log)')
+const token =
+  process.env.ADMIN_TOKEN ??
+  (fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, 'utf8').trim() : '(see the daemon log)')
 console.log('')
 console.log(`  Tandem demo is running.`)
 console.log(`  Dashboard:   ${url}/`)

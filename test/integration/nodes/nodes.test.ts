@@ -87,20 +87,33 @@ describe('nodes over real SSH and HTTP', () => {
     })
     expect(ok.status).toBe(200)
     const conn = (await json(await daemon.admin('/api/connectivity'))).body
-    expect(conn.events.at(-1)).toMatchObject({ kind: 'report', subject: 'node1', ok: false, source: 'notes-app', ms: 6001 })
+    expect(conn.events.at(-1)).toMatchObject({
+      kind: 'report',
+      subject: 'node1',
+      ok: false,
+      source: 'notes-app',
+      ms: 6001,
+    })
     expect(conn.subjects.node1.state).toBe('up')
   })
 
   it('a health-event with a wrong type is 400', async () => {
     for (const body of [{ service: 'llm', ok: 'yes' }, { ok: true }, { service: 'llm', ok: true, ms: 'fast' }]) {
-      const res = await fetch(`${daemon.url}/api/health-event`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
+      const res = await fetch(`${daemon.url}/api/health-event`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      })
       expect(res.status).toBe(400)
     }
   })
 
   it('wake: unknown node 404, malformed MAC 400', async () => {
     expect((await daemon.admin('/api/node/node3/wake', { method: 'POST', body: '{}' })).status).toBe(404)
-    const bad = await daemon.admin('/api/node/node1/wake', { method: 'POST', body: JSON.stringify({ mac: '4c:bb:47:zz:91:0a' }) })
+    const bad = await daemon.admin('/api/node/node1/wake', {
+      method: 'POST',
+      body: JSON.stringify({ mac: '4c:bb:47:zz:91:0a' }),
+    })
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as { detail: string }).detail).toMatch(/MAC/)
   })
@@ -132,7 +145,13 @@ describe('nodes over real SSH and HTTP', () => {
 
   it('GET /api/status: container state, HTTP health and model; a stopped llm is recorded down', async () => {
     const { body } = await json(await daemon.admin('/api/status'))
-    expect(body.llm).toMatchObject({ configured: true, container_state: 'running', http_ok: true, model: 'Qwen/Qwen3-8B', label: 'Healthy' })
+    expect(body.llm).toMatchObject({
+      configured: true,
+      container_state: 'running',
+      http_ok: true,
+      model: 'Qwen/Qwen3-8B',
+      label: 'Healthy',
+    })
     expect(body.llm.base_url).toBe(`${publicBaseUrl(daemon.core.config)}/v1`)
     expect(body.asr).toMatchObject({ container_state: 'running', http_ok: true, label: 'Healthy' })
     expect(body.tts.container_state).toBe('running')
@@ -163,7 +182,10 @@ describe('nodes over real SSH and HTTP', () => {
     const r = node.runLocal(body.nodes[1].remote_command)
     expect(r.code).toBe(0)
     node.runLocal(body.nodes[1].remote_command)
-    const lines = fs.readFileSync(path.join(node.home, '.ssh', 'authorized_keys'), 'utf8').trim().split('\n')
+    const lines = fs
+      .readFileSync(path.join(node.home, '.ssh', 'authorized_keys'), 'utf8')
+      .trim()
+      .split('\n')
     expect(lines).toEqual([body.public_key])
   })
 
@@ -215,12 +237,18 @@ describe('background monitoring', () => {
     try {
       await sim.llm.setFault('refused')
       for (let i = 0; i < 50; i++) {
-        const conn = (await (await daemon.admin('/api/connectivity')).json()) as { subjects: Record<string, { state: string }>; macs: Record<string, string> }
+        const conn = (await (await daemon.admin('/api/connectivity')).json()) as {
+          subjects: Record<string, { state: string }>
+          macs: Record<string, string>
+        }
         if (conn.subjects.llm && conn.subjects.node2 && conn.macs.node1) break
         await new Promise((r) => setTimeout(r, 100))
       }
       // No API call probed anything: the monitor did.
-      const conn = (await (await daemon.admin('/api/connectivity')).json()) as { subjects: Record<string, { state: string }>; macs: Record<string, string> }
+      const conn = (await (await daemon.admin('/api/connectivity')).json()) as {
+        subjects: Record<string, { state: string }>
+        macs: Record<string, string>
+      }
       expect(conn.subjects.node1?.state).toBe('up')
       expect(conn.subjects.llm?.state).toBe('down')
       expect(conn.macs.node2).toBe('4c:bb:47:2e:91:0b')

@@ -103,8 +103,18 @@ describe.skipIf(!haveSshd)('against a real OpenSSH sshd', () => {
   })
 
   it('the hardware probe reads what this Debian box really has', async () => {
-    const store = new ConnectivityStore(path.join(dir, 'connectivity.json'), systemClock, createLogger({ sink: { write: () => undefined } }))
-    const hw = new HardwareService({ pool, connectivity: store, clock: systemClock, logger: createLogger({ sink: { write: () => undefined } }), targets: { node1: target, node2: null } })
+    const store = new ConnectivityStore(
+      path.join(dir, 'connectivity.json'),
+      systemClock,
+      createLogger({ sink: { write: () => undefined } }),
+    )
+    const hw = new HardwareService({
+      pool,
+      connectivity: store,
+      clock: systemClock,
+      logger: createLogger({ sink: { write: () => undefined } }),
+      targets: { node1: target, node2: null },
+    })
     const h = await hw.probe('node1')
     if (h.status !== 'ok') throw new Error(`probe failed: ${JSON.stringify(h)} ${stderr}`)
     expect(h.hostname).toBe(execFileSync('hostname', { encoding: 'utf8' }).trim())

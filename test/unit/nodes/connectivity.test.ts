@@ -49,7 +49,14 @@ describe('ConnectivityStore', () => {
     const s = make()
     await s.observe('asr', true)
     const e = await s.report('asr', { ok: false, source: 'notes-app', error: 'HTTP 500', ms: 812 })
-    expect(e).toMatchObject({ kind: 'report', subject: 'asr', ok: false, source: 'notes-app', error: 'HTTP 500', ms: 812 })
+    expect(e).toMatchObject({
+      kind: 'report',
+      subject: 'asr',
+      ok: false,
+      source: 'notes-app',
+      error: 'HTTP 500',
+      ms: 812,
+    })
     expect(s.state('asr')?.state).toBe('up')
   })
 

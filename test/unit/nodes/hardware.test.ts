@@ -51,19 +51,37 @@ describe('parseHardware', () => {
   })
 
   it('reads a discrete GPU with a real total', () => {
-    const h = parseHardware(GB10.replace('NVIDIA GB10, 20, 56, 27.83, [N/A], [N/A]', 'NVIDIA RTX 6000 Ada Generation, 3, 41, 22.10, 49140, 1024'))
+    const h = parseHardware(
+      GB10.replace(
+        'NVIDIA GB10, 20, 56, 27.83, [N/A], [N/A]',
+        'NVIDIA RTX 6000 Ada Generation, 3, 41, 22.10, 49140, 1024',
+      ),
+    )
     expect(h.gpu_unified_memory).toBe(false)
     expect(h.gpu?.memory_total_bytes).toBe(49140 * 1024 * 1024)
     expect(h.gpu?.memory_used_bytes).toBe(1024 * 1024 * 1024)
   })
 
   it('a box without a GPU or default route leaves those empty', () => {
-    const h = parseHardware('@@hostname\nbox\n@@uptime\n 10:00:00 up 7 min,  0 user,  load average: 0.62, 0.36, 0.18\n@@gpu\n@@gpuapps\n@@route\n@@link\n@@end\n')
-    expect(h).toMatchObject({ hostname: 'box', uptime_s: 420, gpu: null, gpu_unified_memory: false, mac: null, interface: null, ram: null })
+    const h = parseHardware(
+      '@@hostname\nbox\n@@uptime\n 10:00:00 up 7 min,  0 user,  load average: 0.62, 0.36, 0.18\n@@gpu\n@@gpuapps\n@@route\n@@link\n@@end\n',
+    )
+    expect(h).toMatchObject({
+      hostname: 'box',
+      uptime_s: 420,
+      gpu: null,
+      gpu_unified_memory: false,
+      mac: null,
+      interface: null,
+      ram: null,
+    })
   })
 
   it('uptime spellings', () => {
-    expect(parseUptime(' 10:00:00 up 1 day, 10 min,  2 users,  load average: 1.00, 2.00, 3.00')).toEqual({ uptime_s: 86400 + 600, load: [1, 2, 3] })
+    expect(parseUptime(' 10:00:00 up 1 day, 10 min,  2 users,  load average: 1.00, 2.00, 3.00')).toEqual({
+      uptime_s: 86400 + 600,
+      load: [1, 2, 3],
+    })
     expect(parseUptime(' 10:00:00 up 2:03,  load average: 0.00, 0.01, 0.05').uptime_s).toBe(2 * 3600 + 180)
     expect(parseUptime('garbage')).toEqual({ uptime_s: null, load: [] })
   })
@@ -75,8 +93,15 @@ describe('HardwareService against the sim', () => {
   let store: ConnectivityStore
   let svc: HardwareService
   beforeAll(async () => {
-    kit = await startSimKit({ clock, containers: { node1: [{ name: 'vllm_node', image: 'vllm-node', command: ['vllm', 'serve', 'x'] }] } })
-    store = new ConnectivityStore(`${kit.dir}/connectivity.json`, clock, createLogger({ sink: { write: () => undefined } }))
+    kit = await startSimKit({
+      clock,
+      containers: { node1: [{ name: 'vllm_node', image: 'vllm-node', command: ['vllm', 'serve', 'x'] }] },
+    })
+    store = new ConnectivityStore(
+      `${kit.dir}/connectivity.json`,
+      clock,
+      createLogger({ sink: { write: () => undefined } }),
+    )
     svc = new HardwareService({
       pool: kit.pool,
       connectivity: store,
@@ -89,7 +114,12 @@ describe('HardwareService against the sim', () => {
 
   it('probes both nodes, caches 4 s, and caches MACs', async () => {
     const snap = await svc.snapshot()
-    expect(snap.node1).toMatchObject({ status: 'ok', hostname: 'spark-a1', gpu_unified_memory: true, mac: '4c:bb:47:2e:91:0a' })
+    expect(snap.node1).toMatchObject({
+      status: 'ok',
+      hostname: 'spark-a1',
+      gpu_unified_memory: true,
+      mac: '4c:bb:47:2e:91:0a',
+    })
     expect(snap.node2).toMatchObject({ status: 'ok', hostname: 'spark-b2', mac: '4c:bb:47:2e:91:0b' })
     if (snap.node1.status !== 'ok') throw new Error('node1')
     expect(snap.node1.gpu?.processes[0]?.name).toBe('VLLM::EngineCore')

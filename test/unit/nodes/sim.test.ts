@@ -38,14 +38,22 @@ describe('sim cluster', () => {
   })
 
   it('the launcher checkout is a real git repo two commits behind its origin', () => {
-    const r = sim.cluster.node1.runLocal('cd "$HOME/spark-vllm-docker" && git fetch -q && git rev-list --left-right --count HEAD...origin/main')
+    const r = sim.cluster.node1.runLocal(
+      'cd "$HOME/spark-vllm-docker" && git fetch -q && git rev-list --left-right --count HEAD...origin/main',
+    )
     expect(r.stdout.trim()).toBe('0\t2')
     sim.cluster.pushUpstreamCommit('one more')
-    expect(sim.cluster.node1.runLocal('cd ~/spark-vllm-docker && git fetch -q && git rev-list --count HEAD..origin/main').stdout.trim()).toBe('3')
+    expect(
+      sim.cluster.node1
+        .runLocal('cd ~/spark-vllm-docker && git fetch -q && git rev-list --count HEAD..origin/main')
+        .stdout.trim(),
+    ).toBe('3')
   })
 
   it('launch-cluster.sh exec vllm serve switches the llm model', async () => {
-    const r = sim.cluster.node1.runLocal(`cd ~/spark-vllm-docker && ./launch-cluster.sh --solo -d exec vllm serve ${shq('org/second')} --port 8888`)
+    const r = sim.cluster.node1.runLocal(
+      `cd ~/spark-vllm-docker && ./launch-cluster.sh --solo -d exec vllm serve ${shq('org/second')} --port 8888`,
+    )
     expect(r.code).toBe(0)
     expect(r.stdout).toMatch(/Uvicorn running/)
     const models = (await (await fetch(`${sim.llm.url}/v1/models`)).json()) as { data: { id: string }[] }
@@ -53,7 +61,9 @@ describe('sim cluster', () => {
   })
 
   it('hf-download.sh downloads into the hub cache and copies to the peer with -c', () => {
-    const r = sim.cluster.node1.runLocal('SIM_DOWNLOAD_DELAY=0 ~/spark-vllm-docker/hf-download.sh -c 192.168.177.12 org/tiny-model')
+    const r = sim.cluster.node1.runLocal(
+      'SIM_DOWNLOAD_DELAY=0 ~/spark-vllm-docker/hf-download.sh -c 192.168.177.12 org/tiny-model',
+    )
     expect(r.code).toBe(0)
     expect(r.stdout).toMatch(/Fetching 4 files: 100%/)
     expect(r.stdout).toMatch(/sending incremental file list/)

@@ -49,7 +49,11 @@ describe('sending', () => {
 
   it('the relay path sends from the other node over SSH', async () => {
     const a = await listener()
-    const res = await wake({ pool: kit.pool, logger: kit.logger, broadcastAddress: '127.0.0.1', ports: [a.port] }, '4c:bb:47:2e:91:0a', kit.target(kit.sim.node2))
+    const res = await wake(
+      { pool: kit.pool, logger: kit.logger, broadcastAddress: '127.0.0.1', ports: [a.port] },
+      '4c:bb:47:2e:91:0a',
+      kit.target(kit.sim.node2),
+    )
     expect(res).toMatchObject({ ok: true, via: 'relay' })
     expect(kit.sim.node2.commands.at(-1)).toBe(relayCommand(magicPacket('4c:bb:47:2e:91:0a'), '127.0.0.1', [a.port]))
     await until(() => a.packets.length > 0)
@@ -60,7 +64,11 @@ describe('sending', () => {
   it('falls back to a broadcast when the relay is down', async () => {
     const a = await listener()
     await kit.sim.node2.down()
-    const res = await wake({ pool: kit.pool, logger: kit.logger, broadcastAddress: '127.0.0.1', ports: [a.port] }, '4c:bb:47:2e:91:0a', kit.target(kit.sim.node2))
+    const res = await wake(
+      { pool: kit.pool, logger: kit.logger, broadcastAddress: '127.0.0.1', ports: [a.port] },
+      '4c:bb:47:2e:91:0a',
+      kit.target(kit.sim.node2),
+    )
     expect(res.via).toBe('broadcast')
     expect(res.attempts.map((x) => [x.via, x.ok])).toEqual([
       ['relay', false],

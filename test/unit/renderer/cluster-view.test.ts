@@ -16,7 +16,16 @@ const okNode = {
   cores: 20,
   ram: { total_bytes: 128e9, used_bytes: 10e9, available_bytes: 118e9 },
   disk: { mount: '/', total_bytes: 4e12, used_bytes: 1e12, available_bytes: 3e12 },
-  gpu: { name: 'NVIDIA GB10', utilization_pct: 20, temperature_c: 50, power_w: 20, memory_used_bytes: 64e9, memory_total_bytes: 128e9, memory_fraction: 0.5, processes: [] },
+  gpu: {
+    name: 'NVIDIA GB10',
+    utilization_pct: 20,
+    temperature_c: 50,
+    power_w: 20,
+    memory_used_bytes: 64e9,
+    memory_total_bytes: 128e9,
+    memory_fraction: 0.5,
+    processes: [],
+  },
   gpu_unified_memory: true,
   interface: 'enP7s7',
   mac: '4c:bb:47:2e:91:0a',
@@ -25,7 +34,16 @@ const okNode = {
 }
 
 function unreachable(mac: string | null) {
-  return { node: 'node2', status: 'unreachable', host: '10.0.0.12', port: 22, error: 'connect ECONNREFUSED', error_kind: 'unreachable', mac, probed_at: T }
+  return {
+    node: 'node2',
+    status: 'unreachable',
+    host: '10.0.0.12',
+    port: 22,
+    error: 'connect ECONNREFUSED',
+    error_kind: 'unreachable',
+    mac,
+    probed_at: T,
+  }
 }
 
 function fakeApi(node2: unknown, calls: { method: string; input: unknown }[]): BackendApi {
@@ -33,10 +51,22 @@ function fakeApi(node2: unknown, calls: { method: string; input: unknown }[]): B
     getHardware: { node1: okNode, node2, taken_at: T },
     getConnectivity: {
       macs: { node1: '4c:bb:47:2e:91:0a' },
-      subjects: { node1: { state: 'up', last_change: T - 7200_000 }, node2: { state: 'down', last_change: T - 600_000 } },
+      subjects: {
+        node1: { state: 'up', last_change: T - 7200_000 },
+        node2: { state: 'down', last_change: T - 600_000 },
+      },
       events: [
         { at: T - 600_000, subject: 'node2', kind: 'transition', state: 'down', up_seconds: 6600 },
-        { at: T - 300_000, subject: 'asr', kind: 'report', ok: false, source: 'notes-app', error: 'HTTP 500', detail: null, ms: 812 },
+        {
+          at: T - 300_000,
+          subject: 'asr',
+          kind: 'report',
+          ok: false,
+          source: 'notes-app',
+          error: 'HTTP 500',
+          detail: null,
+          ms: 812,
+        },
       ],
     },
     getStatus: null,

@@ -26,9 +26,13 @@ describe('SshPool against the sim', () => {
 
   it('streams output line by line as it arrives', async () => {
     const lines: string[] = []
-    const r = await kit.pool.exec(kit.target(kit.sim.node1), "printf 'a\\nb\\r c\\r\\n'; sleep 0.05; echo d; echo e >&2", {
-      onLine: (l, s) => lines.push(`${s}:${l}`),
-    })
+    const r = await kit.pool.exec(
+      kit.target(kit.sim.node1),
+      "printf 'a\\nb\\r c\\r\\n'; sleep 0.05; echo d; echo e >&2",
+      {
+        onLine: (l, s) => lines.push(`${s}:${l}`),
+      },
+    )
     expect(r.code).toBe(0)
     expect(lines.filter((l) => l.startsWith('stdout'))).toEqual(['stdout:a', 'stdout:b', 'stdout: c', 'stdout:d'])
     expect(lines).toContain('stderr:e')
@@ -46,7 +50,9 @@ describe('SshPool against the sim', () => {
   })
 
   it('times out a command that overruns its deadline', async () => {
-    await expect(kit.pool.exec(kit.target(kit.sim.node1), 'sleep 5', { timeoutMs: 200 })).rejects.toMatchObject({ kind: 'timeout' })
+    await expect(kit.pool.exec(kit.target(kit.sim.node1), 'sleep 5', { timeoutMs: 200 })).rejects.toMatchObject({
+      kind: 'timeout',
+    })
   })
 
   it('reconnects transparently after the connection drops', async () => {
@@ -141,7 +147,12 @@ describe('SshPool against the sim', () => {
 
   it('reports a key the node does not accept as an auth problem', async () => {
     const other = ensureServiceKey(path.join(kit.dir, 'other-ssh'))
-    const pool = new SshPool({ privateKey: other.privateKey, hostKeys: new HostKeyStore(path.join(kit.dir, 'kh2.json'), () => 0), clock, logger: kit.logger })
+    const pool = new SshPool({
+      privateKey: other.privateKey,
+      hostKeys: new HostKeyStore(path.join(kit.dir, 'kh2.json'), () => 0),
+      clock,
+      logger: kit.logger,
+    })
     const err = (await pool.exec(kit.target(kit.sim.node2), 'true').catch((e: unknown) => e)) as SshError
     expect(err.kind).toBe('auth')
     expect(err.message).toMatch(/authorized_keys/)

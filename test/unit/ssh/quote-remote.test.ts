@@ -12,7 +12,9 @@ describe('shq through a real remote bash over SSH', () => {
   it('300 generated strings come back byte for byte', async () => {
     const cases = nastyStrings(300)
     const t = kit.target(kit.sim.node1)
-    const results = await Promise.all(cases.map((s) => kit.pool.exec(t, `printf '%s' ${shq(s)}`, { timeoutMs: 20_000 })))
+    const results = await Promise.all(
+      cases.map((s) => kit.pool.exec(t, `printf '%s' ${shq(s)}`, { timeoutMs: 20_000 })),
+    )
     const mismatches = cases.filter((s, i) => results[i]!.stdout !== s || results[i]!.code !== 0)
     expect(mismatches).toEqual([])
   })

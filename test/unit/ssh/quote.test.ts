@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { homePath, remoteDir, shq, shqArgs } from '../../../src-main/ssh/quote'
-import { ContainerName, EngineArg, ImageRef, LocalPath, MacAddress, ModelRepo, normalizeMac, ServiceName } from '../../../src-main/ssh/validators'
+import {
+  ContainerName,
+  EngineArg,
+  ImageRef,
+  LocalPath,
+  MacAddress,
+  ModelRepo,
+  normalizeMac,
+  ServiceName,
+} from '../../../src-main/ssh/validators'
 
 describe('shq', () => {
   it('wraps in single quotes and escapes embedded single quotes', () => {
@@ -19,11 +28,14 @@ describe('shq', () => {
 
 describe('homePath / remoteDir', () => {
   it('double-quotes $HOME paths from safe segments', () => {
-    expect(homePath(['.cache', 'huggingface', 'hub', 'models--org--name'])).toBe('"$HOME/.cache/huggingface/hub/models--org--name"')
+    expect(homePath(['.cache', 'huggingface', 'hub', 'models--org--name'])).toBe(
+      '"$HOME/.cache/huggingface/hub/models--org--name"',
+    )
     expect(homePath([])).toBe('"$HOME"')
   })
   it('rejects unsafe segments', () => {
-    for (const bad of ['..', '.', 'a b', 'a$b', 'a"b', 'a`b', 'a/b', '', 'a\\b']) expect(() => homePath([bad])).toThrow()
+    for (const bad of ['..', '.', 'a b', 'a$b', 'a"b', 'a`b', 'a/b', '', 'a\\b'])
+      expect(() => homePath([bad])).toThrow()
   })
   it('handles configured launcher directories', () => {
     expect(remoteDir('$HOME/spark-vllm-docker')).toBe('"$HOME/spark-vllm-docker"')
@@ -37,7 +49,8 @@ describe('homePath / remoteDir', () => {
 describe('validators', () => {
   it('model repos', () => {
     expect(ModelRepo.safeParse('Qwen/Qwen3-8B').success).toBe(true)
-    for (const bad of ['Qwen', 'a/b/c', 'a/..', 'a/b;rm', '-x/y', 'a--b/c', 'a/$(id)']) expect(ModelRepo.safeParse(bad).success).toBe(false)
+    for (const bad of ['Qwen', 'a/b/c', 'a/..', 'a/b;rm', '-x/y', 'a--b/c', 'a/$(id)'])
+      expect(ModelRepo.safeParse(bad).success).toBe(false)
   })
   it('engine args are printable and trimmed', () => {
     expect(EngineArg.safeParse('--max-num-batched-tokens=16384').success).toBe(true)
@@ -61,7 +74,14 @@ describe('validators', () => {
   it('MACs normalise from every common spelling', () => {
     for (const s of ['4C:BB:47:2E:91:0A', '4c-bb-47-2e-91-0a', '4cbb.472e.910a', '4cbb472e910a', ' 4c:bb:47:2e:91:0a '])
       expect(MacAddress.parse(s)).toBe('4c:bb:47:2e:91:0a')
-    for (const bad of ['4c:bb:47:2e:91', '4c:bb-47:2e:91:0a', 'zz:zz:zz:zz:zz:zz', '00:00:00:00:00:00', 'ff:ff:ff:ff:ff:ff', ''])
+    for (const bad of [
+      '4c:bb:47:2e:91',
+      '4c:bb-47:2e:91:0a',
+      'zz:zz:zz:zz:zz:zz',
+      '00:00:00:00:00:00',
+      'ff:ff:ff:ff:ff:ff',
+      '',
+    ])
       expect(normalizeMac(bad)).toBeNull()
   })
 })
