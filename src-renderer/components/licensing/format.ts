@@ -54,3 +54,10 @@ export function statusClass(status: string): string {
   if (['revoked', 'expired', 'invalid', 'failed'].includes(status)) return 'badge bad'
   return 'badge'
 }
+
+/** A random hex secret (for webhook signing) generated in the browser, to paste on both sides. */
+export function randomSecret(bytes = 24): string {
+  const b = new Uint8Array(bytes)
+  crypto.getRandomValues(b)
+  return [...b].map((x) => x.toString(16).padStart(2, '0')).join('')
+}
