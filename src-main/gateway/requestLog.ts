@@ -35,8 +35,8 @@ export class RequestLog {
 
   add(e: Omit<RequestEntry, 'seq' | 'at'>): RequestEntry {
     const entry = { ...e, seq: ++this.seq, at: this.clock.now() }
-    this.ring.push(entry)
-    if (this.ring.length > this.capacity) this.ring.shift()
+    // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
+    this.ring[(entry.seq - 1) % this.capacity] = entry
     this.total++
     return entry
   }
@@ -44,8 +44,9 @@ export class RequestLog {
   /** Newest first; only entries after `afterSeq` when given. */
   list(limit = 100, afterSeq = 0): RequestEntry[] {
     const out: RequestEntry[] = []
-    for (let i = this.ring.length - 1; i >= 0 && out.length < limit; i--) {
-      const e = this.ring[i]!
+    const oldest = Math.max(1, this.seq - this.capacity + 1)
+    for (let seq = this.seq; seq >= oldest && out.length < limit; seq--) {
+      const e = this.ring[(seq - 1) % this.capacity]!
       if (e.seq <= afterSeq) break
       out.push(e)
     }
