@@ -140,6 +140,8 @@ const SECRET_PATTERNS: RegExp[] = [
 ]
 
 const EMAIL = /[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b/g
+/** `name@2x.png` is a file name: an "email" whose top-level domain is a common file extension. */
+const FILE_EXTENSION = /\.(?:png|jpe?g|gif|svg|webp|bmp|ico|pdf|txt|js|mjs|ts|css|html?|json|ya?ml|wav|mp3|mp4)$/i
 const IPV4 = /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)/g
 const IPV6_CANDIDATE = /(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])/g
 const CARD = /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g
@@ -166,7 +168,10 @@ function* matches(re: RegExp, text: string): Generator<RegExpExecArray> {
 
 function phoneLike(s: string): boolean {
   const digits = s.replace(/\D/g, '')
-  if (digits.length < 7 || digits.length > 15) return false
+  // Seven-digit local numbers are left alone: too many counts and codes look like them.
+  if (digits.length < 8 || digits.length > 15) return false
+  // A range of years is not a phone number.
+  if (/^(?:19|20)\d\d-(?:19|20)\d\d$/.test(s)) return false
   // Dates and times are not phone numbers.
   if (/^\d{4}-\d{2}-\d{2}$/.test(s) || /^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$/.test(s)) return false
   const groups = s.split(/[ .-]/)
@@ -188,7 +193,7 @@ export function detect(text: string, terms: readonly string[] = []): Finding[] {
     found.push({ type, start, end: start + value.length, value, rank })
   }
   for (const re of SECRET_PATTERNS) for (const m of matches(re, text)) add('SECRET', m.index, m[0], 0)
-  for (const m of matches(EMAIL, text)) add('EMAIL', m.index, m[0], 1)
+  for (const m of matches(EMAIL, text)) if (!FILE_EXTENSION.test(m[0])) add('EMAIL', m.index, m[0], 1)
   for (const m of matches(IBAN, text)) {
     const compact = m[0].replace(/ /g, '')
     if (ibanValid(compact)) add('IBAN', m.index, m[0], 2)
