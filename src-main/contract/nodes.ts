@@ -63,6 +63,17 @@ export type NodeHardware = z.infer<typeof NodeHardware>
 export const HardwareSnapshot = z.object({ node1: NodeHardware, node2: NodeHardware, taken_at: z.number() })
 export type HardwareSnapshot = z.infer<typeof HardwareSnapshot>
 
+export const HardwareSample = z.object({
+  at: z.number(),
+  gpu_utilization_pct: z.number().nullable(),
+  gpu_temperature_c: z.number().nullable(),
+  gpu_power_w: z.number().nullable(),
+  load1: z.number().nullable(),
+})
+export type HardwareSample = z.infer<typeof HardwareSample>
+
+export const HardwareHistory = z.object({ node1: z.array(HardwareSample), node2: z.array(HardwareSample) })
+
 export const ConnState = z.enum(['up', 'down'])
 
 export const TransitionEvent = z.object({
@@ -186,6 +197,12 @@ export const nodesContract = {
     http: 'GET /api/hardware',
     input: z.object({ fresh: z.union([z.boolean(), z.stringbool()]).optional() }),
     output: HardwareSnapshot,
+  }),
+  getHardwareHistory: method({
+    summary: 'GPU and load readings of each node over the last 15 minutes (oldest first)',
+    http: 'GET /api/hardware/history',
+    input: z.object({}),
+    output: HardwareHistory,
   }),
   getConnectivity: method({
     summary: 'Cached MACs, per-subject state and last change, and the rolling event log',

@@ -1,12 +1,14 @@
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import type { HardwareOk, HardwareSnapshot, NodeHardware } from '../contract/nodes'
+import type { HardwareOk, HardwareSample, HardwareSnapshot, NodeHardware } from '../contract/nodes'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { normalizeMac, type NodeName } from '../ssh/validators'
 import type { ConnectivityStore } from './connectivity'
 
 /** Spec 1, section 8: hardware results are reused for 4 s. */
 export const HARDWARE_CACHE_MS = 4000
+/** How far back the charts' readings go. */
+export const HISTORY_MS = 15 * 60 * 1000
 
 /**
  * One SSH command per node gathers everything; sections are delimited so a missing tool (no GPU,
@@ -156,6 +158,7 @@ export interface HardwareDeps {
 export class HardwareService {
   private cached: { at: number; snapshot: HardwareSnapshot } | null = null
   private inflight: Promise<HardwareSnapshot> | null = null
+  private readonly samples: Record<NodeName, HardwareSample[]> = { node1: [], node2: [] }
 
   constructor(private readonly deps: HardwareDeps) {}
 
@@ -172,6 +175,24 @@ export class HardwareService {
       this.inflight = null
     })
     return this.inflight
+  }
+
+  /** Readings of the last 15 minutes per node, oldest first (for the dashboard's charts). */
+  history(): Record<NodeName, HardwareSample[]> {
+    const since = this.deps.clock.now() - HISTORY_MS
+    return {
+      node1: this.samples.node1.filter((x) => x.at >= since),
+      node2: this.samples.node2.filter((x) => x.at >= since),
+    }
+  }
+
+  private remember(node: NodeName, sample: HardwareSample): void {
+    const list = this.samples[node]
+    list.push(sample)
+    const since = this.deps.clock.now() - HISTORY_MS
+    while (list.length > 0 && (list[0] as HardwareSample).at < since) list.shift()
+    // Bounded even if probed far more often than the dashboard polls.
+    if (list.length > 2000) list.splice(0, list.length - 2000)
   }
 
   /** Drops the cached snapshot (after a wake, so the next poll looks again). */
@@ -192,6 +213,13 @@ export class HardwareService {
         throw new Error(`hardware probe failed (exit ${res.code}): ${res.stderr.trim().slice(0, 300)}`)
       await connectivity.observe(node, true)
       if (parsed.mac) await connectivity.setMac(node, parsed.mac)
+      this.remember(node, {
+        at: started,
+        gpu_utilization_pct: parsed.gpu?.utilization_pct ?? null,
+        gpu_temperature_c: parsed.gpu?.temperature_c ?? null,
+        gpu_power_w: parsed.gpu?.power_w ?? null,
+        load1: parsed.load[0] ?? null,
+      })
       return {
         node,
         status: 'ok',

@@ -50,6 +50,7 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
 
   const handlers: Handlers<typeof nodesContract> = {
     getHardware: async ({ fresh }) => hardware.snapshot({ fresh: fresh === true }),
+    getHardwareHistory: async () => hardware.history(),
     getConnectivity: async () => connectivity.view(),
     healthEvent: async (input) => {
       const event = await connectivity.report(input.service, {
@@ -137,14 +138,12 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
       }),
     }),
     listKnownHosts: async () =>
-      hostKeys
-        .list()
-        .map(({ name, entry }) => ({
-          name,
-          type: entry.type,
-          fingerprint: entry.fingerprint,
-          added_at: entry.added_at,
-        })),
+      hostKeys.list().map(({ name, entry }) => ({
+        name,
+        type: entry.type,
+        fingerprint: entry.fingerprint,
+        added_at: entry.added_at,
+      })),
     forgetHostKey: async ({ host, port }) => {
       const forgotten = hostKeys.forget(host, port)
       for (const t of Object.values(targets)) if (t && t.host === host && t.port === port) pool.clearUnreachable(t)

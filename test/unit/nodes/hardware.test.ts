@@ -133,6 +133,17 @@ describe('HardwareService against the sim', () => {
     expect(kit.sim.node1.commands.length).toBe(n + 1)
   })
 
+  it('keeps 15 minutes of readings per node', async () => {
+    clock.advance(5000)
+    await svc.snapshot()
+    const h = svc.history()
+    expect(h.node1.length).toBeGreaterThanOrEqual(2)
+    expect(h.node1.at(-1)?.gpu_temperature_c).toBeGreaterThan(0)
+    expect(h.node1.at(-1)?.load1).toBe(0.42)
+    clock.advance(16 * 60 * 1000)
+    expect(svc.history().node1).toEqual([])
+  })
+
   it('the probe is one command a real shell runs', () => {
     expect(HARDWARE_PROBE).toContain('nvidia-smi --query-gpu=')
     expect(HARDWARE_PROBE.split('\n').every((l) => !l.includes("'$"))).toBe(true)

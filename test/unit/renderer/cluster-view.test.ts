@@ -4,7 +4,7 @@ import { createApp, nextTick, type App } from 'vue'
 import { initBackend, type BackendApi } from '../../../src-renderer/api'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
 
-const T = Date.UTC(2026, 10, 22, 2, 0, 0)
+const T = Date.now()
 
 const okNode = {
   node: 'node1',
@@ -70,6 +70,13 @@ function fakeApi(node2: unknown, calls: { method: string; input: unknown }[]): B
       ],
     },
     getStatus: null,
+    getHardwareHistory: {
+      node1: [
+        { at: T - 120_000, gpu_utilization_pct: 10, gpu_temperature_c: 45, gpu_power_w: 12, load1: 0.5 },
+        { at: T - 60_000, gpu_utilization_pct: 30, gpu_temperature_c: 49, gpu_power_w: 20, load1: 0.9 },
+      ],
+      node2: [],
+    },
     getSshPublicKey: { public_key: 'ssh-ed25519 AAAAC3 tandem@box', fingerprint: 'SHA256:x', nodes: [] },
     wakeNode: { ok: true, node: 'node2', mac: '4c:bb:47:2e:91:0b', via: 'relay', relay: 'node1', attempts: [] },
   }
@@ -88,6 +95,26 @@ const flush = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await nextTick()
   await new Promise((r) => setTimeout(r, 0))
   for (let i = 0; i < 5; i++) await nextTick()
+}
+
+// happy-dom has no canvas: give uPlot a 2D context whose drawing calls do nothing.
+const ctx2d = new Proxy(
+  {},
+  {
+    get: (_t, prop) =>
+      prop === 'measureText' ? () => ({ width: 0 }) : prop === 'canvas' ? undefined : () => undefined,
+    set: () => true,
+  },
+)
+HTMLCanvasElement.prototype.getContext = (() => ctx2d) as unknown as HTMLCanvasElement['getContext']
+;(globalThis as { Path2D?: unknown }).Path2D ??= class {
+  moveTo(): void {}
+  lineTo(): void {}
+  rect(): void {}
+  arc(): void {}
+  closePath(): void {}
+  bezierCurveTo(): void {}
+  addPath(): void {}
 }
 
 let app: App | null = null
@@ -122,6 +149,9 @@ describe('Cluster view', () => {
     await flush()
     expect(calls.find((c) => c.method === 'wakeNode')?.input).toEqual({ name: 'node2' })
     expect(el.textContent).toContain('Magic packet sent to 4c:bb:47:2e:91:0b from node1')
+    // The server's 15 minutes of readings chart at once.
+    expect(el.textContent).toContain('node1 GPU utilisation (last 15 min)')
+    expect(el.textContent).not.toContain('node2 GPU utilisation')
     // The event list shows transitions and reports.
     expect(el.textContent).toContain('after 6600 s up')
     expect(el.textContent).toContain('notes-app')
