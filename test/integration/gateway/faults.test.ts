@@ -1,7 +1,6 @@
-import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readSse } from '../../helpers/daemon'
-import { silenceWav, startRig, type GatewayRig } from './setup'
+import { silenceWav, startRig, waitFor, type GatewayRig } from './setup'
 
 /** Every bad input and upstream fault of issue 4, each against the real daemon. */
 describe('gateway bad input and faults', () => {
@@ -161,6 +160,30 @@ describe('gateway bad input and faults', () => {
     }
   })
 
+  it('answers a tts 500 with 503 and Retry-After on speech', async () => {
+    await rig.tts.setFault('error500')
+    try {
+      const res = await post('/v1/audio/speech', JSON.stringify({ voice: 'Multivoice.EN-US.Aria', input: 'hi' }))
+      expect(res.status).toBe(503)
+      expect(res.headers.get('retry-after')).toBe('60')
+      expect(((await res.json()) as { detail: string }).detail).toMatch(/^tts failed \(HTTP 500: CUDA error: cudaErrorUnknown/)
+    } finally {
+      await rig.tts.setFault('none')
+    }
+  })
+
+  it('still lists models when one service is down', async () => {
+    await rig.tts.setFault('refused')
+    try {
+      const res = await fetch(url + '/v1/models')
+      expect(res.status).toBe(200)
+      const owners = ((await res.json()) as { data: { owned_by: string }[] }).data.map((m) => m.owned_by)
+      expect(new Set(owners)).toEqual(new Set(['llm', 'asr']))
+    } finally {
+      await rig.tts.setFault('none')
+    }
+  })
+
   it('refuses bad collection names with 400 and forwards nothing', async () => {
     const before = rig.qdrant.requests.length + rig.embeddings.requests.length
     const bad = ['a/b', '..', '../x', 'a?b', '%2e%2e', 'a b', 'a;rm -rf', '$(id)', '`id`', 'a|b', '', 'x'.repeat(65), 'a\nb', 'ä']
@@ -185,13 +208,3 @@ describe('gateway bad input and faults', () => {
     expect(body.histogram.counts.reduce((a, b) => a + b, 0)).toBe(body.requests.length)
   })
 })
-
-async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
-  const until = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
-
-void http

@@ -71,3 +71,12 @@ export function silenceWav(seconds: number): Buffer {
   b.writeUInt32LE(n, 40)
   return b
 }
+
+/** Polls `cond` until it holds (bounded); for effects that land a moment after a response. */
+export async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}

@@ -1,0 +1,61 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { forwardJson } from '../../../src-main/gateway/proxy'
+import { Upstreams } from '../../../src-main/gateway/upstreams'
+import { sendError } from '../../../src-main/gateway/wire'
+import { loadConfig } from '../../../src-main/config/load'
+import { startFakeLlm, type FakeLlm } from '../../sim/http'
+import { waitFor } from './setup'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+/** The proxy's timeout, with a short limit in place of the 30 minutes (the daemon's default). */
+describe('forwardJson timeout', () => {
+  let llm: FakeLlm
+  let server: http.Server
+  let url: string
+  let upstreams: Upstreams
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-proxy-'))
+
+  beforeAll(async () => {
+    llm = await startFakeLlm()
+    const config = loadConfig({ env: { DATA_DIR: dataDir, NODE1_HOST: '127.0.0.1', NODE1_USER: 'x', LLM_PORT: String(llm.port) } })
+    upstreams = new Upstreams(config)
+    const logger = createLogger({ sink: new MemorySink() })
+    server = http.createServer((req, res) => {
+      forwardJson(req, res, upstreams.get('llm')!, { path: '/v1/chat/completions', timeoutMs: 300, bodyLimit: 1 << 20, logger }).catch(
+        (err: unknown) => sendError(res, err),
+      )
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  afterAll(async () => {
+    upstreams.destroy()
+    await new Promise((r) => server.close(r))
+    await llm.close()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('answers 504 when the llm never answers, and frees the upstream request', async () => {
+    await llm.setFault('hang')
+    const res = await fetch(url, { method: 'POST', body: JSON.stringify({ messages: [] }) })
+    expect(res.status).toBe(504)
+    expect(((await res.json()) as { code: string; detail: string }).detail).toMatch(/llm did not finish within/)
+    await waitFor(() => llm.requests.at(-1)!.closedEarly)
+    await llm.setFault('none')
+    expect(llm.openRequests).toBe(0)
+  })
+
+  it('ends a stream that stalls past the limit with an error event', async () => {
+    await llm.setFault({ kind: 'slow', delayMs: 5000 })
+    const res = await fetch(url, { method: 'POST', body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'a' }] }) })
+    const text = await res.text()
+    await llm.setFault('none')
+    expect(res.status).toBe(200)
+    expect(text).toMatch(/event: error\ndata: .*did not finish within/)
+  })
+})
