@@ -125,6 +125,7 @@ const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['
 const HELP =
   'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>'
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
+  if (raw.trim() === '') return
   const [cmd, a, b] = raw.trim().split(/\s+/)
   const node = a === 'node1' ? node1 : a === 'node2' ? node2 : null
   const run = async (): Promise<string> => {
