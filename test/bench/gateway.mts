@@ -230,7 +230,10 @@ async function scrubScores(): Promise<{ precision: number; recall: number; examp
   for (const ex of corpus.examples) {
     const got = detect(ex.text, corpus.terms).map((f) => `${f.type}\u0000${f.value}`)
     const want = ex.expect.map((e) => `${e.type}\u0000${e.value}`)
-    for (const g of got) (want.includes(g) ? tp++ : fp++)
+    for (const g of got) {
+      if (want.includes(g)) tp++
+      else fp++
+    }
     for (const w of want) if (!got.includes(w)) fn++
   }
   return { precision: tp / (tp + fp || 1), recall: tp / (tp + fn || 1), examples: corpus.examples.length, tp, fp, fn }

@@ -1,0 +1,139 @@
+// @vitest-environment happy-dom
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createApp, nextTick, type App } from 'vue'
+import { initBackend, type BackendApi } from '../../../src-renderer/api'
+import GatewayView from '../../../src-renderer/views/GatewayView.vue'
+
+// The histogram's chart: record what it is given instead of drawing on a canvas happy-dom lacks.
+const plots: { data: unknown[][] }[] = []
+vi.mock('uplot', () => ({
+  default: class {
+    static paths = { bars: () => () => null }
+    data: unknown[][]
+    constructor(_opts: unknown, data: unknown[][]) {
+      this.data = data
+      plots.push(this)
+    }
+    setData(d: unknown[][]): void {
+      this.data = d
+    }
+    destroy(): void {}
+  },
+}))
+
+const T = Date.UTC(2026, 0, 1, 12)
+const answers: Record<string, unknown> = {
+  gatewayInfo: {
+    base_urls: ['http://10.0.0.5:9999'],
+    consumer_key_required: true,
+    upstreams: [
+      { name: 'llm', url: 'http://10.0.0.11:8888', hint: null },
+      { name: 'vector', url: null, hint: 'vector store is not configured: set VECTOR_URL' },
+    ],
+    endpoints: [{ method: 'POST', path: '/v1/chat/completions', summary: 'forwarded verbatim' }],
+  },
+  gatewayRequests: {
+    requests: [
+      { seq: 2, at: T, method: 'POST', path: '/v1/chat/completions', status: 200, latency_ms: 812.4, ttfb_ms: 3.2, bytes: 2048, streamed: true, aborted: false },
+      { seq: 1, at: T, method: 'POST', path: '/v1/audio/transcriptions', status: 503, latency_ms: 12, ttfb_ms: 12, bytes: 200, streamed: false, aborted: false },
+    ],
+    histogram: { bounds_ms: [10, 1000], counts: [1, 1, 0] },
+    total: 2,
+  },
+  gatewayVoices: {
+    voices: [
+      { id: 'Multivoice.EN-US.Aria', language: 'en-US' },
+      { id: 'Multivoice.DE-DE.Lena', language: 'de-DE' },
+    ],
+    error: null,
+  },
+  playgroundSpeech: { audio_base64: btoa('RIFF0000WAVE'), content_type: 'audio/wav', bytes: 12, latency_ms: 5 },
+}
+
+function fakeApi(calls: { method: string; input: unknown }[]): BackendApi {
+  return {
+    transport: 'ipc',
+    call: (async (method: string, input: unknown) => {
+      calls.push({ method, input })
+      return answers[method]
+    }) as BackendApi['call'],
+    subscribe: ((method: string, input: unknown, h: { onEvent(e: unknown): void; onEnd?(): void }) => {
+      calls.push({ method, input })
+      queueMicrotask(() => {
+        h.onEvent({ type: 'delta', text: 'You said:' })
+        h.onEvent({ type: 'delta', text: ' hi' })
+        h.onEvent({ type: 'done', model: 'm', chunks: 2, ttfb_ms: 3, total_ms: 9 })
+        h.onEnd?.()
+      })
+      return () => undefined
+    }) as BackendApi['subscribe'],
+  }
+}
+
+const flush = async (): Promise<void> => {
+  for (let i = 0; i < 5; i++) await nextTick()
+  await new Promise((r) => setTimeout(r, 0))
+  for (let i = 0; i < 5; i++) await nextTick()
+}
+
+let app: App | null = null
+afterEach(() => {
+  app?.unmount()
+  app = null
+  document.body.innerHTML = ''
+})
+
+async function mount(calls: { method: string; input: unknown }[]): Promise<HTMLElement> {
+  initBackend(() => undefined, fakeApi(calls))
+  const el = document.createElement('div')
+  document.body.appendChild(el)
+  app = createApp(GatewayView)
+  app.mount(el)
+  await flush()
+  return el
+}
+
+describe('Gateway view', () => {
+  it('shows base URLs, the consumer key note, upstreams and ready-to-run snippets', async () => {
+    const el = await mount([])
+    const text = el.textContent ?? ''
+    expect(text).toContain('http://10.0.0.5:9999/v1')
+    expect(text).toContain('A consumer key')
+    expect(text).toContain('vector store is not configured: set VECTOR_URL')
+    const pre = [...el.querySelectorAll('pre')].map((p) => p.textContent ?? '')
+    expect(pre[0]).toContain("curl -N http://10.0.0.5:9999/v1/chat/completions \\\n  -H 'Authorization: Bearer <consumer key>'")
+    expect(pre[2]).toContain('OpenAI(base_url="http://10.0.0.5:9999/v1", api_key="<consumer key>")')
+  })
+
+  it('lists the last requests and feeds the histogram', async () => {
+    const el = await mount([])
+    const rows = [...el.querySelectorAll('.gw-log tbody tr')].map((r) => r.textContent ?? '')
+    expect(rows).toHaveLength(2)
+    expect(rows[0]).toContain('/v1/chat/completions')
+    expect(rows[0]).toContain('812.4 ms')
+    expect(rows[0]).toContain('2.0 KB')
+    expect(rows[0]).toContain('yes')
+    expect(rows[1]).toContain('503')
+    expect(plots.at(-1)!.data).toEqual([[0, 1, 2], [1, 1, 0]])
+  })
+
+  it('streams a chat answer into the playground and plays synthesized speech', async () => {
+    const calls: { method: string; input: unknown }[] = []
+    URL.createObjectURL = () => 'blob:wav'
+    URL.revokeObjectURL = () => undefined
+    const el = await mount(calls)
+    const send = [...el.querySelectorAll('button')].find((b) => b.textContent === 'Send')!
+    send.click()
+    await flush()
+    expect(el.querySelector('.gw-answer')!.textContent).toBe('You said: hi')
+    expect(calls.find((c) => c.method === 'playgroundChat')!.input).toEqual({ prompt: 'Say hello to the cluster.' })
+
+    const voice = el.querySelectorAll('select')[1] as HTMLSelectElement
+    expect([...voice.options].map((o) => o.value)).toEqual(['Multivoice.EN-US.Aria', 'Multivoice.DE-DE.Lena'])
+    const speak = [...el.querySelectorAll('button')].find((b) => b.textContent === 'Speak')!
+    speak.click()
+    await flush()
+    expect(calls.find((c) => c.method === 'playgroundSpeech')!.input).toMatchObject({ voice: 'Multivoice.EN-US.Aria' })
+    expect(el.querySelector('audio')!.getAttribute('src')).toBe('blob:wav')
+  })
+})
