@@ -21,6 +21,8 @@ export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   readonly errorStyle?: ErrorStyle
   /** Served over HTTP only (e.g. login, buyer endpoints); the desktop window never calls it over IPC. */
   readonly httpOnly?: boolean
+  /** For methods that must always answer 200: the answer to a body that is not even JSON. */
+  readonly unreadableBodyAnswer?: unknown
 }
 
 /** Declares a method; `stream: true` is kept as a literal type so its handler must return an AsyncIterable. */

@@ -376,6 +376,7 @@ export const licensingBuyerContract = {
     http: 'POST /v1/validate',
     input: ValidateInput,
     output: ValidateResponse,
+    unreadableBodyAnswer: { ok: false, reason: 'bad_format' },
   }),
   licMachineActivate: method({
     ...pub,

@@ -4,7 +4,7 @@ import path from 'node:path'
 import type { AddressInfo } from 'node:net'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import { contract } from '../contract'
-import { splitRoute, type CallContext, type ErrorStyle, type MethodDef } from '../contract/define'
+import type { CallContext, ErrorStyle, HttpVerb, MethodDef } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { Core } from '../core/app'
 import { invokeMethod, openStream, toPublicError, type AnyHandler } from '../core/invoke'
@@ -12,13 +12,14 @@ import { secretEquals } from '../core/adminToken'
 import { allowsAnyOrigin, isOriginGuarded, surfaceOf, type Surface } from './surfaces'
 import { readCookie, SESSION_COOKIE, SessionSigner } from './session'
 import { writeSse } from './sse'
+import { RouteTable } from './routeTable'
 
 const JSON_LIMIT = '1mb'
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 interface RequestState {
   surface: Surface
-  admin: boolean
+  isAdmin: () => boolean
 }
 
 function state(res: Response): RequestState {
@@ -96,21 +97,28 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
     next()
   })
 
-  // Credentials per surface.
+  // Credentials per surface. Whether the caller is the admin is worked out only when needed.
   app.use((req, res, next) => {
     const st = state(res)
-    const token = bearer(req)
-    st.admin =
-      sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) ||
-      (token !== undefined && core.isAdminToken(token))
+    let admin: boolean | undefined
+    st.isAdmin = () => {
+      if (admin === undefined) {
+        const token = bearer(req)
+        admin =
+          sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) ||
+          (token !== undefined && core.isAdminToken(token))
+      }
+      return admin
+    }
     switch (st.surface) {
       case 'control':
       case 'licensing-admin':
-        if (!st.admin)
+        if (!st.isAdmin())
           return sendError(res, new ApiError('unauthorized', 'admin session or bearer token required'), 'control')
         break
       case 'consumer':
-        if (consumerKeys.length > 0 && !st.admin) {
+        if (consumerKeys.length > 0 && !st.isAdmin()) {
+          const token = bearer(req)
           const ok = token !== undefined && consumerKeys.some((k) => secretEquals(token, k))
           if (!ok)
             return sendError(res, new ApiError('unauthorized', 'a valid consumer API key is required'), 'control')
@@ -126,68 +134,92 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
     next()
   })
 
-  // Contract routes.
+  // Contract routes, dispatched from one precompiled table.
+  const routes = new RouteTable(contract as Record<string, MethodDef>)
   const jsonBody = express.json({ limit: JSON_LIMIT })
-  for (const [name, def] of Object.entries(contract) as [string, MethodDef][]) {
-    const { verb, path: routePath } = splitRoute(def.http)
+  app.use((req, res, next) => {
+    let match
+    try {
+      match = routes.match(req.method, req.path)
+    } catch (err) {
+      return sendError(res, toPublicError(err, logger), styleFor(state(res).surface))
+    }
+    if (!match) return next()
+    const { entry, params } = match
+    jsonBody(req, res, (err?: unknown) => {
+      if (err && entry.def.unreadableBodyAnswer !== undefined && (err as { status?: number }).status === 400)
+        return void res.status(200).json(entry.def.unreadableBodyAnswer)
+      if (err) return next(err)
+      void serveMethod(entry.name, entry.def, entry.verb, params, req, res)
+    })
+  })
+
+  async function serveMethod(
+    name: string,
+    def: MethodDef,
+    verb: HttpVerb,
+    params: Record<string, string>,
+    req: Request,
+    res: Response,
+  ): Promise<void> {
     const style = def.errorStyle ?? 'control'
-    const route = app.route(routePath)
-    const mount = verb.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete'
-    route[mount](jsonBody, async (req: Request, res: Response) => {
-      const abort = new AbortController()
-      res.on('close', () => abort.abort())
-      const cookie = readCookie(req.headers.cookie, SESSION_COOKIE)
-      const ctx: CallContext = {
-        via: 'http',
-        clientIp: req.socket.remoteAddress ?? 'unknown',
-        signal: abort.signal,
-        session: {
-          authenticated: state(res).admin,
-          begin: () => {
-            const s = sessions.issue()
-            res.cookie(SESSION_COOKIE, s.value, {
-              httpOnly: true,
-              sameSite: 'strict',
-              path: '/',
-              maxAge: s.maxAgeS * 1000,
-              secure: req.secure,
-            })
-          },
-          end: () => {
-            sessions.revoke(cookie)
-            res.clearCookie(SESSION_COOKIE, { path: '/' })
-          },
+    const abort = new AbortController()
+    // Only a caller that leaves before the answer is complete aborts the work.
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort()
+    })
+    const cookie = readCookie(req.headers.cookie, SESSION_COOKIE)
+    const ctx: CallContext = {
+      via: 'http',
+      clientIp: req.socket.remoteAddress ?? 'unknown',
+      signal: abort.signal,
+      session: {
+        get authenticated() {
+          return state(res).isAdmin()
         },
-      }
-      const body: unknown = req.body
-      const fromBody = STATE_CHANGING.has(verb) && body !== undefined && body !== null ? body : {}
-      if (STATE_CHANGING.has(verb) && (typeof fromBody !== 'object' || Array.isArray(fromBody))) {
-        return sendError(res, new ApiError('bad_input', 'the body must be a JSON object'), style)
-      }
-      const raw = {
-        ...(verb === 'GET' || verb === 'DELETE' ? (req.query as object) : {}),
-        ...(fromBody as object),
-        ...req.params,
-      }
-      if (def.stream) {
-        const lastId = req.headers['last-event-id']
-        if (typeof lastId === 'string' && /^\d+$/.test(lastId) && !('after' in raw))
-          Object.assign(raw, { after: lastId })
-        try {
-          const items = openStream(handlers, name, raw, ctx, logger)
-          await writeSse(res, items, abort.signal, (err) => toPublicError(err, logger))
-        } catch (err) {
-          sendError(res, toPublicError(err, logger), style)
-        }
-        return
-      }
+        begin: () => {
+          const s = sessions.issue()
+          res.cookie(SESSION_COOKIE, s.value, {
+            httpOnly: true,
+            sameSite: 'strict',
+            path: '/',
+            maxAge: s.maxAgeS * 1000,
+            secure: req.secure,
+          })
+        },
+        end: () => {
+          sessions.revoke(cookie)
+          res.clearCookie(SESSION_COOKIE, { path: '/' })
+        },
+      },
+    }
+    const body: unknown = req.body
+    const fromBody = STATE_CHANGING.has(verb) && body !== undefined && body !== null ? body : {}
+    if (STATE_CHANGING.has(verb) && (typeof fromBody !== 'object' || Array.isArray(fromBody))) {
+      return sendError(res, new ApiError('bad_input', 'the body must be a JSON object'), style)
+    }
+    const raw = {
+      ...(verb === 'GET' || verb === 'DELETE' ? (req.query as object) : {}),
+      ...(fromBody as object),
+      ...params,
+    }
+    if (def.stream) {
+      const lastId = req.headers['last-event-id']
+      if (typeof lastId === 'string' && /^\d+$/.test(lastId) && !('after' in raw)) Object.assign(raw, { after: lastId })
       try {
-        const out = await invokeMethod(handlers, name, raw, ctx, logger)
-        res.status(200).json(out)
+        const items = openStream(handlers, name, raw, ctx, logger)
+        await writeSse(res, items, abort.signal, (err) => toPublicError(err, logger))
       } catch (err) {
         sendError(res, toPublicError(err, logger), style)
       }
-    })
+      return
+    }
+    try {
+      const out = await invokeMethod(handlers, name, raw, ctx, logger)
+      res.status(200).json(out)
+    } catch (err) {
+      sendError(res, toPublicError(err, logger), style)
+    }
   }
 
   // HTTP-only domain routes (proxies, uploads, webhooks, pages).

@@ -74,6 +74,16 @@ describe('health, config and errors', () => {
     expect(big.status).toBe(413)
   })
 
+  it('answers an unreadable body on /v1/validate with 200 and ok:false, as validate always does', async () => {
+    const res = await fetch(`${d.url}/v1/validate`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"key":',
+    })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ ok: false, reason: 'bad_format' })
+  })
+
   it('rejects input that fails the schema with a readable 400', async () => {
     const res = await d.admin('/api/settings', { method: 'PUT', body: JSON.stringify({ values: 'nope' }) })
     expect(res.status).toBe(400)
