@@ -102,6 +102,7 @@ export class SshPool {
         throw new SshError(cached.error.kind, cached.error.message, true)
     }
 
+    let busyRetries = 0
     for (let attempt = 0; ; attempt++) {
       // The connection is shared: one caller's cancel must not fail the others waiting on it.
       const conn = await abortable(
@@ -112,6 +113,16 @@ export class SshPool {
         return await this.run(conn, command, options, deadline)
       } catch (err) {
         // The pooled connection died under us (idle drop, node rebooted): reconnect once.
+        if (err instanceof ChannelBusy) {
+          const delay = 25 * 2 ** busyRetries
+          if (busyRetries < 6 && (deadline === null || Date.now() + delay < deadline)) {
+            busyRetries++
+            attempt--
+            await new Promise((r) => setTimeout(r, delay))
+            continue
+          }
+          throw new SshError('channel', `${key}: ${err.message}`)
+        }
         if (err instanceof StaleConnection && attempt === 0) {
           this.drop(key, conn)
           continue
@@ -347,6 +358,8 @@ export class SshPool {
             const msg = e.message
             // Channel refused on a live connection vs. a connection that is gone.
             if (!conn.ready || /not connected|no response|closed/i.test(msg)) return finish(new StaleConnection(msg))
+            // The server is still tearing down earlier sessions (MaxSessions): try again shortly.
+            if (/open failed|channel open failure/i.test(msg)) return finish(new ChannelBusy(msg))
             return finish(new SshError('channel', msg))
           }
           channel = stream
@@ -396,6 +409,7 @@ export class SshPool {
 }
 
 class StaleConnection extends Error {}
+class ChannelBusy extends Error {}
 
 function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return p
