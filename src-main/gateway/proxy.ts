@@ -158,8 +158,10 @@ function relayCoalesced(src: http.IncomingMessage, res: http.ServerResponse, onE
     }
   })
   src.once('end', () => {
-    flush()
-    res.end()
+    // The last bytes and the end of the chunked body in one write.
+    const rest = pending.length === 0 ? undefined : Buffer.concat(pending)
+    pending = []
+    if (!res.destroyed && !res.writableEnded) res.end(rest)
     onEnd()
   })
   return flush
