@@ -1,5 +1,4 @@
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import type http from 'node:http'
 import type { Request, Response, Router } from 'express'
@@ -41,8 +40,8 @@ export interface GatewayOptions {
   proxyTimeoutMs: number
   /** Largest upload relayed to the asr. */
   uploadMaxBytes: number
-  /** Where diarization uploads are spooled (deleted after each request). */
-  uploadDir: string
+  /** Parent of the folder where diarization uploads are spooled (each deleted after its request). */
+  uploadRoot: string
   scrubTtlMs: number
   scrubCap: number
   requestLogSize: number
@@ -65,7 +64,8 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   const opts: GatewayOptions = {
     proxyTimeoutMs: 30 * 60_000,
     uploadMaxBytes: 4096 * MiB,
-    uploadDir: path.join(os.tmpdir(), `tandem-uploads-${process.pid}`),
+    // Under DATA_DIR, not /tmp: /tmp is often RAM, and an upload can be gigabytes.
+    uploadRoot: path.join(config.paths.dataDir, 'tmp'),
     scrubTtlMs: 60 * 60_000,
     scrubCap: 10_000,
     requestLogSize: 500,
@@ -187,9 +187,9 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       })
     })
 
-  fs.mkdirSync(opts.uploadDir, { recursive: true, mode: 0o700 })
+  const uploadDir = makeUploadDir(opts.uploadRoot, logger)
   const upload = multer({
-    dest: opts.uploadDir,
+    dest: uploadDir,
     limits: { fileSize: opts.uploadMaxBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
   }).single('file')
 
@@ -288,7 +288,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       const asr = need('asr')
       const audio = Buffer.from(audio_base64, 'base64')
       if (audio.length === 0) throw new ApiError('bad_input', 'audio_base64 holds no bytes')
-      const file = path.join(opts.uploadDir, `playground-${process.hrtime.bigint()}`)
+      const file = path.join(uploadDir, `playground-${process.hrtime.bigint()}`)
       fs.writeFileSync(file, audio, { mode: 0o600 })
       try {
         return await transcribeWithSpeakers(
@@ -324,7 +324,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     },
     stop() {
       upstreams.destroy()
-      fs.rmSync(opts.uploadDir, { recursive: true, force: true })
+      fs.rmSync(uploadDir, { recursive: true, force: true })
     },
   }
 }
@@ -343,6 +343,20 @@ const ENDPOINTS: [string, string, string][] = [
   ['POST', '/rehydrate', '{text, session_id} → originals back'],
   ['POST', '/api/search', '{collection, query, limit?} → {results}'],
 ]
+
+/** A private spool folder for this run; folders left by a run that crashed are removed first. */
+function makeUploadDir(root: string, logger: { warn(msg: string, f?: Record<string, unknown>): void }): string {
+  fs.mkdirSync(root, { recursive: true, mode: 0o700 })
+  for (const name of fs.readdirSync(root)) {
+    if (!name.startsWith('uploads-')) continue
+    try {
+      fs.rmSync(path.join(root, name), { recursive: true, force: true })
+    } catch (err) {
+      logger.warn('could not remove a stale upload folder', { name, error: err })
+    }
+  }
+  return fs.mkdtempSync(path.join(root, 'uploads-'))
+}
 
 /** An unknown or expired scrub session is a 404. */
 function inSession<T>(fn: () => T): T {

@@ -1,7 +1,9 @@
+import fs from 'node:fs'
+import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readSse } from '../../helpers/daemon'
 import { embed } from '../../fakes/embeddings'
-import { silenceWav, startRig, type GatewayRig } from './setup'
+import { silenceWav, startRig, waitFor, type GatewayRig } from './setup'
 
 describe('gateway speech, diarization, redaction, embeddings and search', () => {
   let rig: GatewayRig
@@ -53,6 +55,11 @@ describe('gateway speech, diarization, redaction, embeddings and search', () => 
     // Both upstream calls ran: word-level transcription and diarization.
     const forms = rig.asr.forms.slice(-2)
     expect(forms.some((f) => JSON.stringify(f.timestamp_granularities) === '["word","segment"]')).toBe(true)
+    // The spooled upload is gone once the answer is out.
+    const spool = path.join(rig.daemon.dataDir, 'tmp')
+    const dirs = fs.readdirSync(spool).filter((d) => d.startsWith('uploads-'))
+    expect(dirs).toHaveLength(1)
+    await waitFor(() => fs.readdirSync(path.join(spool, dirs[0]!)).length === 0)
   })
 
   it('relays diarize-chunk JSON as is (null confidence kept)', async () => {
