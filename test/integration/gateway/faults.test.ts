@@ -88,6 +88,23 @@ describe('gateway bad input and faults', () => {
     }
   })
 
+  it('frees a hung asr when the uploading client disconnects', async () => {
+    await rig.asr.setFault('hang')
+    try {
+      const ac = new AbortController()
+      const fd = new FormData()
+      fd.append('file', new Blob([new Uint8Array(silenceWav(3))]), 'a.wav')
+      const pending = fetch(url + '/v1/audio/transcriptions', { method: 'POST', body: fd, signal: ac.signal }).catch((e: Error) => e)
+      await waitFor(() => rig.asr.openRequests === 1)
+      ac.abort()
+      expect(await pending).toBeInstanceOf(Error)
+      await waitFor(() => rig.asr.openRequests === 0)
+      expect(rig.asr.requests.at(-1)!.closedEarly).toBe(true)
+    } finally {
+      await rig.asr.setFault('none')
+    }
+  })
+
   it('ends the client stream with an error when the upstream resets mid-stream', async () => {
     await rig.llm.setFault({ kind: 'reset', afterChunks: 2 })
     try {
