@@ -30,7 +30,8 @@ export default defineConfig({
   // The browser suite drives the demo itself: simulated cluster + built headless daemon.
   webServer: {
     command: `rm -rf test-results/e2e-data && tsx test/sim/demo.mts`,
-    url: `http://127.0.0.1:${PORT}/api/health`,
+    // Ready once the demo has seeded its shop (a public product page answers only then).
+    url: `http://127.0.0.1:${PORT}/v1/products/notes`,
     env: {
       DEMO_PORT: String(PORT),
       DEMO_DATA_DIR: 'test-results/e2e-data',

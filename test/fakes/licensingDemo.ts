@@ -1,4 +1,6 @@
+import { createHmac } from 'node:crypto'
 import { FakeBtcpay } from './btcpay'
+import { LoopbackServer } from './loopback'
 import { FakeRateSources } from './rates'
 import { FakeZaprite } from './zaprite'
 
@@ -8,8 +10,12 @@ import { FakeZaprite } from './zaprite'
  * BTCPay Server, a few paid purchases, a discount code and an outbound endpoint. Nothing leaves
  * the machine: pass `env` (RATE_SOURCES) to the daemon.
  */
+const RECEIVER_SECRET = 'demo-outbound-secret-0123456789'
+
 export interface LicensingSim {
   readonly btcpay: FakeBtcpay
+  /** The operator's own system as the demo imagines it: accepts correctly signed outbound webhooks. */
+  readonly receiver: LoopbackServer
   readonly zaprite: FakeZaprite
   readonly rates: FakeRateSources
   readonly env: { RATE_SOURCES: string }
@@ -21,6 +27,10 @@ export async function startLicensingSim(): Promise<LicensingSim> {
   const btcpay = await new FakeBtcpay().start()
   const zaprite = await new FakeZaprite().start()
   const rates = await new FakeRateSources().start()
+  const receiver = await new LoopbackServer((req) => {
+    const expected = `sha256=${createHmac('sha256', RECEIVER_SECRET).update(req.body).digest('hex')}`
+    return { status: req.headers['x-tandem-signature'] === expected ? 204 : 401 }
+  }).start()
 
   async function seed(baseUrl: string, adminToken: string): Promise<void> {
     const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
@@ -35,8 +45,20 @@ export async function startLicensingSim(): Promise<LicensingSim> {
     }
     btcpay.webhookUrl = `${baseUrl}/v1/btcpay/webhook`
     zaprite.webhookUrl = `${baseUrl}/v1/zaprite/webhook`
+    // The fake listens on a new port each run: reconnect every time, seed only once.
+    await call('POST', '/v1/admin/btcpay/connect', {
+      base_url: btcpay.url,
+      store_id: btcpay.storeId,
+      api_key: btcpay.apiKey,
+      webhook_secret: btcpay.webhookSecret,
+    })
     const existing = await call<{ slug: string }[]>('GET', '/v1/admin/products')
-    if (existing.some((p) => p.slug === 'notes')) return
+    if (existing.some((p) => p.slug === 'notes')) {
+      const endpoints = await call<{ id: string; description: string }[]>('GET', '/v1/admin/webhook-endpoints')
+      const demo = endpoints.find((e) => e.description === 'Demo receiver')
+      if (demo) await call('PATCH', `/v1/admin/webhook-endpoints/${demo.id}`, { url: `${receiver.url}/hooks/tandem` })
+      return
+    }
 
     const notes = await call<{ id: string }>('POST', '/v1/admin/products', {
       slug: 'notes',
@@ -68,12 +90,6 @@ export async function startLicensingSim(): Promise<LicensingSim> {
       price_currency: 'USD',
       price_value: 4_900,
     })
-    await call('POST', '/v1/admin/btcpay/connect', {
-      base_url: btcpay.url,
-      store_id: btcpay.storeId,
-      api_key: btcpay.apiKey,
-      webhook_secret: btcpay.webhookSecret,
-    })
     await call('POST', '/v1/admin/discount-codes', {
       code: 'LAUNCH20',
       kind: 'percent',
@@ -81,8 +97,8 @@ export async function startLicensingSim(): Promise<LicensingSim> {
       max_redemptions: 100,
     })
     await call('POST', '/v1/admin/webhook-endpoints', {
-      url: `${btcpay.url}/hooks/tandem`,
-      secret: 'demo-outbound-secret-0123456789',
+      url: `${receiver.url}/hooks/tandem`,
+      secret: RECEIVER_SECRET,
       events: ['license.issued'],
       description: 'Demo receiver',
     })
@@ -106,12 +122,13 @@ export async function startLicensingSim(): Promise<LicensingSim> {
 
   return {
     btcpay,
+    receiver,
     zaprite,
     rates,
     env: rates.env,
     seed,
     async close() {
-      await Promise.all([btcpay.stop(), zaprite.stop(), rates.stop()])
+      await Promise.all([btcpay.stop(), zaprite.stop(), rates.stop(), receiver.stop()])
     },
   }
 }

@@ -16,6 +16,7 @@ import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { startFullSim } from './full'
+import { startLicensingSim } from '../fakes/licensingDemo'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const entry = path.join(repo, 'out', 'main', 'index.js')
@@ -34,6 +35,8 @@ const key = ensureServiceKey(path.join(dataDir, 'ssh'))
 fs.rmSync(path.join(dataDir, 'known_hosts.json'), { force: true })
 
 const sim = await startFullSim({ authorizedKeys: [key.publicKey], launcherBehind: 2 })
+// Payment providers and exchange-rate sources on loopback: the demo never reaches the internet.
+const shop = await startLicensingSim()
 const { node1, node2 } = sim.cluster
 console.log(
   `sim: node1 ssh 127.0.0.1:${node1.port} (${node1.opts.hostname}), node2 ssh 127.0.0.1:${node2.port} (${node2.opts.hostname})`,
@@ -59,6 +62,7 @@ const daemon = spawn(process.execPath, [entry, '--headless'], {
   env: {
     ...process.env,
     ...sim.env(),
+    ...shop.env,
     DATA_DIR: dataDir,
     PORT: String(port),
     BIND: bind,
@@ -86,7 +90,7 @@ async function stop(code: number): Promise<void> {
       })
     })
   }
-  await sim.close()
+  await Promise.all([sim.close(), shop.close()])
   process.exit(code)
 }
 process.on('SIGINT', () => void stop(0))
@@ -112,6 +116,11 @@ const tokenFile = path.join(dataDir, 'admin-token')
 const token =
   process.env.ADMIN_TOKEN ??
   (fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, 'utf8').trim() : '(see the daemon log)')
+try {
+  await shop.seed(url, token)
+} catch (err) {
+  console.error(`demo: seeding the shop failed: ${(err as Error).message}`)
+}
 console.log('')
 console.log(`  Tandem demo is running.`)
 console.log(`  Dashboard:   ${url}/`)
