@@ -1,6 +1,5 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import type http from 'node:http'
 import type { Request, Response, Router } from 'express'
 import multer from 'multer'
 import { ApiError } from '../contract/errors'
@@ -21,6 +20,7 @@ import {
   ClientGone,
   MiB,
   parseJsonObject,
+  pipeResponse,
   readBody,
   readText,
   sendError,
@@ -173,7 +173,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       'content-type': 'audio/wav',
       ...(wav.headers['content-length'] ? { 'content-length': wav.headers['content-length'] } : {}),
     })
-    await pipeThrough(wav, res)
+    await pipeResponse(wav, res)
   })
 
   const relay = (p: string, upstreamPath: string) =>
@@ -374,18 +374,6 @@ function safeName(name: string): string {
     .replace(/[^\w. -]/g, '_')
     .slice(0, 128)
   return n === '' ? 'audio' : n
-}
-
-function pipeThrough(src: http.IncomingMessage, res: Response): Promise<void> {
-  return new Promise((resolve) => {
-    src.pipe(res)
-    src.once('error', () => undefined)
-    src.once('close', () => {
-      if (!src.complete && !res.destroyed) res.destroy()
-      resolve()
-    })
-    res.once('close', resolve)
-  })
 }
 
 /** Streams a chat answer for the playground as delta events, from the same llm the /v1 proxy uses. */

@@ -12,6 +12,7 @@ import {
   ClientGone,
   MiB,
   passHeaders,
+  pipeResponse,
   readText,
   upstreamDetail,
   upstreamJson,
@@ -99,15 +100,7 @@ export async function relayUpload(
     const status = upRes.statusCode ?? 502
     if (status >= 500) throw asrWedged(status, upstreamDetail(await readText(upRes).catch(() => '')), opts.onWedged)
     res.writeHead(status, passHeaders(upRes))
-    await new Promise<void>((resolve) => {
-      upRes.pipe(res)
-      upRes.once('error', () => undefined)
-      upRes.once('close', () => {
-        if (!upRes.complete && !res.destroyed) res.destroy()
-        resolve()
-      })
-      res.once('close', resolve)
-    })
+    await pipeResponse(upRes, res)
   } finally {
     clearTimeout(timer)
     res.off('close', onClientGone)

@@ -228,3 +228,16 @@ export function passHeaders(res: http.IncomingMessage, drop: string[] = []): htt
   }
   return out
 }
+
+/** Pipes an upstream body to the client; an upstream cut short cuts the client too (an error, never a hang). */
+export function pipeResponse(src: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    src.pipe(res)
+    src.once('error', () => undefined)
+    src.once('close', () => {
+      if (!src.complete && !res.destroyed) res.destroy()
+      resolve()
+    })
+    res.once('close', resolve)
+  })
+}
