@@ -26,7 +26,7 @@ export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType 
 }
 
 /** Declares a method; `stream: true` is kept as a literal type so its handler must return an AsyncIterable. */
-export function method<I extends z.ZodType, O extends z.ZodType, S extends boolean = false>(
+export function method<I extends z.ZodType, O extends z.ZodType, const S extends boolean = false>(
   def: Omit<MethodDef<I, O>, 'stream'> & { readonly stream?: S },
 ): MethodDef<I, O> & { readonly stream: S } {
   return { ...def, stream: (def.stream ?? false) as S }

@@ -129,7 +129,7 @@ export const gatewayContract = {
   playgroundChat: method({
     summary: 'Playground: stream a chat answer from the loaded llm (one prompt)',
     http: 'GET /api/gateway/playground/chat',
-    stream: true as const,
+    stream: true,
     input: z.object({
       prompt: z.string().min(1).max(8000),
       system: z.string().max(4000).optional(),

@@ -13,8 +13,9 @@ import { allowsAnyOrigin, isOriginGuarded, surfaceOf, type Surface } from './sur
 import { readCookie, SESSION_COOKIE, SessionSigner } from './session'
 import { writeSse } from './sse'
 import { RouteTable } from './routeTable'
+import { readJsonBody } from './body'
 
-const JSON_LIMIT = '1mb'
+const JSON_LIMIT_BYTES = 1024 * 1024
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 interface RequestState {
@@ -24,6 +25,16 @@ interface RequestState {
 
 function state(res: Response): RequestState {
   return res.locals as RequestState
+}
+
+/** Writes a JSON answer directly (no content negotiation or ETag work on the hot path). */
+export function sendJson(res: Response, status: number, value: unknown): void {
+  const body = JSON.stringify(value)
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+  })
+  res.end(body)
 }
 
 export function sendError(res: Response, err: ApiError, style: ErrorStyle): void {
@@ -36,7 +47,7 @@ export function sendError(res: Response, err: ApiError, style: ErrorStyle): void
     style === 'licensing'
       ? { ok: false, error: err.code, message: err.message }
       : { detail: err.message, code: err.code }
-  res.status(err.status).json(body)
+  sendJson(res, err.status, body)
 }
 
 function styleFor(surface: Surface): ErrorStyle {
@@ -136,7 +147,6 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
 
   // Contract routes, dispatched from one precompiled table.
   const routes = new RouteTable(contract as Record<string, MethodDef>)
-  const jsonBody = express.json({ limit: JSON_LIMIT })
   app.use((req, res, next) => {
     let match
     try {
@@ -146,12 +156,16 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
     }
     if (!match) return next()
     const { entry, params } = match
-    jsonBody(req, res, (err?: unknown) => {
-      if (err && entry.def.unreadableBodyAnswer !== undefined && (err as { status?: number }).status === 400)
-        return void res.status(200).json(entry.def.unreadableBodyAnswer)
-      if (err) return next(err)
-      void serveMethod(entry.name, entry.def, entry.verb, params, req, res)
-    })
+    const style = entry.def.errorStyle ?? 'control'
+    const bodyRead = STATE_CHANGING.has(entry.verb) ? readJsonBody(req, JSON_LIMIT_BYTES) : Promise.resolve(undefined)
+    bodyRead.then(
+      (body) => serveMethod(entry.name, entry.def, entry.verb, params, body, req, res),
+      (err: unknown) => {
+        const answer = entry.def.unreadableBodyAnswer
+        if (answer !== undefined && err instanceof ApiError && err.status === 400) return sendJson(res, 200, answer)
+        sendError(res, toPublicError(err, logger), style)
+      },
+    )
   })
 
   async function serveMethod(
@@ -159,20 +173,31 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
     def: MethodDef,
     verb: HttpVerb,
     params: Record<string, string>,
+    body: unknown,
     req: Request,
     res: Response,
   ): Promise<void> {
     const style = def.errorStyle ?? 'control'
-    const abort = new AbortController()
-    // Only a caller that leaves before the answer is complete aborts the work.
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort()
-    })
+    // Made only when a handler asks: most calls finish before they could be abandoned.
+    let abort: AbortController | null = null
+    const signal = (): AbortSignal => {
+      if (!abort) {
+        const controller = new AbortController()
+        abort = controller
+        // Only a caller that leaves before the answer is complete aborts the work.
+        res.on('close', () => {
+          if (!res.writableFinished) controller.abort()
+        })
+      }
+      return abort.signal
+    }
     const cookie = readCookie(req.headers.cookie, SESSION_COOKIE)
     const ctx: CallContext = {
       via: 'http',
       clientIp: req.socket.remoteAddress ?? 'unknown',
-      signal: abort.signal,
+      get signal() {
+        return signal()
+      },
       session: {
         get authenticated() {
           return state(res).isAdmin()
@@ -193,7 +218,6 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
         },
       },
     }
-    const body: unknown = req.body
     const fromBody = STATE_CHANGING.has(verb) && body !== undefined && body !== null ? body : {}
     if (STATE_CHANGING.has(verb) && (typeof fromBody !== 'object' || Array.isArray(fromBody))) {
       return sendError(res, new ApiError('bad_input', 'the body must be a JSON object'), style)
@@ -208,7 +232,7 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
       if (typeof lastId === 'string' && /^\d+$/.test(lastId) && !('after' in raw)) Object.assign(raw, { after: lastId })
       try {
         const items = openStream(handlers, name, raw, ctx, logger)
-        await writeSse(res, items, abort.signal, (err) => toPublicError(err, logger))
+        await writeSse(res, items, signal(), (err) => toPublicError(err, logger))
       } catch (err) {
         sendError(res, toPublicError(err, logger), style)
       }
@@ -216,7 +240,7 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
     }
     try {
       const out = await invokeMethod(handlers, name, raw, ctx, logger)
-      res.status(200).json(out)
+      sendJson(res, 200, out)
     } catch (err) {
       sendError(res, toPublicError(err, logger), style)
     }
@@ -254,8 +278,7 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const type = (err as { type?: string }).type
     const style = styleFor(state(res).surface ?? 'control')
-    if (type === 'entity.too.large')
-      return sendError(res, new ApiError('payload_too_large', `body larger than ${JSON_LIMIT}`), style)
+    if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', 'body too large'), style)
     if (type === 'entity.parse.failed') return sendError(res, new ApiError('bad_input', 'malformed JSON body'), style)
     if (type === 'encoding.unsupported' || type === 'charset.unsupported')
       return sendError(res, new ApiError('bad_input', 'unsupported body encoding'), style)
