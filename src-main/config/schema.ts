@@ -168,7 +168,10 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   NODE2_USER: userLike,
   NODE2_SSH_PORT: port,
   WOL_BROADCAST: z.ipv4(),
-  MONITOR_INTERVAL_S: z.coerce.number().int().refine((n) => n === 0 || (n >= 1 && n <= 3600), '0, or 1 to 3600'),
+  MONITOR_INTERVAL_S: z.coerce
+    .number()
+    .int()
+    .refine((n) => n === 0 || (n >= 1 && n <= 3600), '0, or 1 to 3600'),
   LLM_PORT: port,
   LLM_CONTAINER: containerLike,
   LAUNCHER_DIR: z.string().regex(/^(\$HOME\/)?[A-Za-z0-9._/-]+$/, 'an absolute path or $HOME/<path>'),

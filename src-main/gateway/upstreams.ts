@@ -12,7 +12,12 @@ export interface Upstream {
   readonly base: string
   readonly agent: http.Agent
   /** The parsed base, so a call builds no URL object (this is the hot path of every proxied request). */
-  readonly target: { readonly https: boolean; readonly hostname: string; readonly port: number; readonly basePath: string }
+  readonly target: {
+    readonly https: boolean
+    readonly hostname: string
+    readonly port: number
+    readonly basePath: string
+  }
 }
 
 const HOSTNAME =
@@ -76,7 +81,12 @@ export class Upstreams {
     if (!target) {
       const u = new URL(base)
       const https = u.protocol === 'https:'
-      target = { https, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || (https ? 443 : 80)), basePath: u.pathname.replace(/\/+$/, '') }
+      target = {
+        https,
+        hostname: u.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(u.port || (https ? 443 : 80)),
+        basePath: u.pathname.replace(/\/+$/, ''),
+      }
       this.targets.set(base, target)
     }
     return { name, base, agent, target }

@@ -14,7 +14,6 @@ const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 
-
 /** Child: the fake llm and asr, in their own process so they do not share the load generator's CPU. */
 async function runUpstream(): Promise<void> {
   const { startFakeLlm, startFakeAsr } = await import('../sim/http/index')
@@ -34,7 +33,10 @@ async function runTandem(): Promise<void> {
   process.stdin.on('end', () => void d.stop().then(() => process.exit(0)))
 }
 
-function child(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
+function child(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
   return spawnChild(SELF, args, { cwd: ROOT, env })
 }
 
@@ -72,9 +74,13 @@ http {
 }
 `
   fs.writeFileSync(path.join(dir, 'nginx.conf'), conf)
-  const proc: ChildProcess = spawn('/usr/sbin/nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], {
-    stdio: 'inherit',
-  })
+  const proc: ChildProcess = spawn(
+    '/usr/sbin/nginx',
+    ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')],
+    {
+      stdio: 'inherit',
+    },
+  )
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
     try {
@@ -103,22 +109,35 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 let agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
 
 /** One request; resolves with time to first body byte, total time and the number of SSE data events. */
-function request(base: string, p: string, method: 'GET' | 'POST', body?: string): Promise<{ ttfb: number; total: number; chunks: number; status: number }> {
+function request(
+  base: string,
+  p: string,
+  method: 'GET' | 'POST',
+  body?: string,
+): Promise<{ ttfb: number; total: number; chunks: number; status: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now()
-    const req = http.request(base + p, { method, agent, headers: body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {} }, (res) => {
-      let ttfb = -1
-      let chunks = 0
-      let tail = ''
-      res.on('data', (c: Buffer) => {
-        if (ttfb < 0) ttfb = performance.now() - t0
-        const s = tail + c.toString('latin1')
-        chunks += s.split('data: ').length - 1
-        tail = s.slice(-6)
-      })
-      res.on('end', () => resolve({ ttfb, total: performance.now() - t0, chunks, status: res.statusCode ?? 0 }))
-      res.on('error', reject)
-    })
+    const req = http.request(
+      base + p,
+      {
+        method,
+        agent,
+        headers: body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {},
+      },
+      (res) => {
+        let ttfb = -1
+        let chunks = 0
+        let tail = ''
+        res.on('data', (c: Buffer) => {
+          if (ttfb < 0) ttfb = performance.now() - t0
+          const s = tail + c.toString('latin1')
+          chunks += s.split('data: ').length - 1
+          tail = s.slice(-6)
+        })
+        res.on('end', () => resolve({ ttfb, total: performance.now() - t0, chunks, status: res.statusCode ?? 0 }))
+        res.on('error', reject)
+      },
+    )
     req.setTimeout(30_000, () => req.destroy(new Error('timeout')))
     req.on('error', reject)
     req.end(body)
@@ -163,7 +182,13 @@ async function load(base: string, clients: number, total: number, stream: boolea
     }),
   )
   const elapsed = (performance.now() - t0) / 1000
-  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: lat.length / elapsed, ttfbP50: pct(ttfb, 50), chunksPerS: chunks / elapsed }
+  return {
+    p50: pct(lat, 50),
+    p99: pct(lat, 99),
+    rps: lat.length / elapsed,
+    ttfbP50: pct(ttfb, 50),
+    chunksPerS: chunks / elapsed,
+  }
 }
 
 const ROUNDS = 3
@@ -192,7 +217,11 @@ function rssOf(pid: number): number {
 }
 
 /** Streams a 200 MB multipart upload (generated on the fly) and samples Tandem's RSS while it flows. */
-async function uploadRss(base: string, pid: number, bytes = 200 * 1024 * 1024): Promise<{ before: number; peak: number; seconds: number; status: number }> {
+async function uploadRss(
+  base: string,
+  pid: number,
+  bytes = 200 * 1024 * 1024,
+): Promise<{ before: number; peak: number; seconds: number; status: number }> {
   const boundary = '----benchboundary'
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nasr\r\n` +
@@ -208,7 +237,10 @@ async function uploadRss(base: string, pid: number, bytes = 200 * 1024 * 1024): 
   const status = await new Promise<number>((resolve, reject) => {
     const req = http.request(base + '/v1/audio/transcriptions', {
       method: 'POST',
-      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + bytes + tail.length },
+      headers: {
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': head.length + bytes + tail.length,
+      },
     })
     req.on('response', (res) => {
       res.resume()
@@ -233,7 +265,14 @@ async function uploadRss(base: string, pid: number, bytes = 200 * 1024 * 1024): 
   return { before, peak, seconds: (performance.now() - t0) / 1000, status }
 }
 
-async function scrubScores(): Promise<{ precision: number; recall: number; examples: number; tp: number; fp: number; fn: number }> {
+async function scrubScores(): Promise<{
+  precision: number
+  recall: number
+  examples: number
+  tp: number
+  fp: number
+  fn: number
+}> {
   const { detect } = await import('../../src-main/gateway/scrub')
   const corpus = JSON.parse(fs.readFileSync(path.join(ROOT, 'test/unit/gateway/scrub-corpus.json'), 'utf8')) as {
     terms: string[]
@@ -303,7 +342,8 @@ async function main(): Promise<void> {
     const upload = await uploadRss(targets.tandem, tandem.proc.pid!)
     const scrub = await scrubScores()
     const added = (c: number): string => (results.tandem![c]!.plain.p50 - results.direct![c]!.plain.p50).toFixed(2)
-    const ratio = (c: number): string => ((100 * results.tandem![c]!.stream.chunksPerS) / results.nginx![c]!.stream.chunksPerS).toFixed(0)
+    const ratio = (c: number): string =>
+      ((100 * results.tandem![c]!.stream.chunksPerS) / results.nginx![c]!.stream.chunksPerS).toFixed(0)
     const table = [
       `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, nginx 1 worker; median of ${ROUNDS} interleaved rounds; load average before the run ${loadBefore.toFixed(1)}.`,
       '',

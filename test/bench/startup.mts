@@ -55,5 +55,9 @@ const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)] ?? NaN
 const ready = runs.map((r) => r.readyMs)
 const rss = runs.map((r) => r.rssMb)
 console.log(`startup (${RUNS} runs of the built headless daemon)`)
-console.log(`  ready (spawn → /api/health 200): median ${median(ready).toFixed(0)} ms, max ${Math.max(...ready).toFixed(0)} ms  [target < 1000 ms]`)
-console.log(`  RSS when ready:                  median ${median(rss).toFixed(1)} MB, max ${Math.max(...rss).toFixed(1)} MB  [target < 120 MB]`)
+console.log(
+  `  ready (spawn → /api/health 200): median ${median(ready).toFixed(0)} ms, max ${Math.max(...ready).toFixed(0)} ms  [target < 1000 ms]`,
+)
+console.log(
+  `  RSS when ready:                  median ${median(rss).toFixed(1)} MB, max ${Math.max(...rss).toFixed(1)} MB  [target < 120 MB]`,
+)

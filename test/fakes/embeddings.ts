@@ -20,7 +20,8 @@ export function embed(text: string, dim = EMBEDDING_DIM): number[] {
 
 export function startFakeEmbeddings(): Promise<LoopbackServer> {
   return new LoopbackServer((req) => {
-    if (req.method !== 'POST' || req.path !== '/v1/embeddings') return { status: 404, body: { error: { message: 'not found' } } }
+    if (req.method !== 'POST' || req.path !== '/v1/embeddings')
+      return { status: 404, body: { error: { message: 'not found' } } }
     let body: { input?: unknown; model?: unknown }
     try {
       body = JSON.parse(req.body) as typeof body
@@ -28,7 +29,8 @@ export function startFakeEmbeddings(): Promise<LoopbackServer> {
       return { status: 400, body: { error: { message: 'malformed JSON' } } }
     }
     const inputs = Array.isArray(body.input) ? body.input : [body.input]
-    if (inputs.some((t) => typeof t !== 'string')) return { status: 400, body: { error: { message: 'input must be text' } } }
+    if (inputs.some((t) => typeof t !== 'string'))
+      return { status: 400, body: { error: { message: 'input must be text' } } }
     return {
       status: 200,
       body: {

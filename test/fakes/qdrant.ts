@@ -20,7 +20,8 @@ export class FakeQdrant extends LoopbackServer {
       if (req.method !== 'POST' || !m) return { status: 404, body: { status: { error: `Not found: ${req.path}` } } }
       const name = decodeURIComponent(m[1]!)
       const points = this.collections.get(name)
-      if (!points) return { status: 404, body: { status: { error: `Not found: Collection \`${name}\` doesn't exist!` }, time: 0 } }
+      if (!points)
+        return { status: 404, body: { status: { error: `Not found: Collection \`${name}\` doesn't exist!` }, time: 0 } }
       let q: { vector?: number[]; limit?: number; with_payload?: boolean }
       try {
         q = JSON.parse(req.body) as typeof q
@@ -29,7 +30,12 @@ export class FakeQdrant extends LoopbackServer {
       }
       const v = q.vector ?? []
       const result = points
-        .map((p) => ({ id: p.id, version: 0, score: cosine(p.vector, v), payload: q.with_payload ? (p.payload ?? {}) : null }))
+        .map((p) => ({
+          id: p.id,
+          version: 0,
+          score: cosine(p.vector, v),
+          payload: q.with_payload ? (p.payload ?? {}) : null,
+        }))
         .sort((a, b) => b.score - a.score)
         .slice(0, q.limit ?? 10)
       return { status: 200, body: { result, status: 'ok', time: 0.0001 } }

@@ -96,13 +96,18 @@ describe('gateway speech, diarization, redaction, embeddings and search', () => 
       'IBAN DE89 3704 0044 0532 0130 00, host 10.0.0.7, key sk-proj-abcdefghijklmnopqrstuvwxyz123456, about Project Nightjar.'
     const res = await post('/scrub', { text })
     expect(res.status).toBe(200)
-    const s = (await res.json()) as { text: string; session_id: string; entities: { type: string; placeholder: string }[] }
+    const s = (await res.json()) as {
+      text: string
+      session_id: string
+      entities: { type: string; placeholder: string }[]
+    }
     expect(s.text).toBe(
       'Mail [EMAIL_1] or [EMAIL_1], call [PHONE_1], card [CARD_1], IBAN [IBAN_1], host [IP_1], key [SECRET_1], about [TERM_1].',
     )
     expect(s.entities.map((e) => e.type)).toEqual(['EMAIL', 'EMAIL', 'PHONE', 'CARD', 'IBAN', 'IP', 'SECRET', 'TERM'])
     // An LLM rewrote the text around the placeholders (and changed a case).
-    const rewritten = 'Summary: write to [EMAIL_1]; the card [card_1] and [ IBAN_1 ] belong to Project [TERM_1]. [EMAIL_9] unknown.'
+    const rewritten =
+      'Summary: write to [EMAIL_1]; the card [card_1] and [ IBAN_1 ] belong to Project [TERM_1]. [EMAIL_9] unknown.'
     const back = await post('/rehydrate', { text: rewritten, session_id: s.session_id })
     expect(back.status).toBe(200)
     expect(await back.json()).toEqual({
@@ -110,13 +115,19 @@ describe('gateway speech, diarization, redaction, embeddings and search', () => 
       replaced: 4,
     })
     // The same session keeps numbering across turns.
-    const next = (await (await post('/scrub', { text: 'cc bob@example.org and ana@example.com', session_id: s.session_id })).json()) as { text: string }
+    const next = (await (
+      await post('/scrub', { text: 'cc bob@example.org and ana@example.com', session_id: s.session_id })
+    ).json()) as { text: string }
     expect(next.text).toBe('cc [EMAIL_2] and [EMAIL_1]')
   })
 
   it('forwards /v1/embeddings verbatim to EMBEDDINGS_URL', async () => {
     const raw = '{"input": ["a b", "c"],  "model": "m"}'
-    const res = await fetch(url + '/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw })
+    const res = await fetch(url + '/v1/embeddings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: raw,
+    })
     expect(res.status).toBe(200)
     expect(((await res.json()) as { data: unknown[] }).data).toHaveLength(2)
     expect(rig.embeddings.requests.at(-1)!.body).toBe(raw)
@@ -125,7 +136,9 @@ describe('gateway speech, diarization, redaction, embeddings and search', () => 
   it('searches a collection: embed, then Qdrant search, results {id, score, payload}', async () => {
     const res = await post('/api/search', { collection: 'docs_v1', query: 'restart the asr', limit: 2 })
     expect(res.status).toBe(200)
-    const body = (await res.json()) as { results: { id: string | number; score: number; payload: Record<string, unknown> }[] }
+    const body = (await res.json()) as {
+      results: { id: string | number; score: number; payload: Record<string, unknown> }[]
+    }
     expect(body.results).toHaveLength(2)
     expect(body.results[0]).toMatchObject({ id: 1, payload: { title: 'Restarting asr' } })
     expect(body.results[0]!.score).toBeGreaterThan(body.results[1]!.score)
@@ -143,17 +156,31 @@ describe('gateway speech, diarization, redaction, embeddings and search', () => 
     expect(info.upstreams.find((u) => u.name === 'llm')!.url).toBe(rig.llm.url)
     expect(info.consumer_key_required).toBe(false)
     expect(info.endpoints.map((e) => e.path)).toContain('/v1/audio/transcriptions')
-    const voices = (await (await rig.daemon.admin('/api/gateway/voices')).json()) as { voices: { id: string; language: string }[] }
+    const voices = (await (await rig.daemon.admin('/api/gateway/voices')).json()) as {
+      voices: { id: string; language: string }[]
+    }
     expect(voices.voices.find((v) => v.id === 'Multivoice.FR-FR.Louise')!.language).toBe('fr-FR')
   })
 
   it('runs the playground: streamed chat, speech and a diarized upload', async () => {
     const chat = await rig.daemon.admin('/api/gateway/playground/chat?prompt=' + encodeURIComponent('hello there'))
-    const events = (await readSse(chat)).filter((e) => e.event === 'message').map((e) => JSON.parse(e.data) as { type: string; text?: string })
-    expect(events.filter((e) => e.type === 'delta').map((e) => e.text).join('')).toBe('You said: hello there')
+    const events = (await readSse(chat))
+      .filter((e) => e.event === 'message')
+      .map((e) => JSON.parse(e.data) as { type: string; text?: string })
+    expect(
+      events
+        .filter((e) => e.type === 'delta')
+        .map((e) => e.text)
+        .join(''),
+    ).toBe('You said: hello there')
     expect(events.at(-1)!.type).toBe('done')
 
-    const sp = (await (await rig.daemon.admin('/api/gateway/playground/speech', { method: 'POST', body: JSON.stringify({ voice: 'Multivoice.EN-GB.Isla', input: 'hi' }) })).json()) as { audio_base64: string; bytes: number }
+    const sp = (await (
+      await rig.daemon.admin('/api/gateway/playground/speech', {
+        method: 'POST',
+        body: JSON.stringify({ voice: 'Multivoice.EN-GB.Isla', input: 'hi' }),
+      })
+    ).json()) as { audio_base64: string; bytes: number }
     expect(Buffer.from(sp.audio_base64, 'base64').toString('ascii', 0, 4)).toBe('RIFF')
 
     const tr = await rig.daemon.admin('/api/gateway/playground/transcribe', {
@@ -185,7 +212,15 @@ describe('gateway with CONSUMER_API_KEYS set', () => {
       })
     expect((await call()).status).toBe(401)
     expect((await call('Bearer wrong-key-000000')).status).toBe(401)
-    expect((await fetch(`${rig.daemon.url}/scrub`, { method: 'POST', headers: { authorization: 'Bearer nope' }, body: '{"text":"x"}' })).status).toBe(401)
+    expect(
+      (
+        await fetch(`${rig.daemon.url}/scrub`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer nope' },
+          body: '{"text":"x"}',
+        })
+      ).status,
+    ).toBe(401)
     expect(rig.llm.requests.length).toBe(before)
     expect((await call('Bearer key-two-654321')).status).toBe(200)
   })

@@ -47,7 +47,10 @@ describe('gateway bad input and faults', () => {
   it('turns a streaming upstream non-200 into exactly one SSE `error` event, then the end', async () => {
     await rig.llm.setFault({ kind: 'error500', message: 'CUDA error: cudaErrorUnknown' })
     try {
-      const res = await post('/v1/chat/completions', JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }))
+      const res = await post(
+        '/v1/chat/completions',
+        JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      )
       expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
       const events = await readSse(res)
       expect(events).toHaveLength(1)
@@ -68,7 +71,10 @@ describe('gateway bad input and faults', () => {
     await rig.llm.setFault('hang')
     try {
       const ac = new AbortController()
-      const p = post('/v1/chat/completions', JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }))
+      const p = post(
+        '/v1/chat/completions',
+        JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      )
       const pending = fetch(url + '/v1/chat/completions', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -94,7 +100,9 @@ describe('gateway bad input and faults', () => {
       const ac = new AbortController()
       const fd = new FormData()
       fd.append('file', new Blob([new Uint8Array(silenceWav(3))]), 'a.wav')
-      const pending = fetch(url + '/v1/audio/transcriptions', { method: 'POST', body: fd, signal: ac.signal }).catch((e: Error) => e)
+      const pending = fetch(url + '/v1/audio/transcriptions', { method: 'POST', body: fd, signal: ac.signal }).catch(
+        (e: Error) => e,
+      )
       await waitFor(() => rig.asr.openRequests === 1)
       ac.abort()
       expect(await pending).toBeInstanceOf(Error)
@@ -108,7 +116,10 @@ describe('gateway bad input and faults', () => {
   it('ends the client stream with an error when the upstream resets mid-stream', async () => {
     await rig.llm.setFault({ kind: 'reset', afterChunks: 2 })
     try {
-      const res = await post('/v1/chat/completions', JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'a b c d e f' }] }))
+      const res = await post(
+        '/v1/chat/completions',
+        JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'a b c d e f' }] }),
+      )
       expect(res.status).toBe(200)
       const events = await readSse(res)
       expect(events.filter((e) => e.event === 'message')).toHaveLength(2)
@@ -124,7 +135,10 @@ describe('gateway bad input and faults', () => {
   it('cuts a non-streaming answer when the upstream resets (the client sees an error)', async () => {
     await rig.tts.setFault({ kind: 'reset', afterChunks: 1 })
     try {
-      const res = await post('/v1/audio/speech', JSON.stringify({ voice: 'Multivoice.EN-US.Aria', input: 'a long sentence '.repeat(40) }))
+      const res = await post(
+        '/v1/audio/speech',
+        JSON.stringify({ voice: 'Multivoice.EN-US.Aria', input: 'a long sentence '.repeat(40) }),
+      )
       await expect(res.arrayBuffer()).rejects.toThrow()
     } finally {
       await rig.tts.setFault('none')
@@ -157,13 +171,19 @@ describe('gateway bad input and faults', () => {
   it('answers an asr 500 with 503, Retry-After 60 and a probe request', async () => {
     await rig.asr.setFault({ kind: 'error500', message: 'CUFFT_INTERNAL_ERROR' })
     try {
-      for (const path of ['/v1/audio/transcriptions', '/api/audio/transcribe-with-speakers', '/api/audio/diarize-chunk']) {
+      for (const path of [
+        '/v1/audio/transcriptions',
+        '/api/audio/transcribe-with-speakers',
+        '/api/audio/diarize-chunk',
+      ]) {
         const fd = new FormData()
         fd.append('file', new Blob([new Uint8Array(silenceWav(2))]), 'a.wav')
         const res = await fetch(url + path, { method: 'POST', body: fd })
         expect(res.status, path).toBe(503)
         expect(res.headers.get('retry-after')).toBe('60')
-        expect(((await res.json()) as { detail: string }).detail).toMatch(/asr failed \(HTTP 500: CUFFT_INTERNAL_ERROR\)/)
+        expect(((await res.json()) as { detail: string }).detail).toMatch(
+          /asr failed \(HTTP 500: CUFFT_INTERNAL_ERROR\)/,
+        )
       }
       expect(rig.daemon.logs.lines.some((l) => /deep-health probe requested.*"service":"asr"/.test(l))).toBe(true)
       // Until deep health exists, the request is recorded as a connectivity report.
@@ -183,7 +203,9 @@ describe('gateway bad input and faults', () => {
       const res = await post('/v1/audio/speech', JSON.stringify({ voice: 'Multivoice.EN-US.Aria', input: 'hi' }))
       expect(res.status).toBe(503)
       expect(res.headers.get('retry-after')).toBe('60')
-      expect(((await res.json()) as { detail: string }).detail).toMatch(/^tts failed \(HTTP 500: CUDA error: cudaErrorUnknown/)
+      expect(((await res.json()) as { detail: string }).detail).toMatch(
+        /^tts failed \(HTTP 500: CUDA error: cudaErrorUnknown/,
+      )
     } finally {
       await rig.tts.setFault('none')
     }
@@ -203,9 +225,27 @@ describe('gateway bad input and faults', () => {
 
   it('refuses bad collection names with 400 and forwards nothing', async () => {
     const before = rig.qdrant.requests.length + rig.embeddings.requests.length
-    const bad = ['a/b', '..', '../x', 'a?b', '%2e%2e', 'a b', 'a;rm -rf', '$(id)', '`id`', 'a|b', '', 'x'.repeat(65), 'a\nb', 'ä']
+    const bad = [
+      'a/b',
+      '..',
+      '../x',
+      'a?b',
+      '%2e%2e',
+      'a b',
+      'a;rm -rf',
+      '$(id)',
+      '`id`',
+      'a|b',
+      '',
+      'x'.repeat(65),
+      'a\nb',
+      'ä',
+    ]
     for (const collection of bad) {
-      const res = await rig.daemon.admin('/api/search', { method: 'POST', body: JSON.stringify({ collection, query: 'hello' }) })
+      const res = await rig.daemon.admin('/api/search', {
+        method: 'POST',
+        body: JSON.stringify({ collection, query: 'hello' }),
+      })
       expect(res.status, JSON.stringify(collection)).toBe(400)
     }
     expect(rig.qdrant.requests.length + rig.embeddings.requests.length).toBe(before)
@@ -219,7 +259,10 @@ describe('gateway bad input and faults', () => {
 
   it('records each raw request in the request log', async () => {
     const res = await rig.daemon.admin('/api/gateway/requests?limit=500')
-    const body = (await res.json()) as { requests: { path: string; status: number; streamed: boolean }[]; histogram: { counts: number[] } }
+    const body = (await res.json()) as {
+      requests: { path: string; status: number; streamed: boolean }[]
+      histogram: { counts: number[] }
+    }
     expect(body.requests.some((r) => r.path === '/v1/chat/completions' && r.status === 400)).toBe(true)
     expect(body.requests.some((r) => r.path === '/v1/chat/completions' && r.streamed)).toBe(true)
     expect(body.histogram.counts.reduce((a, b) => a + b, 0)).toBe(body.requests.length)

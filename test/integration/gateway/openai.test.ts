@@ -26,7 +26,10 @@ describe('gateway with the official openai client', () => {
   })
 
   it('answers a chat completion whole', async () => {
-    const r = await client.chat.completions.create({ model: 'sim/Qwen3-8B-Instruct', messages: [{ role: 'user', content: 'hello gateway' }] })
+    const r = await client.chat.completions.create({
+      model: 'sim/Qwen3-8B-Instruct',
+      messages: [{ role: 'user', content: 'hello gateway' }],
+    })
     expect(r.choices[0]?.message.content).toBe('You said: hello gateway')
     expect(r.usage?.completion_tokens).toBe(4)
   })
@@ -45,8 +48,13 @@ describe('gateway with the official openai client', () => {
   })
 
   it('forwards the body verbatim, byte for byte', async () => {
-    const raw = '{"model":"sim/Qwen3-8B-Instruct",  "messages":[{"role":"user","content":"spacing   kept"}], "x_custom":{"a":[1,2]}}'
-    const res = await fetch(`${rig.daemon.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw })
+    const raw =
+      '{"model":"sim/Qwen3-8B-Instruct",  "messages":[{"role":"user","content":"spacing   kept"}], "x_custom":{"a":[1,2]}}'
+    const res = await fetch(`${rig.daemon.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: raw,
+    })
     expect(res.status).toBe(200)
     expect(rig.llm.requests.at(-1)!.head.toString('utf8')).toBe(raw)
   })
@@ -54,14 +62,24 @@ describe('gateway with the official openai client', () => {
   it('answers legacy completions, streaming and not', async () => {
     const r = await client.completions.create({ model: 'sim/Qwen3-8B-Instruct', prompt: 'abc', max_tokens: 3 })
     expect(r.choices[0]?.text).toBe('The quick brown')
-    const s = await client.completions.create({ model: 'sim/Qwen3-8B-Instruct', prompt: 'abc', max_tokens: 5, stream: true })
+    const s = await client.completions.create({
+      model: 'sim/Qwen3-8B-Instruct',
+      prompt: 'abc',
+      max_tokens: 5,
+      stream: true,
+    })
     let text = ''
     for await (const c of s) text += c.choices[0]?.text ?? ''
     expect(text).toBe('The quick brown fox jumps')
   })
 
   it('speaks through audio.speech: WAV bytes, language derived from the voice', async () => {
-    const res = await client.audio.speech.create({ model: 'tts', voice: 'Multivoice.DE-DE.Lena', input: 'Guten Morgen', response_format: 'wav' })
+    const res = await client.audio.speech.create({
+      model: 'tts',
+      voice: 'Multivoice.DE-DE.Lena',
+      input: 'Guten Morgen',
+      response_format: 'wav',
+    })
     const wav = Buffer.from(await res.arrayBuffer())
     expect(wav.toString('ascii', 0, 4)).toBe('RIFF')
     expect(wav.toString('ascii', 8, 12)).toBe('WAVE')

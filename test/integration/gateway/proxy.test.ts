@@ -22,13 +22,18 @@ describe('forwardJson timeout', () => {
 
   beforeAll(async () => {
     llm = await startFakeLlm()
-    const config = loadConfig({ env: { DATA_DIR: dataDir, NODE1_HOST: '127.0.0.1', NODE1_USER: 'x', LLM_PORT: String(llm.port) } })
+    const config = loadConfig({
+      env: { DATA_DIR: dataDir, NODE1_HOST: '127.0.0.1', NODE1_USER: 'x', LLM_PORT: String(llm.port) },
+    })
     upstreams = new Upstreams(config)
     const logger = createLogger({ sink: new MemorySink() })
     server = http.createServer((req, res) => {
-      forwardJson(req, res, upstreams.get('llm')!, { path: '/v1/chat/completions', timeoutMs: 300, bodyLimit: 1 << 20, logger }).catch(
-        (err: unknown) => sendError(res, err),
-      )
+      forwardJson(req, res, upstreams.get('llm')!, {
+        path: '/v1/chat/completions',
+        timeoutMs: 300,
+        bodyLimit: 1 << 20,
+        logger,
+      }).catch((err: unknown) => sendError(res, err))
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -52,7 +57,10 @@ describe('forwardJson timeout', () => {
 
   it('ends a stream that stalls past the limit with an error event', async () => {
     await llm.setFault({ kind: 'slow', delayMs: 5000 })
-    const res = await fetch(url, { method: 'POST', body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'a' }] }) })
+    const res = await fetch(url, {
+      method: 'POST',
+      body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'a' }] }),
+    })
     const text = await res.text()
     await llm.setFault('none')
     expect(res.status).toBe(200)

@@ -415,7 +415,9 @@ switch (cmd) {
         .readFileSync(path.join(DIR, 'logs', `${name}.log`), 'utf8')
         .split('\n')
         .filter(Boolean)
-    } catch {}
+    } catch {
+      // No log file yet: the container has printed nothing.
+    }
     if (tail && tail !== 'all') lines = lines.slice(-Number(tail))
     for (const l of lines) out(l)
     break

@@ -16,14 +16,25 @@ describe('voice → language (spec 1, 4.9 rule 1)', () => {
     expect(voiceLanguage('x.ES-419.Ana')).toBe('es-419')
   })
   it('has no language for ids without a locale segment', () => {
-    for (const v of ['alloy', 'EN-US', 'Multivoice.Aria', 'Multivoice.english.Aria', 'a..b', 'a.EN-US.b.c.d.e', 'a.EN-US.b;rm'])
+    for (const v of [
+      'alloy',
+      'EN-US',
+      'Multivoice.Aria',
+      'Multivoice.english.Aria',
+      'a..b',
+      'a.EN-US.b.c.d.e',
+      'a.EN-US.b;rm',
+    ])
       expect(voiceLanguage(v), v).toBeNull()
   })
   it('refuses such a voice with the expected form, and other formats than wav', () => {
     expect(() => parseSpeech({ voice: 'alloy', input: 'hi' })).toThrow(/<family>\.<LOCALE>\.<Name>/)
     expect(() => parseSpeech({ voice: 'a.EN-US.b', input: 'hi', response_format: 'mp3' })).toThrow(/wav/)
     expect(() => parseSpeech({ voice: 'a.EN-US.b', input: '' })).toThrow(ApiError)
-    expect(parseSpeech({ voice: 'a.DE-DE.b', input: 'hallo', speed: 1.5 })).toMatchObject({ language: 'de-DE', speed: 1.5 })
+    expect(parseSpeech({ voice: 'a.DE-DE.b', input: 'hallo', speed: 1.5 })).toMatchObject({
+      language: 'de-DE',
+      speed: 1.5,
+    })
   })
 })
 
@@ -44,7 +55,8 @@ describe('upstream addresses', () => {
     expect(serviceBase('127.0.0.1', 8888)).toBe('http://127.0.0.1:8888')
     expect(serviceBase('spark-1.lan', 9000)).toBe('http://spark-1.lan:9000')
     expect(serviceBase('fe80::1', 9000)).toBe('http://[fe80::1]:9000')
-    for (const bad of ['', 'a b', 'host/path', 'user@host', 'h:80', '-bad', 'a..b']) expect(serviceBase(bad, 1), bad).toBeNull()
+    for (const bad of ['', 'a b', 'host/path', 'user@host', 'h:80', '-bad', 'a..b'])
+      expect(serviceBase(bad, 1), bad).toBeNull()
     expect(serviceBase('h', 0)).toBeNull()
     expect(urlHost('x_y')).toBeNull()
   })
@@ -78,7 +90,13 @@ describe('multipart scanning', () => {
   })
   it('does not take a text field named file, nor a filename= lookalike', () => {
     const s = new FilePartScanner('B')
-    expect(s.push(Buffer.from('--B\r\nContent-Disposition: form-data; name="file"\r\n\r\nx\r\n--B\r\nContent-Disposition: form-data; name="profile"; filename="x"\r\n\r\n'))).toBe('need-more')
+    expect(
+      s.push(
+        Buffer.from(
+          '--B\r\nContent-Disposition: form-data; name="file"\r\n\r\nx\r\n--B\r\nContent-Disposition: form-data; name="profile"; filename="x"\r\n\r\n',
+        ),
+      ),
+    ).toBe('need-more')
   })
   it('overflows when no file part appears within the scan limit', () => {
     const s = new FilePartScanner('B', 'file', 100)
@@ -89,7 +107,17 @@ describe('multipart scanning', () => {
 describe('request log', () => {
   it('keeps the last N newest first and buckets latencies', () => {
     const log = new RequestLog(new ManualClock(), 3)
-    for (const ms of [0.5, 3, 150, 70_000]) log.add({ method: 'POST', path: '/v1/x', status: 200, latency_ms: ms, ttfb_ms: null, bytes: 1, streamed: false, aborted: false })
+    for (const ms of [0.5, 3, 150, 70_000])
+      log.add({
+        method: 'POST',
+        path: '/v1/x',
+        status: 200,
+        latency_ms: ms,
+        ttfb_ms: null,
+        bytes: 1,
+        streamed: false,
+        aborted: false,
+      })
     expect(log.list(10).map((e) => e.latency_ms)).toEqual([70_000, 150, 3])
     expect(log.list(10, 3).map((e) => e.seq)).toEqual([4])
     const h = log.histogram()
@@ -103,7 +131,11 @@ describe('request log', () => {
 
 describe('stream error event', () => {
   it('passes an OpenAI-shaped upstream error through and wraps anything else', () => {
-    expect(JSON.parse(errorEventData(500, '{"error":{"message":"boom","code":500}}', 'llm'))).toEqual({ error: { message: 'boom', code: 500 } })
-    expect(JSON.parse(errorEventData(503, 'Service Unavailable', 'llm')).error.message).toBe('llm answered HTTP 503: Service Unavailable')
+    expect(JSON.parse(errorEventData(500, '{"error":{"message":"boom","code":500}}', 'llm'))).toEqual({
+      error: { message: 'boom', code: 500 },
+    })
+    expect(JSON.parse(errorEventData(503, 'Service Unavailable', 'llm')).error.message).toBe(
+      'llm answered HTTP 503: Service Unavailable',
+    )
   })
 })

@@ -31,7 +31,14 @@ describe('checksums', () => {
   })
 
   it('mod-97 accepts valid IBANs and rejects bad check digits and lengths', () => {
-    for (const i of ['DE89370400440532013000', 'GB82WEST12345698765432', 'FR1420041010050500013M02606', 'NL91ABNA0417164300', 'BE68539007547034', 'CH9300762011623852957'])
+    for (const i of [
+      'DE89370400440532013000',
+      'GB82WEST12345698765432',
+      'FR1420041010050500013M02606',
+      'NL91ABNA0417164300',
+      'BE68539007547034',
+      'CH9300762011623852957',
+    ])
       expect(ibanValid(i), i).toBe(true)
     expect(ibanValid('DE89370400440532013001')).toBe(false)
     expect(ibanValid('DE8937040044053201300')).toBe(false) // German IBANs are 22 long

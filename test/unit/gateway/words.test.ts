@@ -3,7 +3,9 @@ import { groupWords, joinTokens, speakerAt } from '../../../src-main/gateway/wor
 
 describe('joinTokens (spec 1, 4.8 rule 2)', () => {
   it('joins with single spaces and no space before punctuation', () => {
-    expect(joinTokens(['Hello', ',', 'world', '.', 'Ready', '?', 'Yes', ':', 'go', '!'])).toBe('Hello, world. Ready? Yes: go!')
+    expect(joinTokens(['Hello', ',', 'world', '.', 'Ready', '?', 'Yes', ':', 'go', '!'])).toBe(
+      'Hello, world. Ready? Yes: go!',
+    )
   })
   it('works whether or not tokens carry leading whitespace', () => {
     expect(joinTokens([' Hello', ' ,', ' world', ' .'])).toBe('Hello, world.')
@@ -38,7 +40,15 @@ describe('speakerAt', () => {
 describe('groupWords', () => {
   const w = (word: string, start: number, end = start + 0.3) => ({ word, start, end })
   it('splits blocks at speaker changes and at silences over 1.5 s', () => {
-    const words = [w(' Hi', 0), w(' ,', 0.4), w(' there', 0.8), w(' Yes', 2), w(' .', 2.3), w(' Later', 4.2), w(' on', 4.6)]
+    const words = [
+      w(' Hi', 0),
+      w(' ,', 0.4),
+      w(' there', 0.8),
+      w(' Yes', 2),
+      w(' .', 2.3),
+      w(' Later', 4.2),
+      w(' on', 4.6),
+    ]
     const turns = [
       { start: 0, end: 1.2, speaker: 'spk_7' },
       { start: 1.9, end: 5, speaker: 'spk_2' },

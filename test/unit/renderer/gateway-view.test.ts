@@ -34,8 +34,30 @@ const answers: Record<string, unknown> = {
   },
   gatewayRequests: {
     requests: [
-      { seq: 2, at: T, method: 'POST', path: '/v1/chat/completions', status: 200, latency_ms: 812.4, ttfb_ms: 3.2, bytes: 2048, streamed: true, aborted: false },
-      { seq: 1, at: T, method: 'POST', path: '/v1/audio/transcriptions', status: 503, latency_ms: 12, ttfb_ms: 12, bytes: 200, streamed: false, aborted: false },
+      {
+        seq: 2,
+        at: T,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        status: 200,
+        latency_ms: 812.4,
+        ttfb_ms: 3.2,
+        bytes: 2048,
+        streamed: true,
+        aborted: false,
+      },
+      {
+        seq: 1,
+        at: T,
+        method: 'POST',
+        path: '/v1/audio/transcriptions',
+        status: 503,
+        latency_ms: 12,
+        ttfb_ms: 12,
+        bytes: 200,
+        streamed: false,
+        aborted: false,
+      },
     ],
     histogram: { bounds_ms: [10, 1000], counts: [1, 1, 0] },
     total: 2,
@@ -101,7 +123,9 @@ describe('Gateway view', () => {
     expect(text).toContain('A consumer key')
     expect(text).toContain('vector store is not configured: set VECTOR_URL')
     const pre = [...el.querySelectorAll('pre')].map((p) => p.textContent ?? '')
-    expect(pre[0]).toContain("curl -N http://10.0.0.5:9999/v1/chat/completions \\\n  -H 'Authorization: Bearer <consumer key>'")
+    expect(pre[0]).toContain(
+      "curl -N http://10.0.0.5:9999/v1/chat/completions \\\n  -H 'Authorization: Bearer <consumer key>'",
+    )
     expect(pre[2]).toContain('OpenAI(base_url="http://10.0.0.5:9999/v1", api_key="<consumer key>")')
   })
 
@@ -114,7 +138,10 @@ describe('Gateway view', () => {
     expect(rows[0]).toContain('2.0 KB')
     expect(rows[0]).toContain('yes')
     expect(rows[1]).toContain('503')
-    expect(plots.at(-1)!.data).toEqual([[0, 1, 2], [1, 1, 0]])
+    expect(plots.at(-1)!.data).toEqual([
+      [0, 1, 2],
+      [1, 1, 0],
+    ])
   })
 
   it('streams a chat answer into the playground and plays synthesized speech', async () => {
