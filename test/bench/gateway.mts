@@ -8,7 +8,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, spawnChild } from './lib/child'
+import { freePort, runDaemonChild, spawnChild } from './lib/child'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
@@ -22,15 +22,6 @@ async function runUpstream(): Promise<void> {
   process.stdout.write(JSON.stringify({ llm: llm.port, asr: asr.port }) + '\n')
   process.stdin.resume()
   process.stdin.on('end', () => process.exit(0))
-}
-
-/** Child: the real Tandem daemon (core + HTTP server), so its RSS is its own. */
-async function runTandem(): Promise<void> {
-  const { startDaemon } = await import('../../src-main/headless')
-  const d = await startDaemon()
-  process.stdout.write(JSON.stringify({ url: d.http.url }) + '\n')
-  process.stdin.resume()
-  process.stdin.on('end', () => void d.stop().then(() => process.exit(0)))
 }
 
 function child(
@@ -379,5 +370,5 @@ async function main(): Promise<void> {
 
 // Dispatch last: everything above is initialised by now.
 if (role === 'upstream') await runUpstream()
-else if (role === 'tandem') await runTandem()
+else if (role === 'tandem') await runDaemonChild()
 else await main()

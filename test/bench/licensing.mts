@@ -8,7 +8,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, spawnChild } from './lib/child'
+import { freePort, runDaemonChild, spawnChild } from './lib/child'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
@@ -17,15 +17,6 @@ const CLIENTS = 16
 const WARMUP_MS = 1_500
 const MEASURE_MS = 6_000
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
-
-/** Child: the real daemon (core + HTTP server) on the prepared DATA_DIR. */
-async function runTandem(): Promise<void> {
-  const { startDaemon } = await import('../../src-main/headless')
-  const d = await startDaemon()
-  process.stdout.write(JSON.stringify({ url: d.http.url }) + '\n')
-  process.stdin.resume()
-  process.stdin.on('end', () => void d.stop().then(() => process.exit(0)))
-}
 
 /** Fills DATA_DIR with one product and 10,000 licenses through the real services; returns their keys. */
 async function seed(dataDir: string): Promise<string[]> {
@@ -237,5 +228,5 @@ async function main(): Promise<void> {
 }
 
 // Last, so every declaration above is initialised before it runs.
-if (role === 'tandem') await runTandem()
+if (role === 'tandem') await runDaemonChild()
 else await main()

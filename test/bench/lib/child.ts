@@ -38,3 +38,15 @@ export function spawnChild(
     proc.once('exit', (code) => reject(new Error(`child ${args.join(' ')} exited with ${code}`)))
   })
 }
+
+/**
+ * The child role that runs the real daemon (core + HTTP server, configured from the environment
+ * the parent passed), prints `{url}` once listening, and stops when the parent closes stdin.
+ */
+export async function runDaemonChild(): Promise<void> {
+  const { startDaemon } = await import('../../../src-main/headless')
+  const d = await startDaemon()
+  process.stdout.write(JSON.stringify({ url: d.http.url }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', () => void d.stop().then(() => process.exit(0)))
+}

@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it } from 'vitest'
-import { createApp, nextTick, type App } from 'vue'
-import { initBackend, type BackendApi } from '../../../src-renderer/api'
+import type { BackendApi } from '../../../src-renderer/api'
+import { flush, mountWith, stubCanvas, unmountAll } from './mount'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
 
 const T = Date.now()
@@ -91,48 +91,11 @@ function fakeApi(node2: unknown, calls: { method: string; input: unknown }[]): B
   }
 }
 
-const flush = async (): Promise<void> => {
-  for (let i = 0; i < 5; i++) await nextTick()
-  await new Promise((r) => setTimeout(r, 0))
-  for (let i = 0; i < 5; i++) await nextTick()
-}
+stubCanvas()
+afterEach(unmountAll)
 
-// happy-dom has no canvas: give uPlot a 2D context whose drawing calls do nothing.
-const ctx2d = new Proxy(
-  {},
-  {
-    get: (_t, prop) =>
-      prop === 'measureText' ? () => ({ width: 0 }) : prop === 'canvas' ? undefined : () => undefined,
-    set: () => true,
-  },
-)
-HTMLCanvasElement.prototype.getContext = (() => ctx2d) as unknown as HTMLCanvasElement['getContext']
-;(globalThis as { Path2D?: unknown }).Path2D ??= class {
-  moveTo(): void {}
-  lineTo(): void {}
-  rect(): void {}
-  arc(): void {}
-  closePath(): void {}
-  bezierCurveTo(): void {}
-  addPath(): void {}
-}
-
-let app: App | null = null
-afterEach(() => {
-  app?.unmount()
-  app = null
-  document.body.innerHTML = ''
-})
-
-async function mount(node2: unknown, calls: { method: string; input: unknown }[]): Promise<HTMLElement> {
-  initBackend(() => undefined, fakeApi(node2, calls))
-  const el = document.createElement('div')
-  document.body.appendChild(el)
-  app = createApp(ClusterView)
-  app.mount(el)
-  await flush()
-  return el
-}
+const mount = (node2: unknown, calls: { method: string; input: unknown }[]): Promise<HTMLElement> =>
+  mountWith(ClusterView, fakeApi(node2, calls))
 
 describe('Cluster view', () => {
   it('shows node readings, the unreachable error, and Wake when a MAC is cached', async () => {

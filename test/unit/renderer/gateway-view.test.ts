@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createApp, nextTick, type App } from 'vue'
-import { initBackend, type BackendApi } from '../../../src-renderer/api'
+import type { BackendApi } from '../../../src-renderer/api'
+import { flush, mountWith, unmountAll } from './mount'
 import GatewayView from '../../../src-renderer/views/GatewayView.vue'
 
 // The histogram's chart: record what it is given instead of drawing on a canvas happy-dom lacks.
@@ -92,28 +92,10 @@ function fakeApi(calls: { method: string; input: unknown }[]): BackendApi {
   }
 }
 
-const flush = async (): Promise<void> => {
-  for (let i = 0; i < 5; i++) await nextTick()
-  await new Promise((r) => setTimeout(r, 0))
-  for (let i = 0; i < 5; i++) await nextTick()
-}
+afterEach(unmountAll)
 
-let app: App | null = null
-afterEach(() => {
-  app?.unmount()
-  app = null
-  document.body.innerHTML = ''
-})
-
-async function mount(calls: { method: string; input: unknown }[]): Promise<HTMLElement> {
-  initBackend(() => undefined, fakeApi(calls))
-  const el = document.createElement('div')
-  document.body.appendChild(el)
-  app = createApp(GatewayView)
-  app.mount(el)
-  await flush()
-  return el
-}
+const mount = (calls: { method: string; input: unknown }[]): Promise<HTMLElement> =>
+  mountWith(GatewayView, fakeApi(calls))
 
 describe('Gateway view', () => {
   it('shows base URLs, the consumer key note, upstreams and ready-to-run snippets', async () => {

@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it } from 'vitest'
-import { createApp, nextTick, type App } from 'vue'
-import { initBackend, type BackendApi } from '../../../src-renderer/api'
+import type { BackendApi } from '../../../src-renderer/api'
+import { flush, mountWith, unmountAll } from './mount'
 import ProvidersPanel from '../../../src-renderer/components/licensing/ProvidersPanel.vue'
 import { money, moneyInput, parseMoney } from '../../../src-renderer/components/licensing/format'
 
@@ -37,27 +37,12 @@ function fakeApi(calls: string[]): BackendApi {
   }
 }
 
-const flush = async (): Promise<void> => {
-  for (let i = 0; i < 5; i++) await nextTick()
-  await new Promise((r) => setTimeout(r, 0))
-}
-
-let app: App | null = null
-afterEach(() => {
-  app?.unmount()
-  app = null
-  document.body.innerHTML = ''
-})
+afterEach(unmountAll)
 
 describe('licensing dashboard', () => {
   it('asks before disconnecting a provider, then shows the empty state', async () => {
     const calls: string[] = []
-    initBackend(() => undefined, fakeApi(calls))
-    const el = document.createElement('div')
-    document.body.appendChild(el)
-    app = createApp(ProvidersPanel)
-    app.mount(el)
-    await flush()
+    const el = await mountWith(ProvidersPanel, fakeApi(calls))
     expect(calls).toEqual(['licAdminProviders'])
     expect(el.textContent).toContain('https://pay.example')
 
