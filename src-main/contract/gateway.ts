@@ -4,7 +4,7 @@ import { method, type ContractTable } from './define'
 /**
  * The gateway's contract methods (DESIGN.md, The contract). The OpenAI-shaped /v1 proxies, the
  * audio uploads and the embeddings proxy are raw routes (they stream bodies through); see
- * src-main/gateway/module.ts and docs/sections/gateway.md.
+ * src-main/gateway/module.ts and the README (Gateway).
  */
 
 export const ScrubEntity = z.object({

@@ -2,6 +2,7 @@
 // process that prints one JSON line when ready (so the load generator never shares its event loop).
 import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
+import { startDaemon } from '../../../src-main/headless'
 
 export function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -44,7 +45,6 @@ export function spawnChild(
  * the parent passed), prints `{url}` once listening, and stops when the parent closes stdin.
  */
 export async function runDaemonChild(): Promise<void> {
-  const { startDaemon } = await import('../../../src-main/headless')
   const d = await startDaemon()
   process.stdout.write(JSON.stringify({ url: d.http.url }) + '\n')
   process.stdin.resume()
