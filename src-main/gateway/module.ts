@@ -15,19 +15,9 @@ import { embeddingsPath, search } from './search'
 import { parseSpeech, synthesize, voiceLanguage } from './speech'
 import { relayUpload, transcribeWithSpeakers } from './transcribe'
 import { Upstreams, type Upstream, type UpstreamName } from './upstreams'
-import {
-  callUpstream,
-  ClientGone,
-  MiB,
-  parseJsonObject,
-  pipeResponse,
-  readBody,
-  readText,
-  sendError,
-  sendJson,
-  upstreamDetail,
-  upstreamJson,
-} from './wire'
+import { callUpstream, MiB, parseJsonObject, pipeResponse, readText, upstreamDetail, upstreamJson } from './wire'
+import { ClientGone, readBody } from '../http/body'
+import { sendError, sendJson } from '../http/respond'
 import type { FormFile } from './multipart'
 
 export type GatewayModule = DomainModule<typeof gatewayContract> & {

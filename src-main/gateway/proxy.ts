@@ -2,16 +2,8 @@ import type http from 'node:http'
 import { ApiError } from '../contract/errors'
 import type { Logger } from '../core/logger'
 import type { Upstream } from './upstreams'
-import {
-  callUpstream,
-  MiB,
-  parseJsonObject,
-  passHeaders,
-  readBody,
-  readText,
-  upstreamDetail,
-  UpstreamUnreachable,
-} from './wire'
+import { callUpstream, MiB, parseJsonObject, passHeaders, readText, upstreamDetail, UpstreamUnreachable } from './wire'
+import { readBody } from '../http/body'
 
 /**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream

@@ -9,7 +9,6 @@ import type { Upstream } from './upstreams'
 import { groupWords, type SpeakerBlock } from './words'
 import {
   callUpstream,
-  ClientGone,
   MiB,
   passHeaders,
   pipeResponse,
@@ -19,6 +18,7 @@ import {
   UpstreamStatus,
   UpstreamUnreachable,
 } from './wire'
+import { ClientGone } from '../http/body'
 
 /** The error for an asr that answered 5xx (spec 1, 7): 503, Retry-After 60, and a probe is asked for. */
 export function asrWedged(status: number, detail: string, onWedged: (reason: string) => void): ApiError {

@@ -4,41 +4,9 @@ import type { Readable } from 'node:stream'
 import { ApiError } from '../contract/errors'
 import type { Upstream } from './upstreams'
 
-/** Low-level HTTP plumbing shared by every gateway route: bounded body reads, upstream calls, error bodies. */
+/** Low-level HTTP plumbing shared by every gateway route: JSON bodies and upstream calls. */
 
 export const MiB = 1024 * 1024
-
-/** Reads a request body whole, refusing more than `limit` bytes (413). For JSON bodies only; uploads stream. */
-export function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let n = 0
-    const onData = (c: Buffer): void => {
-      n += c.length
-      if (n > limit) {
-        req.off('data', onData)
-        req.resume()
-        reject(new ApiError('payload_too_large', `request body is larger than ${Math.round(limit / MiB)} MiB`))
-        return
-      }
-      chunks.push(c)
-    }
-    req.on('data', onData)
-    req.once('end', () => resolve(Buffer.concat(chunks)))
-    req.once('error', reject)
-    req.once('close', () => {
-      if (!req.complete) reject(new ClientGone())
-    })
-  })
-}
-
-/** The client left before its request was read; nothing is left to answer. */
-export class ClientGone extends Error {
-  constructor() {
-    super('client went away')
-    this.name = 'ClientGone'
-  }
-}
 
 /** Parses a JSON object body: 400 for anything else, before any upstream is called. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
@@ -51,28 +19,6 @@ export function parseJsonObject(raw: Buffer): Record<string, unknown> {
   if (v === null || typeof v !== 'object' || Array.isArray(v))
     throw new ApiError('bad_input', 'request body must be a JSON object')
   return v as Record<string, unknown>
-}
-
-/** The gateway's error body (DESIGN.md: control and gateway errors are `{detail, code}`). */
-export function sendError(res: http.ServerResponse, err: unknown): void {
-  const e = err instanceof ApiError ? err : new ApiError('internal', 'internal error')
-  if (res.headersSent) {
-    res.destroy()
-    return
-  }
-  const body = JSON.stringify({ detail: e.message, code: e.code })
-  res.writeHead(e.status, {
-    ...e.headers,
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-  })
-  res.end(body)
-}
-
-export function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value)
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-  res.end(body)
 }
 
 export interface UpstreamCall {

@@ -14,6 +14,7 @@ import { readCookie, SESSION_COOKIE, SessionSigner } from './session'
 import { writeSse } from './sse'
 import { RouteTable } from './routeTable'
 import { readJsonBody } from './body'
+import { sendError, sendJson } from './respond'
 
 const JSON_LIMIT_BYTES = 1024 * 1024
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
@@ -25,29 +26,6 @@ interface RequestState {
 
 function state(res: Response): RequestState {
   return res.locals as RequestState
-}
-
-/** Writes a JSON answer directly (no content negotiation or ETag work on the hot path). */
-export function sendJson(res: Response, status: number, value: unknown): void {
-  const body = JSON.stringify(value)
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-  })
-  res.end(body)
-}
-
-export function sendError(res: Response, err: ApiError, style: ErrorStyle): void {
-  if (res.headersSent) {
-    res.end()
-    return
-  }
-  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v)
-  const body =
-    style === 'licensing'
-      ? { ok: false, error: err.code, message: err.message }
-      : { detail: err.message, code: err.code }
-  sendJson(res, err.status, body)
 }
 
 function styleFor(surface: Surface): ErrorStyle {

@@ -11,7 +11,7 @@ import { ProviderConnections, type ProviderFactory } from './providers/connectio
 import { ProviderWebhooks } from './providers/inbound'
 import type { ProviderKind } from './providers/types'
 import { Purchases } from './purchase'
-import { readRawBody } from './rawBody'
+import { readBody } from '../http/body'
 import { Reconciler } from './reconcile'
 import type { LicensingServices } from './services'
 import { Settlement, type LicenseIssuer } from './settlement'
@@ -180,7 +180,7 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
 
   const webhookRoute = (kind: ProviderKind) => async (req: Request, res: Response) => {
     try {
-      const raw = await readRawBody(req, WEBHOOK_BODY_LIMIT)
+      const raw = await readBody(req, WEBHOOK_BODY_LIMIT)
       const answer = await inbound.handle(kind, req.headers, raw)
       res.status(answer.status).json(answer.body)
     } catch (err) {

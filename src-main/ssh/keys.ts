@@ -47,15 +47,26 @@ export function ensureServiceKey(
     }
   }
   if (privateKey === null) {
-    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment })
-    privateKey = pair.private
+    privateKey = generateEd25519PrivateKey(comment)
     atomicWriteFile(privateKeyFile, privateKey, { mode: 0o600 })
     publicKey = publicLineOf(privateKey, comment)
-    if (publicKey === null) throw new Error('generated SSH key cannot be parsed')
   }
   const line = publicKey as string
   if (readOrNull(publicKeyFile)?.trim() !== line) atomicWriteFile(publicKeyFile, line + '\n', { mode: 0o644 })
   return { privateKey, publicKey: line, privateKeyFile, publicKeyFile, fingerprint: fingerprintOfLine(line) }
+}
+
+/**
+ * A new ed25519 private key in OpenSSH format. ssh2's generator drops a leading zero byte of the
+ * public key about once in 200 keys, writing a key nothing can parse; such a pair is discarded
+ * and another drawn.
+ */
+export function generateEd25519PrivateKey(comment = ''): string {
+  for (let attempt = 0; attempt < 64; attempt++) {
+    const { private: privateKey } = ssh2.utils.generateKeyPairSync('ed25519', { comment })
+    if (publicLineOf(privateKey, comment) !== null) return privateKey
+  }
+  throw new Error('could not generate a well-formed ed25519 key pair')
 }
 
 function publicLineOf(privateKey: string, comment: string): string | null {

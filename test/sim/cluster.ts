@@ -6,6 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ssh2 from 'ssh2'
+import { generateEd25519PrivateKey } from '../../src-main/ssh/keys'
 
 /**
  * The simulated two-node cluster (DESIGN.md, Tests): per node an ssh2 server on 127.0.0.1 whose
@@ -103,7 +104,7 @@ export class SimNode {
     fs.mkdirSync(path.join(this.home, '.ssh'), { recursive: true, mode: 0o700 })
     fs.mkdirSync(path.join(this.state, 'docker'), { recursive: true })
     fs.writeFileSync(path.join(this.state, 'boot_time'), String(Math.floor(Date.now() / 1000) - 3 * 86400 - 4 * 3600))
-    this.hostKeys.push(ssh2.utils.generateKeyPairSync('ed25519').private)
+    this.hostKeys.push(generateEd25519PrivateKey())
   }
 
   get user(): string {
@@ -305,7 +306,7 @@ export class SimNode {
 
   /** Presents a different host key from now on (a reinstalled node). */
   async rotateHostKey(): Promise<void> {
-    this.hostKeys.splice(0, this.hostKeys.length, ssh2.utils.generateKeyPairSync('ed25519').private)
+    this.hostKeys.splice(0, this.hostKeys.length, generateEd25519PrivateKey())
     await this.down()
     await this.listen()
   }

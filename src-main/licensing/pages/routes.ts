@@ -7,7 +7,7 @@ import type { Catalog } from '../catalog'
 import { effectivePrice } from '../catalog'
 import { parseStringList } from '../json'
 import type { Purchases } from '../purchase'
-import { readRawBody } from '../rawBody'
+import { readBody } from '../../http/body'
 import { PAGES_CSS, PAGES_JS } from './assets'
 import { PAGES_CSP } from './html'
 import {
@@ -46,7 +46,7 @@ async function readForm(req: Request): Promise<URLSearchParams> {
   const type = req.headers['content-type'] ?? ''
   if (!type.startsWith('application/x-www-form-urlencoded'))
     throw new ApiError('bad_input', 'expected a form submission')
-  return new URLSearchParams((await readRawBody(req, FORM_LIMIT)).toString('utf8'))
+  return new URLSearchParams((await readBody(req, FORM_LIMIT)).toString('utf8'))
 }
 
 function isHttpUrl(u: string | null): u is string {

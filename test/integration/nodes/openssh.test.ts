@@ -3,7 +3,6 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import ssh2 from 'ssh2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { systemClock } from '../../../src-main/core/clock'
 import { createLogger } from '../../../src-main/core/logger'
@@ -11,7 +10,7 @@ import { ConnectivityStore } from '../../../src-main/nodes/connectivity'
 import { HardwareService } from '../../../src-main/nodes/hardware'
 import { inspectContainer } from '../../../src-main/nodes/status'
 import { HostKeyStore } from '../../../src-main/ssh/hostKeys'
-import { ensureServiceKey } from '../../../src-main/ssh/keys'
+import { ensureServiceKey, generateEd25519PrivateKey } from '../../../src-main/ssh/keys'
 import { SshPool, type SshTarget } from '../../../src-main/ssh/pool'
 import { shq } from '../../../src-main/ssh/quote'
 import { nastyStrings } from '../../sim/testkit'
@@ -59,7 +58,7 @@ describe.skipIf(!haveSshd)('against a real OpenSSH sshd', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-sshd-'))
     const key = ensureServiceKey(path.join(dir, 'tandem-ssh'))
     const hostKey = path.join(dir, 'ssh_host_ed25519_key')
-    fs.writeFileSync(hostKey, ssh2.utils.generateKeyPairSync('ed25519').private, { mode: 0o600 })
+    fs.writeFileSync(hostKey, generateEd25519PrivateKey(), { mode: 0o600 })
     fs.writeFileSync(path.join(dir, 'authorized_keys'), key.publicKey + '\n', { mode: 0o600 })
     const port = await freePort()
     const user = os.userInfo().username
