@@ -111,3 +111,8 @@ export function checkDatabase(db: LicensingDb): { foreignKeyViolations: number; 
 export function immediate<T>(db: LicensingDb, fn: () => T): T {
   return db.transaction(fn).immediate()
 }
+
+/** A LIKE pattern (used with ESCAPE '\\') matching `text` anywhere, its %, _ and backslashes taken literally. */
+export function likeContains(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+}

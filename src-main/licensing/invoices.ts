@@ -1,5 +1,5 @@
 import type { InvoiceQuery, InvoiceView } from '../contract/licensing'
-import type { LicensingDb } from './db'
+import { likeContains, type LicensingDb } from './db'
 
 /** An invoice row as stored (migrations 001–002). */
 export interface InvoiceRow {
@@ -110,7 +110,7 @@ export class InvoiceStore {
     }
     if (q.q) {
       where.push("(i.id = ? OR i.provider_invoice_id = ? OR i.buyer_email LIKE ? ESCAPE '\\')")
-      args.push(q.q, q.q, `%${q.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
+      args.push(q.q, q.q, likeContains(q.q))
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : ''
     const total = (

@@ -30,7 +30,7 @@ import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import type { AuditLog } from './audit'
 import type { Catalog, PolicyRow, ProductRow } from './catalog'
-import { immediate, type LicensingDb } from './db'
+import { immediate, likeContains, type LicensingDb } from './db'
 import type { Discounts } from './discounts'
 import { FLAG_TRIAL, hashFingerprint, isFingerprintBound, type LicensePayload } from './keys/format'
 import type { Issuer } from './keys/issuer'
@@ -264,7 +264,7 @@ export class Licenses {
     const where: string[] = []
     const args: (string | number)[] = []
     if (q.q && q.q.trim() !== '') {
-      const like = `%${q.q.trim().replace(/[\\%_]/g, (c) => '\\' + c)}%`
+      const like = likeContains(q.q.trim())
       where.push(
         `(l.id LIKE ? ESCAPE '\\' OR l.buyer_email LIKE ? ESCAPE '\\' OR l.invoice_id LIKE ? ESCAPE '\\' OR l.buyer_note LIKE ? ESCAPE '\\')`,
       )
