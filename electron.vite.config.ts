@@ -19,6 +19,8 @@ export default defineConfig({
   },
   renderer: {
     root: resolve(__dirname, 'src-renderer'),
+    // Static files copied as they are into the renderer build (the favicon).
+    publicDir: resolve(__dirname, 'resources/public'),
     base: '/',
     plugins: [vue()],
     build: {

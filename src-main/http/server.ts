@@ -242,6 +242,8 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
       res.type('html').send(indexHtml)
     }
     app.get(['/', '/login', '/index.html'], sendIndex)
+    const icon = path.join(rendererDir, 'favicon.svg')
+    if (fs.existsSync(icon)) app.get('/favicon.svg', (_req, res) => res.type('image/svg+xml').sendFile(icon))
     app.use(
       '/assets',
       express.static(path.join(rendererDir, 'assets'), { index: false, immutable: true, maxAge: '1y' }),

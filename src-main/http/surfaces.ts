@@ -55,7 +55,7 @@ export function surfaceOf(path: string): Surface {
     path === '/login' ||
     path === '/index.html' ||
     path.startsWith('/assets/') ||
-    path === '/favicon.ico'
+    path === '/favicon.svg'
   )
     return 'dashboard'
   if (OPEN_API.has(path)) return 'login'

@@ -52,6 +52,8 @@ describe('the built headless daemon', () => {
     expect(page.status).toBe(200)
     expect(await page.text()).toContain('<div id="app">')
     expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+    const icon = await fetch(`${url}/favicon.svg`)
+    expect(icon.headers.get('content-type')).toContain('image/svg+xml')
     // A malformed number was reported once and did not stop start-up.
     expect(logs.match(/LLM_PORT from environment is invalid/g)).toHaveLength(1)
     expect(logs).toContain(`admin token in ${path.join(dataDir, 'admin-token')}`)
