@@ -238,7 +238,7 @@ export const PublicPolicy = z.object({
   slug: z.string(),
   name: z.string(),
   description: z.string(),
-  /** Effective price in the smallest unit of price_currency (the SDK field name is historical). */
+  /** Effective price in sats: the listed price converted at the cached rate (0 until a rate is known). */
   price_sats: z.number(),
   price_currency: Currency,
   price_value: z.number(),

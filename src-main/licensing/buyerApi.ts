@@ -71,7 +71,7 @@ export function buyerHandlers(s: LicensingServices, limits: BuyerLimits): Handle
       slug: r.slug,
       name: r.name,
       description: r.description,
-      price_sats: price.value,
+      price_sats: satsOf(price.currency, price.value),
       price_currency: price.currency,
       price_value: price.value,
       duration_seconds: r.duration_days * DAY_S,

@@ -98,6 +98,17 @@ describe('licensing admin API', () => {
       expect.arrayContaining([expect.objectContaining({ currency: 'USD', centibps: rate, source: 'kraken' })]),
     )
     expect((rates.body.sources as { name: string }[]).map((s) => s.name)).toEqual(['kraken', 'coinbase', 'coingecko'])
+    // The public tier list reports sats for a fiat tier (what the client SDKs read), not cents.
+    const tiers = (await (await fetch(d.url + '/v1/products/usd-app/policies')).json()) as {
+      product: { base_price_sats: number }
+      policies: { price_sats: number; price_currency: string; price_value: number }[]
+    }
+    expect(tiers.policies[0]).toMatchObject({
+      price_currency: 'USD',
+      price_value: 1999,
+      price_sats: fiatToSats(1999, rate),
+    })
+    expect(tiers.product.base_price_sats).toBe(fiatToSats(1999, rate))
   })
 })
 
