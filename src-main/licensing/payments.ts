@@ -1,9 +1,8 @@
-import os from 'node:os'
 import type { Request, Response, Router } from 'express'
 import type { licensingPaymentsContract } from '../contract/licensing'
 import type { CallContext, Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import type { Config } from '../config/load'
+import { publicBaseUrl } from '../config/publicUrl'
 import type { BuyerLimits } from './buyerApi'
 import { InvoiceStore } from './invoices'
 import { mountPages } from './pages/routes'
@@ -41,11 +40,6 @@ export interface Payments {
   mountRoutes(router: Router): void
   start(): void
   stop(): Promise<void>
-}
-
-/** `PUBLIC_URL`, or this host on the configured port (checkout redirects, poll and webhook URLs). */
-export function publicBaseUrl(config: Config): string {
-  return config.publicUrl ?? `http://${os.hostname()}:${config.port}`
 }
 
 /**

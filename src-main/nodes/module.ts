@@ -9,7 +9,8 @@ import { shq } from '../ssh/quote'
 import { MacAddress, NodeName, normalizeMac } from '../ssh/validators'
 import { ConnectivityStore } from './connectivity'
 import { HardwareService } from './hardware'
-import { httpHealth, publicBaseUrl, roleTargets, StatusService, type RoleName } from './status'
+import { publicBaseUrl } from '../config/publicUrl'
+import { httpHealth, roleTargets, StatusService, type RoleName } from './status'
 import { wake } from './wol'
 
 /** What the nodes domain offers the rest of Tandem besides its API: the SSH pool and the stores. */

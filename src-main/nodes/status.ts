@@ -1,5 +1,5 @@
-import os from 'node:os'
 import type { Config } from '../config/load'
+import { publicBaseUrl } from '../config/publicUrl'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import type { ServiceStatus, StatusView } from '../contract/nodes'
@@ -19,22 +19,6 @@ export interface RoleTarget {
 /** A container that started this recently and does not answer yet is Starting, not Unhealthy. */
 const STARTING_GRACE_MS = 10 * 60 * 1000
 const HTTP_TIMEOUT_MS = 4000
-
-/**
- * Tandem's own public base URL: PUBLIC_URL when set, else derived from the bind address and port
- * (a wildcard bind is reported as the machine's first LAN IPv4 address, which clients can reach).
- */
-export function publicBaseUrl(config: Pick<Config, 'publicUrl' | 'bind' | 'port'>): string {
-  if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '')
-  let host = config.bind
-  if (host === '0.0.0.0' || host === '::' || host === '') {
-    const lan = Object.values(os.networkInterfaces())
-      .flat()
-      .find((a) => a && a.family === 'IPv4' && !a.internal)
-    host = lan?.address ?? os.hostname()
-  }
-  return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`
-}
 
 export function roleTargets(config: Config): Record<RoleName, RoleTarget> {
   return {
