@@ -1,7 +1,7 @@
 import { loadConfig } from './config/load'
 import { createCore, type Core } from './core/app'
 import { createLogger, Redactor } from './core/logger'
-import { startHttpServer, type RunningServer } from './http/server'
+import { startHttpServer, type RunningServer } from './http/listen'
 
 export interface RunningDaemon {
   readonly core: Core

@@ -8,8 +8,11 @@ import type { z } from 'zod'
 export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 export type HttpRoute = `${HttpVerb} /${string}`
 
-/** How errors are shaped on the wire: control/gateway `{detail, code}`, licensing `{ok:false, error, message}`. */
-export type ErrorStyle = 'control' | 'licensing'
+/**
+ * How errors are shaped on the wire: control `{detail, code}`, licensing `{ok:false, error, message}`,
+ * and OpenAI's `{error:{message,type,code,param}}` (with `detail` beside it) on the `/v1` gateway.
+ */
+export type ErrorStyle = 'control' | 'licensing' | 'openai'
 
 export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   readonly summary: string
@@ -21,6 +24,8 @@ export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   readonly errorStyle?: ErrorStyle
   /** Served over HTTP only (e.g. login, buyer endpoints); the desktop window never calls it over IPC. */
   readonly httpOnly?: boolean
+  /** Largest JSON body the method reads, in bytes (default 1 MiB); more answers 413. */
+  readonly bodyLimit?: number
   /** For methods that must always answer 200: the answer to a body that is not even JSON. */
   readonly unreadableBodyAnswer?: unknown
 }

@@ -35,13 +35,20 @@ export class ApiError extends Error {
   readonly code: ErrorCode
   /** Extra response headers, e.g. Retry-After on 503. */
   readonly headers: Record<string, string>
+  /** The input field at fault, when one is (OpenAI's `param`). */
+  readonly param: string | undefined
 
-  constructor(code: ErrorCode, message: string, opts: { status?: number; headers?: Record<string, string> } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { status?: number; headers?: Record<string, string>; param?: string } = {},
+  ) {
     super(message)
     this.name = 'ApiError'
     this.code = code
     this.status = opts.status ?? statusByCode[code] ?? 500
     this.headers = opts.headers ?? {}
+    this.param = opts.param
   }
 }
 

@@ -12,10 +12,29 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   res.end(body)
 }
 
+/** OpenAI's error `type` for a status, so the official clients pick the right exception class. */
+function openAiType(status: number): string {
+  if (status === 401) return 'authentication_error'
+  if (status === 403) return 'permission_error'
+  if (status === 404) return 'not_found_error'
+  if (status === 429) return 'rate_limit_error'
+  if (status >= 500) return 'api_error'
+  return 'invalid_request_error'
+}
+
+function errorBody(e: ApiError, style: ErrorStyle): unknown {
+  if (style === 'licensing') return { ok: false, error: e.code, message: e.message }
+  if (style === 'openai')
+    return {
+      error: { message: e.message, type: openAiType(e.status), code: e.code, param: e.param ?? null },
+      detail: e.message,
+    }
+  return { detail: e.message, code: e.code }
+}
+
 /**
- * Writes an error in its surface's shape: control and gateway `{detail, code}`, licensing public
- * `{ok:false, error, message}`. Anything that is not an ApiError is a bare 500 (callers log it).
- * Once headers are out an error can only cut the response.
+ * Writes an error in its surface's shape (see ErrorStyle). Anything that is not an ApiError is a
+ * bare 500 (callers log it). Once headers are out an error can only cut the response.
  */
 export function sendError(res: ServerResponse, err: unknown, style: ErrorStyle = 'control'): void {
   const e = err instanceof ApiError ? err : new ApiError('internal', 'internal error')
@@ -24,7 +43,5 @@ export function sendError(res: ServerResponse, err: unknown, style: ErrorStyle =
     return
   }
   for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v)
-  const body =
-    style === 'licensing' ? { ok: false, error: e.code, message: e.message } : { detail: e.message, code: e.code }
-  sendJson(res, e.status, body)
+  sendJson(res, e.status, errorBody(e, style))
 }

@@ -28,8 +28,11 @@ function state(res: Response): RequestState {
   return res.locals as RequestState
 }
 
-function styleFor(surface: Surface): ErrorStyle {
-  return surface === 'licensing-public' ? 'licensing' : 'control'
+/** The error shape a request gets when no contract method declares one: by surface and path. */
+export function styleFor(surface: Surface, path: string): ErrorStyle {
+  if (surface === 'licensing-public') return 'licensing'
+  if (surface === 'consumer' && path.startsWith('/v1/')) return 'openai'
+  return 'control'
 }
 
 function bearer(req: Request): string | undefined {
@@ -110,7 +113,11 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
           const token = bearer(req)
           const ok = token !== undefined && consumerKeys.some((k) => secretEquals(token, k))
           if (!ok)
-            return sendError(res, new ApiError('unauthorized', 'a valid consumer API key is required'), 'control')
+            return sendError(
+              res,
+              new ApiError('unauthorized', 'a valid consumer API key is required'),
+              styleFor(st.surface, req.path),
+            )
         }
         break
       default:
@@ -130,12 +137,14 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
     try {
       match = routes.match(req.method, req.path)
     } catch (err) {
-      return sendError(res, toPublicError(err, logger), styleFor(state(res).surface))
+      return sendError(res, toPublicError(err, logger), styleFor(state(res).surface, req.path))
     }
     if (!match) return next()
     const { entry, params } = match
     const style = entry.def.errorStyle ?? 'control'
-    const bodyRead = STATE_CHANGING.has(entry.verb) ? readJsonBody(req, JSON_LIMIT_BYTES) : Promise.resolve(undefined)
+    const bodyRead = STATE_CHANGING.has(entry.verb)
+      ? readJsonBody(req, entry.def.bodyLimit ?? JSON_LIMIT_BYTES)
+      : Promise.resolve(undefined)
     bodyRead.then(
       (body) => serveMethod(entry.name, entry.def, entry.verb, params, body, req, res),
       (err: unknown) => {
@@ -251,13 +260,17 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
   }
 
   app.use((req, res) => {
-    sendError(res, new ApiError('not_found', `no route ${req.method} ${req.path}`), styleFor(state(res).surface))
+    sendError(
+      res,
+      new ApiError('not_found', `no route ${req.method} ${req.path}`),
+      styleFor(state(res).surface, req.path),
+    )
   })
 
   // Body-parser and other middleware errors.
-  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const type = (err as { type?: string }).type
-    const style = styleFor(state(res).surface ?? 'control')
+    const style = styleFor(state(res).surface ?? 'control', req.path)
     if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', 'body too large'), style)
     if (type === 'entity.parse.failed') return sendError(res, new ApiError('bad_input', 'malformed JSON body'), style)
     if (type === 'encoding.unsupported' || type === 'charset.unsupported')
@@ -285,43 +298,4 @@ function defaultRendererDir(): string | null {
   // Built layout: out/main/index.js beside out/renderer/.
   const candidate = path.resolve(__dirname, '../renderer')
   return fs.existsSync(candidate) ? candidate : null
-}
-
-export interface RunningServer {
-  readonly server: http.Server
-  readonly url: string
-  readonly port: number
-  close(): Promise<void>
-}
-
-export async function startHttpServer(
-  core: Core,
-  listen: { port: number; host: string },
-  opts: HttpAppOptions = {},
-): Promise<RunningServer> {
-  const app = createHttpApp(core, opts)
-  const server = http.createServer(app)
-  // Long proxied generations (30 min) must not be cut by Node's default request timeout.
-  server.requestTimeout = 0
-  server.headersTimeout = 60_000
-  server.keepAliveTimeout = 65_000
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(listen.port, listen.host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  const addr = server.address() as AddressInfo
-  const shownHost = listen.host === '0.0.0.0' || listen.host === '::' ? '127.0.0.1' : listen.host
-  return {
-    server,
-    port: addr.port,
-    url: `http://${shownHost}:${addr.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      }),
-  }
 }

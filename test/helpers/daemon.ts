@@ -5,7 +5,7 @@ import { loadConfig } from '../../src-main/config/load'
 import { createCore, type Core } from '../../src-main/core/app'
 import type { Clock } from '../../src-main/core/clock'
 import { createLogger, MemorySink, Redactor } from '../../src-main/core/logger'
-import { startHttpServer } from '../../src-main/http/server'
+import { startHttpServer } from '../../src-main/http/listen'
 
 export interface TestDaemon {
   readonly url: string
