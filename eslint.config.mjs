@@ -75,5 +75,28 @@ export default tseslint.config(
     files: ['src-main/desktop/**', 'src-preload/**'],
     rules: { 'no-restricted-imports': 'off' },
   },
+  {
+    // A newcomer reads any main-process function on one screen.
+    files: ['src-main/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    // The renderer shares only the contract with main: schemas, types and pure helpers.
+    files: ['src-renderer/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: electronBan['no-restricted-imports'][1].paths,
+          patterns: [
+            {
+              group: ['**/src-main/**', '!**/src-main/contract', '!**/src-main/contract/**'],
+              message: 'the renderer imports from src-main/contract/ only',
+            },
+          ],
+        },
+      ],
+    },
+  },
   prettier,
 )

@@ -3,6 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
 import {
+  isSettingName,
   SETTINGS,
   SETTING_NAMES,
   settingValidators,
@@ -12,6 +13,7 @@ import {
   type SettingView,
 } from './schema'
 import { atomicWriteFile, readStateFile } from '../core/files'
+import { redactUrlCredentials } from '../core/logger'
 
 export interface SshTarget {
   readonly host: string
@@ -31,6 +33,7 @@ export interface DataPaths {
   readonly dataDir: string
   readonly settingsFile: string
   readonly adminTokenFile: string
+  readonly sessionsFile: string
   readonly knownHosts: string
   readonly sshDir: string
   readonly connectivityLog: string
@@ -48,6 +51,8 @@ export interface Config {
   /** ADMIN_TOKEN from settings/env, or null to use the generated token file. */
   readonly adminToken: string | null
   readonly consumerApiKeys: readonly string[]
+  /** Proxies whose X-Forwarded-* headers are believed (addresses or CIDRs). */
+  readonly trustedProxies: readonly string[]
   readonly chatUiUrl: string | null
   readonly nodes: { readonly node1: SshTarget | null; readonly node2: SshTarget | null }
   readonly wolBroadcast: string
@@ -82,10 +87,17 @@ export function defaultDataDir(): string {
   return path.join(os.homedir(), '.local', 'share', 'tandem')
 }
 
-const SettingsFileShape = z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]))
+const SettingsFileEntries = z.array(z.tuple([z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])]))
+
+/** The file's entries as written, `__proto__` included (a zod record would drop it without a word). */
+function parseSettingsFile(text: string): [string, string | number | boolean | null][] {
+  const raw: unknown = JSON.parse(text)
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('not a JSON object')
+  return SettingsFileEntries.parse(Object.entries(raw))
+}
 
 export function readSettingsFile(file: string, warnings: string[]): Partial<Record<SettingName, string>> {
-  const res = readStateFile(file, (text) => SettingsFileShape.parse(JSON.parse(text)))
+  const res = readStateFile(file, parseSettingsFile)
   if (res.kind === 'missing') return {}
   if (res.kind === 'corrupt') {
     warnings.push(
@@ -94,12 +106,12 @@ export function readSettingsFile(file: string, warnings: string[]): Partial<Reco
     return {}
   }
   const out: Partial<Record<SettingName, string>> = {}
-  for (const [k, v] of Object.entries(res.value)) {
-    if (!(k in SETTINGS)) {
-      warnings.push(`settings file: unknown setting ${k} ignored`)
+  for (const [k, v] of res.value) {
+    if (!isSettingName(k)) {
+      warnings.push(`settings file: unknown setting ${JSON.stringify(k)} ignored`)
       continue
     }
-    out[k as SettingName] = v === null ? '' : String(v)
+    out[k] = v === null ? '' : String(v)
   }
   return out
 }
@@ -110,15 +122,16 @@ export interface LoadOptions {
   dataDir?: string
 }
 
-export function loadConfig(opts: LoadOptions = {}): Config {
-  const env = opts.env ?? process.env
-  const warnings: string[] = []
-  const dataDir = path.resolve(blank(env.DATA_DIR) ? (opts.dataDir ?? defaultDataDir()) : (env.DATA_DIR as string))
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-  const settingsFile = path.join(dataDir, 'settings.json')
-  const fileValues = readSettingsFile(settingsFile, warnings)
+type ResolvedSettings = Record<SettingName, { value: string; source: SettingSource }>
 
-  const settings = {} as Record<SettingName, { value: string; source: SettingSource }>
+/** Each setting from the first source that has a usable value (environment, then file), else its default. */
+function resolveSettings(
+  env: NodeJS.ProcessEnv,
+  fileValues: Partial<Record<SettingName, string>>,
+  dataDir: string,
+  warnings: string[],
+): ResolvedSettings {
+  const settings = {} as ResolvedSettings
   for (const name of SETTING_NAMES) {
     const spec: SettingSpec = SETTINGS[name]
     const candidates: [SettingSource, string | undefined][] = [
@@ -128,13 +141,13 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     let chosen: { value: string; source: SettingSource } = { value: spec.default, source: 'default' }
     for (const [source, raw] of candidates) {
       // Blank and null are "unset": they fall through to the next source.
-      if (raw === undefined || raw.trim() === '') continue
+      if (raw === undefined || isUnset(raw)) continue
       const value = raw.trim()
-      const ok = settingValidators[name].safeParse(value)
-      if (!ok.success) {
+      const problem = settingProblem(name, value, dataDir)
+      if (problem !== null) {
         const where = source === 'environment' ? 'environment' : 'settings file'
         warnings.push(
-          `${name} from ${where} is invalid (${firstIssue(ok.error)}); ${spec.secret ? 'value hidden; ' : `got ${JSON.stringify(value)}; `}using the default`,
+          `${name} from ${where} is invalid (${problem}); ${spec.secret ? 'value hidden; ' : `got ${redactUrlCredentials(JSON.stringify(value))}; `}using the default`,
         )
         continue
       }
@@ -143,6 +156,18 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     }
     settings[name] = chosen
   }
+  return settings
+}
+
+export function loadConfig(opts: LoadOptions = {}): Config {
+  const env = opts.env ?? process.env
+  const warnings: string[] = []
+  const dataDir = path.resolve(isUnset(env.DATA_DIR) ? (opts.dataDir ?? defaultDataDir()) : (env.DATA_DIR as string))
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const settingsFile = path.join(dataDir, 'settings.json')
+  const fileValues = readSettingsFile(settingsFile, warnings)
+
+  const settings = resolveSettings(env, fileValues, dataDir, warnings)
 
   const s = (n: SettingName): string => settings[n].value
   const num = (n: SettingName): number => Number(s(n))
@@ -166,7 +191,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     return { ssh: target(host, user, sshPort), container: s(`${prefix}_CONTAINER`), port: num(`${prefix}_PORT`) }
   }
 
-  const pathOr = (n: SettingName, fallback: string): string => (s(n) === '' ? path.join(dataDir, fallback) : s(n))
+  const pathOr = (n: SettingName, fallback: string): string =>
+    s(n) === '' ? path.join(dataDir, fallback) : path.resolve(dataDir, s(n))
 
   return {
     port: num('PORT'),
@@ -174,6 +200,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     publicUrl: orNull('PUBLIC_URL')?.replace(/\/+$/, '') ?? null,
     adminToken: orNull('ADMIN_TOKEN'),
     consumerApiKeys: list('CONSUMER_API_KEYS'),
+    trustedProxies: list('TRUSTED_PROXIES'),
     chatUiUrl: orNull('CHAT_UI_URL'),
     nodes: { node1, node2 },
     wolBroadcast: s('WOL_BROADCAST'),
@@ -192,6 +219,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       dataDir,
       settingsFile,
       adminTokenFile: path.join(dataDir, 'admin-token'),
+      sessionsFile: path.join(dataDir, 'sessions.json'),
       knownHosts: path.join(dataDir, 'known_hosts.json'),
       sshDir: path.join(dataDir, 'ssh'),
       connectivityLog: pathOr('CONNECTIVITY_LOG', 'connectivity.json'),
@@ -205,26 +233,33 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   }
 }
 
-/** The Settings view's list: secrets masked, each with its source and whether the file may change it. */
+/** The folders Tandem writes its state files into: where orphaned temp files of atomic writes are looked for at start. */
+export function stateDirs(paths: DataPaths): string[] {
+  const files = [paths.connectivityLog, paths.modelsOverrides, paths.servicesOverrides]
+  return [...new Set([paths.dataDir, paths.sshDir, paths.licensingKeyDir, ...files.map((f) => path.dirname(f))])]
+}
+
+/** The Settings view's list: secrets and passwords inside URLs masked, each with its source and whether the file may change it. */
 export function settingsView(config: Config): SettingView[] {
   const saved = readSettingsFile(config.paths.settingsFile, [])
   return SETTING_NAMES.map((name) => {
     const spec: SettingSpec = SETTINGS[name]
     const { value, source } = config.settings[name]
-    const inFile = saved[name]?.trim() ?? ''
+    const raw = saved[name]
+    const inFile = raw === undefined || isUnset(raw) ? '' : raw.trim()
     const effectiveFromFile = source === 'file' ? value : ''
     const pending =
       source !== 'environment' && inFile !== effectiveFromFile ? (inFile === '' ? spec.default : inFile) : null
     return {
       name,
-      value: spec.secret ? maskSecret(value) : value,
+      value: spec.secret ? maskSecret(value) : redactUrlCredentials(value),
       source,
       editable: source !== 'environment',
       secret: spec.secret === true,
       group: spec.group,
       description: spec.description,
       kind: spec.kind,
-      pending: pending === null ? null : spec.secret ? maskSecret(pending) : pending,
+      pending: pending === null ? null : spec.secret ? maskSecret(pending) : redactUrlCredentials(pending),
     }
   })
 }
@@ -246,8 +281,8 @@ export function writeSettings(
   const current = readSettingsFile(config.paths.settingsFile, warnings)
   const next: Partial<Record<SettingName, string>> = { ...current }
   const saved: SettingName[] = []
-  for (const [name, raw] of Object.entries(changes) as [SettingName, string][]) {
-    if (!(name in SETTINGS)) {
+  for (const [name, raw] of Object.entries(changes) as [string, string][]) {
+    if (!isSettingName(name)) {
       errors.push({ name, message: 'unknown setting' })
       continue
     }
@@ -256,14 +291,14 @@ export function writeSettings(
       continue
     }
     const value = raw.trim()
-    if (value === '') {
+    if (isUnset(value)) {
       delete next[name]
       saved.push(name)
       continue
     }
-    const ok = settingValidators[name].safeParse(value)
-    if (!ok.success) {
-      errors.push({ name, message: firstIssue(ok.error) })
+    const problem = settingProblem(name, value, config.paths.dataDir)
+    if (problem !== null) {
+      errors.push({ name, message: problem })
       continue
     }
     next[name] = value
@@ -274,8 +309,63 @@ export function writeSettings(
   return { saved: errors.length === 0 ? saved : [], errors }
 }
 
-function blank(v: string | undefined): boolean {
-  return v === undefined || v.trim() === ''
+/** Spec 000 §2.1 rule 2: blank and null (any case) are "unset", for every setting and DATA_DIR. */
+export function isUnset(v: string | undefined): boolean {
+  if (v === undefined) return true
+  const t = v.trim()
+  return t === '' || t.toLowerCase() === 'null'
+}
+
+/** Why a value cannot be used for a setting, or null when it can. */
+function settingProblem(name: SettingName, value: string, dataDir: string): string | null {
+  const ok = settingValidators[name].safeParse(value)
+  if (!ok.success) return firstIssue(ok.error)
+  if (SETTINGS[name].kind === 'path' && !isInsideDataDir(value, dataDir))
+    return `must be inside the data directory (${dataDir}); a symlink out of it does not count`
+  return null
+}
+
+/**
+ * True when a path stays inside DATA_DIR after `..` is resolved and, for the part that exists,
+ * symlinks are followed: a path setting must not aim Tandem's writes (rename, overwrite) at any
+ * file on the machine.
+ */
+export function isInsideDataDir(value: string, dataDir: string): boolean {
+  const lexical = path.resolve(dataDir, value)
+  if (!isStrictlyWithin(lexical, dataDir)) return false
+  const real = realpathOfExisting(lexical)
+  const root = realpathOfExisting(dataDir)
+  return real !== null && root !== null && isStrictlyWithin(real, root)
+}
+
+function isStrictlyWithin(p: string, root: string): boolean {
+  const rel = path.relative(root, p)
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel)
+}
+
+/** The real path of the deepest existing ancestor, with the rest appended; null for a dangling symlink. */
+function realpathOfExisting(p: string): string | null {
+  const rest: string[] = []
+  let cur = p
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(cur), ...rest.reverse())
+    } catch {
+      if (isSymlink(cur)) return null
+      const parent = path.dirname(cur)
+      if (parent === cur) return p
+      rest.push(path.basename(cur))
+      cur = parent
+    }
+  }
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink()
+  } catch {
+    return false
+  }
 }
 
 function firstIssue(err: z.ZodError): string {

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { isAddressOrCidr } from '../core/netAddress'
 
 /**
  * Every setting Tandem reads, by its environment name. The same names are the keys of
@@ -36,6 +37,13 @@ export const SETTINGS = {
     default: '',
     secret: true,
     description: 'Comma list of bearer keys for LAN clients; blank = consumer surface open on the LAN',
+  },
+  TRUSTED_PROXIES: {
+    group: 'server',
+    kind: 'list',
+    default: '',
+    description:
+      'Comma list of reverse-proxy addresses or CIDRs whose X-Forwarded-For / X-Forwarded-Proto are believed; blank = none',
   },
   CHAT_UI_URL: { group: 'server', kind: 'url', default: '', description: "When set, the top bar shows 'Open chat'" },
   NODE1_HOST: { group: 'nodes', kind: 'string', default: '', description: 'node1 (llm) host' },
@@ -95,6 +103,13 @@ export const SETTINGS = {
     default: '',
     description: 'Comma list of extra terms the redaction gateway replaces',
   },
+  TTS_VOICE_ALIASES: {
+    group: 'gateway',
+    kind: 'list',
+    default: '',
+    description:
+      'OpenAI voice names for tts voices, e.g. alloy=Multivoice.EN-US.Aria,echo=Multivoice.EN-GB.Harry; names not listed are picked from the voice list (English first)',
+  },
   RATE_SOURCES: {
     group: 'licensing',
     kind: 'list',
@@ -130,6 +145,11 @@ export const SETTINGS = {
 export type SettingName = keyof typeof SETTINGS
 export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[]
 
+/** Own properties only: `constructor`, `toString` or `__proto__` is not a setting. */
+export function isSettingName(name: string): name is SettingName {
+  return Object.hasOwn(SETTINGS, name)
+}
+
 export const SettingSource = z.enum(['default', 'file', 'environment'])
 export type SettingSource = z.infer<typeof SettingSource>
 
@@ -148,6 +168,20 @@ export const SettingView = z.object({
 })
 export type SettingView = z.infer<typeof SettingView>
 
+/**
+ * Settings to save, by name. Every key must be a setting (own property): the check runs on the
+ * raw object because a zod record silently drops a `__proto__` key instead of refusing it.
+ */
+export const SettingChanges = z.preprocess(
+  (raw: Record<string, string>, ctx) => {
+    if (typeof raw === 'object' && raw !== null && !Array.isArray(raw))
+      for (const key of Object.keys(raw))
+        if (!isSettingName(key)) ctx.addIssue({ code: 'custom', message: 'unknown setting', path: [key], input: raw })
+    return raw
+  },
+  z.record(z.string(), z.string().max(4096)),
+)
+
 const port = z.coerce.number().int().min(1).max(65535)
 const hostLike = z.string().regex(/^[A-Za-z0-9._:-]*$/, 'host may hold letters, digits, dots, dashes and colons only')
 const userLike = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$|^$/, 'a POSIX user name')
@@ -160,6 +194,9 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   PUBLIC_URL: z.url({ protocol: /^https?$/ }),
   ADMIN_TOKEN: z.string().min(16, 'at least 16 characters'),
   CONSUMER_API_KEYS: z.string(),
+  TRUSTED_PROXIES: z.string().refine((v) => v.split(',').every((x) => x.trim() === '' || isAddressOrCidr(x.trim())), {
+    message: 'addresses or CIDRs, comma separated (e.g. 127.0.0.1, 10.0.0.0/8, fd00::/8)',
+  }),
   CHAT_UI_URL: z.url({ protocol: /^https?$/ }),
   NODE1_HOST: hostLike,
   NODE1_USER: userLike,
@@ -190,6 +227,8 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),
   SCRUB_TERMS: z.string(),
+  // Checked entry by entry by the gateway (gateway/speech.ts): a malformed entry is reported and skipped, not the whole list.
+  TTS_VOICE_ALIASES: z.string(),
   RATE_SOURCES: z
     .string()
     .refine(

@@ -14,6 +14,12 @@ export type HttpRoute = `${HttpVerb} /${string}`
  */
 export type ErrorStyle = 'control' | 'licensing' | 'openai'
 
+/**
+ * The named per-address limiters (core/limits.ts). A method names one in `limit`; `credential`
+ * counts failed credentials on every credentialed surface and is not named by methods.
+ */
+export type LimiterName = 'login' | 'credential' | 'public' | 'redeem' | 'health-event'
+
 export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   readonly summary: string
   readonly http: HttpRoute
@@ -26,8 +32,15 @@ export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   readonly httpOnly?: boolean
   /** Largest JSON body the method reads, in bytes (default 1 MiB); more answers 413. */
   readonly bodyLimit?: number
-  /** For methods that must always answer 200: the answer to a body that is not even JSON. */
-  readonly unreadableBodyAnswer?: unknown
+  /** The per-address limiter each call spends from, over every transport. */
+  readonly limit?: LimiterName
+  /**
+   * For methods that must always answer 200 (the Keysat clients' validate): the answer to input
+   * that is unreadable or fails the schema, instead of a 400.
+   */
+  readonly badInputAnswer?: z.output<O>
+  /** Likewise, the answer when the caller is over its `limit`, instead of a 429. */
+  readonly rateLimitedAnswer?: z.output<O>
 }
 
 /** Declares a method; `stream: true` is kept as a literal type so its handler must return an AsyncIterable. */
@@ -42,8 +55,12 @@ export type ContractTable = Record<string, MethodDef>
 /** What a handler is told about the call besides its input. */
 export interface CallContext {
   readonly via: 'http' | 'ipc'
-  /** Client address for rate limiting; undefined over IPC. */
+  /** Client address (after the trusted-proxy rule); undefined over IPC. */
   readonly clientIp?: string
+  /** What per-address limits count under (the address, or its IPv6 /64); undefined over IPC. */
+  readonly limitKey?: string
+  /** Response headers the pipeline adds over HTTP (RateLimit-*); ignored over IPC. */
+  readonly setHeaders?: (headers: Record<string, string>) => void
   /** Aborted when the caller goes away (HTTP client disconnect, IPC unsubscribe). */
   readonly signal: AbortSignal
   /** Begin or end an admin session. HTTP sets/clears the cookie; IPC is always the operator. */

@@ -55,10 +55,3 @@ export class ApiError extends Error {
 export const badInput = (message: string): ApiError => new ApiError('bad_input', message)
 export const notFound = (message: string): ApiError => new ApiError('not_found', message)
 export const conflict = (message: string): ApiError => new ApiError('conflict', message)
-
-/** The IPC error envelope; the preload turns it back into an Error with `code`. */
-export interface IpcEnvelope<T> {
-  ok: boolean
-  value?: T
-  error?: { code: string; message: string; status: number }
-}

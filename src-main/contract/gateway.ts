@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
+import { CollectionName } from './schemas'
 
 /**
  * The gateway's contract methods (DESIGN.md, The contract). The OpenAI-shaped /v1 proxies, the
@@ -59,8 +60,12 @@ export const DiarizedTranscript = z.object({
   models: z.object({ transcription: z.string(), diarization: z.string() }),
 })
 
-const Collection = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'collection must match ^[A-Za-z0-9_-]{1,64}$')
 const SessionId = z.string().min(1).max(128)
+/** Characters one scrub takes (1 MB of text), and one rehydrate (placeholders can be longer than what they replace). */
+const SCRUB_TEXT_MAX = 1_000_000
+const REHYDRATE_TEXT_MAX = 3_000_000
+/** Room for the longest text as JSON (non-ASCII characters take up to 3 bytes); a 4 MB body is refused with 413. */
+const SCRUB_BODY_LIMIT = 3 * 1024 * 1024
 
 export const PlaygroundChatEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('delta'), text: z.string() }),
@@ -78,20 +83,22 @@ export const gatewayContract = {
     summary:
       'Replace personal data and secrets with stable placeholders ([EMAIL_1]); pass session_id to keep numbering',
     http: 'POST /scrub',
-    input: z.object({ text: z.string().max(1_000_000), session_id: SessionId.optional() }),
+    bodyLimit: SCRUB_BODY_LIMIT,
+    input: z.object({ text: z.string().max(SCRUB_TEXT_MAX), session_id: SessionId.optional() }),
     output: z.object({ text: z.string(), session_id: z.string(), entities: z.array(ScrubEntity) }),
   }),
   rehydrate: method({
     summary: 'Put the originals back in (possibly LLM-rewritten) text; unknown session → 404',
     http: 'POST /rehydrate',
-    input: z.object({ text: z.string().max(4_000_000), session_id: SessionId }),
+    bodyLimit: SCRUB_BODY_LIMIT,
+    input: z.object({ text: z.string().max(REHYDRATE_TEXT_MAX), session_id: SessionId }),
     output: z.object({ text: z.string(), replaced: z.number() }),
   }),
   search: method({
     summary: 'Embed the query through EMBEDDINGS_URL and search the Qdrant-compatible store at VECTOR_URL',
     http: 'POST /api/search',
     input: z.object({
-      collection: Collection,
+      collection: CollectionName,
       query: z.string().min(1).max(8192),
       limit: z.number().int().min(1).max(100).default(10),
       model: z.string().max(200).optional(),
@@ -118,11 +125,13 @@ export const gatewayContract = {
     }),
   }),
   gatewayVoices: method({
-    summary: 'The tts voices (id and language tag), cached for a minute',
+    summary: 'The tts voices (id and language tag, cached for a minute) and the aliases /v1/audio/speech accepts',
     http: 'GET /api/gateway/voices',
     input: z.object({}),
     output: z.object({
       voices: z.array(z.object({ id: z.string(), language: z.string() })),
+      /** OpenAI voice names (alloy, echo, …) and other TTS_VOICE_ALIASES, with the voice each stands for. */
+      aliases: z.array(z.object({ alias: z.string(), voice: z.string(), source: z.enum(['setting', 'default']) })),
       error: z.string().nullable(),
     }),
   }),

@@ -3,6 +3,7 @@ import { systemContract } from './system'
 import { nodesContract } from './nodes'
 import { gatewayContract } from './gateway'
 import { licensingContract } from './licensing'
+import { eventsContract } from './events'
 
 /**
  * THE api contract: every method Tandem serves, over HTTP and IPC alike. Each domain keeps its
@@ -13,6 +14,7 @@ export const contract = {
   ...nodesContract,
   ...gatewayContract,
   ...licensingContract,
+  ...eventsContract,
 } satisfies ContractTable
 
 export type Contract = typeof contract

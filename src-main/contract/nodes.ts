@@ -1,9 +1,8 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
+import { MacAddress, NodeName, Port, SshHost } from './schemas'
 
 /** The nodes methods: hardware, connectivity, Wake-on-LAN, status and discovery, SSH identity. */
-
-export const NodeNameParam = z.string().max(64)
 
 export const GpuProcess = z.object({ pid: z.number(), name: z.string(), used_bytes: z.number() })
 
@@ -191,6 +190,30 @@ export const PublicKeyView = z.object({
 
 export const KnownHost = z.object({ name: z.string(), type: z.string(), fingerprint: z.string(), added_at: z.number() })
 
+/** An SSH key fingerprint as `ssh-keygen -l` prints it. */
+export const HostKeyFingerprint = z
+  .string()
+  .regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'an SSH key fingerprint (SHA256: and 43 base64 characters)')
+
+/** A host key a node presented that Tandem refused: changed, or not yet confirmed. */
+export const PresentedHostKey = z.object({
+  host: z.string(),
+  port: z.number(),
+  type: z.string(),
+  fingerprint: z.string(),
+  /** The key trusted before (a changed key); null when none is known. */
+  expected_fingerprint: z.string().nullable(),
+  seen_at: z.number(),
+})
+
+export const PendingHostKeys = z.object({
+  /** True once known_hosts.json was found unreadable: no new host key is trusted without confirmation. */
+  confirmation_required: z.boolean(),
+  /** Where the unreadable file was kept aside (null when it could not be moved or nothing happened). */
+  kept_as: z.string().nullable(),
+  pending: z.array(PresentedHostKey),
+})
+
 export const nodesContract = {
   getHardware: method({
     summary: 'Hardware snapshot of both nodes, probed in parallel over SSH (cached 4 s)',
@@ -213,13 +236,14 @@ export const nodesContract = {
   healthEvent: method({
     summary: 'Record a failure or recovery an outside app saw (a report; never changes state)',
     http: 'POST /api/health-event',
+    limit: 'health-event',
     input: HealthEventInput,
     output: z.object({ ok: z.literal(true), event: ReportEvent }),
   }),
   wakeNode: method({
     summary: 'Send a Wake-on-LAN packet to a node (from the other node over SSH, else broadcast)',
     http: 'POST /api/node/:name/wake',
-    input: z.object({ name: NodeNameParam, mac: z.string().max(64).optional() }),
+    input: z.object({ name: NodeName, mac: MacAddress.optional() }),
     output: WakeResult,
   }),
   getStatus: method({
@@ -250,13 +274,21 @@ export const nodesContract = {
     summary: "Forget a host's trusted key (after a node was reinstalled)",
     http: 'DELETE /api/ssh/known-hosts',
     input: z.object({
-      host: z
-        .string()
-        .min(1)
-        .max(253)
-        .regex(/^[A-Za-z0-9._:-]+$/),
-      port: z.coerce.number().int().min(1).max(65535).default(22),
+      host: SshHost,
+      port: Port.default(22),
     }),
     output: z.object({ forgotten: z.boolean() }),
+  }),
+  listPendingHostKeys: method({
+    summary: 'Host keys nodes presented that were refused (changed or not yet confirmed), to trust one',
+    http: 'GET /api/ssh/known-hosts/pending',
+    input: z.object({}),
+    output: PendingHostKeys,
+  }),
+  trustHostKey: method({
+    summary: 'Trust the host key a node presented, named by its fingerprint (refused if it is not the one presented)',
+    http: 'POST /api/ssh/known-hosts/trust',
+    input: z.object({ host: SshHost, port: Port.default(22), fingerprint: HostKeyFingerprint }),
+    output: z.object({ trusted: z.literal(true), name: z.string(), fingerprint: z.string() }),
   }),
 } satisfies ContractTable

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { method } from './define'
-import { SettingView } from '../config/schema'
+import { JobId } from './schemas'
+import { SettingChanges, SettingView } from '../config/schema'
 
 export const JobKind = z.enum(['download', 'update', 'prebuilt', 'swap'])
 export type JobKind = z.infer<typeof JobKind>
@@ -82,12 +83,30 @@ export type PublicConfig = z.infer<typeof PublicConfig>
 
 const Ok = z.object({ ok: z.literal(true) })
 
+/** A part of Tandem that can be off while the rest runs (e.g. licensing with an unreadable database). */
+export const ComponentHealth = z.object({
+  state: z.enum(['ok', 'degraded']),
+  /** Why it is degraded (no file paths: /api/health is open); null when ok. */
+  reason: z.string().nullable(),
+  /** What the operator can do about it; null when ok. */
+  remedy: z.string().nullable(),
+})
+export type ComponentHealth = z.infer<typeof ComponentHealth>
+
+export const HealthComponents = z.object({ licensing: ComponentHealth })
+export type HealthComponents = z.infer<typeof HealthComponents>
+
 export const systemContract = {
   health: method({
-    summary: 'Liveness: answers as soon as the HTTP server is up',
+    summary: 'Liveness (answers as soon as the HTTP server is up), with the state of parts that can be off',
     http: 'GET /api/health',
     input: z.object({}),
-    output: z.object({ ok: z.literal(true), version: z.string(), uptime_s: z.number() }),
+    output: z.object({
+      ok: z.literal(true),
+      version: z.string(),
+      uptime_s: z.number(),
+      components: HealthComponents,
+    }),
   }),
   getConfig: method({
     summary: 'Effective configuration, secrets masked, with the source of each value',
@@ -98,7 +117,7 @@ export const systemContract = {
   saveSettings: method({
     summary: 'Save settings to DATA_DIR/settings.json (values fixed by the environment are refused)',
     http: 'PUT /api/settings',
-    input: z.object({ values: z.record(z.string(), z.string().max(4096)) }),
+    input: z.object({ values: SettingChanges }),
     output: z.object({ saved: z.array(z.string()), restart_required: z.boolean() }),
   }),
   login: method({
@@ -130,7 +149,7 @@ export const systemContract = {
   getJob: method({
     summary: 'One job record',
     http: 'GET /api/jobs/:id',
-    input: z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
+    input: z.object({ id: JobId }),
     output: JobRecord,
   }),
   streamJob: method({
@@ -138,7 +157,7 @@ export const systemContract = {
     http: 'GET /api/jobs/:id/stream',
     stream: true,
     input: z.object({
-      id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+      id: JobId,
       after: z.coerce.number().int().min(0).optional(),
     }),
     output: JobEvent,
@@ -146,7 +165,7 @@ export const systemContract = {
   cancelJob: method({
     summary: 'Ask a running job to stop',
     http: 'POST /api/jobs/:id/cancel',
-    input: z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
+    input: z.object({ id: JobId }),
     output: JobRecord,
   }),
 }

@@ -1,17 +1,18 @@
-import type { Config } from '../config/load'
-import { settingsView, writeSettings } from '../config/load'
-import type { SettingName } from '../config/schema'
+import { stateDirs, type Config } from '../config/load'
 import type { Contract, ContractHandlers } from '../contract'
-import { ApiError } from '../contract/errors'
-import type { Handlers } from '../contract/define'
-import type { systemContract } from '../contract/system'
 import { JobRegistry } from '../jobs/registry'
-import { ensureAdminToken, secretEquals } from './adminToken'
+import { ensureAdminToken } from './adminToken'
+import { removeOrphanedTempFiles } from './files'
 import { systemClock, type Clock } from './clock'
-import { RateLimiter } from './rateLimit'
+import { Credentials } from './credentials'
+import type { AnyHandler, Dispatcher } from './invoke'
+import { Limits } from './limits'
+import { SessionStore } from './sessions'
+import { ServiceDirectory } from './serviceDirectory'
+import { systemHandlers } from './systemHandlers'
 import { createLogger, Redactor, type Logger } from './logger'
+import { EventBus, eventHandlers } from './events'
 import type { DomainModule } from './module'
-import { VERSION } from './version'
 import { createNodesModule } from '../nodes/module'
 import { createGatewayModule } from '../gateway/module'
 import { loggingDeepHealth } from '../gateway/deepHealth'
@@ -29,12 +30,17 @@ export interface Core {
   readonly clock: Clock
   readonly logger: Logger
   readonly jobs: JobRegistry
+  /** Push events (contract/events.ts): services publish, GET /api/events and IPC deliver. */
+  readonly events: EventBus
   readonly adminToken: string
   readonly adminTokenSource: 'setting' | 'file'
   readonly handlers: ContractHandlers
+  /** Handlers, limits and logger: what both transports dispatch contract calls through. */
+  readonly dispatcher: Dispatcher
   readonly modules: readonly DomainModule<Partial<Contract>>[]
-  /** Compares a presented credential with the admin token in constant time. */
-  isAdminToken(candidate: string): boolean
+  readonly limits: Limits
+  readonly credentials: Credentials
+  readonly sessions: SessionStore
   start(): Promise<void>
   stop(): Promise<void>
 }
@@ -44,74 +50,56 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const clock = opts.clock ?? systemClock
   const logger = opts.logger ?? createLogger({ redactor: new Redactor() })
   const redactor = logger.redactor
+  // Before anything writes: temp files an interrupted atomic write (kill -9) left behind.
+  for (const file of removeOrphanedTempFiles(stateDirs(config.paths)))
+    logger.info('removed the temp file of an interrupted write', { file })
   const admin = ensureAdminToken(config.adminToken, config.paths.adminTokenFile)
   redactor.add(admin.token)
   redactor.add(config.registryApiKey)
   for (const k of config.consumerApiKeys) redactor.add(k)
   for (const w of config.warnings) logger.warn(w)
 
-  const jobs = new JobRegistry(clock, redactor)
-  // Five failed logins per address, then one more every 12 s.
-  const loginLimiter = new RateLimiter({ capacity: 5, refillPerSecond: 1 / 12, clock })
-  const startedAt = clock.now()
-
-  const system: Handlers<typeof systemContract> = {
-    health: async () => ({ ok: true, version: VERSION, uptime_s: Math.round((clock.now() - startedAt) / 1000) }),
-    getConfig: async () => publicConfig(config),
-    saveSettings: async ({ values }) => {
-      const res = writeSettings(config, values as Partial<Record<SettingName, string>>)
-      if (res.errors.length > 0)
-        throw new ApiError('bad_input', res.errors.map((e) => `${e.name}: ${e.message}`).join('; '))
-      logger.info('settings saved', { names: res.saved })
-      return { saved: res.saved, restart_required: res.saved.length > 0 }
-    },
-    login: async ({ token }, ctx) => {
-      const who = ctx.clientIp ?? 'ipc'
-      if (loginLimiter.available(who) < 1) {
-        const wait = loginLimiter.retryAfterSeconds(who)
-        throw new ApiError('rate_limited', `too many failed logins; try again in ${wait} s`, {
-          headers: { 'Retry-After': String(wait) },
-        })
-      }
-      if (!secretEquals(token, admin.token)) {
-        loginLimiter.take(who)
-        logger.warn('failed login', { from: who })
-        throw new ApiError('unauthorized', 'wrong admin token')
-      }
-      loginLimiter.reset(who)
-      ctx.session.begin()
-      return { ok: true }
-    },
-    logout: async (_in, ctx) => {
-      ctx.session.end()
-      return { ok: true }
-    },
-    session: async (_in, ctx) => ({ authenticated: ctx.session.authenticated }),
-    listJobs: async ({ kind }) => jobs.list(kind),
-    getJob: async ({ id }) => jobs.get(id),
-    streamJob: ({ id, after }, ctx) => {
-      jobs.get(id) // 404 before the stream opens
-      return jobs.events(id, after ?? 0, ctx.signal)
-    },
-    cancelJob: async ({ id }) => jobs.cancel(id),
-  }
-
-  const shared = { config, clock, logger, jobs }
-  const nodes = await createNodesModule(shared)
+  const events = new EventBus(clock)
+  const jobs = new JobRegistry(clock, redactor, events)
+  const limits = new Limits({ clock, publicPerMinute: config.licensingRateLimit })
+  const credentials = new Credentials({
+    adminToken: admin.token,
+    consumerKeys: config.consumerApiKeys,
+    limits,
+    logger: logger.child('credentials'),
+  })
+  const sessions = new SessionStore({
+    file: config.paths.sessionsFile,
+    adminToken: admin.token,
+    clock,
+    logger: logger.child('sessions'),
+  })
+  const shared = { config, clock, logger, jobs, events, limits }
+  // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
+  const services = new ServiceDirectory(config)
+  const nodes = await createNodesModule({ ...shared, services })
   // Deep health (services domain) replaces this interim hook; it logs and records probe requests.
   const gateway = await createGatewayModule({
     ...shared,
-    nodes,
+    services,
     deepHealth: loggingDeepHealth(logger.child('deep-health'), nodes.connectivity, () => clock.now()),
   })
   const licensing = await createLicensingModule(shared)
   const modules = [nodes, gateway, licensing] as DomainModule<Partial<Contract>>[]
 
   const handlers = {
-    ...system,
+    ...systemHandlers({
+      config,
+      clock,
+      logger,
+      jobs,
+      credentials,
+      components: () => ({ licensing: licensing.health() }),
+    }),
     ...nodes.handlers,
     ...gateway.handlers,
     ...licensing.handlers,
+    ...eventHandlers(events),
   } satisfies ContractHandlers
 
   let started = false
@@ -120,11 +108,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     clock,
     logger,
     jobs,
+    events,
     adminToken: admin.token,
     adminTokenSource: admin.source,
     handlers,
+    dispatcher: { handlers: handlers as unknown as Record<string, AnyHandler>, limits, logger },
     modules,
-    isAdminToken: (candidate) => secretEquals(candidate, admin.token),
+    limits,
+    credentials,
+    sessions,
     async start() {
       for (const m of modules) await m.start?.()
       started = true
@@ -142,37 +134,5 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       }
       started = false
     },
-  }
-}
-
-function publicConfig(config: Config) {
-  const role = (t: { host: string; user: string; port: number } | null) => ({
-    host: t?.host ?? '',
-    user: t?.user ?? '',
-    ssh_port: t?.port ?? 22,
-    configured: t !== null,
-  })
-  const svc = (r: Config['asr']) => ({
-    host: r.ssh?.host ?? '',
-    user: r.ssh?.user ?? '',
-    container: r.container,
-    port: r.port,
-    configured: r.ssh !== null,
-  })
-  return {
-    name: 'Tandem' as const,
-    version: VERSION,
-    chat_ui_url: config.chatUiUrl,
-    public_url: config.publicUrl,
-    data_dir: config.paths.dataDir,
-    settings: settingsView(config),
-    roles: {
-      node1: role(config.nodes.node1),
-      node2: role(config.nodes.node2),
-      llm: { node: 'node1' as const, port: config.llm.port, container: config.llm.container },
-      asr: svc(config.asr),
-      tts: svc(config.tts),
-    },
-    warnings: [...config.warnings],
   }
 }

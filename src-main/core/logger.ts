@@ -1,6 +1,9 @@
 /**
- * Logging with one redaction filter. Every log line and every streamed job line passes through
- * `redact`, which removes registered secret values and anything shaped like a credential header.
+ * Logging with one redaction filter. Every log line, every streamed job line and every error
+ * message a caller sees passes through `redact`, which removes registered secret values,
+ * passwords inside URLs and anything shaped like a credential header. Structured fields are
+ * redacted value by value before they are serialised, so JSON escaping cannot hide a secret and a
+ * secret too short to match safely in free text is still caught as a whole value.
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 
@@ -9,17 +12,43 @@ const CREDENTIAL_PATTERNS: RegExp[] = [
   /\b(authorization|x-api-key|api[_-]?key|password|secret)(["']?\s*[:=]\s*["']?)[^\s"',;&]{4,}/gi,
 ]
 
+/** `scheme://user:password@host`: the password runs to the last `@` of the authority. */
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:@/?#"'<>]*):([^\s/?#"'<>]*)@/gi
+
+/** Field names whose string values are credentials whatever they hold. */
+const CREDENTIAL_FIELD = /(password|passwd|secret|token|api[_-]?key|apikey|authorization|cookie|private[_-]?key)$/i
+
+/** Free-text matching of shorter secrets would hit ordinary words. */
+const MIN_TEXT_SECRET = 6
+
+/** `scheme://user:pass@host` → `scheme://user:***@host`. */
+export function redactUrlCredentials(text: string): string {
+  return text.replace(URL_CREDENTIALS, (_m, scheme: string, user: string) => `${scheme}${user}:***@`)
+}
+
 export class Redactor {
   private secrets = new Set<string>()
+  /** Each text-matchable secret with its JSON-escaped forms, longest first. */
+  private patterns: string[] = []
 
-  /** Registers a value that must never appear in output. Short values are ignored (too many false hits). */
+  /** Registers a value that must never appear in output. */
   add(secret: string | null | undefined): void {
-    if (secret && secret.length >= 6) this.secrets.add(secret)
+    if (!secret || this.secrets.has(secret)) return
+    this.secrets.add(secret)
+    const forms = new Set<string>()
+    for (const s of this.secrets) {
+      if (s.length < MIN_TEXT_SECRET) continue
+      forms.add(s)
+      const escaped = JSON.stringify(s).slice(1, -1)
+      forms.add(escaped)
+      forms.add(escaped.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
+    }
+    this.patterns = [...forms].sort((a, b) => b.length - a.length)
   }
 
   redact(text: string): string {
     let out = text
-    for (const s of [...this.secrets].sort((a, b) => b.length - a.length)) {
+    for (const s of this.patterns) {
       if (out.includes(s)) out = out.split(s).join('***')
     }
     for (const re of CREDENTIAL_PATTERNS) {
@@ -27,6 +56,26 @@ export class Redactor {
         sep === undefined ? `${name} ***` : `${name}${sep}***`,
       )
     }
+    return redactUrlCredentials(out)
+  }
+
+  /**
+   * A copy of structured fields with every string redacted before serialisation: a registered
+   * secret as a whole value (any length), a value under a credential-like name, and the free-text
+   * rules on the rest. Errors become their redacted message.
+   */
+  redactFields(value: unknown, name = '', seen = new WeakSet<object>()): unknown {
+    if (typeof value === 'string') {
+      if (value !== '' && (this.secrets.has(value) || CREDENTIAL_FIELD.test(name))) return '***'
+      return this.redact(value)
+    }
+    if (value instanceof Error) return this.redactFields(value.message, name, seen)
+    if (typeof value !== 'object' || value === null) return value
+    if (seen.has(value)) return '[circular]'
+    seen.add(value)
+    if (Array.isArray(value)) return value.map((v) => this.redactFields(v, name, seen))
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(value)) out[k] = this.redactFields(v, k, seen)
     return out
   }
 }
@@ -59,7 +108,7 @@ export function createLogger(opts: {
   const now = opts.now ?? Date.now
   const emit = (scope: string | undefined, level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (levelRank[level] < min) return
-    const extra = fields && Object.keys(fields).length > 0 ? ' ' + safeJson(fields) : ''
+    const extra = fields && Object.keys(fields).length > 0 ? ' ' + safeJson(redactor.redactFields(fields)) : ''
     const line = `${new Date(now()).toISOString()} ${level.toUpperCase().padEnd(5)} ${scope ? `[${scope}] ` : ''}${msg}${extra}`
     sink.write(redactor.redact(line))
   }

@@ -21,4 +21,7 @@ export interface CoreDeps {
   readonly clock: import('./clock').Clock
   readonly logger: import('./logger').Logger
   readonly jobs: import('../jobs/registry').JobRegistry
+  /** The named per-address limiters (methods declare theirs; HTML pages use the same ones). */
+  readonly limits: import('./limits').Limits
+  readonly events: import('./events').EventBus
 }

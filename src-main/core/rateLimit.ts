@@ -33,6 +33,16 @@ export class RateLimiter {
     return tokens >= 1 ? 0 : Math.ceil((1 - tokens) / this.opts.refillPerSecond)
   }
 
+  /** What the standard RateLimit-* headers report for `key`: burst size, whole tokens left, seconds until full. */
+  state(key: string): { limit: number; remaining: number; resetS: number } {
+    const tokens = this.available(key)
+    return {
+      limit: this.opts.capacity,
+      remaining: Math.floor(tokens),
+      resetS: Math.ceil((this.opts.capacity - tokens) / this.opts.refillPerSecond),
+    }
+  }
+
   reset(key: string): void {
     this.buckets.delete(key)
   }

@@ -1,62 +1,94 @@
 import fs from 'node:fs'
+import type http from 'node:http'
 import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
+import busboy, { type Busboy, type Limits } from 'busboy'
 import { ApiError } from '../contract/errors'
+import { ClientGone } from '../http/body'
 
 /**
- * Multipart helpers that never hold an upload in memory: a scanner that finds where the file
- * part begins in a relayed body (so a missing `file` is refused before anything goes upstream),
- * and an encoder that builds an outgoing form around a file on disk.
+ * Multipart helpers that never hold an upload in memory: busboy reads incoming forms (to spool a
+ * file, or to find where the file part begins in a body relayed byte for byte), and an encoder
+ * builds an outgoing form around a file on disk.
  */
 
-/** The boundary of a `multipart/form-data` content type; 400 when the request is not one. */
-export function multipartBoundary(contentType: string | undefined): string {
-  const ct = contentType ?? ''
-  if (!/^multipart\/form-data\s*(;|$)/i.test(ct)) throw new ApiError('bad_input', 'expected a multipart/form-data body')
-  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(ct)
-  const b = m?.[1] ?? m?.[2]
-  if (!b) throw new ApiError('bad_input', 'multipart/form-data body without a boundary')
-  return b
+/** A busboy parser for a `multipart/form-data` request; 400 when the request is not one. */
+export function openMultipart(headers: http.IncomingHttpHeaders, limits: Limits): Busboy {
+  if (!/^multipart\/form-data\s*(;|$)/i.test(headers['content-type'] ?? ''))
+    throw new ApiError('bad_input', 'expected a multipart/form-data body')
+  try {
+    return busboy({ headers, limits })
+  } catch (err) {
+    throw new ApiError('bad_input', `unreadable multipart body: ${(err as Error).message}`)
+  }
 }
 
-export type ScanResult = 'need-more' | 'found' | 'overflow'
+export interface ScanOptions {
+  /** The file part to find (a part with this name and a filename). */
+  readonly field?: string
+  /** The file part must begin within this many bytes: text fields before it are small. */
+  readonly maxScan?: number
+  readonly signal?: AbortSignal
+}
 
 /**
- * Watches the start of a multipart body until the part named `field` (with a filename) appears.
- * Text fields before it are small, so at most `maxScan` bytes are ever held.
+ * Reads a multipart request until the headers of its `file` part have arrived, and returns every
+ * chunk read so far (the request is left paused, so the caller can relay the body byte for byte).
+ * A body without that part is refused (400) before anything goes upstream.
  */
-export class FilePartScanner {
-  private buf: Buffer = Buffer.alloc(0)
-  private readonly delimiter: Buffer
-  private searchFrom = 0
-  readonly fields: string[] = []
-
-  constructor(
-    boundary: string,
-    private readonly field = 'file',
-    private readonly maxScan = 1024 * 1024,
-  ) {
-    this.delimiter = Buffer.from(`--${boundary}`)
-  }
-
-  push(chunk: Buffer): ScanResult {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
-    for (;;) {
-      const at = this.buf.indexOf(this.delimiter, this.searchFrom)
-      if (at === -1) break
-      const headStart = at + this.delimiter.length
-      const headEnd = this.buf.indexOf('\r\n\r\n', headStart)
-      if (headEnd === -1) break
-      const head = this.buf.toString('latin1', headStart, headEnd)
-      const name = /;\s*name="([^"]*)"/i.exec(head)?.[1]
-      if (name !== undefined) {
-        this.fields.push(name)
-        if (name === this.field && /;\s*filename\*?=/i.test(head)) return 'found'
-      }
-      this.searchFrom = headEnd + 4
+export function scanForFilePart(req: http.IncomingMessage, opts: ScanOptions = {}): Promise<Buffer[]> {
+  const field = opts.field ?? 'file'
+  const maxScan = opts.maxScan ?? 1024 * 1024
+  const bb = openMultipart(req.headers, { fieldSize: maxScan })
+  const chunks: Buffer[] = []
+  const fields: string[] = []
+  let scanned = 0
+  return new Promise((resolve, reject) => {
+    let settled = false
+    const settle = (err: Error | null): void => {
+      if (settled) return
+      settled = true
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('close', onClose)
+      opts.signal?.removeEventListener('abort', onAbort)
+      req.pause()
+      if (err) reject(err)
+      else resolve(chunks)
     }
-    return this.buf.length > this.maxScan ? 'overflow' : 'need-more'
-  }
+    const onData = (c: Buffer): void => {
+      chunks.push(c)
+      scanned += c.length
+      bb.write(c)
+      if (!settled && scanned > maxScan)
+        settle(new ApiError('bad_input', `the '${field}' part must come within the first ${maxScan} bytes of the form`))
+    }
+    const onEnd = (): void => void bb.end()
+    const onClose = (): void => {
+      if (!req.complete) settle(new ClientGone())
+    }
+    const onAbort = (): void => settle(opts.signal?.reason instanceof Error ? opts.signal.reason : new ClientGone())
+    bb.on('field', (name: string) => fields.push(name))
+    bb.on('file', (name: string, stream: Readable) => {
+      stream.resume()
+      if (name !== field) {
+        fields.push(name)
+        return
+      }
+      settle(null)
+    })
+    bb.on('error', (err: Error) => settle(new ApiError('bad_input', `unreadable multipart body: ${err.message}`)))
+    bb.on('close', () =>
+      settle(
+        new ApiError('bad_input', `multipart field '${field}' is required (got: ${fields.join(', ') || 'no parts'})`),
+      ),
+    )
+    if (opts.signal?.aborted) return onAbort()
+    opts.signal?.addEventListener('abort', onAbort, { once: true })
+    req.on('data', onData)
+    req.once('end', onEnd)
+    req.once('close', onClose)
+  })
 }
 
 export interface FormFile {

@@ -4,6 +4,7 @@ import type { Logger } from '../core/logger'
 import type { Upstream } from './upstreams'
 import { callUpstream, MiB, parseJsonObject, passHeaders, readText, upstreamDetail, UpstreamUnreachable } from './wire'
 import { readBody } from '../http/body'
+import { sendError } from '../http/respond'
 
 /**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
@@ -83,6 +84,8 @@ export async function forwardJson(
   }
 
   const isSse = streaming || String(upRes.headers['content-type'] ?? '').startsWith('text/event-stream')
+  // An upstream's error answer: in OpenAI's shape, so the official clients show its message.
+  if (!isSse && status >= 400) return answerUpstreamError(res, upRes, up).finally(done)
   if (isSse) opts.onStreamed?.()
   res.writeHead(status, isSse ? { ...passHeaders(upRes, ['content-length']), ...sseHeaders() } : passHeaders(upRes))
   if (isSse) res.flushHeaders()
@@ -167,14 +170,33 @@ export function sseHeaders(): http.OutgoingHttpHeaders {
   }
 }
 
-/** The upstream's error as an OpenAI-style `{error: {...}}` object (the shape the openai client raises). */
-export function errorEventData(status: number, text: string, upstream: string): string {
+/** An upstream's error answer in OpenAI's shape; passed on as it is when it already has that shape. */
+async function answerUpstreamError(res: http.ServerResponse, upRes: http.IncomingMessage, up: Upstream): Promise<void> {
+  const status = upRes.statusCode ?? 502
+  const text = await readText(upRes).catch(() => '')
+  if (hasErrorObject(text)) {
+    res.writeHead(status, passHeaders(upRes, ['content-length']))
+    res.end(text)
+    return
+  }
+  const detail = `${up.name} answered HTTP ${status}: ${upstreamDetail(text)}`
+  sendError(res, new ApiError('upstream_error', detail, { status }), 'openai')
+}
+
+/** True when a body is already OpenAI's error shape: a JSON object with an `error` object. */
+function hasErrorObject(text: string): boolean {
   try {
     const v = JSON.parse(text) as { error?: unknown }
-    if (v && typeof v === 'object' && v.error && typeof v.error === 'object') return JSON.stringify(v)
+    return v !== null && typeof v === 'object' && v.error !== null && typeof v.error === 'object'
   } catch {
-    // not JSON: wrap it below
+    return false
   }
+}
+
+/** The upstream's error as an OpenAI-style `{error: {...}}` object (the shape the openai client raises). */
+export function errorEventData(status: number, text: string, upstream: string): string {
+  // Re-serialised: an SSE data line must not contain the body's own line breaks.
+  if (hasErrorObject(text)) return JSON.stringify(JSON.parse(text))
   return JSON.stringify({
     error: {
       message: `${upstream} answered HTTP ${status}: ${upstreamDetail(text)}`,

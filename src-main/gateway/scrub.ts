@@ -1,225 +1,25 @@
-import net from 'node:net'
 import { randomUUID } from 'node:crypto'
+import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
+import {
+  detectSliced,
+  drain,
+  finishSliced,
+  SLICE_CHARS,
+  SLICE_ITEMS,
+  type EntityType,
+  type Finding,
+  type Work,
+} from './scrubDetect'
+
+export { detect, entropy, ibanValid, luhnValid, type EntityType, type Finding } from './scrubDetect'
 
 /**
- * The redaction gateway (spec 1, 1.12): finds personal data and secrets in text, swaps each for a
- * stable placeholder (`[EMAIL_1]`: the same value always gets the same one within a session) and
- * puts the originals back later, also inside text an LLM has rewritten around the placeholders.
+ * The redaction gateway (spec 1, 1.12): swaps each finding for a stable placeholder (`[EMAIL_1]`:
+ * the same value always gets the same one within a session) and puts the originals back later,
+ * also inside text an LLM has rewritten around the placeholders. Texts longer than one slice are
+ * worked through in slices with the event loop served in between.
  */
-export type EntityType = 'EMAIL' | 'PHONE' | 'IP' | 'CARD' | 'IBAN' | 'SECRET' | 'TERM'
-
-export interface Finding {
-  readonly type: EntityType
-  readonly start: number
-  readonly end: number
-  readonly value: string
-}
-
-/** Luhn checksum (payment cards). */
-export function luhnValid(digits: string): boolean {
-  if (!/^\d{12,19}$/.test(digits)) return false
-  let sum = 0
-  for (let i = 0; i < digits.length; i++) {
-    let d = digits.charCodeAt(digits.length - 1 - i) - 48
-    if (i % 2 === 1) {
-      d *= 2
-      if (d > 9) d -= 9
-    }
-    sum += d
-  }
-  return sum % 10 === 0
-}
-
-/** Lengths of IBANs by country (ISO 13616 registry), for the countries most seen. */
-const IBAN_LENGTH: Record<string, number> = {
-  AD: 24,
-  AE: 23,
-  AT: 20,
-  BA: 20,
-  BE: 16,
-  BG: 22,
-  BH: 22,
-  BR: 29,
-  CH: 21,
-  CY: 28,
-  CZ: 24,
-  DE: 22,
-  DK: 18,
-  EE: 20,
-  ES: 24,
-  FI: 18,
-  FO: 18,
-  FR: 27,
-  GB: 22,
-  GE: 22,
-  GI: 23,
-  GL: 18,
-  GR: 27,
-  HR: 21,
-  HU: 28,
-  IE: 22,
-  IL: 23,
-  IS: 26,
-  IT: 27,
-  KW: 30,
-  KZ: 20,
-  LB: 28,
-  LI: 21,
-  LT: 20,
-  LU: 20,
-  LV: 21,
-  MC: 27,
-  MD: 24,
-  ME: 22,
-  MK: 19,
-  MT: 31,
-  MU: 30,
-  NL: 18,
-  NO: 15,
-  PK: 24,
-  PL: 28,
-  PS: 29,
-  PT: 25,
-  QA: 29,
-  RO: 24,
-  RS: 22,
-  SA: 24,
-  SE: 24,
-  SI: 19,
-  SK: 24,
-  SM: 27,
-  TN: 24,
-  TR: 26,
-  UA: 29,
-  VG: 24,
-  XK: 20,
-}
-
-/** ISO 7064 mod-97-10 check of an IBAN (spaces removed, upper case). */
-export function ibanValid(iban: string): boolean {
-  if (!/^[A-Z]{2}\d{2}[A-Z0-9]{10,30}$/.test(iban)) return false
-  const len = IBAN_LENGTH[iban.slice(0, 2)]
-  if (len !== undefined && iban.length !== len) return false
-  const moved = iban.slice(4) + iban.slice(0, 4)
-  let rem = 0
-  for (const ch of moved) {
-    const v = ch >= 'A' ? String(ch.charCodeAt(0) - 55) : ch
-    for (const d of v) rem = (rem * 10 + (d.charCodeAt(0) - 48)) % 97
-  }
-  return rem === 1
-}
-
-/** Shannon entropy in bits per character. */
-export function entropy(s: string): number {
-  const counts = new Map<string, number>()
-  for (const ch of s) counts.set(ch, (counts.get(ch) ?? 0) + 1)
-  let h = 0
-  for (const c of counts.values()) {
-    const p = c / s.length
-    h -= p * Math.log2(p)
-  }
-  return h
-}
-
-/** Secrets recognised by their issuer's prefix. */
-const SECRET_PATTERNS: RegExp[] = [
-  /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{16,8192}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----/g,
-  /\bsk-(?:proj-|ant-(?:api\d{2}-)?|svcacct-)?[A-Za-z0-9_-]{20,200}/g,
-  /\bgh[pousr]_[A-Za-z0-9]{36,255}\b/g,
-  /\bgithub_pat_[A-Za-z0-9_]{22,255}\b/g,
-  /\bglpat-[A-Za-z0-9_-]{20,}\b/g,
-  /\bxox[abprs]-[A-Za-z0-9-]{10,200}\b/g,
-  /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g,
-  /\bAIza[0-9A-Za-z_-]{35}\b/g,
-  /\bhf_[A-Za-z0-9]{30,}\b/g,
-  /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b/g,
-  /\bwhsec_[A-Za-z0-9+/=]{24,}/g,
-  /\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}\b/g,
-  /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b/g,
-]
-
-const EMAIL = /[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b/g
-/** `name@2x.png` is a file name: an "email" whose top-level domain is a common file extension. */
-const FILE_EXTENSION = /\.(?:png|jpe?g|gif|svg|webp|bmp|ico|pdf|txt|js|mjs|ts|css|html?|json|ya?ml|wav|mp3|mp4)$/i
-const IPV4 = /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)/g
-const IPV6_CANDIDATE = /(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])/g
-const CARD = /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g
-const IBAN = /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}\b/g
-const PHONE = new RegExp(
-  [
-    /(?<![\w+])\+\d{1,3}(?:[ .-](?:\(\d{1,4}\)|\d{1,4})){2,6}(?!\w)/.source, // international, grouped
-    /(?<![\w+])\+\d{8,15}\b/.source, // international, compact
-    /(?<![\w+])(?:\(\d{2,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,3}(?!\w)/.source, // national, grouped
-    /(?<![\w+])0\d{2,4}[ /-]\d{4,8}(?!\w)/.source, // national with a trunk prefix: 030 1234567
-  ].join('|'),
-  'g',
-)
-const TOKEN = /(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{24,512}={0,2}(?![A-Za-z0-9+/_=-])/g
-
-function* matches(re: RegExp, text: string): Generator<RegExpExecArray> {
-  re.lastIndex = 0
-  let m: RegExpExecArray | null
-  while ((m = re.exec(text)) !== null) {
-    yield m
-    if (m[0].length === 0) re.lastIndex++
-  }
-}
-
-function phoneLike(s: string): boolean {
-  const digits = s.replace(/\D/g, '')
-  // Seven-digit local numbers are left alone: too many counts and codes look like them.
-  if (digits.length < 8 || digits.length > 15) return false
-  // A range of years is not a phone number.
-  if (/^(?:19|20)\d\d-(?:19|20)\d\d$/.test(s)) return false
-  // Dates and times are not phone numbers.
-  if (/^\d{4}-\d{2}-\d{2}$/.test(s) || /^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$/.test(s)) return false
-  const groups = s.split(/[ .-]/)
-  // A bare run of dot-separated groups is a version or decimal, not a phone, unless it starts with '+' or '('.
-  if (!/^[+(]/.test(s) && /\./.test(s) && !/^\d{3}\.\d{3}\.\d{4}$/.test(s)) return false
-  return groups.length >= 2 || s.startsWith('+')
-}
-
-function highEntropySecret(s: string): boolean {
-  if (!/[a-z]/.test(s) || !/[A-Z]/.test(s) || !/\d/.test(s)) return false
-  if (/^[A-Za-z]+(?:[-_][A-Za-z]+)+$/.test(s)) return false
-  return entropy(s) >= 4.0
-}
-
-/** Every finding in `text`, without overlaps, in text order. */
-export function detect(text: string, terms: readonly string[] = []): Finding[] {
-  const found: (Finding & { rank: number })[] = []
-  const add = (type: EntityType, start: number, value: string, rank: number): void => {
-    found.push({ type, start, end: start + value.length, value, rank })
-  }
-  for (const re of SECRET_PATTERNS) for (const m of matches(re, text)) add('SECRET', m.index, m[0], 0)
-  for (const m of matches(EMAIL, text)) if (!FILE_EXTENSION.test(m[0])) add('EMAIL', m.index, m[0], 1)
-  for (const m of matches(IBAN, text)) {
-    const compact = m[0].replace(/ /g, '')
-    if (ibanValid(compact)) add('IBAN', m.index, m[0], 2)
-  }
-  for (const m of matches(CARD, text)) if (luhnValid(m[0].replace(/\D/g, ''))) add('CARD', m.index, m[0], 3)
-  for (const m of matches(IPV4, text)) add('IP', m.index, m[0], 4)
-  for (const m of matches(IPV6_CANDIDATE, text))
-    if (net.isIPv6(m[0]) && m[0].replace(/:/g, '') !== '') add('IP', m.index, m[0], 4)
-  for (const m of matches(PHONE, text)) if (phoneLike(m[0])) add('PHONE', m.index, m[0], 5)
-  for (const m of matches(TOKEN, text)) if (highEntropySecret(m[0])) add('SECRET', m.index, m[0], 6)
-  for (const term of terms) {
-    const t = term.trim()
-    if (t === '') continue
-    const escaped = t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-    const re = new RegExp(`${/^\w/.test(t) ? '\\b' : ''}${escaped}${/\w$/.test(t) ? '\\b' : ''}`, 'giu')
-    for (const m of matches(re, text)) add('TERM', m.index, m[0], 7)
-  }
-  // Specific detectors win over generic ones where matches overlap; then earlier and longer.
-  found.sort((a, b) => a.rank - b.rank || a.start - b.start || b.end - b.start - (a.end - a.start))
-  const out: Finding[] = []
-  for (const f of found) {
-    if (out.some((o) => f.start < o.end && o.start < f.end)) continue
-    out.push({ type: f.type, start: f.start, end: f.end, value: f.value })
-  }
-  return out.sort((a, b) => a.start - b.start)
-}
 
 /** The identity of a value for placeholder reuse: the same email in another case is the same email. */
 function canonical(type: EntityType, value: string): string {
@@ -237,14 +37,23 @@ function canonical(type: EntityType, value: string): string {
   }
 }
 
-interface Session {
+/** What a session costs beyond its values, and what each stored value costs besides its characters. */
+const SESSION_BYTES = 512
+const ENTRY_BYTES = 160
+
+/** The values of a session, by type: the canonical form → placeholder number, and number → original. */
+interface Store {
+  readonly numbers: Map<EntityType, Map<string, number>>
+  /** `originals.get(type)[n - 1]` is what `[TYPE_n]` stands for (first seen). */
+  readonly originals: Map<EntityType, string[]>
+}
+
+interface Session extends Store {
   readonly id: string
-  /** `type:canonical` → placeholder. */
-  readonly byValue: Map<string, string>
-  /** placeholder → original value (first seen). */
-  readonly byPlaceholder: Map<string, string>
-  readonly counters: Map<EntityType, number>
   lastUsed: number
+  bytes: number
+  /** Distinct values held. */
+  count: number
 }
 
 export interface ScrubResult {
@@ -253,84 +62,221 @@ export interface ScrubResult {
   entities: { type: EntityType; placeholder: string; start: number; end: number }[]
 }
 
-export class SessionNotFound extends Error {}
+/** An unknown, expired or evicted session: the caller starts a new one. */
+export class SessionNotFound extends ApiError {
+  constructor(id: string) {
+    super('not_found', `unknown or expired session_id ${JSON.stringify(id.slice(0, 64))}`)
+  }
+}
+
+export interface ScrubLimits {
+  /** Distinct values one session may hold; more is refused (413 for a new session, 409 for an existing one). */
+  readonly maxPlaceholdersPerSession: number
+  /** Estimated memory all sessions may hold; past it the least recently used sessions are dropped. */
+  readonly maxBytes: number
+}
+
+export const DEFAULT_SCRUB_LIMITS: ScrubLimits = {
+  // Any 1 MB text fits: its densest findings are about 7 characters apart.
+  maxPlaceholdersPerSession: 200_000,
+  maxBytes: 256 * 1024 * 1024,
+}
+
+const emptyStore = (): Store => ({ numbers: new Map(), originals: new Map() })
+
+function ensure<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let v = map.get(key)
+  if (v === undefined) {
+    v = make()
+    map.set(key, v)
+  }
+  return v
+}
+
+/** One type's share of a plan: what the session knows, what the scrub adds, and the labels made so far. */
+interface TypePlan {
+  readonly known: ReadonlyMap<string, number> | undefined
+  readonly fresh: Map<string, number>
+  readonly originals: string[]
+  /** Values of this type the session held before. */
+  readonly before: number
+  readonly labels: string[]
+}
+
+function typePlan(type: EntityType, session: Session | null, added: Store): TypePlan {
+  const fresh = new Map<string, number>()
+  const originals: string[] = []
+  added.numbers.set(type, fresh)
+  added.originals.set(type, originals)
+  return {
+    known: session?.numbers.get(type),
+    fresh,
+    originals,
+    before: session?.originals.get(type)?.length ?? 0,
+    labels: [],
+  }
+}
+
+/** The placeholders a scrub uses: new values go to `added` (the new session itself, or what an existing one gains). */
+interface Plan {
+  readonly names: string[]
+  readonly added: Store
+  readonly count: number
+  readonly bytes: number
+}
 
 /**
  * Scrub sessions, in memory only (originals never touch the disk). A session lives `ttlMs` after
- * its last use; past `cap` sessions the least recently used one is dropped.
+ * its last use. Past `cap` live sessions, or past the memory budget, the least recently used
+ * sessions are dropped (their ids then answer 404), so a flood of new sessions never refuses
+ * service to the next caller; one session's size is capped and refused beyond.
  */
 export class ScrubSessions {
   private readonly sessions = new Map<string, Session>()
+  /** The scrub currently adding to each session (see planInto). */
+  private readonly turns = new Map<string, Promise<unknown>>()
+  private readonly limits: ScrubLimits
+  private bytes = 0
 
   constructor(
     private readonly clock: Clock,
     private readonly terms: readonly string[] = [],
     private readonly ttlMs = 60 * 60 * 1000,
     private readonly cap = 10_000,
-  ) {}
+    limits: Partial<ScrubLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_SCRUB_LIMITS, ...limits }
+  }
 
-  scrub(text: string, sessionId?: string): ScrubResult {
+  async scrub(text: string, sessionId?: string): Promise<ScrubResult> {
     this.expire()
-    const session = sessionId ? this.touch(sessionId) : this.create()
-    const findings = detect(text, this.terms)
-    let out = ''
-    let at = 0
-    const entities: ScrubResult['entities'] = []
-    for (const f of findings) {
-      const key = `${f.type}:${canonical(f.type, f.value)}`
-      let placeholder = session.byValue.get(key)
-      if (!placeholder) {
-        const n = (session.counters.get(f.type) ?? 0) + 1
-        session.counters.set(f.type, n)
-        placeholder = `[${f.type}_${n}]`
-        session.byValue.set(key, placeholder)
-        session.byPlaceholder.set(placeholder, f.value)
-      }
-      out += text.slice(at, f.start) + placeholder
-      at = f.end
-      entities.push({ type: f.type, placeholder, start: f.start, end: f.end })
-    }
-    out += text.slice(at)
+    if (sessionId !== undefined) this.touch(sessionId)
+    const big = text.length > SLICE_CHARS
+    const findings = await run(detectSliced(text, this.terms), big)
+    const { session, plan } =
+      sessionId === undefined ? await this.planNew(findings, big) : await this.planInto(sessionId, findings, big)
+    const [out, entities] = await run(rewrite(text, findings, plan.names), big)
     return { text: out, session_id: session.id, entities }
   }
 
   /** Puts originals back wherever a placeholder appears, tolerating case and inner spaces an LLM may add. */
-  rehydrate(text: string, sessionId: string): { text: string; replaced: number } {
+  async rehydrate(text: string, sessionId: string): Promise<{ text: string; replaced: number }> {
     this.expire()
     const session = this.touch(sessionId)
-    let replaced = 0
-    const out = text.replace(/\[\s*([A-Za-z]+)_(\d{1,6})\s*\]/g, (whole, type: string, n: string) => {
-      const original = session.byPlaceholder.get(`[${type.toUpperCase()}_${Number(n)}]`)
-      if (original === undefined) return whole
-      replaced++
-      return original
-    })
-    return { text: out, replaced }
+    return run(restore(text, session.originals), text.length > SLICE_CHARS)
   }
 
   get size(): number {
     return this.sessions.size
   }
 
-  private create(): Session {
-    const s: Session = {
-      id: randomUUID(),
-      byValue: new Map(),
-      byPlaceholder: new Map(),
-      counters: new Map(),
-      lastUsed: this.clock.now(),
+  /** A new session: nobody else can see it until it is stored. */
+  private async planNew(findings: readonly Finding[], big: boolean): Promise<{ session: Session; plan: Plan }> {
+    const plan = await run(this.plan(null, findings), big)
+    const session = this.create(plan.added)
+    this.commit(session, plan, false)
+    return { session, plan }
+  }
+
+  /**
+   * Adds to an existing session. Plans yield, so scrubs into one session take turns: each plans
+   * against what the one before it stored.
+   */
+  private planInto(id: string, findings: readonly Finding[], big: boolean): Promise<{ session: Session; plan: Plan }> {
+    const turn = (this.turns.get(id) ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(async () => {
+        const session = this.touch(id)
+        const plan = await run(this.plan(session, findings), big)
+        // Evicted or expired while planning: storing into it would hand back an id that answers 404.
+        if (this.sessions.get(id) !== session) throw new SessionNotFound(id)
+        this.commit(session, plan, true)
+        return { session, plan }
+      })
+    this.turns.set(id, turn)
+    const clear = (): void => {
+      if (this.turns.get(id) === turn) this.turns.delete(id)
     }
+    turn.then(clear, clear)
+    return turn
+  }
+
+  /** Assigns a placeholder to each finding; refuses, before storing anything, a session that would grow past its cap. */
+  private *plan(session: Session | null, findings: readonly Finding[]): Work<Plan> {
+    const added = emptyStore()
+    const byType = new Map<EntityType, TypePlan>()
+    const names: string[] = []
+    let count = 0
+    let bytes = 0
+    for (const f of findings) {
+      let t = byType.get(f.type)
+      if (t === undefined) {
+        t = typePlan(f.type, session, added)
+        byType.set(f.type, t)
+      }
+      const value = canonical(f.type, f.value)
+      let n = t.known?.get(value) ?? t.fresh.get(value)
+      if (n === undefined) {
+        t.originals.push(f.value)
+        n = t.before + t.originals.length
+        t.fresh.set(value, n)
+        count++
+        bytes += ENTRY_BYTES + 2 * (value.length + f.value.length)
+      }
+      names.push((t.labels[n] ??= `[${f.type}_${n}]`))
+      if (names.length % SLICE_ITEMS === 0) yield
+    }
+    this.refuseOverCap(session, count, bytes)
+    return { names, added, count, bytes }
+  }
+
+  private refuseOverCap(session: Session | null, count: number, bytes: number): void {
+    const held = session?.count ?? 0
+    const max = this.limits.maxPlaceholdersPerSession
+    const tooMany = held + count > max
+    const tooBig = (session?.bytes ?? SESSION_BYTES) + bytes > this.limits.maxBytes
+    if (!tooMany && !tooBig) return
+    if (session === null)
+      throw new ApiError(
+        'payload_too_large',
+        tooMany
+          ? `this text holds ${count} distinct values; one scrub session holds at most ${max}: split the text`
+          : 'the values in this text need more memory than the scrub budget allows: split the text',
+      )
+    throw new ApiError(
+      'conflict',
+      `scrub session is full (${held} placeholders, at most ${max} and a bounded memory budget); start a new session by omitting session_id`,
+    )
+  }
+
+  private commit(session: Session, plan: Plan, merge: boolean): void {
+    if (merge) {
+      for (const [type, fresh] of plan.added.numbers) {
+        const numbers = ensure(session.numbers, type, () => new Map<string, number>())
+        for (const [value, n] of fresh) numbers.set(value, n)
+      }
+      for (const [type, originals] of plan.added.originals) {
+        const into = ensure(session.originals, type, (): string[] => [])
+        for (const v of originals) into.push(v)
+      }
+    }
+    session.count += plan.count
+    session.bytes += plan.bytes
+    this.bytes += plan.bytes
+    this.evict(session.id)
+  }
+
+  /** A new session holding `store` (values are counted in by `commit`). */
+  private create(store: Store): Session {
+    const s: Session = { id: randomUUID(), ...store, lastUsed: this.clock.now(), bytes: SESSION_BYTES, count: 0 }
     this.sessions.set(s.id, s)
-    while (this.sessions.size > this.cap) {
-      const oldest = this.sessions.keys().next().value as string
-      this.sessions.delete(oldest)
-    }
+    this.bytes += s.bytes
     return s
   }
 
   private touch(id: string): Session {
     const s = this.sessions.get(id)
-    if (!s) throw new SessionNotFound(`unknown or expired session_id ${JSON.stringify(id.slice(0, 64))}`)
+    if (!s) throw new SessionNotFound(id)
     s.lastUsed = this.clock.now()
     // Re-insert so Map order stays least-recently-used first.
     this.sessions.delete(id)
@@ -338,11 +284,78 @@ export class ScrubSessions {
     return s
   }
 
+  private drop(id: string): void {
+    const s = this.sessions.get(id)
+    if (!s) return
+    this.sessions.delete(id)
+    this.bytes -= s.bytes
+  }
+
+  /** Drops the least recently used sessions, never `keep`, until the count and memory caps hold. */
+  private evict(keep: string): void {
+    for (const id of this.sessions.keys()) {
+      if (this.sessions.size <= this.cap && this.bytes <= this.limits.maxBytes) return
+      if (id !== keep) this.drop(id)
+    }
+  }
+
   private expire(): void {
     const now = this.clock.now()
     for (const [id, s] of this.sessions) {
       if (now - s.lastUsed <= this.ttlMs) break
-      this.sessions.delete(id)
+      this.drop(id)
     }
   }
+}
+
+/** Work on a small text is done at once; on a larger one in slices, with the event loop served in between. */
+function run<T>(work: Work<T>, big: boolean): Promise<T> {
+  return big ? finishSliced(work) : Promise.resolve(drain(work))
+}
+
+/** The text with each finding replaced by its placeholder, and the list of what was replaced. */
+function* rewrite(
+  text: string,
+  findings: readonly Finding[],
+  names: readonly string[],
+): Work<[string, ScrubResult['entities']]> {
+  const entities: ScrubResult['entities'] = []
+  let out = ''
+  let at = 0
+  for (let i = 0; i < findings.length; i++) {
+    const f = findings[i]!
+    out += text.slice(at, f.start) + names[i]!
+    at = f.end
+    entities.push({ type: f.type, placeholder: names[i]!, start: f.start, end: f.end })
+    if (i % SLICE_ITEMS === SLICE_ITEMS - 1) yield
+  }
+  return [out + text.slice(at), entities]
+}
+
+/** A placeholder as an LLM may echo it: `[EMAIL_1]`, `[email_1]`, `[ EMAIL_1 ]`. */
+const PLACEHOLDER = /\[\s{0,8}([A-Za-z]{1,16})_(\d{1,6})\s{0,8}\]/g
+
+function* restore(
+  text: string,
+  originals: ReadonlyMap<EntityType, readonly string[]>,
+): Work<{ text: string; replaced: number }> {
+  const re = new RegExp(PLACEHOLDER.source, PLACEHOLDER.flags)
+  const parts: string[] = []
+  let at = 0
+  let replaced = 0
+  let mark = 0
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const original = originals.get(m[1]!.toUpperCase() as EntityType)?.[Number(m[2]) - 1]
+    if (original !== undefined) {
+      parts.push(text.slice(at, m.index), original)
+      at = m.index + m[0].length
+      replaced++
+    }
+    if (re.lastIndex - mark >= SLICE_CHARS) {
+      mark = re.lastIndex
+      yield
+    }
+  }
+  parts.push(text.slice(at))
+  return { text: parts.join(''), replaced }
 }

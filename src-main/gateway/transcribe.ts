@@ -4,12 +4,12 @@ import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import { DiarizedTranscript } from '../contract/gateway'
 import type { Logger } from '../core/logger'
-import { encodeMultipart, FilePartScanner, multipartBoundary, type FormFile } from './multipart'
+import { encodeMultipart, scanForFilePart, type FormFile } from './multipart'
+import { guardIdle, idleTimeout, tooLarge } from './uploads'
 import type { Upstream } from './upstreams'
 import { groupWords, type SpeakerBlock } from './words'
 import {
   callUpstream,
-  MiB,
   passHeaders,
   pipeResponse,
   readText,
@@ -35,6 +35,8 @@ export function asrWedged(status: number, detail: string, onWedged: (reason: str
 export interface RelayOptions {
   readonly path: string
   readonly maxBytes: number
+  /** No upload bytes for this long → 408 (see guardIdle). */
+  readonly idleMs: number
   readonly timeoutMs: number
   readonly logger: Logger
   onWedged(reason: string): void
@@ -42,7 +44,7 @@ export interface RelayOptions {
 
 /**
  * Relays a multipart upload to the asr byte for byte (every field, repeated ones included),
- * streaming: only the text fields before the file part are held while the scanner checks that a
+ * streaming: only the text fields before the file part are held while busboy checks that a
  * `file` is present. A body without one is refused before anything goes upstream.
  */
 export async function relayUpload(
@@ -51,12 +53,10 @@ export async function relayUpload(
   asr: Upstream,
   opts: RelayOptions,
 ): Promise<void> {
-  const boundary = multipartBoundary(req.headers['content-type'])
   const declared = Number(req.headers['content-length'] ?? NaN)
   if (Number.isFinite(declared) && declared > opts.maxBytes) throw tooLarge(opts.maxBytes)
-  const head = await readUntilFilePart(req, boundary)
-
   const ac = new AbortController()
+  const idle = guardIdle(req, opts.idleMs, () => ac.abort(idleTimeout(opts.idleMs)))
   const onClientGone = (): void => {
     if (!res.writableFinished) ac.abort(new ClientGone())
   }
@@ -66,29 +66,33 @@ export async function relayUpload(
     opts.timeoutMs,
   )
   timer.unref()
-
-  let sent = 0
-  let overLimit = false
-  const counter = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      sent += chunk.length
-      if (sent > opts.maxBytes) {
-        overLimit = true
-        ac.abort(tooLarge(opts.maxBytes))
-        return cb(tooLarge(opts.maxBytes))
-      }
-      cb(null, chunk)
-    },
-  })
-  const body = new PassThrough({ highWaterMark: 256 * 1024 })
-  body.pipe(counter)
-  for (const c of head) body.write(c)
-  req.pipe(body)
-  req.resume()
-
-  const headers: http.OutgoingHttpHeaders = { 'content-type': req.headers['content-type'], accept: 'application/json' }
-  if (Number.isFinite(declared)) headers['content-length'] = declared
+  let body: PassThrough | null = null
   try {
+    const head = await scanForFilePart(req, { signal: ac.signal })
+    let sent = 0
+    let overLimit = false
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        sent += chunk.length
+        if (sent > opts.maxBytes) {
+          overLimit = true
+          ac.abort(tooLarge(opts.maxBytes))
+          return cb(tooLarge(opts.maxBytes))
+        }
+        cb(null, chunk)
+      },
+    })
+    body = new PassThrough({ highWaterMark: 256 * 1024 })
+    body.pipe(counter)
+    for (const c of head) body.write(c)
+    req.pipe(body)
+    req.resume()
+
+    const headers: http.OutgoingHttpHeaders = {
+      'content-type': req.headers['content-type'],
+      accept: 'application/json',
+    }
+    if (Number.isFinite(declared)) headers['content-length'] = declared
     let upRes: http.IncomingMessage
     try {
       upRes = await callUpstream(asr, { method: 'POST', path: opts.path, headers, body: counter, signal: ac.signal })
@@ -102,52 +106,11 @@ export async function relayUpload(
     res.writeHead(status, passHeaders(upRes))
     await pipeResponse(upRes, res)
   } finally {
+    idle.dispose()
     clearTimeout(timer)
     res.off('close', onClientGone)
-    if (!req.complete) req.unpipe(body)
+    if (body && !req.complete) req.unpipe(body)
   }
-}
-
-function tooLarge(max: number): ApiError {
-  return new ApiError('payload_too_large', `upload is larger than ${Math.round(max / MiB)} MiB`)
-}
-
-/** Reads the request until the `file` part's headers have arrived; returns the chunks read so far (the stream is paused). */
-function readUntilFilePart(req: http.IncomingMessage, boundary: string): Promise<Buffer[]> {
-  const scanner = new FilePartScanner(boundary)
-  const chunks: Buffer[] = []
-  return new Promise((resolve, reject) => {
-    const cleanup = (): void => {
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('close', onClose)
-    }
-    const onData = (c: Buffer): void => {
-      chunks.push(c)
-      const r = scanner.push(c)
-      if (r === 'need-more') return
-      req.pause()
-      cleanup()
-      if (r === 'found') resolve(chunks)
-      else reject(new ApiError('bad_input', "the 'file' part must come within the first MiB of the form"))
-    }
-    const onEnd = (): void => {
-      cleanup()
-      reject(
-        new ApiError(
-          'bad_input',
-          `multipart field 'file' is required (got: ${scanner.fields.join(', ') || 'no parts'})`,
-        ),
-      )
-    }
-    const onClose = (): void => {
-      cleanup()
-      reject(new ClientGone())
-    }
-    req.on('data', onData)
-    req.once('end', onEnd)
-    req.once('close', onClose)
-  })
 }
 
 const AsrWords = z.object({

@@ -2,20 +2,19 @@ import http from 'node:http'
 import https from 'node:https'
 import type { Readable } from 'node:stream'
 import { ApiError } from '../contract/errors'
+import { parseJsonText } from '../http/body'
 import type { Upstream } from './upstreams'
 
 /** Low-level HTTP plumbing shared by every gateway route: JSON bodies and upstream calls. */
 
 export const MiB = 1024 * 1024
 
+/** Deep enough for any tool or response-format JSON schema a client sends to the llm. */
+export const GATEWAY_JSON_DEPTH = 256
+
 /** Parses a JSON object body: 400 for anything else, before any upstream is called. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
-  let v: unknown
-  try {
-    v = JSON.parse(raw.toString('utf8'))
-  } catch (err) {
-    throw new ApiError('bad_input', `request body is not valid JSON: ${(err as Error).message}`)
-  }
+  const v = parseJsonText(raw.toString('utf8'), GATEWAY_JSON_DEPTH)
   if (v === null || typeof v !== 'object' || Array.isArray(v))
     throw new ApiError('bad_input', 'request body must be a JSON object')
   return v as Record<string, unknown>

@@ -42,6 +42,43 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   })
 }
 
+/** How deep contract bodies may nest: far beyond any real input, far below a stack overflow. */
+export const CONTRACT_JSON_DEPTH = 64
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`, in one pass over the text.
+ * JSON.parse itself copes with any depth, but everything after it that walks the value
+ * (validation, serialisation, structured clone) recurses, so depth is refused before parsing.
+ */
+export function jsonDeeperThan(text: string, max: number): boolean {
+  if (text.length <= 2 * max) return false
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c)
+        i++ // backslash: skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}
+
+/** Parses a JSON body, refusing nesting deeper than `maxDepth` with a 400 that names the limit. */
+export function parseJsonText(text: string, maxDepth: number): unknown {
+  if (jsonDeeperThan(text, maxDepth))
+    throw new ApiError('bad_input', `the JSON body nests deeper than ${maxDepth} levels`)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new ApiError('bad_input', 'malformed JSON body')
+  }
+}
+
 /**
  * Reads a contract method's JSON body, bounded. Any content type but multipart is read as JSON,
  * so `curl -d '{…}'` works without a header; a cross-site form post cannot exploit that because
@@ -59,9 +96,5 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   }
   const raw = await readBody(req, limit)
   if (raw.length === 0) return undefined
-  try {
-    return JSON.parse(raw.toString('utf8'))
-  } catch {
-    throw new ApiError('bad_input', 'malformed JSON body')
-  }
+  return parseJsonText(raw.toString('utf8'), CONTRACT_JSON_DEPTH)
 }

@@ -54,7 +54,7 @@ export class RouteTable {
         try {
           params[p] = decodeURIComponent(m[i + 1] as string)
         } catch {
-          throw new ApiError('bad_input', `path parameter ${p} is not valid percent-encoding`)
+          throw new ApiError('not_found', `no such ${p}: not valid percent-encoding`)
         }
       })
       return { entry: r, params }

@@ -1,16 +1,25 @@
 import type { Response } from 'express'
 import type { ApiError } from '../contract/errors'
 
+/** A comment line every 15 s keeps proxies and idle timeouts from closing a quiet stream. */
+export const SSE_HEARTBEAT_MS = 15_000
+
+export interface SseOptions {
+  heartbeatMs?: number
+}
+
 /**
  * Writes a stream method's items as server-sent events: each item one `data:` line of JSON (with
- * `id:` when it carries a `seq`, so a reconnecting EventSource resumes where it left off), an
- * `error` event if the stream fails, and a final `end` event so clients stop reconnecting.
+ * `id:` when it carries a `seq`, so a reconnecting EventSource resumes where it left off), `: hb`
+ * comments while idle, an `error` event if the stream fails, and a final `end` event so clients
+ * stop reconnecting.
  */
 export async function writeSse(
   res: Response,
   items: AsyncIterable<unknown>,
   signal: AbortSignal,
   toError: (err: unknown) => ApiError,
+  opts: SseOptions = {},
 ): Promise<void> {
   res.status(200)
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8')
@@ -31,6 +40,10 @@ export async function writeSse(
       res.on('close', done)
     })
   }
+  const heartbeat = setInterval(() => {
+    if (!res.writableEnded && res.writableLength === 0) res.write(': hb\n\n')
+  }, opts.heartbeatMs ?? SSE_HEARTBEAT_MS)
+  heartbeat.unref()
   try {
     for await (const item of items) {
       if (signal.aborted) break
@@ -41,6 +54,7 @@ export async function writeSse(
     const e = toError(err)
     if (!signal.aborted) res.write(`event: error\ndata: ${JSON.stringify({ detail: e.message, code: e.code })}\n\n`)
   } finally {
+    clearInterval(heartbeat)
     res.end()
   }
 }

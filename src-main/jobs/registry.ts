@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock'
+import type { EventPublisher } from '../core/events'
 import type { Redactor } from '../core/logger'
 import { ApiError } from '../contract/errors'
 import type { JobEvent, JobKind, JobProgress, JobRecord } from '../contract/system'
@@ -7,6 +8,8 @@ import type { JobEvent, JobKind, JobProgress, JobRecord } from '../contract/syst
 const MAX_LOG_LINES = 2000
 const MAX_EVENTS = 5000
 const MAX_FINISHED_JOBS = 50
+/** Progress reaches the event bus at most this often per job; phase and state changes always do. */
+const PROGRESS_PUBLISH_MS = 1000
 
 /** What a running job's body may do. */
 export interface JobControl {
@@ -27,6 +30,7 @@ interface JobEntry {
   abort: AbortController
   waiters: Set<() => void>
   done: Promise<void>
+  publishedAt: number
 }
 
 /**
@@ -40,6 +44,7 @@ export class JobRegistry {
   constructor(
     private readonly clock: Clock,
     private readonly redactor: Redactor,
+    private readonly bus?: EventPublisher,
   ) {}
 
   /** Starts a job; refuses (409, naming the running job) when one of the same kind is running. */
@@ -70,15 +75,18 @@ export class JobRegistry {
       abort: new AbortController(),
       waiters: new Set(),
       done: new Promise<void>((r) => (resolveDone = r)),
+      publishedAt: now,
     }
     this.jobs.set(id, entry)
     this.trim()
+    this.publish(entry)
     const control: JobControl = {
       id,
       signal: entry.abort.signal,
       phase: (name) => {
         entry.record.phase = name
         this.emit(entry, { type: 'phase', seq: 0, phase: name })
+        this.publish(entry)
       },
       log: (line) => {
         for (const l of line.split(/\r?\n/)) {
@@ -101,6 +109,7 @@ export class JobRegistry {
         }
         entry.record.progress = merged
         this.emit(entry, { type: 'progress', seq: 0, progress: merged })
+        if (this.clock.now() - entry.publishedAt >= PROGRESS_PUBLISH_MS) this.publish(entry)
       },
     }
     // Run on the next tick so the caller gets the record before the first event.
@@ -214,6 +223,25 @@ export class JobRegistry {
     entry.record.finished_at = this.clock.now()
     entry.record.phase = state === 'succeeded' ? 'Done' : state === 'cancelled' ? 'Cancelled' : 'Failed'
     this.emit(entry, { type: 'end', seq: 0, state, error, result })
+    this.publish(entry)
+  }
+
+  /** The job's state, without its log, on the event bus. */
+  private publish(entry: JobEntry): void {
+    if (!this.bus) return
+    entry.publishedAt = this.clock.now()
+    const r = entry.record
+    this.bus.publish('job.update', {
+      id: r.id,
+      kind: r.kind,
+      title: r.title,
+      state: r.state,
+      phase: r.phase,
+      started_at: r.started_at,
+      finished_at: r.finished_at,
+      progress: r.progress ? { ...r.progress } : null,
+      error: r.error,
+    })
   }
 
   private snapshot(entry: JobEntry): JobRecord {

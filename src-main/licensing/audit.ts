@@ -1,15 +1,21 @@
 /**
- * The licensing audit log: who did what to which record, when (injected clock).
- *
- * Interface: new AuditLog(db, clock); record({actor, action, targetType?, targetId?, details?});
- * list({limit, before_id?, action?, target_id?}) → AuditEntry[] newest first.
- * Never put a secret in `details` (API keys, webhook secrets, private keys).
+ * The licensing audit log: who did what to which record, when (injected clock), newest first.
+ * Never put a secret in `details` (API keys, webhook secrets, private keys); as a second line of
+ * defence, passwords inside URLs and credential-named fields are masked on the way in and out.
  */
 import type { AuditEntry } from '../contract/licensing'
 import type { Clock } from '../core/clock'
+import { Redactor } from '../core/logger'
 import type { LicensingDb } from './db'
 
 export type AuditActor = AuditEntry['actor']
+
+/** No registered secrets: only the shape rules (URL credentials, credential-named fields). */
+const scrub = new Redactor()
+
+function scrubDetails(details: Record<string, unknown>): Record<string, unknown> {
+  return scrub.redactFields(details) as Record<string, unknown>
+}
 
 export interface AuditRecord {
   actor: AuditActor
@@ -47,7 +53,7 @@ export class AuditLog {
       r.action,
       r.targetType ?? null,
       r.targetId ?? null,
-      JSON.stringify(r.details ?? {}),
+      JSON.stringify(scrubDetails(r.details ?? {})),
     )
   }
 
@@ -75,7 +81,7 @@ export class AuditLog {
 function parseDetails(text: string): Record<string, unknown> {
   try {
     const v: unknown = JSON.parse(text)
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? scrubDetails(v as Record<string, unknown>) : {}
   } catch {
     return {}
   }

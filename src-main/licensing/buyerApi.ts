@@ -1,13 +1,10 @@
 /**
  * Handlers of the buyer API (contract `licensingBuyerContract`), wire-compatible with the Keysat
- * client SDKs. Public endpoints are rate-limited per client address (LICENSING_RATE_LIMIT per
- * minute; redeem at most 10 per minute, since codes can be guessed). A limited validate still
- * answers 200 with reason `rate_limited`, as the SDKs expect.
+ * client SDKs. Their per-address limits are declared in the contract and spent by the pipeline.
  */
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { PublicPolicy, licensingBuyerContract } from '../contract/licensing'
-import { RateLimiter } from '../core/rateLimit'
 import { effectivePrice, isSatsCurrency, productView, type PolicyRow, type ProductRow } from './catalog'
 import { iso, parseCatalog, parseStringList } from './json'
 import { fiatToSats, type FiatCurrency } from './rates'
@@ -15,32 +12,8 @@ import type { LicensingServices } from './services'
 
 const DAY_S = 86_400
 
-export interface BuyerLimits {
-  take(kind: 'public' | 'redeem', clientIp: string | undefined): boolean
-  retryAfter(kind: 'public' | 'redeem', clientIp: string | undefined): number
-}
-
-export function buyerLimits(s: LicensingServices): BuyerLimits {
-  const perMinute = s.deps.config.licensingRateLimit
-  const make = (n: number) => new RateLimiter({ capacity: n, refillPerSecond: n / 60, clock: s.deps.clock })
-  const limiters = perMinute > 0 ? { public: make(perMinute), redeem: make(Math.min(10, perMinute)) } : null
-  return {
-    // IPC callers (no address) are the desktop operator: never limited.
-    take: (kind, ip) => limiters === null || ip === undefined || limiters[kind].take(ip),
-    retryAfter: (kind, ip) => (limiters === null || ip === undefined ? 0 : limiters[kind].retryAfterSeconds(ip)),
-  }
-}
-
-export function buyerHandlers(s: LicensingServices, limits: BuyerLimits): Handlers<typeof licensingBuyerContract> {
+export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBuyerContract> {
   const { catalog, licenses } = s
-  const limit = (kind: 'public' | 'redeem', ip: string | undefined): void => {
-    if (!limits.take(kind, ip)) {
-      const after = Math.max(1, limits.retryAfter(kind, ip))
-      throw new ApiError('rate_limited', 'too many requests from this address; try again shortly', {
-        headers: { 'Retry-After': String(after) },
-      })
-    }
-  }
 
   /** Sats for a listed price: the value for SAT/BTC, a cached-rate conversion for fiat (0 when no rate is known yet). */
   const satsOf = (currency: ProductRow['price_currency'], value: number): number => {
@@ -87,21 +60,13 @@ export function buyerHandlers(s: LicensingServices, limits: BuyerLimits): Handle
   }
 
   return {
-    licPubkey: async (_in, ctx) => {
-      limit('public', ctx.clientIp)
-      return { public_key_pem: s.issuer.publicKeyPem }
-    },
-    licProducts: async (_in, ctx) => {
-      limit('public', ctx.clientIp)
+    licPubkey: async () => ({ public_key_pem: s.issuer.publicKeyPem }),
+    licProducts: async () => {
       const rows = s.db.prepare('SELECT * FROM products WHERE active = 1 ORDER BY name').all() as ProductRow[]
       return { products: rows.map(publicProduct) }
     },
-    licProduct: async ({ slug }, ctx) => {
-      limit('public', ctx.clientIp)
-      return publicProduct(activeProduct(slug))
-    },
-    licProductPolicies: async ({ slug }, ctx) => {
-      limit('public', ctx.clientIp)
+    licProduct: async ({ slug }) => publicProduct(activeProduct(slug)),
+    licProductPolicies: async ({ slug }) => {
       const p = activeProduct(slug)
       const policies = catalog
         .policyRows(p.id)
@@ -120,35 +85,18 @@ export function buyerHandlers(s: LicensingServices, limits: BuyerLimits): Handle
         policies,
       }
     },
-    licRedeem: async (a, ctx) => {
-      limit('redeem', ctx.clientIp)
-      return licenses.redeem({
+    licRedeem: async (a) =>
+      licenses.redeem({
         product: a.product,
         code: a.code,
         policy: a.policy ?? a.policy_slug,
         buyerEmail: a.buyer_email,
         buyerNote: a.buyer_note,
-      })
-    },
-    licValidate: async (a, ctx) => {
-      if (!limits.take('public', ctx.clientIp)) return { ok: false, reason: 'rate_limited' }
-      return licenses.validate(a, ctx.clientIp)
-    },
-    licMachineActivate: async (a, ctx) => {
-      limit('public', ctx.clientIp)
-      return licenses.activate(a, ctx.clientIp)
-    },
-    licMachineHeartbeat: async (a, ctx) => {
-      limit('public', ctx.clientIp)
-      return licenses.heartbeat(a, ctx.clientIp)
-    },
-    licMachineDeactivate: async (a, ctx) => {
-      limit('public', ctx.clientIp)
-      return licenses.deactivate(a)
-    },
-    licRecover: async ({ key }, ctx) => {
-      limit('public', ctx.clientIp)
-      return licenses.recover(key)
-    },
+      }),
+    licValidate: async (a, ctx) => licenses.validate(a, ctx.clientIp),
+    licMachineActivate: async (a, ctx) => licenses.activate(a, ctx.clientIp),
+    licMachineHeartbeat: async (a, ctx) => licenses.heartbeat(a, ctx.clientIp),
+    licMachineDeactivate: async (a) => licenses.deactivate(a),
+    licRecover: async ({ key }) => licenses.recover(key),
   }
 }

@@ -4,14 +4,6 @@
  * entitlements, machine limit, duration, grace and trial days and recurring settings that a
  * license copies when issued. `price_sats` / `price_sats_override` are the legacy sats prices,
  * kept equal to the value for SAT and BTC prices and 0 / NULL for fiat ones.
- *
- * Interface (stable; part B uses the row getters):
- *   new Catalog(db, clock, audit)
- *   listProducts() · getProduct(id) · createProduct(input) · updateProduct(id, patch) · deleteProduct(id)
- *   listPolicies(productId) · getPolicy(id) · createPolicy(productId, input) · updatePolicy(id, patch) · deletePolicy(id)
- *   productRow(id) · productBySlug(slug) · policyRow(id) · resolvePolicy(product, slug?) (→ the tier a buyer gets)
- *   effectivePrice(product, policy) → {currency, value}
- *   productView(row) · policyView(row, product)
  * Errors are ApiError (not_found 404, conflict 409, bad_input 400).
  */
 import { randomUUID } from 'node:crypto'

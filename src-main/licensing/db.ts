@@ -1,12 +1,7 @@
 /**
- * The licensing database: SQLite through better-sqlite3, WAL, foreign keys on.
- *
- * Stable interface (part B builds on it):
- *   openLicensingDb(file, opts?) → LicensingDb   opens/creates (mode 0600), sets pragmas, runs every migration
- *   runMigrations(db, migrations?, opts?)        applies pending migrations in id order; returns the ids applied
- *   appliedMigrations(db) → number[]
- *   checkDatabase(db) → {foreignKeyViolations, integrity}
- *   type LicensingDb = better-sqlite3 Database
+ * The licensing database: SQLite through better-sqlite3, WAL with synchronous=FULL (a commit is
+ * on disk before it is acknowledged: a settlement confirmed to a payment provider must survive a
+ * power cut), foreign keys on.
  *
  * Conventions of the schema (migrations/): ids are UUID text, except audit_log and
  * subscription_invoices (integer). Every timestamp is INTEGER milliseconds since the epoch from
@@ -28,21 +23,40 @@ export interface OpenOptions {
   now?: () => number
 }
 
-export function openLicensingDb(file: string, opts: OpenOptions = {}): LicensingDb {
-  if (file !== ':memory:') {
-    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-    // The database holds provider API keys and webhook secrets: owner-only. SQLite creates the
-    // -wal and -shm files with the database file's mode.
-    fs.closeSync(fs.openSync(file, 'a', 0o600))
-    fs.chmodSync(file, 0o600)
+/** The database file could not be opened, read or migrated; the file is left as it was. */
+export class LicensingDbError extends Error {
+  constructor(
+    readonly file: string,
+    cause: unknown,
+  ) {
+    super(`${path.basename(file)} cannot be opened: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    })
+    this.name = 'LicensingDbError'
   }
-  const db = new Database(file)
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  db.pragma('foreign_keys = ON')
-  db.pragma('busy_timeout = 5000')
-  runMigrations(db, opts.migrations ?? MIGRATIONS, { upTo: opts.upTo, now: opts.now })
-  return db
+}
+
+export function openLicensingDb(file: string, opts: OpenOptions = {}): LicensingDb {
+  let db: LicensingDb | null = null
+  try {
+    if (file !== ':memory:') {
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      // The database holds provider API keys and webhook secrets: owner-only. SQLite creates the
+      // -wal and -shm files with the database file's mode.
+      fs.closeSync(fs.openSync(file, 'a', 0o600))
+      fs.chmodSync(file, 0o600)
+    }
+    db = new Database(file)
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = FULL')
+    db.pragma('foreign_keys = ON')
+    db.pragma('busy_timeout = 5000')
+    runMigrations(db, opts.migrations ?? MIGRATIONS, { upTo: opts.upTo, now: opts.now })
+    return db
+  } catch (err) {
+    db?.close()
+    throw new LicensingDbError(file, err)
+  }
 }
 
 function ensureMigrationTable(db: LicensingDb): void {

@@ -7,13 +7,6 @@
  * Uses are reservations: `reserve` (pending, when an invoice is created, inside the caller's
  * transaction; it re-checks the cap) → `markRedeemed` (settled) or `release` (expired/invalid).
  * The cap counts pending and redeemed uses, so unpaid invoices cannot overshoot it.
- *
- * Interface (stable; part B calls reserve / markRedeemed / release from invoices and settlement):
- *   new Discounts(db, clock, audit)
- *   list() · create(input) · update(id, patch) · remove(id)
- *   check(code, product, policy) → DiscountRow        throws ApiError with a clear code (below)
- *   reserve({codeId, invoiceId, listedCurrency, discountValue, buyerEmail?}) → redemption id
- *   markRedeemed(invoiceId, licenseId) · release(invoiceId)
  * Error codes: discount_not_found 404, discount_expired 400, discount_exhausted 409,
  *   discount_not_applicable 400 (other product or tier), discount_wrong_kind 400.
  */

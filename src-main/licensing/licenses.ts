@@ -7,15 +7,6 @@
  * entitlements, not those signed into the key. A fingerprint is stored only as its SHA-256 (hex).
  * Single-seat licenses bind the first fingerprint validated (trust on first use); multi-seat
  * licenses activate machines up to max_machines (0 = unlimited).
- *
- * Interface (stable; part B's settlement calls issue() inside its transaction):
- *   new Licenses({db, clock, audit, catalog, discounts, issuer})
- *   issue({product, policy, source, invoiceId?, buyerEmail?, buyerNote?}) → {license: LicenseRow, key}
- *     (licenses.invoice_id is UNIQUE: a second license for one invoice throws)
- *   row(id) · view(id) · freshKey(row) · search(q) · detail(id) · issueComplimentary(...)
- *   revoke(id, reason) · suspend(id, reason) · reinstate(id) · machines(q) · deactivateMachine(id, reason)
- *   validate(input, clientIp) · activate(...) · heartbeat(...) · deactivate(...) · recover(key) · redeem(...)
- *   authenticate(keyText) → {payload, license}  (401 for any bad key, never saying why)
  */
 import { randomUUID } from 'node:crypto'
 import type {
@@ -24,6 +15,7 @@ import type {
   MachineResponse,
   MachineView,
   RecoverResponse,
+  ValidateInput,
   ValidateResponse,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
@@ -123,12 +115,6 @@ function machineView(m: MachineRow): MachineView {
 }
 
 /** Optional string field of a loosely typed body: undefined when absent, null when of the wrong type. */
-function optString(v: unknown, max: number): string | undefined | null {
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string' || v.length > max) return null
-  return v
-}
-
 export interface LicenseDeps {
   db: LicensingDb
   clock: Clock
@@ -452,17 +438,11 @@ export class Licenses {
     })
   }
 
-  validate(
-    input: { key?: unknown; product_slug?: unknown; fingerprint?: unknown; hostname?: unknown; platform?: unknown },
-    clientIp?: string,
-  ): ValidateResponse {
-    if (typeof input.key !== 'string') return { ok: false, reason: 'bad_format' }
-    const productSlug = optString(input.product_slug, 64)
-    const fingerprint = optString(input.fingerprint, 1024)
-    const hostname = optString(input.hostname, 255)
-    const platform = optString(input.platform, 100)
-    if (productSlug === null || fingerprint === null || hostname === null || platform === null)
-      return { ok: false, reason: 'bad_format' }
+  validate(input: ValidateInput, clientIp?: string): ValidateResponse {
+    const productSlug = input.product_slug ?? undefined
+    const fingerprint = input.fingerprint ?? undefined
+    const hostname = input.hostname ?? undefined
+    const platform = input.platform ?? undefined
     const v = this.deps.issuer.verify(input.key)
     if (!v.ok) return { ok: false, reason: v.reason }
     const r = this.row(v.payload.licenseId)

@@ -2,31 +2,40 @@
  * Composition of the licensing domain: services (services.ts) → contract handlers (buyerApi.ts,
  * adminApi.ts, and the payments handlers) → HTTP-only routes (webhooks, pages) → workers.
  *
- * Part B wires the payments side in the marked section below: build their services from
- * `services`, spread their handlers into `handlers`, add their routes to mountRoutes and their
- * workers to start/stop.
+ * When the database cannot be opened (corrupt, unreadable, a failed migration) licensing alone is
+ * off (degraded.ts): its routes answer 503 with the reason and /api/health says so.
  */
 import type { Router } from 'express'
 import type { licensingContract } from '../contract/licensing'
+import type { ComponentHealth } from '../contract/system'
 import type { CoreDeps, DomainModule } from '../core/module'
 import { adminHandlers } from './adminApi'
-import { buyerHandlers, buyerLimits } from './buyerApi'
+import { buyerHandlers } from './buyerApi'
+import { degradedLicensing } from './degraded'
 import { createPayments } from './payments'
-import { createLicensingServices } from './services'
+import { createLicensingServices, type LicensingServices } from './services'
 
-export type LicensingModule = DomainModule<typeof licensingContract>
+export type LicensingModule = DomainModule<typeof licensingContract> & { health(): ComponentHealth }
 
 export async function createLicensingModule(deps: CoreDeps): Promise<LicensingModule> {
-  const services = createLicensingServices(deps)
-  const limits = buyerLimits(services)
-  const buyer = buyerHandlers(services, limits)
-  const admin = adminHandlers(services)
+  let services: LicensingServices | null = null
+  try {
+    services = createLicensingServices(deps)
+    return licensingModule(services)
+  } catch (err) {
+    services?.close()
+    return degradedLicensing(deps, err)
+  }
+}
 
-  // ---- payments (part B): purchase, invoices, providers, settlement, webhooks, pages, workers ----
-  const payments = createPayments(services, { limits })
+function licensingModule(services: LicensingServices): LicensingModule {
+  const buyer = buyerHandlers(services)
+  const admin = adminHandlers(services)
+  const payments = createPayments(services)
 
   return {
     name: 'licensing',
+    health: () => ({ state: 'ok', reason: null, remedy: null }),
     handlers: { ...buyer, ...admin, ...payments.handlers },
     mountRoutes(router: Router) {
       payments.mountRoutes(router)

@@ -1,9 +1,10 @@
 import type { Request, Response, Router } from 'express'
 import type { licensingPaymentsContract } from '../contract/licensing'
-import type { CallContext, Handlers } from '../contract/define'
+import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import { publicBaseUrl } from '../config/publicUrl'
-import type { BuyerLimits } from './buyerApi'
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
 import { InvoiceStore } from './invoices'
 import { mountPages } from './pages/routes'
 import { ProviderConnections, type ProviderFactory } from './providers/connections'
@@ -21,8 +22,6 @@ const WEBHOOK_BODY_LIMIT = 256 * 1024
 const POLL_RECHECK_MS = 15_000
 
 export interface PaymentsOptions {
-  /** The per-address limits shared by every public licensing endpoint and page. */
-  limits: BuyerLimits
   /** Tests swap in providers or an outbound poster; production uses the real ones. */
   providerFactory?: ProviderFactory
   post?: Poster
@@ -42,20 +41,22 @@ export interface Payments {
   stop(): Promise<void>
 }
 
-/**
- * Part B of licensing: purchases, invoices, settlement, the payment providers and their webhooks,
- * reconciliation, outbound webhooks and the public pages, built over part A's catalog, pricing,
- * discounts and licenses.
- */
-export function createPayments(services: LicensingServices, opts: PaymentsOptions): Payments {
-  const { db, audit, catalog, licenses, discounts, pricing } = services
-  const { clock, logger, config } = services.deps
-  const log = logger.child('payments')
-  const publicUrl = (): string => publicBaseUrl(config)
-  const invoices = new InvoiceStore(db)
-  const providers = new ProviderConnections(db, clock, log, audit, publicUrl, opts.providerFactory)
-  const outbox = new OutboundWebhooks({ db, clock, logger: log.child('webhooks'), audit, post: opts.post })
+/** The payment services, wired over the licensing core: what handlers, routes and workers use. */
+interface PaymentParts {
+  readonly services: LicensingServices
+  readonly log: Logger
+  readonly invoices: InvoiceStore
+  readonly providers: ProviderConnections
+  readonly outbox: OutboundWebhooks
+  readonly settlement: Settlement
+  readonly purchases: Purchases
+  readonly inbound: ProviderWebhooks
+  readonly reconciler: Reconciler
+}
 
+/** Settlement issues licenses through the licensing core; a used discount is confirmed or released with it. */
+function settlementOver(services: LicensingServices, log: Logger, outbox: OutboundWebhooks): Settlement {
+  const { db, audit, catalog, licenses, discounts } = services
   const issuer: LicenseIssuer = {
     issueForInvoice(inv) {
       const product = catalog.productRow(inv.product_id)
@@ -72,9 +73,9 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
       return { licenseId: license.id, licenseKey: key }
     },
   }
-  const settlement = new Settlement({
+  return new Settlement({
     db,
-    clock,
+    clock: services.deps.clock,
     logger: log,
     issuer,
     outbox,
@@ -86,6 +87,17 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
       release: (invoiceId) => discounts.release(invoiceId),
     },
   })
+}
+
+function wirePayments(services: LicensingServices, opts: PaymentsOptions): PaymentParts {
+  const { db, audit, catalog, discounts, pricing } = services
+  const { clock, logger, config } = services.deps
+  const log = logger.child('payments')
+  const publicUrl = (): string => publicBaseUrl(config)
+  const invoices = new InvoiceStore(db)
+  const providers = new ProviderConnections(db, clock, log, audit, publicUrl, opts.providerFactory)
+  const outbox = new OutboundWebhooks({ db, clock, logger: log.child('webhooks'), audit, post: opts.post })
+  const settlement = settlementOver(services, log, outbox)
   const purchases = new Purchases({
     db,
     clock,
@@ -100,11 +112,16 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
   })
   const inbound = new ProviderWebhooks({ logger: log, invoices, providers, settlement })
   const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
+  return { services, log, invoices, providers, outbox, settlement, purchases, inbound, reconciler }
+}
 
-  // Buyers poll while they pay: a pending invoice gets an early provider check (bounded per
-  // invoice), so a lost webhook costs seconds rather than a reconciliation sweep.
+/**
+ * Buyers poll while they pay: a pending invoice gets an early provider check (bounded per
+ * invoice), so a lost webhook costs seconds rather than a reconciliation sweep.
+ */
+function pollNudger(clock: Clock, reconciler: Reconciler, log: Logger): (invoiceId: string) => void {
   const lastNudge = new Map<string, number>()
-  const nudge = (invoiceId: string): void => {
+  return (invoiceId) => {
     const now = clock.now()
     if (now - (lastNudge.get(invoiceId) ?? -Infinity) < POLL_RECHECK_MS) return
     if (lastNudge.size > 1000) {
@@ -115,28 +132,19 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
       .recheck(invoiceId)
       .catch((err: unknown) => log.warn('poll re-check failed', { invoice: invoiceId, error: err }))
   }
+}
 
-  const limit = (ctx: CallContext): void => {
-    if (!opts.limits.take('public', ctx.clientIp)) {
-      const after = Math.max(1, opts.limits.retryAfter('public', ctx.clientIp))
-      throw new ApiError('rate_limited', 'too many requests from this address', {
-        headers: { 'Retry-After': String(after) },
-      })
-    }
-  }
+function paymentsHandlers(p: PaymentParts): PaymentsHandlers {
+  const { invoices, providers, outbox, purchases, reconciler } = p
+  const nudge = pollNudger(p.services.deps.clock, reconciler, p.log)
   const mustInvoice = (id: string) => {
     const v = invoices.view(id)
     if (!v) throw new ApiError('not_found', 'no such invoice')
     return v
   }
-
-  const handlers: PaymentsHandlers = {
-    licPurchase: async (input, ctx) => {
-      limit(ctx)
-      return purchases.start(input, ctx.signal)
-    },
-    licPurchaseStatus: async ({ id }, ctx) => {
-      limit(ctx)
+  return {
+    licPurchase: async (input, ctx) => purchases.start(input, ctx.signal),
+    licPurchaseStatus: async ({ id }) => {
       const out = purchases.poll(id)
       if (out.status === 'pending') nudge(id)
       return out
@@ -171,47 +179,57 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
     licAdminWebhookDeliveries: async (q) => outbox.listDeliveries(q),
     licAdminRetryWebhookDelivery: async ({ id }) => outbox.retry(id),
   }
+}
 
+/** Provider webhooks (raw bodies: BTCPay signs the exact bytes) and the public buy pages. */
+function mountPaymentRoutes(router: Router, p: PaymentParts): void {
   const webhookRoute = (kind: ProviderKind) => async (req: Request, res: Response) => {
     try {
       const raw = await readBody(req, WEBHOOK_BODY_LIMIT)
-      const answer = await inbound.handle(kind, req.headers, raw)
+      const answer = await p.inbound.handle(kind, req.headers, raw)
       res.status(answer.status).json(answer.body)
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('internal', 'webhook handling failed')
-      if (!(err instanceof ApiError)) log.error(`${kind} webhook failed`, { error: err })
+      if (!(err instanceof ApiError)) p.log.error(`${kind} webhook failed`, { error: err })
       res.status(e.status).json({ ok: false, error: e.code, message: e.message })
     }
   }
+  // The spec's provider_a/provider_b paths are the same handlers.
+  router.post(['/v1/btcpay/webhook', '/v1/provider_a/webhook'], webhookRoute('btcpay'))
+  router.post(['/v1/zaprite/webhook', '/v1/provider_b/webhook'], webhookRoute('zaprite'))
+  mountPages(router, {
+    logger: p.log.child('pages'),
+    catalog: p.services.catalog,
+    purchases: p.purchases,
+    limits: p.services.deps.limits,
+    recover: async (key) => p.services.licenses.recover(key),
+    invoiceExtras: (id) => {
+      const v = p.invoices.view(id)
+      return {
+        product_name: v?.product_name ?? null,
+        buyer_email: v?.buyer_email ?? null,
+        buyer_note: v?.buyer_note ?? null,
+      }
+    },
+  })
+}
 
+/**
+ * Licensing payments: purchases, invoices, settlement, the payment providers and their webhooks,
+ * reconciliation, outbound webhooks and the public pages, built over the catalog, pricing,
+ * discounts and licenses.
+ */
+export function createPayments(services: LicensingServices, opts: PaymentsOptions = {}): Payments {
+  const parts = wirePayments(services, opts)
+  const { providers, settlement, outbox, reconciler, purchases } = parts
   return {
-    handlers,
+    handlers: paymentsHandlers(parts),
     providers,
     settlement,
     outbox,
     reconciler,
     purchases,
-    mountRoutes(router) {
-      // Raw bodies: BTCPay's signature is over the exact bytes. The spec's provider_a/provider_b
-      // paths are the same handlers.
-      router.post(['/v1/btcpay/webhook', '/v1/provider_a/webhook'], webhookRoute('btcpay'))
-      router.post(['/v1/zaprite/webhook', '/v1/provider_b/webhook'], webhookRoute('zaprite'))
-      mountPages(router, {
-        logger: log.child('pages'),
-        catalog,
-        purchases,
-        limits: opts.limits,
-        recover: async (key) => licenses.recover(key),
-        invoiceExtras: (id) => {
-          const v = invoices.view(id)
-          return {
-            product_name: v?.product_name ?? null,
-            buyer_email: v?.buyer_email ?? null,
-            buyer_note: v?.buyer_note ?? null,
-          }
-        },
-      })
-    },
+    mountRoutes: (router) => mountPaymentRoutes(router, parts),
     start() {
       outbox.start()
       reconciler.start()

@@ -6,12 +6,6 @@
  *
  * A discount in another currency than the tier's is converted into the tier's currency at the
  * current rate, rounded in the seller's favour (an amount off rounds down, a set price rounds up).
- *
- * Interface (stable; part B's purchase flow calls it):
- *   new Pricing(catalog, discounts, rates)
- *   quote({productSlug, policy?, code?, includeHidden?}) → Promise<Quote>   (contract/licensing Quote)
- *   invoiceRateColumns(quote) → the four invoice audit columns (all NULL for SAT)
- *   convert(value, from, to, round) → Promise<{value, rate: Rate | null}>
  * Errors: not_found (product/tier), the discount codes' errors, rate_unavailable (503).
  */
 import type { Currency, Quote } from '../contract/licensing'

@@ -6,17 +6,12 @@
  * a zero one: otherwise the caller gets a clear `rate_unavailable` refusal (503).
  *
  * Rates are integers in centibps: fiat units per BTC × 10,000 ($97,250.12 → 972501200).
- *
- * Interface (stable): new RateService({baseUrls, clock, logger, fetch?, timeoutMs?})
- *   rate(currency) → Promise<Rate>       fresh or cached; throws ApiError('rate_unavailable')
- *   cached(currency) → Rate | null       no network; only a rate within the 10-minute bound
- *   sources() → RateSourceView[]         last success / error per source (admin)
  */
 import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import type { RateSourceView } from '../contract/licensing'
 import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import { redactUrlCredentials, type Logger } from '../core/logger'
 
 export type FiatCurrency = 'USD' | 'EUR'
 export type RateSourceName = 'kraken' | 'coinbase' | 'coingecko'
@@ -178,7 +173,13 @@ export class RateService {
   sources(): z.infer<typeof RateSourceView>[] {
     return this.configured().map(({ name, base }) => {
       const st = this.state.get(name)!
-      return { name, base_url: base, last_ok_at: st.lastOkAt, last_error: st.lastError, last_error_at: st.lastErrorAt }
+      return {
+        name,
+        base_url: redactUrlCredentials(base),
+        last_ok_at: st.lastOkAt,
+        last_error: st.lastError,
+        last_error_at: st.lastErrorAt,
+      }
     })
   }
 }

@@ -1,9 +1,7 @@
 /**
  * The licensing services built once from CoreDeps: database (migrated), audit log, issuer key,
- * catalog, discounts, rates, pricing, licenses, analytics. module.ts wires them to the contract;
- * part B's payment services are built from the same object.
- *
- * Interface (stable): createLicensingServices(deps, opts?) → LicensingServices; services.close()
+ * catalog, discounts, rates, pricing, licenses, analytics. module.ts wires them to the contract,
+ * and the payment services are built from the same object.
  */
 import type { CoreDeps } from '../core/module'
 import { Analytics } from './analytics'

@@ -1,14 +1,14 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import type { z } from 'zod'
-import {
+import type {
   WebhookEndpointInput,
   WebhookEndpointPatch,
-  type WebhookDeliveryView,
-  type WebhookEndpointView,
+  WebhookDeliveryView,
+  WebhookEndpointView,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import { redactUrlCredentials, type Logger } from '../core/logger'
 import type { AuditLog } from './audit'
 import type { LicensingDb } from './db'
 import type { EventOutbox } from './settlement'
@@ -105,7 +105,7 @@ export class OutboundWebhooks implements EventOutbox {
       .all() as (EndpointRow & { pending: number; failed: number })[]
     return rows.map((r) => ({
       id: r.id,
-      url: r.url,
+      url: redactUrlCredentials(r.url),
       events: parseEvents(r.events),
       description: r.description,
       active: r.active === 1,
@@ -122,8 +122,7 @@ export class OutboundWebhooks implements EventOutbox {
     return v
   }
 
-  createEndpoint(input: z.input<typeof WebhookEndpointInput>): WebhookEndpointView {
-    const e = WebhookEndpointInput.parse(input)
+  createEndpoint(e: z.output<typeof WebhookEndpointInput>): WebhookEndpointView {
     const id = randomUUID()
     const now = this.deps.clock.now()
     this.deps.logger.redactor.add(e.secret)
@@ -143,8 +142,7 @@ export class OutboundWebhooks implements EventOutbox {
     return this.endpointView(id)
   }
 
-  updateEndpoint(patch: z.input<typeof WebhookEndpointPatch>): WebhookEndpointView {
-    const p = WebhookEndpointPatch.parse(patch)
+  updateEndpoint(p: z.output<typeof WebhookEndpointPatch>): WebhookEndpointView {
     const row = this.deps.db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?').get(p.id) as
       EndpointRow | undefined
     if (!row) throw new ApiError('not_found', 'no such webhook endpoint')
@@ -236,12 +234,13 @@ export class OutboundWebhooks implements EventOutbox {
       where.push('d.status = ?')
       args.push(q.status)
     }
-    return this.deps.db
+    const rows = this.deps.db
       .prepare(
         `SELECT d.*, e.url AS endpoint_url FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
          ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,
       )
       .all(...args, q.limit) as WebhookDeliveryView[]
+    return rows.map((d) => ({ ...d, endpoint_url: redactUrlCredentials(d.endpoint_url) }))
   }
 
   delivery(id: string): WebhookDeliveryView {
@@ -251,7 +250,7 @@ export class OutboundWebhooks implements EventOutbox {
       )
       .get(id) as WebhookDeliveryView | undefined
     if (!d) throw new ApiError('not_found', 'no such delivery')
-    return d
+    return { ...d, endpoint_url: redactUrlCredentials(d.endpoint_url) }
   }
 
   /** Puts a failed (or pending) delivery back at the head of the queue. */

@@ -1,11 +1,14 @@
 import { z } from 'zod'
 import type { Clock } from '../core/clock'
 import { atomicWriteFile, readStateFile, SerialQueue } from '../core/files'
+import type { EventPublisher } from '../core/events'
 import type { Logger } from '../core/logger'
 import { ConnectivityEvent, SubjectState, type ConnectivityView } from '../contract/nodes'
 
 /** Spec 1, 2.7 and 8: the rolling log holds at most 200 events. */
 export const MAX_EVENTS = 200
+/** At most one durable write per this many milliseconds of the clock; changes in between are coalesced. */
+export const WRITE_INTERVAL_MS = 1000
 
 type ReportInput = {
   ok: boolean
@@ -19,15 +22,23 @@ type ReportInput = {
  * The connectivity store (spec 1, 2.7): per-subject state and last change, cached MACs and a
  * rolling log of transitions and reports, persisted atomically. Every mutation runs through one
  * queue so concurrent writers never lose an update.
+ *
+ * Persistence is coalesced: a change is written at once when the last write is a second old (by
+ * the clock), else by a timer when the second is up, so a burst of reports costs one write of the
+ * store, not one per event. `flush()` (called on stop) writes what is pending.
  */
 export class ConnectivityStore {
   private data: ConnectivityView = { macs: {}, subjects: {}, events: [] }
   private readonly queue = new SerialQueue()
+  private lastWriteAt = -Infinity
+  private dirty = false
+  private timer: ReturnType<typeof setTimeout> | null = null
 
   constructor(
     private readonly file: string,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly events?: EventPublisher,
   ) {
     this.load()
   }
@@ -67,6 +78,7 @@ export class ConnectivityStore {
           ...(detail ? { detail: detail.slice(0, 500) } : {}),
         }
         this.append(event)
+        this.events?.publish('connectivity.transition', event)
       }
       this.save()
       return event
@@ -101,18 +113,45 @@ export class ConnectivityStore {
     })
   }
 
-  /** Resolves once every queued mutation is on disk. */
+  /** Resolves once every queued mutation is on disk (writing now what the coalescing held back). */
   flush(): Promise<void> {
-    return this.queue.run(() => undefined)
+    return this.queue.run(() => {
+      if (this.dirty) this.write()
+    })
   }
 
   private append(event: ConnectivityEvent): void {
-    this.data.events.push(event)
-    if (this.data.events.length > MAX_EVENTS) this.data.events.splice(0, this.data.events.length - MAX_EVENTS)
+    this.data.events = appendBounded(this.data.events, event)
   }
 
+  /** Marks the store changed: written now when the last write is a second old, else when the second is up. */
   private save(): void {
-    atomicWriteFile(this.file, JSON.stringify(this.data) + '\n', { mode: 0o600 })
+    this.dirty = true
+    const elapsed = this.clock.now() - this.lastWriteAt
+    // A clock set back is no reason to stop writing.
+    if (elapsed >= WRITE_INTERVAL_MS || elapsed < 0) return this.write()
+    const wait = WRITE_INTERVAL_MS - elapsed
+    if (this.timer) return
+    // Mutations are synchronous tasks, so the timer never sees half of one.
+    this.timer = setTimeout(() => {
+      this.timer = null
+      if (this.dirty) this.save()
+    }, wait)
+    this.timer.unref?.()
+  }
+
+  private write(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    this.dirty = false
+    this.lastWriteAt = this.clock.now()
+    try {
+      atomicWriteFile(this.file, JSON.stringify(this.data) + '\n', { mode: 0o600 })
+    } catch (err) {
+      // The change stays in memory and is tried again with the next one (or at stop).
+      this.dirty = true
+      this.logger.warn(`connectivity store ${this.file} could not be written`, { error: err })
+    }
   }
 
   private load(): void {
@@ -156,8 +195,21 @@ export function parseStore(raw: unknown, warn: (msg: string) => void = () => {})
     else skipped++
   }
   if (skipped > 0) warn(`connectivity store: ${skipped} malformed event(s) skipped`)
-  if (out.events.length > MAX_EVENTS) out.events.splice(0, out.events.length - MAX_EVENTS)
+  out.events = out.events.reduce<ConnectivityEvent[]>(appendBounded, [])
   return out
+}
+
+/**
+ * Appends to the 200-event log. When it is full, reports (which anyone on the LAN can send) go
+ * before transitions (what Tandem itself saw): the oldest report is dropped; with no report left, a
+ * new transition drops the oldest transition and a new report is not kept.
+ */
+export function appendBounded(events: ConnectivityEvent[], event: ConnectivityEvent): ConnectivityEvent[] {
+  if (events.length < MAX_EVENTS) return [...events, event]
+  const oldestReport = events.findIndex((e) => e.kind === 'report')
+  if (oldestReport >= 0) return [...events.slice(0, oldestReport), ...events.slice(oldestReport + 1), event]
+  if (event.kind === 'report') return events
+  return [...events.slice(events.length - MAX_EVENTS + 1), event]
 }
 
 function migrateEvent(e: unknown): unknown {

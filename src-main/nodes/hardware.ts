@@ -1,8 +1,9 @@
 import type { Clock } from '../core/clock'
+import type { EventPublisher } from '../core/events'
 import type { Logger } from '../core/logger'
 import type { HardwareOk, HardwareSample, HardwareSnapshot, NodeHardware } from '../contract/nodes'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
-import { normalizeMac, type NodeName } from '../ssh/validators'
+import { normalizeMac, type NodeName } from '../contract/schemas'
 import type { ConnectivityStore } from './connectivity'
 
 /** Spec 1, section 8: hardware results are reused for 4 s. */
@@ -149,6 +150,7 @@ export interface HardwareDeps {
   clock: Clock
   logger: Logger
   targets: Record<NodeName, SshTarget | null>
+  events?: EventPublisher
 }
 
 /**
@@ -170,6 +172,7 @@ export class HardwareService {
       const [node1, node2] = await Promise.all([this.probe('node1'), this.probe('node2')])
       const snapshot: HardwareSnapshot = { node1, node2, taken_at: this.deps.clock.now() }
       this.cached = { at: this.deps.clock.now(), snapshot }
+      this.deps.events?.publish('hardware.snapshot', snapshot)
       return snapshot
     })().finally(() => {
       this.inflight = null

@@ -1,16 +1,20 @@
 import type { nodesContract } from '../contract/nodes'
 import { ApiError } from '../contract/errors'
 import type { Handlers } from '../contract/define'
+import type { Logger } from '../core/logger'
 import type { CoreDeps, DomainModule } from '../core/module'
 import { HostKeyStore } from '../ssh/hostKeys'
 import { ensureServiceKey, type ServiceKey } from '../ssh/keys'
 import { SshPool, type SshTarget } from '../ssh/pool'
 import { shq } from '../ssh/quote'
-import { MacAddress, NodeName, normalizeMac } from '../ssh/validators'
+import { normalizeMac, type NodeName } from '../contract/schemas'
 import { ConnectivityStore } from './connectivity'
+import { hostKeyHandlers } from './hostKeyHandlers'
 import { HardwareService } from './hardware'
+import { NodeMonitor } from './monitor'
 import { publicBaseUrl } from '../config/publicUrl'
-import { httpHealth, roleTargets, StatusService, type RoleName } from './status'
+import type { RoleName, ServiceDirectory } from '../core/serviceDirectory'
+import { httpHealth, StatusService } from './status'
 import { wake } from './wol'
 
 /** What the nodes domain offers the rest of Tandem besides its API: the SSH pool and the stores. */
@@ -33,8 +37,11 @@ export interface NodesOptions {
 }
 
 /** Composition of the SSH pool, hardware probes, connectivity store and Wake-on-LAN. */
-export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {}): Promise<NodesModule> {
-  const { config, clock } = deps
+export async function createNodesModule(
+  deps: CoreDeps & { readonly services: ServiceDirectory },
+  opts: NodesOptions = {},
+): Promise<NodesModule> {
+  const { config, clock, services } = deps
   const logger = deps.logger.child('nodes')
   const serviceKey = ensureServiceKey(config.paths.sshDir, { warn: (m) => logger.warn(m) })
   const hostKeys = new HostKeyStore(
@@ -43,10 +50,10 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
     (m) => logger.warn(m),
   )
   const pool = new SshPool({ privateKey: serviceKey.privateKey, hostKeys, clock, logger: logger.child('ssh') })
-  const connectivity = new ConnectivityStore(config.paths.connectivityLog, clock, logger)
+  const connectivity = new ConnectivityStore(config.paths.connectivityLog, clock, logger, deps.events)
   const targets = { node1: config.nodes.node1, node2: config.nodes.node2 }
-  const hardware = new HardwareService({ pool, connectivity, clock, logger, targets })
-  const status = new StatusService({ config, pool, connectivity, clock, logger })
+  const hardware = new HardwareService({ pool, connectivity, clock, logger, targets, events: deps.events })
+  const status = new StatusService({ config, services, pool, connectivity, clock, logger, events: deps.events })
   const base = (): string => publicBaseUrl(config)
 
   const handlers: Handlers<typeof nodesContract> = {
@@ -62,107 +69,36 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
       })
       return { ok: true as const, event }
     },
-    wakeNode: async ({ name, mac: given }) => {
-      const parsedName = NodeName.safeParse(name)
-      if (!parsedName.success)
-        throw new ApiError('not_found', `unknown node ${JSON.stringify(name)}; expected node1 or node2`)
-      const node = parsedName.data
-      let mac: string
-      if (given !== undefined) {
-        const m = MacAddress.safeParse(given)
-        if (!m.success) throw new ApiError('bad_input', `malformed MAC address ${JSON.stringify(given)}`)
-        mac = m.data
-      } else {
-        const cached = connectivity.mac(node)
-        if (cached === null)
-          throw new ApiError('conflict', `no MAC known for ${node} yet: it is learned from a successful hardware probe`)
-        const norm = normalizeMac(cached)
-        if (norm === null)
-          throw new ApiError('bad_input', `the cached MAC for ${node} is malformed (${JSON.stringify(cached)})`)
-        mac = norm
-      }
-      const relayName: NodeName = node === 'node1' ? 'node2' : 'node1'
-      const relay = targets[relayName]
-      const outcome = await wake(
-        { pool, logger, broadcastAddress: config.wolBroadcast, ports: opts.wolPorts },
+    wakeNode: async ({ name, mac }) =>
+      wakeNode(
+        { pool, connectivity, hardware, logger, targets, broadcast: config.wolBroadcast, ports: opts.wolPorts },
+        name,
         mac,
-        relay,
-      )
-      const target = targets[node]
-      if (target) pool.clearUnreachable(target)
-      hardware.invalidate()
-      logger.info('wake-on-LAN sent', { node, mac, via: outcome.via })
-      return {
-        ok: outcome.ok,
-        node,
-        mac,
-        via: outcome.via,
-        relay: outcome.via === 'relay' ? relayName : null,
-        attempts: outcome.attempts,
-      }
-    },
+      ),
     getStatus: async (_in, ctx) => status.all(ctx.signal),
     getEndpoints: async (_in, ctx) => {
-      const roles = roleTargets(config)
       const v1 = `${base()}/v1`
       const one = async (role: RoleName) => {
-        const r = roles[role]
-        if (!r.ssh) return { base_url: v1, model: null, ready: false }
-        const h = await httpHealth(
-          `http://${r.ssh.host.includes(':') ? `[${r.ssh.host}]` : r.ssh.host}:${r.port}`,
-          ctx.signal,
-        )
+        const upstream = services.role(role).baseUrl
+        if (upstream === null) return { base_url: v1, model: null, ready: false }
+        const h = await httpHealth(upstream, ctx.signal)
         await connectivity.observe(role, h.ok, h.error ?? undefined)
         return { base_url: v1, model: h.model, ready: h.ok }
       }
       const [llm, asr, tts] = await Promise.all([one('llm'), one('asr'), one('tts')])
       return { llm, asr, tts }
     },
-    getSshPublicKey: async () => ({
-      public_key: serviceKey.publicKey,
-      fingerprint: serviceKey.fingerprint,
-      nodes: (['node1', 'node2'] as const).flatMap((node) => {
-        const t = targets[node]
-        if (!t) return []
-        const remote = authorizeCommand(serviceKey.publicKey)
-        const portFlag = t.port === 22 ? '' : `-p ${t.port} `
-        return [
-          {
-            node,
-            host: t.host,
-            user: t.user,
-            port: t.port,
-            remote_command: remote,
-            command: `ssh ${portFlag}${shq(`${t.user}@${t.host}`)} ${shq(remote)}`,
-          },
-        ]
-      }),
-    }),
-    listKnownHosts: async () =>
-      hostKeys.list().map(({ name, entry }) => ({
-        name,
-        type: entry.type,
-        fingerprint: entry.fingerprint,
-        added_at: entry.added_at,
-      })),
-    forgetHostKey: async ({ host, port }) => {
-      const forgotten = hostKeys.forget(host, port)
-      for (const t of Object.values(targets)) if (t && t.host === host && t.port === port) pool.clearUnreachable(t)
-      if (forgotten) logger.info('forgot SSH host key', { host, port })
-      return { forgotten }
-    },
+    getSshPublicKey: async () => sshKeyView(serviceKey, targets),
+    ...hostKeyHandlers({ hostKeys, pool, logger, onChange: () => hardware.invalidate() }),
   }
 
-  // Background probes keep the connectivity history going while no dashboard is open.
-  let monitor: ReturnType<typeof setInterval> | null = null
-  let tick: Promise<void> | null = null
-  const probeAll = async (): Promise<void> => {
-    try {
-      await Promise.all([hardware.snapshot(), status.all()])
-    } catch (err) {
-      logger.warn('background probe failed', { error: err })
-    }
-  }
+  const monitor = new NodeMonitor({
+    clock,
+    logger,
+    intervalS: config.monitorIntervalS,
+    watching: () => deps.events.listeners > 0,
+    probe: (scope) => Promise.all([hardware.snapshot(), scope === 'all' ? status.all() : null]),
+  })
 
   return {
     name: 'nodes',
@@ -176,15 +112,10 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
     targets,
     publicBaseUrl: base,
     start() {
-      if (config.monitorIntervalS <= 0) return
-      monitor = setInterval(() => {
-        tick ??= probeAll().finally(() => (tick = null))
-      }, config.monitorIntervalS * 1000)
-      monitor.unref()
+      monitor.start()
     },
     async stop() {
-      if (monitor) clearInterval(monitor)
-      await tick
+      await monitor.stop()
       await connectivity.flush()
       await pool.close()
     },
@@ -195,4 +126,71 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
 export function authorizeCommand(publicKey: string): string {
   const line = shq(publicKey)
   return `umask 077 && mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && (grep -qxF ${line} ~/.ssh/authorized_keys || printf '%s\\n' ${line} >> ~/.ssh/authorized_keys)`
+}
+
+interface WakeDeps {
+  readonly pool: SshPool
+  readonly connectivity: ConnectivityStore
+  readonly hardware: HardwareService
+  readonly logger: Logger
+  readonly targets: Readonly<Record<NodeName, SshTarget | null>>
+  readonly broadcast: string
+  readonly ports?: readonly number[]
+}
+
+/** Wakes a node with the given MAC or the one cached from its last probe, relayed through the other node. */
+async function wakeNode(d: WakeDeps, node: NodeName, given: string | undefined) {
+  let mac: string
+  if (given !== undefined) mac = given
+  else {
+    const cached = d.connectivity.mac(node)
+    if (cached === null)
+      throw new ApiError('conflict', `no MAC known for ${node} yet: it is learned from a successful hardware probe`)
+    const norm = normalizeMac(cached)
+    if (norm === null)
+      throw new ApiError('bad_input', `the cached MAC for ${node} is malformed (${JSON.stringify(cached)})`)
+    mac = norm
+  }
+  const relayName: NodeName = node === 'node1' ? 'node2' : 'node1'
+  const outcome = await wake(
+    { pool: d.pool, logger: d.logger, broadcastAddress: d.broadcast, ports: d.ports },
+    mac,
+    d.targets[relayName],
+  )
+  const target = d.targets[node]
+  if (target) d.pool.clearUnreachable(target)
+  d.hardware.invalidate()
+  d.logger.info('wake-on-LAN sent', { node, mac, via: outcome.via })
+  return {
+    ok: outcome.ok,
+    node,
+    mac,
+    via: outcome.via,
+    relay: outcome.via === 'relay' ? relayName : null,
+    attempts: outcome.attempts,
+  }
+}
+
+/** Tandem's public key and, per configured node, the command that authorizes it there. */
+function sshKeyView(serviceKey: ServiceKey, targets: Readonly<Record<NodeName, SshTarget | null>>) {
+  return {
+    public_key: serviceKey.publicKey,
+    fingerprint: serviceKey.fingerprint,
+    nodes: (['node1', 'node2'] as const).flatMap((node) => {
+      const t = targets[node]
+      if (!t) return []
+      const remote = authorizeCommand(serviceKey.publicKey)
+      const portFlag = t.port === 22 ? '' : `-p ${t.port} `
+      return [
+        {
+          node,
+          host: t.host,
+          user: t.user,
+          port: t.port,
+          remote_command: remote,
+          command: `ssh ${portFlag}${shq(`${t.user}@${t.host}`)} ${shq(remote)}`,
+        },
+      ]
+    }),
+  }
 }

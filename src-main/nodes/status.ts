@@ -1,32 +1,19 @@
 import type { Config } from '../config/load'
 import { publicBaseUrl } from '../config/publicUrl'
 import type { Clock } from '../core/clock'
+import type { EventPublisher } from '../core/events'
 import type { Logger } from '../core/logger'
+import type { RoleLocation, RoleName, ServiceDirectory } from '../core/serviceDirectory'
 import type { ServiceStatus, StatusView } from '../contract/nodes'
 import { shq } from '../ssh/quote'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
 import type { ConnectivityStore } from './connectivity'
 
-export type RoleName = 'llm' | 'asr' | 'tts'
-
-export interface RoleTarget {
-  name: RoleName
-  ssh: SshTarget | null
-  container: string
-  port: number
-}
+export type { RoleName } from '../core/serviceDirectory'
 
 /** A container that started this recently and does not answer yet is Starting, not Unhealthy. */
 const STARTING_GRACE_MS = 10 * 60 * 1000
 const HTTP_TIMEOUT_MS = 4000
-
-export function roleTargets(config: Config): Record<RoleName, RoleTarget> {
-  return {
-    llm: { name: 'llm', ssh: config.nodes.node1, container: config.llm.container, port: config.llm.port },
-    asr: { name: 'asr', ssh: config.asr.ssh, container: config.asr.container, port: config.asr.port },
-    tts: { name: 'tts', ssh: config.tts.ssh, container: config.tts.container, port: config.tts.port },
-  }
-}
 
 export interface ContainerInfo {
   state: string
@@ -102,20 +89,26 @@ export async function httpHealth(
 
 export interface StatusDeps {
   config: Config
+  /** Where llm, asr and tts live. */
+  services: ServiceDirectory
   pool: SshPool
   connectivity: ConnectivityStore
   clock: Clock
   logger: Logger
+  events?: EventPublisher
 }
 
 /** The llm, asr and tts at a glance (spec 1, 4.1); every check records state changes. */
 export class StatusService {
+  /** What each service looked like at its last check: a service.state event goes out only on a change. */
+  private readonly seen = new Map<RoleName, { label: ServiceStatus['label']; key: string }>()
+
   constructor(private readonly deps: StatusDeps) {}
 
-  async check(role: RoleTarget, signal?: AbortSignal): Promise<ServiceStatus> {
+  async check(role: RoleLocation, signal?: AbortSignal): Promise<ServiceStatus> {
     const base = `${publicBaseUrl(this.deps.config)}/v1`
     const common = { name: role.name, port: role.port, container: role.container, base_url: base }
-    if (!role.ssh) {
+    if (!role.ssh || role.baseUrl === null) {
       return {
         ...common,
         configured: false,
@@ -131,7 +124,7 @@ export class StatusService {
         error: null,
       }
     }
-    const upstream = `http://${role.ssh.host.includes(':') ? `[${role.ssh.host}]` : role.ssh.host}:${role.port}`
+    const upstream = role.baseUrl
     const [container, http] = await Promise.all([
       inspectContainer(this.deps.pool, role.ssh, role.container),
       httpHealth(upstream, signal),
@@ -164,12 +157,24 @@ export class StatusService {
   }
 
   async all(signal?: AbortSignal): Promise<StatusView> {
-    const roles = roleTargets(this.deps.config)
+    const roles = this.deps.services.roles()
     const [llm, asr, tts] = await Promise.all([
       this.check(roles.llm, signal),
       this.check(roles.asr, signal),
       this.check(roles.tts, signal),
     ])
+    this.publishChanges({ llm, asr, tts })
     return { llm, asr, tts, checked_at: this.deps.clock.now() }
+  }
+
+  private publishChanges(now: Record<RoleName, ServiceStatus>): void {
+    for (const service of ['llm', 'asr', 'tts'] as const) {
+      const status = now[service]
+      const key = [status.label, status.container_state, status.model ?? '', status.upstream_url ?? ''].join('|')
+      const prev = this.seen.get(service)
+      if (prev?.key === key) continue
+      this.seen.set(service, { label: status.label, key })
+      this.deps.events?.publish('service.state', { service, previous: prev?.label ?? null, status })
+    }
   }
 }

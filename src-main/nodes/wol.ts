@@ -2,7 +2,7 @@ import dgram from 'node:dgram'
 import type { Logger } from '../core/logger'
 import { shq } from '../ssh/quote'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
-import { normalizeMac } from '../ssh/validators'
+import { normalizeMac } from '../contract/schemas'
 
 /** Spec 1, 4.6 and 8. */
 export const WOL_PORTS = [9, 7] as const

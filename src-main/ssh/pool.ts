@@ -2,7 +2,7 @@ import ssh2 from 'ssh2'
 import { StringDecoder } from 'node:string_decoder'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import type { HostKeyStore } from './hostKeys'
+import type { HostKeyCheck, HostKeyStore } from './hostKeys'
 import { LineSplitter } from './lines'
 
 export interface SshTarget {
@@ -18,7 +18,8 @@ export const UNREACHABLE_TTL_MS = 25_000
 /** OpenSSH allows 10 sessions per connection (MaxSessions); stay under it. */
 const MAX_CHANNELS_PER_CONNECTION = 8
 
-export type SshErrorKind = 'unreachable' | 'auth' | 'host_key_changed' | 'timeout' | 'cancelled' | 'channel'
+export type SshErrorKind =
+  'unreachable' | 'auth' | 'host_key_changed' | 'host_key_unconfirmed' | 'timeout' | 'cancelled' | 'channel'
 
 export class SshError extends Error {
   constructor(
@@ -26,6 +27,8 @@ export class SshError extends Error {
     message: string,
     /** Served from the unreachable cache, not a fresh attempt. */
     readonly cached = false,
+    /** The host key the node presented, when it was refused (host_key_changed, host_key_unconfirmed). */
+    readonly presentedFingerprint: string | null = null,
   ) {
     super(message)
     this.name = 'SshError'
@@ -99,7 +102,7 @@ export class SshPool {
     if (!options.fresh) {
       const cached = this.unreachable.get(key)
       if (cached && cached.until > this.opts.clock.now())
-        throw new SshError(cached.error.kind, cached.error.message, true)
+        throw new SshError(cached.error.kind, cached.error.message, true, cached.error.presentedFingerprint)
     }
 
     let busyRetries = 0
@@ -153,6 +156,12 @@ export class SshPool {
     this.unreachable.delete(targetKey(target))
   }
 
+  /** Forgets cached failures of every user on one host and port (after its host key was trusted). */
+  clearUnreachableHost(host: string, port: number): void {
+    const suffix = `@${host}:${port}`
+    for (const key of [...this.unreachable.keys()]) if (key.endsWith(suffix)) this.unreachable.delete(key)
+  }
+
   /** Closes every connection. Commands in flight fail. */
   async close(): Promise<void> {
     this.closed = true
@@ -190,7 +199,7 @@ export class SshPool {
     return new Promise<Connection>((resolve, reject) => {
       const client = new ssh2.Client()
       const conn: Connection = { client, ready: false, active: 0, waiters: [] }
-      let hostKeyProblem: string | null = null
+      let hostKeyProblem: SshError | null = null
       let settled = false
       const timeoutMs = deadline !== null ? Math.max(1, deadline - Date.now()) : (this.opts.connectTimeoutMs ?? 20_000)
       const fail = (err: SshError, remember: boolean): void => {
@@ -224,7 +233,7 @@ export class SshPool {
       })
       client.on('error', (err: Error & { level?: string }) => {
         if (!settled) {
-          if (hostKeyProblem !== null) return fail(new SshError('host_key_changed', hostKeyProblem), true)
+          if (hostKeyProblem !== null) return fail(hostKeyProblem, true)
           if (err.level === 'client-authentication')
             return fail(
               new SshError(
@@ -256,10 +265,7 @@ export class SshPool {
             if (res.firstUse) log.info('trusted new SSH host key', { target: key, fingerprint: res.fingerprint })
             return true
           }
-          hostKeyProblem =
-            `${target.host}:${target.port}: the host key changed (expected ${res.expected}, got ${res.presented}); connection refused. ` +
-            `If the node was reinstalled, forget the old key with DELETE /api/ssh/known-hosts?host=${target.host}&port=${target.port} ` +
-            `(or remove "[${target.host}]:${target.port}" from known_hosts.json in the data directory) and try again.`
+          hostKeyProblem = hostKeyRefusal(target, res)
           return false
         },
       })
@@ -304,12 +310,8 @@ export class SshPool {
       return await new Promise<ExecResult>((resolve, reject) => {
         let channel: ssh2.ClientChannel | null = null
         let done = false
-        const out: string[] = []
-        const err: string[] = []
-        const decOut = new StringDecoder('utf8')
-        const decErr = new StringDecoder('utf8')
-        const splitOut = options.onLine ? new LineSplitter((l) => options.onLine!(l, 'stdout')) : null
-        const splitErr = options.onLine ? new LineSplitter((l) => options.onLine!(l, 'stderr')) : null
+        const out = new StreamText(options.onLine && ((l) => options.onLine!(l, 'stdout')))
+        const err = new StreamText(options.onLine && ((l) => options.onLine!(l, 'stderr')))
         let code: number | null = null
         let sig: string | null = null
 
@@ -329,28 +331,14 @@ export class SshPool {
             }
             return reject(error)
           }
-          resolve({ code, signal: sig, stdout: out.join(''), stderr: err.join('') })
+          resolve({ code, signal: sig, stdout: out.text(), stderr: err.text() })
         }
         const onAbort = (): void => finish(new SshError('cancelled', 'cancelled'))
         options.signal?.addEventListener('abort', onAbort, { once: true })
         const remaining = deadline !== null ? deadline - Date.now() : null
         const timer =
           remaining !== null
-            ? setTimeout(
-                () =>
-                  finish(
-                    channel === null
-                      ? // Not even a channel in time: the connection itself is dead (a silent node).
-                        new SilentConnection(
-                          `no answer on the SSH connection within ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`,
-                        )
-                      : new SshError(
-                          'timeout',
-                          `command timed out after ${Math.round((options.timeoutMs ?? 0) / 100) / 10} s`,
-                        ),
-                  ),
-                Math.max(1, remaining),
-              )
+            ? setTimeout(() => finish(deadlineError(channel !== null, options.timeoutMs ?? 0)), Math.max(1, remaining))
             : null
 
         const onChannel = (e: Error | undefined, stream: ssh2.ClientChannel): void => {
@@ -367,29 +355,15 @@ export class SshPool {
             stream.close()
             return
           }
-          stream.on('data', (chunk: Buffer) => {
-            const s = decOut.write(chunk)
-            out.push(s)
-            splitOut?.push(s)
-          })
-          stream.stderr.on('data', (chunk: Buffer) => {
-            const s = decErr.write(chunk)
-            err.push(s)
-            splitErr?.push(s)
-          })
+          stream.on('data', (chunk: Buffer) => out.write(chunk))
+          stream.stderr.on('data', (chunk: Buffer) => err.write(chunk))
           stream.on('exit', (c: number | null, s?: string) => {
             if (typeof c === 'number') code = c
             else if (s) sig = s
           })
           stream.on('close', () => {
-            const tailOut = decOut.end()
-            const tailErr = decErr.end()
-            out.push(tailOut)
-            err.push(tailErr)
-            splitOut?.push(tailOut)
-            splitErr?.push(tailErr)
-            splitOut?.end()
-            splitErr?.end()
+            out.end()
+            err.end()
             finish(null)
           })
           if (options.stdin !== undefined) stream.end(options.stdin)
@@ -406,6 +380,29 @@ export class SshPool {
       this.release(conn)
     }
   }
+}
+
+/** The error for a refused host key: what was presented and how the operator trusts it. */
+function hostKeyRefusal(target: SshTarget, res: Exclude<HostKeyCheck, { ok: true }>): SshError {
+  const where = `${target.host}:${target.port}`
+  const trust =
+    `If that is the node's key, trust it in the Cluster view ` +
+    `(or POST /api/ssh/known-hosts/trust with host ${target.host}, port ${target.port} and fingerprint ${res.presented}) and try again.`
+  if (res.reason === 'changed')
+    return new SshError(
+      'host_key_changed',
+      `${where}: the host key changed (expected ${res.expected}, got ${res.presented}); connection refused. ` +
+        `If the node was reinstalled, trust the new key, or forget the old one with DELETE /api/ssh/known-hosts?host=${target.host}&port=${target.port}. ${trust}`,
+      false,
+      res.presented,
+    )
+  return new SshError(
+    'host_key_unconfirmed',
+    `${where}: host key ${res.presented} is not confirmed; connection refused. ` +
+      `Tandem's known-hosts file was unreadable and was kept aside, so no host key is trusted until you confirm it. ${trust}`,
+    false,
+    res.presented,
+  )
 }
 
 class StaleConnection extends Error {}
@@ -430,3 +427,40 @@ function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   })
 }
 class SilentConnection extends Error {}
+
+/** One output stream of a command: UTF-8 decoded across chunk edges, kept whole, and split into lines as it comes. */
+class StreamText {
+  private readonly parts: string[] = []
+  private readonly decoder = new StringDecoder('utf8')
+  private readonly lines: LineSplitter | null
+
+  constructor(onLine: ((line: string) => void) | undefined) {
+    this.lines = onLine ? new LineSplitter(onLine) : null
+  }
+
+  write(chunk: Buffer): void {
+    this.add(this.decoder.write(chunk))
+  }
+
+  end(): void {
+    this.add(this.decoder.end())
+    this.lines?.end()
+  }
+
+  text(): string {
+    return this.parts.join('')
+  }
+
+  private add(s: string): void {
+    this.parts.push(s)
+    this.lines?.push(s)
+  }
+}
+
+/** A deadline passed: with no channel yet the connection itself is dead (a silent node), else the command ran long. */
+function deadlineError(channelOpened: boolean, timeoutMs: number): Error {
+  const s = Math.round(timeoutMs / 100) / 10
+  return channelOpened
+    ? new SshError('timeout', `command timed out after ${s} s`)
+    : new SilentConnection(`no answer on the SSH connection within ${s} s`)
+}

@@ -16,6 +16,14 @@ export class BackendError extends Error {
   }
 }
 
+/** The code a call gets when its caller cancels it (both transports). */
+export const ABORTED = 'aborted'
+
+export interface CallOptions {
+  /** Aborting it cancels the call: the request is dropped (HTTP) or its handler's signal fires (IPC). */
+  signal?: AbortSignal
+}
+
 export interface StreamHandlers<T> {
   onEvent(event: T): void
   onError?(err: BackendError): void
@@ -28,7 +36,7 @@ export interface StreamHandlers<T> {
  */
 export interface BackendApi {
   readonly transport: 'ipc' | 'http'
-  call<M extends MethodName>(method: M, input: InputOf<M>): Promise<OutputOf<M>>
+  call<M extends MethodName>(method: M, input: InputOf<M>, opts?: CallOptions): Promise<OutputOf<M>>
   /** Opens a stream method; returns a function that closes it. */
   subscribe<M extends MethodName>(method: M, input: InputOf<M>, handlers: StreamHandlers<OutputOf<M>>): () => void
 }

@@ -1,6 +1,14 @@
 import { contract, type MethodName } from '../../src-main/contract'
 import { splitRoute, type MethodDef } from '../../src-main/contract/define'
-import { BackendError, type BackendApi, type InputOf, type OutputOf, type StreamHandlers } from './backend'
+import {
+  ABORTED,
+  BackendError,
+  type BackendApi,
+  type CallOptions,
+  type InputOf,
+  type OutputOf,
+  type StreamHandlers,
+} from './backend'
 
 /** Fills `:param` segments from the input; the rest goes to the query (GET/DELETE) or the JSON body. */
 export function buildRequest(
@@ -40,14 +48,21 @@ async function errorFrom(res: Response): Promise<BackendError> {
 export function httpApi(origin: string, onUnauthorized: () => void = () => undefined): BackendApi {
   return {
     transport: 'http',
-    async call<M extends MethodName>(method: M, input: InputOf<M>): Promise<OutputOf<M>> {
+    async call<M extends MethodName>(method: M, input: InputOf<M>, opts: CallOptions = {}): Promise<OutputOf<M>> {
       const req = buildRequest(contract[method], (input ?? {}) as Record<string, unknown>)
-      const res = await fetch(origin + req.path, {
-        method: req.verb,
-        credentials: 'same-origin',
-        headers: req.body !== undefined ? { 'Content-Type': 'application/json' } : undefined,
-        body: req.body,
-      })
+      let res: Response
+      try {
+        res = await fetch(origin + req.path, {
+          method: req.verb,
+          credentials: 'same-origin',
+          headers: req.body !== undefined ? { 'Content-Type': 'application/json' } : undefined,
+          body: req.body,
+          signal: opts.signal,
+        })
+      } catch (err) {
+        if (opts.signal?.aborted) throw new BackendError('the call was cancelled', ABORTED, 0)
+        throw err
+      }
       if (!res.ok) {
         const err = await errorFrom(res)
         if (res.status === 401 && method !== 'login') onUnauthorized()

@@ -1,10 +1,11 @@
-import type { TandemBridge } from '../../src-preload/channels'
+import type { TandemBridge } from '../../src-main/contract/ipc'
 import type { BackendApi } from './backend'
 import { httpApi } from './http'
 import { ipcApi } from './ipc'
 
 export type { BackendApi, InputOf, OutputOf } from './backend'
-export { BackendError } from './backend'
+export { ABORTED, BackendError } from './backend'
+export type { CallOptions } from './backend'
 
 declare global {
   interface Window {

@@ -1,20 +1,42 @@
 import type { MethodName } from '../../src-main/contract'
-import type { TandemBridge } from '../../src-preload/channels'
-import { BackendError, type BackendApi, type InputOf, type OutputOf, type StreamHandlers } from './backend'
+import type { TandemBridge } from '../../src-main/contract/ipc'
+import {
+  ABORTED,
+  BackendError,
+  type BackendApi,
+  type CallOptions,
+  type InputOf,
+  type OutputOf,
+  type StreamHandlers,
+} from './backend'
 
-/** The desktop implementation over the preload's `window.tandem`. */
+const cancelled = (): BackendError => new BackendError('the call was cancelled', ABORTED, 0)
+
+/** The desktop implementation over the preload's `window.tandem`: envelopes in, BackendError out. */
 export function ipcApi(bridge: TandemBridge): BackendApi {
-  const asBackendError = (err: unknown): BackendError => {
-    const e = err as { message?: string; code?: string; status?: number }
-    return new BackendError(e.message ?? String(err), e.code ?? 'internal', e.status ?? 500)
-  }
+  let nextCall = 0
   return {
     transport: 'ipc',
-    async call<M extends MethodName>(method: M, input: InputOf<M>): Promise<OutputOf<M>> {
+    async call<M extends MethodName>(method: M, input: InputOf<M>, opts: CallOptions = {}): Promise<OutputOf<M>> {
+      const { signal } = opts
+      if (signal?.aborted) throw cancelled()
+      nextCall += 1
+      const callId = `c${nextCall}`
+      let onAbort = (): void => undefined
+      const aborted = new Promise<never>((_resolve, reject) => {
+        onAbort = () => {
+          bridge.cancel(callId)
+          reject(cancelled())
+        }
+      })
+      signal?.addEventListener('abort', onAbort, { once: true })
       try {
-        return (await bridge.invoke(method, input ?? {})) as OutputOf<M>
-      } catch (err) {
-        throw asBackendError(err)
+        const answer = bridge.invoke(method, input ?? {}, callId)
+        const res = await (signal ? Promise.race([answer, aborted]) : answer)
+        if (!res.ok) throw new BackendError(res.error.message, res.error.code, res.error.status)
+        return res.value as OutputOf<M>
+      } finally {
+        signal?.removeEventListener('abort', onAbort)
       }
     },
     subscribe<M extends MethodName>(method: M, input: InputOf<M>, h: StreamHandlers<OutputOf<M>>): () => void {

@@ -1,7 +1,7 @@
 // Gateway bench (issue 4): direct vs Debian nginx vs Tandem in front of the same fake llm, at 1, 16
 // and 64 concurrent clients; a 200 MB upload through /v1/audio/transcriptions with Tandem's peak
 // RSS growth; and the scrub corpus's precision and recall. Loopback only, every loop bounded.
-// Run: npx tsx test/bench/gateway.mts   (writes the table into README.md, Gateway section)
+// Run: npx tsx test/bench/gateway.mts   (writes the table into docs/benchmarks.md, Gateway section)
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
@@ -352,7 +352,7 @@ async function main(): Promise<void> {
       `Scrub corpus (${scrub.examples} examples): precision ${(100 * scrub.precision).toFixed(1)} %, recall ${(100 * scrub.recall).toFixed(1)} % (TP ${scrub.tp}, FP ${scrub.fp}, FN ${scrub.fn}).`,
     ].join('\n')
     console.log(table)
-    const doc = path.join(ROOT, 'README.md')
+    const doc = path.join(ROOT, 'docs', 'benchmarks.md')
     if (fs.existsSync(doc)) {
       const text = fs.readFileSync(doc, 'utf8')
       const re = /(<!-- bench:start -->\n)[\s\S]*?(\n<!-- bench:end -->)/

@@ -23,17 +23,12 @@ async function seed(dataDir: string): Promise<string[]> {
   const { loadConfig } = await import('../../src-main/config/load')
   const { createLogger, MemorySink } = await import('../../src-main/core/logger')
   const { systemClock } = await import('../../src-main/core/clock')
-  const { JobRegistry } = await import('../../src-main/jobs/registry')
+  const { testCoreDeps } = await import('../helpers/coreDeps')
   const { createLicensingServices } = await import('../../src-main/licensing/services')
   const { ProductInput, PolicyInput } = await import('../../src-main/contract/licensing')
   const logger = createLogger({ sink: new MemorySink() })
   const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9' } })
-  const s = createLicensingServices({
-    config,
-    clock: systemClock,
-    logger,
-    jobs: new JobRegistry(systemClock, logger.redactor),
-  })
+  const s = createLicensingServices(testCoreDeps({ config, clock: systemClock, logger }))
   const p = s.catalog.createProduct(ProductInput.parse({ slug: 'bench', name: 'Bench', price_value: 10_000 }))
   const pol = s.catalog.createPolicy(
     p.id,

@@ -1,11 +1,7 @@
 import type { Migration } from './index'
 
-/** The first schema: SAT-only prices (price_sats), licenses, machines, invoices, discounts, providers, webhooks. */
-export const m001Initial: Migration = {
-  id: 1,
-  name: 'initial',
-  up(db) {
-    db.exec(`
+/** The first schema as it shipped; a migration never changes once released. */
+const INITIAL_SCHEMA = `
       CREATE TABLE products (
         id TEXT PRIMARY KEY,
         slug TEXT NOT NULL UNIQUE,
@@ -195,6 +191,13 @@ export const m001Initial: Migration = {
       );
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
       CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_at);
-    `)
+`
+
+/** The first schema: SAT-only prices (price_sats), licenses, machines, invoices, discounts, providers, webhooks. */
+export const m001Initial: Migration = {
+  id: 1,
+  name: 'initial',
+  up(db) {
+    db.exec(INITIAL_SCHEMA)
   },
 }

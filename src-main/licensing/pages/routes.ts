@@ -2,7 +2,8 @@ import type { Request, Response, Router } from 'express'
 import { PurchaseInput, type PurchaseStatus, type RecoverResponse } from '../../contract/licensing'
 import { ApiError } from '../../contract/errors'
 import type { Logger } from '../../core/logger'
-import type { BuyerLimits } from '../buyerApi'
+import { limitHeaders, type Limits } from '../../core/limits'
+import { requestState } from '../../http/requestState'
 import type { Catalog } from '../catalog'
 import { effectivePrice } from '../catalog'
 import { parseStringList } from '../json'
@@ -30,7 +31,7 @@ export interface PagesDeps {
   /** Details the thank-you page shows beside the poll answer. */
   invoiceExtras(id: string): { product_name: string | null; buyer_email: string | null; buyer_note: string | null }
   recover(key: string): Promise<RecoverResponse>
-  limits: BuyerLimits
+  limits: Limits
 }
 
 function send(res: Response, status: number, body: string): void {
@@ -59,12 +60,85 @@ function isHttpUrl(u: string | null): u is string {
   }
 }
 
+/** The buy page's model: an active product and its public tiers, cheapest first; null when there is none. */
+function buyModel(
+  catalog: Catalog,
+  slug: string,
+): { product: { slug: string; name: string; description: string }; tiers: BuyTier[] } | null {
+  const product = catalog.productBySlug(slug)
+  if (!product || product.active !== 1) return null
+  const tiers = catalog
+    .policyRows(product.id)
+    .filter((p) => p.active === 1 && p.public === 1)
+    .map((p) => {
+      const price = effectivePrice(product, p)
+      return {
+        slug: p.slug,
+        name: p.name,
+        description: p.description,
+        currency: price.currency,
+        value: price.value,
+        entitlements: parseStringList(p.entitlements),
+        maxMachines: p.max_machines,
+        durationDays: p.duration_days,
+        isRecurring: p.is_recurring === 1,
+        renewalPeriodDays: p.renewal_period_days,
+        trialDays: p.trial_days,
+        highlighted: p.highlighted === 1,
+      }
+    })
+    .sort((a, b) => a.value - b.value)
+  return { product: { slug: product.slug, name: product.name, description: product.description }, tiers }
+}
+
+/** A buy-page form post: start the purchase and send the buyer to checkout, or back to the form with the error. */
+async function submitBuyForm(
+  deps: PagesDeps,
+  model: NonNullable<ReturnType<typeof buyModel>>,
+  req: Request,
+  res: Response,
+): Promise<void> {
+  let form: Record<string, string> = {}
+  try {
+    const f = await readForm(req)
+    form = {
+      policy: f.get('policy') ?? '',
+      buyer_email: f.get('buyer_email') ?? '',
+      code: f.get('code') ?? '',
+      buyer_note: f.get('buyer_note') ?? '',
+    }
+    const input = PurchaseInput.safeParse({
+      product: model.product.slug,
+      policy: form.policy || undefined,
+      buyer_email: form.buyer_email,
+      code: form.code,
+      buyer_note: form.buyer_note || undefined,
+    })
+    if (!input.success) {
+      const issue = input.error.issues[0]
+      throw new ApiError('bad_input', `${issue?.path.join('.') || 'form'}: ${issue?.message ?? 'invalid'}`)
+    }
+    const session = await deps.purchases.start(input.data)
+    if (session.status === 'settled') {
+      res.redirect(303, `/thank-you?invoice=${session.invoice_id}`)
+      return
+    }
+    if (!isHttpUrl(session.checkout_url))
+      throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
+    send(res, 200, checkoutRedirectPage(session.checkout_url, session.invoice_id))
+  } catch (err) {
+    const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
+    if (!(err instanceof ApiError)) deps.logger.error('buy page failed', { error: err })
+    send(res, e.status, buyPage({ ...model, form, error: e.message }))
+  }
+}
+
 /** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, and their one stylesheet and script. */
 export function mountPages(router: Router, deps: PagesDeps): void {
   const limited = (req: Request, res: Response): boolean => {
-    const ip = req.socket.remoteAddress ?? 'unknown'
-    if (deps.limits.take('public', ip)) return false
-    res.setHeader('Retry-After', String(Math.max(1, deps.limits.retryAfter('public', ip))))
+    const state = deps.limits.take('public', requestState(res).client.limitKey)
+    for (const [k, v] of Object.entries(limitHeaders(state))) res.setHeader(k, v)
+    if (state.ok) return false
     send(res, 429, errorPage('Slow down', 'Too many requests from your address; try again in a moment.'))
     return true
   }
@@ -78,79 +152,18 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     res.type('application/javascript').send(PAGES_JS)
   })
 
-  const tiersOf = (
-    slug: string,
-  ): { product: { slug: string; name: string; description: string }; tiers: BuyTier[] } | null => {
-    const product = deps.catalog.productBySlug(slug)
-    if (!product || product.active !== 1) return null
-    const tiers = deps.catalog
-      .policyRows(product.id)
-      .filter((p) => p.active === 1 && p.public === 1)
-      .map((p) => {
-        const price = effectivePrice(product, p)
-        return {
-          slug: p.slug,
-          name: p.name,
-          description: p.description,
-          currency: price.currency,
-          value: price.value,
-          entitlements: parseStringList(p.entitlements),
-          maxMachines: p.max_machines,
-          durationDays: p.duration_days,
-          isRecurring: p.is_recurring === 1,
-          renewalPeriodDays: p.renewal_period_days,
-          trialDays: p.trial_days,
-          highlighted: p.highlighted === 1,
-        }
-      })
-      .sort((a, b) => a.value - b.value)
-    return { product: { slug: product.slug, name: product.name, description: product.description }, tiers }
-  }
-
   router.get('/buy/:slug', (req, res) => {
     if (limited(req, res)) return
-    const model = tiersOf(String(req.params.slug))
+    const model = buyModel(deps.catalog, String(req.params.slug))
     if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
     send(res, 200, buyPage(model))
   })
 
   router.post('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return
-    const model = tiersOf(String(req.params.slug))
+    const model = buyModel(deps.catalog, String(req.params.slug))
     if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
-    let form: Record<string, string> = {}
-    try {
-      const f = await readForm(req)
-      form = {
-        policy: f.get('policy') ?? '',
-        buyer_email: f.get('buyer_email') ?? '',
-        code: f.get('code') ?? '',
-        buyer_note: f.get('buyer_note') ?? '',
-      }
-      const input = PurchaseInput.safeParse({
-        product: model.product.slug,
-        policy: form.policy || undefined,
-        buyer_email: form.buyer_email,
-        code: form.code,
-        buyer_note: form.buyer_note || undefined,
-      })
-      if (!input.success) {
-        const issue = input.error.issues[0]
-        throw new ApiError('bad_input', `${issue?.path.join('.') || 'form'}: ${issue?.message ?? 'invalid'}`)
-      }
-      const session = await deps.purchases.start(input.data)
-      if (session.status === 'settled') {
-        res.redirect(303, `/thank-you?invoice=${session.invoice_id}`)
-        return
-      }
-      if (!isHttpUrl(session.checkout_url))
-        throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
-      send(res, 200, checkoutRedirectPage(session.checkout_url, session.invoice_id))
-    } catch (err) {
-      const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
-      if (!(err instanceof ApiError)) deps.logger.error('buy page failed', { error: err })
-      send(res, e.status, buyPage({ ...model, form, error: e.message }))
-    }
+    await submitBuyForm(deps, model, req, res)
   })
 
   router.get('/thank-you', (req, res) => {

@@ -1,5 +1,5 @@
 import type { PurchaseStatus, RecoverResponse } from '../../contract/licensing'
-import { formatMoney } from '../money'
+import { formatMoney } from '../../contract/money'
 import { html, page, type SafeHtml } from './html'
 
 export interface BuyTier {

@@ -1,7 +1,7 @@
 import type { ProvidersStatus } from '../../contract/licensing'
 import { ApiError } from '../../contract/errors'
 import type { Clock } from '../../core/clock'
-import type { Logger } from '../../core/logger'
+import { redactUrlCredentials, type Logger } from '../../core/logger'
 import type { AuditLog } from '../audit'
 import { immediate, type LicensingDb } from '../db'
 import { BtcpayProvider } from './btcpay'
@@ -105,7 +105,7 @@ export class ProviderConnections {
       btcpay: {
         connected: b !== undefined,
         active: active === 'btcpay',
-        base_url: b?.base_url ?? null,
+        base_url: b ? redactUrlCredentials(b.base_url) : null,
         connected_at: b?.connected_at ?? null,
         webhook_url: `${this.publicUrl()}/v1/btcpay/webhook`,
         store_id: b?.store_id ?? null,
@@ -114,7 +114,7 @@ export class ProviderConnections {
       zaprite: {
         connected: z !== undefined,
         active: active === 'zaprite',
-        base_url: z?.base_url ?? null,
+        base_url: z ? redactUrlCredentials(z.base_url) : null,
         connected_at: z?.connected_at ?? null,
         webhook_url: `${this.publicUrl()}/v1/zaprite/webhook`,
       },

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger, MemorySink } from '../../../src-main/core/logger'
 import { forwardJson } from '../../../src-main/gateway/proxy'
 import { Upstreams } from '../../../src-main/gateway/upstreams'
+import { ServiceDirectory } from '../../../src-main/core/serviceDirectory'
 import { sendError } from '../../../src-main/http/respond'
 import { loadConfig } from '../../../src-main/config/load'
 import { startFakeLlm, type FakeLlm } from '../../sim/http'
@@ -25,7 +26,7 @@ describe('forwardJson timeout', () => {
     const config = loadConfig({
       env: { DATA_DIR: dataDir, NODE1_HOST: '127.0.0.1', NODE1_USER: 'x', LLM_PORT: String(llm.port) },
     })
-    upstreams = new Upstreams(config)
+    upstreams = new Upstreams(new ServiceDirectory(config))
     const logger = createLogger({ sink: new MemorySink() })
     server = http.createServer((req, res) => {
       forwardJson(req, res, upstreams.get('llm')!, {

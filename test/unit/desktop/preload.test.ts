@@ -1,53 +1,66 @@
 import { describe, expect, it, vi } from 'vitest'
+import { IPC_CHANNELS } from '../../../src-main/contract/ipc'
+import { createBridge, type IpcRendererLike } from '../../../src-preload/bridge'
 
-const fake = vi.hoisted(() => ({
-  exposed: new Map<string, unknown>(),
-  invokeResult: { ok: true, value: 1 } as unknown,
-  sent: [] as unknown[][],
-  onEvent: null as null | ((e: unknown, id: string, msg: unknown) => void),
-}))
+const fake = vi.hoisted(() => ({ exposed: new Map<string, unknown>() }))
 vi.mock('electron', () => ({
   contextBridge: { exposeInMainWorld: (k: string, v: unknown) => fake.exposed.set(k, v) },
-  ipcRenderer: {
-    invoke: async () => fake.invokeResult,
-    send: (...args: unknown[]) => fake.sent.push(args),
-    on: (_ch: string, fn: (e: unknown, id: string, msg: unknown) => void) => (fake.onEvent = fn),
-  },
+  ipcRenderer: { invoke: async () => ({ ok: true, value: 1 }), send: () => undefined, on: () => undefined },
 }))
 
-await import('../../../src-preload/index')
-const bridge = fake.exposed.get('tandem') as {
-  invoke(m: string, i: unknown): Promise<unknown>
-  subscribe(m: string, i: unknown, cb: (msg: unknown) => void): () => void
+function fakeIpc(answer: unknown | (() => Promise<unknown>)) {
+  const sent: unknown[][] = []
+  let onEvent: ((e: unknown, ...args: unknown[]) => void) | null = null
+  const ipc: IpcRendererLike = {
+    invoke: async (...args) => {
+      sent.push(['invoke', ...args])
+      return typeof answer === 'function' ? (answer as () => Promise<unknown>)() : answer
+    },
+    send: (...args) => void sent.push(args),
+    on: (_ch, fn) => (onEvent = fn),
+  }
+  return { ipc, sent, emit: (id: string, msg: unknown) => onEvent?.({}, id, msg) }
 }
 
 describe('preload bridge', () => {
-  it('exposes window.tandem with invoke and subscribe only', () => {
+  it('exposes window.tandem with invoke, cancel and subscribe only', async () => {
+    await import('../../../src-preload/index')
     expect([...fake.exposed.keys()]).toEqual(['tandem'])
-    expect(Object.keys(bridge).sort()).toEqual(['invoke', 'subscribe'])
+    expect(Object.keys(fake.exposed.get('tandem') as object).sort()).toEqual(['cancel', 'invoke', 'subscribe'])
   })
 
-  it('returns values and turns the error envelope back into an Error with code and status', async () => {
-    expect(await bridge.invoke('health', {})).toBe(1)
-    fake.invokeResult = {
+  it('passes the envelope through as plain data, with the call id', async () => {
+    const err = { ok: false, error: { code: 'conflict', message: 'a download job is already running', status: 409 } }
+    const f = fakeIpc(err)
+    const bridge = createBridge(f.ipc)
+    expect(await bridge.invoke('x', { a: 1 }, 'c7')).toEqual(err)
+    expect(f.sent[0]).toEqual(['invoke', IPC_CHANNELS.invoke, 'x', { a: 1 }, 'c7'])
+    bridge.cancel('c7')
+    expect(f.sent.at(-1)).toEqual([IPC_CHANNELS.cancel, 'c7'])
+  })
+
+  it('turns a failed IPC call or a malformed answer into an internal envelope instead of throwing', async () => {
+    const broken = createBridge(fakeIpc(() => Promise.reject(new Error("No handler registered for 'x'"))).ipc)
+    expect(await broken.invoke('x', {})).toEqual({
       ok: false,
-      error: { code: 'conflict', message: 'a download job is already running', status: 409 },
-    }
-    await expect(bridge.invoke('x', {})).rejects.toMatchObject({
-      message: 'a download job is already running',
-      code: 'conflict',
-      status: 409,
+      error: { code: 'internal', message: "No handler registered for 'x'", status: 500 },
+    })
+    expect(await createBridge(fakeIpc('nonsense').ipc).invoke('x', {})).toMatchObject({
+      ok: false,
+      error: { code: 'internal' },
     })
   })
 
   it('routes stream messages to their subscriber and unsubscribes', () => {
+    const f = fakeIpc(null)
+    const bridge = createBridge(f.ipc)
     const got: unknown[] = []
     const close = bridge.subscribe('streamJob', { id: 'j' }, (m) => got.push(m))
-    const [, id] = fake.sent.at(-1) as [string, string]
-    fake.onEvent?.({}, id, { kind: 'event', data: { type: 'log' } })
-    fake.onEvent?.({}, 'someone-else', { kind: 'event', data: {} })
+    const [, id] = f.sent.at(-1) as [string, string]
+    f.emit(id, { kind: 'event', data: { type: 'log' } })
+    f.emit('someone-else', { kind: 'event', data: {} })
     expect(got).toEqual([{ kind: 'event', data: { type: 'log' } }])
     close()
-    expect(fake.sent.at(-1)).toEqual(['tandem:unsubscribe', id])
+    expect(f.sent.at(-1)).toEqual([IPC_CHANNELS.unsubscribe, id])
   })
 })

@@ -59,7 +59,7 @@ const fake = vi.hoisted(() => {
         handle: () => undefined,
         on: () => undefined,
         removeHandler: () => undefined,
-        removeAllListeners: () => undefined,
+        removeListener: () => undefined,
       },
     },
   }

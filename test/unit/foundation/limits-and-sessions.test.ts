@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/core/clock'
 import { RateLimiter } from '../../../src-main/core/rateLimit'
-import { SessionSigner, readCookie } from '../../../src-main/http/session'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { SessionStore } from '../../../src-main/core/sessions'
+import { readCookie } from '../../../src-main/http/session'
 
 describe('rate limiter', () => {
   it('allows a burst, refuses, then refills with time', () => {
@@ -25,25 +30,46 @@ describe('rate limiter', () => {
   })
 })
 
-describe('session cookies', () => {
-  it('verifies its own cookie and refuses tampering, expiry, another token and revocation', () => {
+describe('admin sessions', () => {
+  const store = (dir: string, token: string, clock: ManualClock) =>
+    new SessionStore({
+      file: path.join(dir, 'sessions.json'),
+      adminToken: token,
+      clock,
+      logger: createLogger({ sink: new MemorySink() }),
+    })
+
+  it('verifies its own session, refuses tampering and expiry, and keeps only hashes on disk (mode 0600)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-sess-'))
     const clock = new ManualClock()
-    const s = new SessionSigner('admin-token-aaaaaaaaaaaa', clock)
+    const s = store(dir, 'admin-token-aaaaaaaaaaaa', clock)
     const { value } = s.issue()
     expect(s.verify(value)).toBe(true)
     expect(s.verify(value.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')))).toBe(false)
     expect(s.verify(undefined)).toBe(false)
-    expect(new SessionSigner('another-token-bbbbbbbbbb', clock).verify(value)).toBe(false)
-    const other = s.issue().value
-    s.revoke(value)
-    expect(s.verify(value)).toBe(false)
-    expect(s.verify(other)).toBe(true)
+    const file = fs.readFileSync(path.join(dir, 'sessions.json'), 'utf8')
+    expect(file).not.toContain(value)
+    expect(fs.statSync(path.join(dir, 'sessions.json')).mode & 0o777).toBe(0o600)
     clock.advance(12 * 3600 * 1000 + 1)
-    expect(s.verify(other)).toBe(false)
+    expect(s.verify(value)).toBe(false)
   })
 
-  it('reads one cookie out of a header', () => {
-    expect(readCookie('a=1; tandem_session=v1.x; b=2', 'tandem_session')).toBe('v1.x')
+  it('a logout survives a restart, and a rotated admin token ends every session', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-sess-'))
+    const clock = new ManualClock()
+    const first = store(dir, 'admin-token-aaaaaaaaaaaa', clock)
+    const kept = first.issue().value
+    const ended = first.issue().value
+    first.revoke(ended)
+    const restarted = store(dir, 'admin-token-aaaaaaaaaaaa', clock)
+    expect(restarted.verify(kept)).toBe(true)
+    expect(restarted.verify(ended)).toBe(false)
+    expect(store(dir, 'another-token-bbbbbbbbbb', clock).verify(kept)).toBe(false)
+  })
+
+  it('reads one cookie out of a header; a malformed one is no cookie', () => {
+    expect(readCookie('a=1; tandem_session=abc; b=2', 'tandem_session')).toBe('abc')
     expect(readCookie('a=1', 'tandem_session')).toBeUndefined()
+    expect(() => readCookie('tandem_session=%E0%A4%A', 'tandem_session')).not.toThrow()
   })
 })

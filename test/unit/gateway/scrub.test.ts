@@ -52,54 +52,54 @@ describe('checksums', () => {
 })
 
 describe('scrub sessions', () => {
-  it('gives the same value the same placeholder and numbers each type on its own', () => {
+  it('gives the same value the same placeholder and numbers each type on its own', async () => {
     const s = new ScrubSessions(new ManualClock())
-    const r = s.scrub('a@x.io b@x.io A@X.IO 10.0.0.1 a@x.io')
+    const r = await s.scrub('a@x.io b@x.io A@X.IO 10.0.0.1 a@x.io')
     expect(r.text).toBe('[EMAIL_1] [EMAIL_2] [EMAIL_1] [IP_1] [EMAIL_1]')
-    expect(s.rehydrate('[EMAIL_2] wrote to [email_1] from [ IP_1 ]', r.session_id)).toEqual({
+    expect(await s.rehydrate('[EMAIL_2] wrote to [email_1] from [ IP_1 ]', r.session_id)).toEqual({
       text: 'b@x.io wrote to a@x.io from 10.0.0.1',
       replaced: 3,
     })
   })
 
-  it('leaves unknown placeholders alone', () => {
+  it('leaves unknown placeholders alone', async () => {
     const s = new ScrubSessions(new ManualClock())
-    const r = s.scrub('mail a@x.io')
-    expect(s.rehydrate('[EMAIL_2] [PHONE_1] [EMAIL_1]', r.session_id).text).toBe('[EMAIL_2] [PHONE_1] a@x.io')
+    const r = await s.scrub('mail a@x.io')
+    expect((await s.rehydrate('[EMAIL_2] [PHONE_1] [EMAIL_1]', r.session_id)).text).toBe('[EMAIL_2] [PHONE_1] a@x.io')
   })
 
-  it('expires a session after its TTL since last use (ManualClock)', () => {
+  it('expires a session after its TTL since last use (ManualClock)', async () => {
     const clock = new ManualClock()
     const s = new ScrubSessions(clock, [], 60_000)
-    const { session_id } = s.scrub('a@x.io')
+    const { session_id } = await s.scrub('a@x.io')
     clock.advance(59_000)
-    expect(s.rehydrate('[EMAIL_1]', session_id).text).toBe('a@x.io') // use refreshes it
+    expect((await s.rehydrate('[EMAIL_1]', session_id)).text).toBe('a@x.io') // use refreshes it
     clock.advance(59_000)
-    expect(s.rehydrate('[EMAIL_1]', session_id).text).toBe('a@x.io')
+    expect((await s.rehydrate('[EMAIL_1]', session_id)).text).toBe('a@x.io')
     clock.advance(60_001)
-    expect(() => s.rehydrate('[EMAIL_1]', session_id)).toThrow(SessionNotFound)
+    await expect(s.rehydrate('[EMAIL_1]', session_id)).rejects.toThrow(SessionNotFound)
     expect(s.size).toBe(0)
   })
 
-  it('drops the least recently used session past the cap', () => {
+  it('drops the least recently used session past the cap', async () => {
     const s = new ScrubSessions(new ManualClock(), [], 60_000, 2)
-    const a = s.scrub('a@x.io').session_id
-    const b = s.scrub('b@x.io').session_id
-    s.rehydrate('', a) // a is now the most recent
-    s.scrub('c@x.io')
+    const a = (await s.scrub('a@x.io')).session_id
+    const b = (await s.scrub('b@x.io')).session_id
+    await s.rehydrate('', a) // a is now the most recent
+    await s.scrub('c@x.io')
     expect(s.size).toBe(2)
-    expect(() => s.rehydrate('', b)).toThrow(SessionNotFound)
-    expect(s.rehydrate('[EMAIL_1]', a).text).toBe('a@x.io')
+    await expect(s.rehydrate('', b)).rejects.toThrow(SessionNotFound)
+    expect((await s.rehydrate('[EMAIL_1]', a)).text).toBe('a@x.io')
   })
 
-  it('refuses an unknown session id', () => {
+  it('refuses an unknown session id', async () => {
     const s = new ScrubSessions(new ManualClock())
-    expect(() => s.rehydrate('x', 'nope')).toThrow(SessionNotFound)
-    expect(() => s.scrub('x', 'nope')).toThrow(SessionNotFound)
+    await expect(s.rehydrate('x', 'nope')).rejects.toThrow(SessionNotFound)
+    await expect(s.scrub('x', 'nope')).rejects.toThrow(SessionNotFound)
   })
 
-  it('replaces operator terms case-insensitively, only as whole words', () => {
+  it('replaces operator terms case-insensitively, only as whole words', async () => {
     const s = new ScrubSessions(new ManualClock(), ['Nightjar'])
-    expect(s.scrub('Nightjar, nightjars, NIGHTJAR.').text).toBe('[TERM_1], nightjars, [TERM_1].')
+    expect((await s.scrub('Nightjar, nightjars, NIGHTJAR.')).text).toBe('[TERM_1], nightjars, [TERM_1].')
   })
 })

@@ -15,12 +15,9 @@ import {
 } from '../../../src-main/licensing/keys/format'
 import { Issuer, PRIVATE_KEY_FILE, verifyKey } from '../../../src-main/licensing/keys/issuer'
 
-// The shared test vectors: CI checks out shared/ beside the repository; a workstation has it at /work/shared.
-const VECTORS = [
-  path.resolve(__dirname, '../../../../shared/vectors/keysat-key-vectors.json'),
-  '/work/shared/vectors/keysat-key-vectors.json',
-].find((f) => fs.existsSync(f))
-if (!VECTORS) throw new Error('keysat-key-vectors.json not found: shared/ must sit beside the repository')
+// The shared test vectors: shared/ sits beside the repository, in CI and on a workstation alike.
+const VECTORS = path.resolve(__dirname, '../../../../shared/vectors/keysat-key-vectors.json')
+if (!fs.existsSync(VECTORS)) throw new Error('keysat-key-vectors.json not found: shared/ must sit beside the repository')
 const vectors = JSON.parse(fs.readFileSync(VECTORS, 'utf8')) as {
   publicKeyPem: string
 } & Record<string, { licenseKey: string; expected: Record<string, unknown> }>

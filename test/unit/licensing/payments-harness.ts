@@ -4,8 +4,7 @@ import path from 'node:path'
 import { loadConfig } from '../../../src-main/config/load'
 import { ManualClock } from '../../../src-main/core/clock'
 import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
-import { JobRegistry } from '../../../src-main/jobs/registry'
-import { buyerLimits } from '../../../src-main/licensing/buyerApi'
+import { testCoreDeps } from '../../helpers/coreDeps'
 import { createPayments, type Payments, type PaymentsOptions } from '../../../src-main/licensing/payments'
 import { createLicensingServices, type LicensingServices } from '../../../src-main/licensing/services'
 
@@ -27,9 +26,8 @@ export function paymentsHarness(opts: Partial<PaymentsOptions> & { env?: Record<
   const clock = new ManualClock(Date.UTC(2026, 0, 1))
   const logs = new MemorySink()
   const logger = createLogger({ redactor: new Redactor(), sink: logs, level: 'debug', now: () => clock.now() })
-  const jobs = new JobRegistry(clock, logger.redactor)
-  const services = createLicensingServices({ config, clock, logger, jobs })
-  const payments = createPayments(services, { limits: buyerLimits(services), ...opts })
+  const services = createLicensingServices(testCoreDeps({ config, clock, logger }))
+  const payments = createPayments(services, opts)
   return {
     clock,
     logs,

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { RETRY_BACKOFF_S } from '../../../src-main/licensing/webhooksOut'
+import { WebhookEndpointInput, WebhookEndpointPatch } from '../../../src-main/contract/licensing'
 import { LoopbackServer } from '../../fakes/loopback'
 import { paymentsHarness, satProduct, type Harness } from './payments-harness'
 
@@ -24,7 +25,9 @@ const out = () => h.payments.outbox
 
 describe('outbound webhooks', () => {
   it('signs each delivery over the raw body, with event and delivery id headers; the secret is never listed', async () => {
-    const ep = out().createEndpoint({ url: `${receiver.url}/hook`, secret: SECRET, events: ['license.issued'] })
+    const ep = out().createEndpoint(
+      WebhookEndpointInput.parse({ url: `${receiver.url}/hook`, secret: SECRET, events: ['license.issued'] }),
+    )
     expect(JSON.stringify(out().listEndpoints())).not.toContain(SECRET)
     expect(JSON.stringify(ep)).not.toContain(SECRET)
 
@@ -47,7 +50,7 @@ describe('outbound webhooks', () => {
 
   it('retries with backoff on the injected clock, then gives up; the admin can retry', async () => {
     answer = 500
-    out().createEndpoint({ url: `${receiver.url}/hook`, secret: SECRET })
+    out().createEndpoint(WebhookEndpointInput.parse({ url: `${receiver.url}/hook`, secret: SECRET }))
     out().enqueue('license.issued', { n: 1 }, h.clock.now())
     for (let i = 0; i < RETRY_BACKOFF_S.length; i++) {
       expect((await out().tick()).attempted).toBe(1)
@@ -75,7 +78,7 @@ describe('outbound webhooks', () => {
     const gone = await new LoopbackServer(() => ({ status: 200 })).start()
     const url = gone.url
     await gone.stop()
-    out().createEndpoint({ url, secret: SECRET })
+    out().createEndpoint(WebhookEndpointInput.parse({ url, secret: SECRET }))
     out().enqueue('license.issued', {}, h.clock.now())
     await out().tick()
     const [d] = out().listDeliveries({ limit: 1 })
@@ -85,8 +88,10 @@ describe('outbound webhooks', () => {
 
   it('settlement writes license.issued in the same transaction; inactive endpoints get nothing', async () => {
     satProduct(h, 'freebie', 0)
-    const a = out().createEndpoint({ url: `${receiver.url}/a`, secret: SECRET, events: ['license.issued'] })
-    out().createEndpoint({ url: `${receiver.url}/b`, secret: SECRET, active: false })
+    const a = out().createEndpoint(
+      WebhookEndpointInput.parse({ url: `${receiver.url}/a`, secret: SECRET, events: ['license.issued'] }),
+    )
+    out().createEndpoint(WebhookEndpointInput.parse({ url: `${receiver.url}/b`, secret: SECRET, active: false }))
     const s = await h.payments.purchases.start({ product: 'freebie' })
     expect(s.status).toBe('settled')
     const queued = out().listDeliveries({ limit: 10 })
@@ -100,12 +105,16 @@ describe('outbound webhooks', () => {
   })
 
   it('test deliveries, endpoint updates and deletion', async () => {
-    const ep = out().createEndpoint({ url: `${receiver.url}/a`, secret: SECRET, events: ['license.issued'] })
+    const ep = out().createEndpoint(
+      WebhookEndpointInput.parse({ url: `${receiver.url}/a`, secret: SECRET, events: ['license.issued'] }),
+    )
     const test = out().sendTest(ep.id)
     expect(test.event).toBe('webhook.test')
     await out().tick()
     expect(receiver.requests.at(-1)!.headers['x-tandem-event']).toBe('webhook.test')
-    const upd = out().updateEndpoint({ id: ep.id, active: false, secret: 'another-secret-value-xyz' })
+    const upd = out().updateEndpoint(
+      WebhookEndpointPatch.parse({ id: ep.id, active: false, secret: 'another-secret-value-xyz' }),
+    )
     expect(upd.active).toBe(false)
     expect(JSON.stringify(upd)).not.toContain('another-secret-value-xyz')
     out().deleteEndpoint(ep.id)

@@ -65,6 +65,7 @@ describe('ConnectivityStore', () => {
     await s.observe('node2', false)
     await s.setMac('node2', '4c:bb:47:2e:91:0b')
     await s.report('llm', { ok: true })
+    await s.flush()
     const again = make()
     expect(again.view()).toEqual(s.view())
     expect(again.mac('node2')).toBe('4c:bb:47:2e:91:0b')
@@ -74,6 +75,7 @@ describe('ConnectivityStore', () => {
   it('concurrent writers lose nothing and the log holds at most 200 events', async () => {
     const s = make()
     await Promise.all(Array.from({ length: 150 }, (_, i) => s.report('llm', { ok: i % 2 === 0, source: `app${i}` })))
+    await s.flush()
     let onDisk = JSON.parse(fs.readFileSync(file, 'utf8'))
     expect(onDisk.events).toHaveLength(150)
     expect(new Set(onDisk.events.map((e: { source: string }) => e.source)).size).toBe(150)
@@ -82,6 +84,7 @@ describe('ConnectivityStore', () => {
       s.observe('node1', false),
       s.setMac('node1', 'aa:bb:cc:dd:ee:01'),
     ])
+    await s.flush()
     onDisk = JSON.parse(fs.readFileSync(file, 'utf8'))
     expect(onDisk.events).toHaveLength(MAX_EVENTS)
     // The newest are kept, oldest dropped.

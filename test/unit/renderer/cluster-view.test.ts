@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
-import { afterEach, describe, expect, it } from 'vitest'
-import type { BackendApi } from '../../../src-renderer/api'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { BackendApi, OutputOf } from '../../../src-renderer/api'
 import { flush, mountWith, stubCanvas, unmountAll } from './mount'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
 
@@ -46,7 +46,14 @@ function unreachable(mac: string | null) {
   }
 }
 
-function fakeApi(node2: unknown, calls: { method: string; input: unknown }[]): BackendApi {
+type Subscription = { method: string; onEvent: (e: OutputOf<'streamEvents'>) => void; closed: boolean }
+
+function fakeApi(
+  node2: unknown,
+  calls: { method: string; input: unknown }[],
+  subs: Subscription[] = [],
+  status: unknown = null,
+): BackendApi {
   const answers: Record<string, unknown> = {
     getHardware: { node1: okNode, node2, taken_at: T },
     getConnectivity: {
@@ -69,7 +76,7 @@ function fakeApi(node2: unknown, calls: { method: string; input: unknown }[]): B
         },
       ],
     },
-    getStatus: null,
+    getStatus: status,
     getHardwareHistory: {
       node1: [
         { at: T - 120_000, gpu_utilization_pct: 10, gpu_temperature_c: 45, gpu_power_w: 12, load1: 0.5 },
@@ -84,10 +91,14 @@ function fakeApi(node2: unknown, calls: { method: string; input: unknown }[]): B
     transport: 'http',
     call: (async (method: string, input: unknown) => {
       calls.push({ method, input })
-      if (method === 'getStatus') throw new Error('status not needed here')
-      return answers[method]
+      if (method === 'getStatus' && status === null) throw new Error('status not needed here')
+      return structuredClone(answers[method])
     }) as BackendApi['call'],
-    subscribe: () => () => undefined,
+    subscribe: ((method: string, _input: unknown, h: { onEvent: Subscription['onEvent'] }) => {
+      const sub: Subscription = { method, onEvent: h.onEvent, closed: false }
+      subs.push(sub)
+      return () => (sub.closed = true)
+    }) as BackendApi['subscribe'],
   }
 }
 
@@ -125,5 +136,92 @@ describe('Cluster view', () => {
     const el = await mount(unreachable(null), [])
     expect([...el.querySelectorAll('button')].some((b) => b.textContent?.trim() === 'Wake')).toBe(false)
     expect(el.textContent).toContain('No MAC cached yet')
+  })
+})
+
+const service = (name: string, label: string, model: string | null) => ({
+  name,
+  configured: true,
+  host: '10.0.0.11',
+  port: 8888,
+  container: `${name}_c`,
+  container_state: 'running',
+  restart_count: 0,
+  started_at: null,
+  http_ok: label === 'Healthy',
+  http_ms: 5,
+  model,
+  base_url: 'http://tandem/v1',
+  upstream_url: `http://10.0.0.11:8888`,
+  label,
+  error: null,
+})
+
+describe('Cluster view, live', () => {
+  it('updates from push events instead of polling, and reads again on focus', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    try {
+      const calls: { method: string; input: unknown }[] = []
+      const subs: Subscription[] = []
+      const status = {
+        llm: service('llm', 'Healthy', 'org/model-a'),
+        asr: service('asr', 'Healthy', null),
+        tts: service('tts', 'Healthy', null),
+        checked_at: T,
+      }
+      const el = await mountWith(ClusterView, fakeApi(unreachable(null), calls, subs, status))
+      const hardwareReads = () => calls.filter((c) => c.method === 'getHardware').length
+      expect(hardwareReads()).toBe(1)
+      expect(subs.map((s) => s.method)).toEqual(['streamEvents'])
+      const push = subs[0]!.onEvent
+
+      // Minutes pass: no polling.
+      vi.advanceTimersByTime(5 * 60_000)
+      await flush()
+      expect(hardwareReads()).toBe(1)
+
+      push({
+        seq: 1,
+        at: T,
+        name: 'hardware.snapshot',
+        data: {
+          node1: { ...okNode, hostname: 'spark-renamed' },
+          node2: { ...okNode, node: 'node2', hostname: 'spark-b2' },
+          taken_at: T,
+        },
+      } as OutputOf<'streamEvents'>)
+      push({
+        seq: 2,
+        at: T,
+        name: 'connectivity.transition',
+        data: { at: T, subject: 'node2', kind: 'transition', state: 'up', down_seconds: 42 },
+      })
+      push({
+        seq: 3,
+        at: T,
+        name: 'service.state',
+        data: { service: 'llm', previous: 'Healthy', status: service('llm', 'Unhealthy', 'org/model-b') },
+      } as OutputOf<'streamEvents'>)
+      await flush()
+      expect(el.textContent).toContain('spark-renamed')
+      expect(el.textContent).toContain('spark-b2')
+      expect(el.textContent).toContain('after 42 s down')
+      expect(el.textContent).toContain('org/model-b')
+      expect(el.textContent).toContain('Unhealthy')
+      expect(hardwareReads()).toBe(1)
+
+      // A resync (the stream lost events) and a window focus both read everything again.
+      push({ seq: 3, at: T, name: 'resync', data: { reason: 'gap' } })
+      await flush()
+      expect(hardwareReads()).toBe(2)
+      window.dispatchEvent(new Event('focus'))
+      await flush()
+      expect(hardwareReads()).toBe(3)
+
+      unmountAll()
+      expect(subs[0]!.closed).toBe(true)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })

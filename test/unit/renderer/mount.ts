@@ -1,4 +1,5 @@
 import { createApp, nextTick, type App, type Component } from 'vue'
+import { createPinia } from 'pinia'
 import { initBackend, type BackendApi } from '../../../src-renderer/api'
 
 /**
@@ -11,7 +12,7 @@ export async function mountWith(component: Component, api: BackendApi): Promise<
   initBackend(() => undefined, api)
   const el = document.createElement('div')
   document.body.appendChild(el)
-  const app = createApp(component)
+  const app = createApp(component).use(createPinia())
   app.mount(el)
   mounted.push(app)
   await flush()

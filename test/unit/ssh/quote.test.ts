@@ -9,7 +9,7 @@ import {
   ModelRepo,
   normalizeMac,
   ServiceName,
-} from '../../../src-main/ssh/validators'
+} from '../../../src-main/contract/schemas'
 
 describe('shq', () => {
   it('wraps in single quotes and escapes embedded single quotes', () => {

@@ -129,3 +129,12 @@ export function normalizeMac(raw: string): string | null {
   if (hex === '000000000000' || hex === 'ffffffffffff') return null
   return hex.match(/../g)!.join(':')
 }
+
+/** Product or tier slug: in URLs and buy-page paths. */
+export const Slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'lower-case letters, digits and dashes (max 64)')
+export const Uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'a UUID')
+/** An amount in the smallest unit of its currency (sats, cents). */
+export const MinorUnits = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)
+
+/** A job id (downloads, updates, installs): in URLs and stream paths. */
+export const JobId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a job id')

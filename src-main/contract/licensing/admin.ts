@@ -1,0 +1,311 @@
+import { z } from 'zod'
+import { method, type ContractTable } from '../define'
+import {
+  AuditEntry,
+  Currency,
+  DiscountKind,
+  DiscountView,
+  Email,
+  EntitlementDef,
+  EntitlementSlug,
+  LicenseStatus,
+  LicenseView,
+  MachineView,
+  MinorUnits,
+  Note,
+  PolicyView,
+  ProductView,
+  Quote,
+  RateSourceView,
+  RateView,
+  Reason,
+  Slug,
+  patchOf,
+} from './schemas'
+
+/** The licensing admin API under /v1/admin (control error style, times as epoch milliseconds). */
+
+export const Id = z.string().min(1).max(64)
+/** A GET flag: "true"/"false" (and 1/0, yes/no) from a query string over HTTP, a boolean over IPC. */
+export const QueryBool = z.union([z.boolean(), z.stringbool()])
+export const Ok = z.object({ ok: z.literal(true) })
+
+export const ProductInput = z.object({
+  slug: Slug,
+  name: z.string().min(1).max(200),
+  description: z.string().max(5000).default(''),
+  price_currency: Currency.default('SAT'),
+  price_value: MinorUnits.default(0),
+  entitlements_catalog: z.array(EntitlementDef).max(255).default([]),
+  active: z.boolean().default(true),
+})
+export type ProductInput = z.infer<typeof ProductInput>
+export const ProductPatch = patchOf(ProductInput)
+export type ProductPatch = z.infer<typeof ProductPatch>
+
+export const PolicyFields = z.object({
+  slug: Slug,
+  name: z.string().min(1).max(200),
+  description: z.string().max(5000).default(''),
+  tier_rank: z.number().int().min(0).max(1_000_000).nullable().default(null),
+  /** NULL inherits the product's currency. */
+  price_currency_override: Currency.nullable().default(null),
+  /** NULL inherits the product's price. */
+  price_value_override: MinorUnits.nullable().default(null),
+  entitlements: z.array(EntitlementSlug).max(255).default([]),
+  /** 0 = unlimited. */
+  max_machines: z.number().int().min(0).max(100_000).default(1),
+  /** 0 = perpetual. */
+  duration_days: z.number().int().min(0).max(36_500).default(0),
+  grace_period_days: z.number().int().min(0).max(3650).default(7),
+  is_trial: z.boolean().default(false),
+  trial_days: z.number().int().min(0).max(3650).default(0),
+  is_recurring: z.boolean().default(false),
+  renewal_period_days: z.number().int().min(0).max(3650).default(0),
+  highlighted: z.boolean().default(false),
+  public: z.boolean().default(true),
+  active: z.boolean().default(true),
+})
+export const PolicyInput = PolicyFields
+export type PolicyInput = z.infer<typeof PolicyInput>
+export const PolicyPatch = patchOf(PolicyFields)
+export type PolicyPatch = z.infer<typeof PolicyPatch>
+
+export const DiscountInput = z.object({
+  code: z.string().regex(/^[A-Za-z0-9_-]{2,64}$/, 'letters, digits, _ and - (2–64)'),
+  kind: DiscountKind,
+  value: MinorUnits.default(0),
+  discount_currency: Currency.default('SAT'),
+  product_id: Id.nullable().default(null),
+  policy_id: Id.nullable().default(null),
+  max_redemptions: z.number().int().min(0).nullable().default(null),
+  expires_at: z.number().int().min(0).nullable().default(null),
+  active: z.boolean().default(true),
+  note: z.string().max(1000).default(''),
+})
+export type DiscountInput = z.infer<typeof DiscountInput>
+export const DiscountPatch = patchOf(DiscountInput)
+export type DiscountPatch = z.infer<typeof DiscountPatch>
+
+export const LicenseQuery = z.object({
+  /** Matches license id, buyer email, invoice id or note. */
+  q: z.string().max(200).optional(),
+  product_id: Id.optional(),
+  status: LicenseStatus.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+})
+export type LicenseQuery = z.infer<typeof LicenseQuery>
+
+export const AnalyticsView = z.object({
+  from_day: z.string(),
+  to_day: z.string(),
+  revenue: z.array(
+    z.object({
+      day: z.string(),
+      product_id: z.string(),
+      product_slug: z.string(),
+      currency: Currency,
+      /** Sum of listed_value in `currency` (SAT invoices: sats). */
+      listed_value: z.number(),
+      amount_sats: z.number(),
+      invoices: z.number(),
+    }),
+  ),
+  licenses_issued: z.array(
+    z.object({ day: z.string(), product_id: z.string(), product_slug: z.string(), count: z.number() }),
+  ),
+  active_machines: z.number(),
+  active_licenses: z.number(),
+  totals: z.object({ amount_sats: z.number(), licenses_issued: z.number(), invoices_settled: z.number() }),
+})
+export type AnalyticsView = z.infer<typeof AnalyticsView>
+
+export const licensingAdminContract = {
+  licAdminProducts: method({
+    summary: 'All products',
+    http: 'GET /v1/admin/products',
+    input: z.object({}),
+    output: z.array(ProductView),
+  }),
+  licAdminProduct: method({
+    summary: 'One product with its policies',
+    http: 'GET /v1/admin/products/:id',
+    input: z.object({ id: Id }),
+    output: z.object({ product: ProductView, policies: z.array(PolicyView) }),
+  }),
+  licAdminCreateProduct: method({
+    summary: 'Create a product',
+    http: 'POST /v1/admin/products',
+    input: ProductInput,
+    output: ProductView,
+  }),
+  licAdminUpdateProduct: method({
+    summary: 'Change a product',
+    http: 'PATCH /v1/admin/products/:id',
+    input: ProductPatch.extend({ id: Id }),
+    output: ProductView,
+  }),
+  licAdminDeleteProduct: method({
+    summary: 'Delete a product that never sold (otherwise deactivate it)',
+    http: 'DELETE /v1/admin/products/:id',
+    input: z.object({ id: Id }),
+    output: Ok,
+  }),
+  licAdminPolicies: method({
+    summary: "A product's policies (the tier ladder), best tier first",
+    http: 'GET /v1/admin/products/:product_id/policies',
+    input: z.object({ product_id: Id }),
+    output: z.array(PolicyView),
+  }),
+  licAdminCreatePolicy: method({
+    summary: 'Add a policy (tier) to a product',
+    http: 'POST /v1/admin/products/:product_id/policies',
+    input: PolicyInput.extend({ product_id: Id }),
+    output: PolicyView,
+  }),
+  licAdminUpdatePolicy: method({
+    summary: 'Change a policy',
+    http: 'PATCH /v1/admin/policies/:id',
+    input: PolicyPatch.extend({ id: Id }),
+    output: PolicyView,
+  }),
+  licAdminDeletePolicy: method({
+    summary: 'Delete a policy no license or invoice uses (otherwise deactivate it)',
+    http: 'DELETE /v1/admin/policies/:id',
+    input: z.object({ id: Id }),
+    output: Ok,
+  }),
+  licAdminLicenses: method({
+    summary: 'Search licenses',
+    http: 'GET /v1/admin/licenses',
+    input: LicenseQuery,
+    output: z.object({ total: z.number(), licenses: z.array(LicenseView) }),
+  }),
+  licAdminLicense: method({
+    summary: 'One license with its machines',
+    http: 'GET /v1/admin/licenses/:id',
+    input: z.object({ id: Id }),
+    output: z.object({ license: LicenseView, machines: z.array(MachineView) }),
+  }),
+  licAdminIssueLicense: method({
+    summary: 'Issue a complimentary license',
+    http: 'POST /v1/admin/licenses',
+    input: z.object({
+      product_id: Id,
+      policy_id: Id.nullish(),
+      buyer_email: Email.nullish(),
+      buyer_note: Note.nullish(),
+    }),
+    output: z.object({ license: LicenseView, license_key: z.string() }),
+  }),
+  licAdminRevokeLicense: method({
+    summary: 'Revoke a license (final)',
+    http: 'POST /v1/admin/licenses/:id/revoke',
+    input: z.object({ id: Id, reason: Reason.nullish() }),
+    output: LicenseView,
+  }),
+  licAdminSuspendLicense: method({
+    summary: 'Suspend a license (reversible)',
+    http: 'POST /v1/admin/licenses/:id/suspend',
+    input: z.object({ id: Id, reason: Reason.nullish() }),
+    output: LicenseView,
+  }),
+  licAdminReinstateLicense: method({
+    summary: 'Reinstate a suspended license',
+    http: 'POST /v1/admin/licenses/:id/reinstate',
+    input: z.object({ id: Id }),
+    output: LicenseView,
+  }),
+  licAdminLicenseKey: method({
+    summary: 'A freshly signed key for a license (current entitlements), e.g. to resend it to the buyer',
+    http: 'GET /v1/admin/licenses/:id/key',
+    input: z.object({ id: Id }),
+    output: z.object({ license_key: z.string() }),
+  }),
+  licAdminMachines: method({
+    summary: 'Machines, newest heartbeat first',
+    http: 'GET /v1/admin/machines',
+    input: z.object({
+      license_id: Id.optional(),
+      include_inactive: QueryBool.optional(),
+      limit: z.coerce.number().int().min(1).max(5000).default(500),
+    }),
+    output: z.array(MachineView),
+  }),
+  licAdminDeactivateMachine: method({
+    summary: 'Free a seat',
+    http: 'POST /v1/admin/machines/:id/deactivate',
+    input: z.object({ id: Id, reason: Reason.nullish() }),
+    output: MachineView,
+  }),
+  licAdminDiscounts: method({
+    summary: 'Discount codes',
+    http: 'GET /v1/admin/discount-codes',
+    input: z.object({}),
+    output: z.array(DiscountView),
+  }),
+  licAdminCreateDiscount: method({
+    summary: 'Create a discount code',
+    http: 'POST /v1/admin/discount-codes',
+    input: DiscountInput,
+    output: DiscountView,
+  }),
+  licAdminUpdateDiscount: method({
+    summary: 'Change a discount code',
+    http: 'PATCH /v1/admin/discount-codes/:id',
+    input: DiscountPatch.extend({ id: Id }),
+    output: DiscountView,
+  }),
+  licAdminDeleteDiscount: method({
+    summary: 'Delete a discount code never used (otherwise deactivate it)',
+    http: 'DELETE /v1/admin/discount-codes/:id',
+    input: z.object({ id: Id }),
+    output: Ok,
+  }),
+  licAdminQuote: method({
+    summary: 'Price a tier (with an optional code) exactly as a purchase would',
+    http: 'POST /v1/admin/quote',
+    input: z.object({
+      product: z.string().max(64),
+      policy: z.string().max(64).nullish(),
+      code: z.string().max(64).nullish(),
+    }),
+    output: Quote,
+  }),
+  licAdminRates: method({
+    summary: 'Current BTC exchange rates and the state of each source',
+    http: 'GET /v1/admin/rates',
+    input: z.object({ refresh: QueryBool.optional() }),
+    output: z.object({ rates: z.array(RateView), errors: z.array(z.string()), sources: z.array(RateSourceView) }),
+  }),
+  licAdminAudit: method({
+    summary: 'Audit log, newest first',
+    http: 'GET /v1/admin/audit',
+    input: z.object({
+      limit: z.coerce.number().int().min(1).max(1000).default(200),
+      before_id: z.coerce.number().int().min(1).optional(),
+      action: z.string().max(100).optional(),
+      target_id: z.string().max(64).optional(),
+    }),
+    output: z.array(AuditEntry),
+  }),
+  licAdminAnalytics: method({
+    summary: 'Revenue per day per product and currency, licenses issued, active machines',
+    http: 'GET /v1/admin/analytics',
+    input: z.object({ days: z.coerce.number().int().min(1).max(366).default(30) }),
+    output: AnalyticsView,
+  }),
+  licAdminIssuerKey: method({
+    summary: 'The issuer public key',
+    http: 'GET /v1/admin/issuer-key',
+    input: z.object({}),
+    output: z.object({ public_key_pem: z.string() }),
+  }),
+  licAdminImportIssuerKey: method({
+    summary: 'Replace the issuer key with an Ed25519 private key (PEM); keys signed by the old one stop verifying',
+    http: 'POST /v1/admin/issuer-key',
+    input: z.object({ private_key_pem: z.string().min(1).max(10_000) }),
+    output: z.object({ public_key_pem: z.string() }),
+  }),
+} satisfies ContractTable

@@ -1,0 +1,213 @@
+import { z } from 'zod'
+import { method, type ContractTable } from '../define'
+import {
+  buyerSurface as pub,
+  Currency,
+  Email,
+  EntitlementDef,
+  Fingerprint,
+  Hostname,
+  KeyText,
+  LicenseStatus,
+  Note,
+  Platform,
+  Reason,
+} from './schemas'
+
+/** The buyer API: wire-compatible with the Keysat client SDKs (snake_case fields, RFC 3339 times). */
+
+export const PublicProduct = z.object({
+  id: z.string(),
+  slug: z.string(),
+  name: z.string(),
+  description: z.string(),
+  price_currency: Currency,
+  price_value: z.number(),
+  price_sats: z.number(),
+  base_price_sats: z.number(),
+  entitlements_catalog: z.array(EntitlementDef),
+  active: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+})
+
+export const PublicPolicy = z.object({
+  slug: z.string(),
+  name: z.string(),
+  description: z.string(),
+  /** Effective price in sats: the listed price converted at the cached rate (0 until a rate is known). */
+  price_sats: z.number(),
+  price_currency: Currency,
+  price_value: z.number(),
+  duration_seconds: z.number(),
+  max_machines: z.number(),
+  is_trial: z.boolean(),
+  entitlements: z.array(z.string()),
+  highlighted: z.boolean(),
+  is_recurring: z.boolean(),
+  renewal_period_days: z.number(),
+  trial_days: z.number(),
+  tier_rank: z.number().nullable(),
+})
+export type PublicPolicy = z.infer<typeof PublicPolicy>
+
+export const ValidateResponse = z.object({
+  ok: z.boolean(),
+  reason: z.string().optional(),
+  license_id: z.string().optional(),
+  product_id: z.string().optional(),
+  product_slug: z.string().optional(),
+  issued_at: z.string().optional(),
+  expires_at: z.string().optional(),
+  grace_until: z.string().optional(),
+  in_grace_period: z.boolean().optional(),
+  is_trial: z.boolean().optional(),
+  entitlements: z.array(z.string()).optional(),
+  status: z.string().optional(),
+  machine_id: z.string().optional(),
+  max_machines: z.number().optional(),
+})
+export type ValidateResponse = z.infer<typeof ValidateResponse>
+
+export const MachineResponse = z.object({
+  ok: z.boolean(),
+  reason: z.string().optional(),
+  machine_id: z.string().optional(),
+  active_count: z.number().optional(),
+  max_machines: z.number().optional(),
+})
+export type MachineResponse = z.infer<typeof MachineResponse>
+
+export const RecoverResponse = z.object({
+  ok: z.literal(true),
+  license_id: z.string(),
+  /** A freshly signed key with the license's current entitlements and expiry; null once revoked. */
+  license_key: z.string().nullable(),
+  product_id: z.string(),
+  product_slug: z.string(),
+  policy_slug: z.string().nullable(),
+  status: LicenseStatus,
+  issued_at: z.string(),
+  expires_at: z.string().nullable(),
+  grace_until: z.string().nullable(),
+  is_trial: z.boolean(),
+  entitlements: z.array(z.string()),
+  max_machines: z.number(),
+  active_machines: z.number(),
+})
+export type RecoverResponse = z.infer<typeof RecoverResponse>
+
+/** The SDKs send null for what they do not know. */
+export const ValidateInput = z.object({
+  key: KeyText,
+  product_slug: z.string().max(64).nullish(),
+  fingerprint: z.string().max(1024).nullish(),
+  hostname: Hostname.nullish(),
+  platform: Platform.nullish(),
+})
+export type ValidateInput = z.infer<typeof ValidateInput>
+
+export const licensingBuyerContract = {
+  licPubkey: method({
+    ...pub,
+    summary: 'The issuer public key (PEM) that verifies license keys offline',
+    http: 'GET /v1/pubkey',
+    input: z.object({}),
+    output: z.object({ public_key_pem: z.string() }),
+  }),
+  licProducts: method({
+    ...pub,
+    summary: 'Active products',
+    http: 'GET /v1/products',
+    input: z.object({}),
+    output: z.object({ products: z.array(PublicProduct) }),
+  }),
+  licProduct: method({
+    ...pub,
+    summary: 'One active product by slug',
+    http: 'GET /v1/products/:slug',
+    input: z.object({ slug: z.string().max(64) }),
+    output: PublicProduct,
+  }),
+  licProductPolicies: method({
+    ...pub,
+    summary: "A product's public tiers, as the buy page shows them",
+    http: 'GET /v1/products/:slug/policies',
+    input: z.object({ slug: z.string().max(64) }),
+    output: z.object({
+      product: z.object({
+        slug: z.string(),
+        name: z.string(),
+        description: z.string(),
+        base_price_sats: z.number(),
+        price_currency: Currency,
+        price_value: z.number(),
+        entitlements_catalog: z.array(EntitlementDef),
+      }),
+      policies: z.array(PublicPolicy),
+    }),
+  }),
+  licRedeem: method({
+    ...pub,
+    summary: 'Redeem a free_license code for a signed key, no payment',
+    http: 'POST /v1/redeem',
+    limit: 'redeem',
+    input: z.object({
+      product: z.string().max(64),
+      code: z.string().min(1).max(64),
+      policy: z.string().max(64).nullish(),
+      policy_slug: z.string().max(64).nullish(),
+      buyer_email: Email.nullish(),
+      buyer_note: Note.nullish(),
+    }),
+    output: z.object({
+      license_id: z.string(),
+      license_key: z.string(),
+      invoice_id: z.string(),
+      redemption_id: z.string(),
+    }),
+  }),
+  licValidate: method({
+    ...pub,
+    summary: 'Server-side validation of a license key (always 200; ok:false with a reason)',
+    http: 'POST /v1/validate',
+    input: ValidateInput,
+    output: ValidateResponse,
+    // The SDKs read every refusal from a 200 body.
+    badInputAnswer: { ok: false, reason: 'bad_format' },
+    rateLimitedAnswer: { ok: false, reason: 'rate_limited' },
+  }),
+  licMachineActivate: method({
+    ...pub,
+    summary: 'Take a seat for a machine fingerprint',
+    http: 'POST /v1/machines/activate',
+    input: z.object({
+      key: KeyText,
+      fingerprint: Fingerprint,
+      hostname: Hostname.nullish(),
+      platform: Platform.nullish(),
+    }),
+    output: MachineResponse,
+  }),
+  licMachineHeartbeat: method({
+    ...pub,
+    summary: "Refresh an activated machine's last-seen time",
+    http: 'POST /v1/machines/heartbeat',
+    input: z.object({ key: KeyText, fingerprint: Fingerprint }),
+    output: MachineResponse,
+  }),
+  licMachineDeactivate: method({
+    ...pub,
+    summary: 'Free the seat held by a machine fingerprint',
+    http: 'POST /v1/machines/deactivate',
+    input: z.object({ key: KeyText, fingerprint: Fingerprint, reason: Reason.nullish() }),
+    output: MachineResponse,
+  }),
+  licRecover: method({
+    ...pub,
+    summary: "A license's current state and a freshly signed key, by its signed key",
+    http: 'POST /v1/recover',
+    input: z.object({ key: KeyText }),
+    output: RecoverResponse,
+  }),
+} satisfies ContractTable

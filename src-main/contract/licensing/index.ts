@@ -1,0 +1,16 @@
+import type { ContractTable } from '../define'
+import { licensingAdminContract } from './admin'
+import { licensingBuyerContract } from './buyer'
+import { licensingPaymentsContract } from './payments'
+
+export * from './schemas'
+export * from './buyer'
+export * from './admin'
+export * from './payments'
+
+/** The licensing methods (spec 001): buyer API, admin API, and payments, each in its own file. */
+export const licensingContract = {
+  ...licensingBuyerContract,
+  ...licensingAdminContract,
+  ...licensingPaymentsContract,
+} satisfies ContractTable

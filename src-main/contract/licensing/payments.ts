@@ -1,0 +1,300 @@
+import { z } from 'zod'
+import { method, type ContractTable } from '../define'
+import { buyerSurface as pub, Currency, Email, Note, Slug, Uuid, patchOf } from './schemas'
+import { Id, Ok } from './admin'
+
+/** Purchases, invoices, payment providers and outbound webhook endpoints. */
+
+export const InvoiceState = z.enum(['pending', 'settled', 'expired', 'invalid'])
+export const ProviderName = z.enum(['btcpay', 'zaprite'])
+export const HttpUrl = z.url({ protocol: /^https?$/ }).max(2048)
+export const blankToUndefined = <T extends z.ZodType>(s: T) => s.optional().or(z.literal('').transform(() => undefined))
+
+/** `POST /v1/purchase`: the Keysat clients send `policy_slug`, DESIGN.md names it `policy`; both work. */
+export const PurchaseInput = z.object({
+  product: Slug,
+  policy: Slug.optional(),
+  policy_slug: Slug.optional(),
+  buyer_email: blankToUndefined(Email),
+  buyer_note: Note.optional(),
+  redirect_url: blankToUndefined(HttpUrl),
+  code: blankToUndefined(z.string().trim().max(64)),
+})
+export type PurchaseInput = z.infer<typeof PurchaseInput>
+
+export const PurchaseSession = z.object({
+  invoice_id: z.string(),
+  /** The provider's invoice/order id under the name the Keysat clients read. */
+  btcpay_invoice_id: z.string().nullable(),
+  provider: z.enum(['btcpay', 'zaprite', 'free']),
+  provider_invoice_id: z.string().nullable(),
+  checkout_url: z.string(),
+  amount_sats: z.number(),
+  listed_currency: Currency,
+  listed_value: z.number(),
+  exchange_rate_centibps: z.number().nullable(),
+  exchange_rate_source: z.string().nullable(),
+  poll_url: z.string(),
+  status: z.enum(['pending', 'settled']),
+  expires_at: z.string().nullable(),
+})
+export type PurchaseSession = z.infer<typeof PurchaseSession>
+
+export const PurchaseStatus = z.object({
+  invoice_id: z.string(),
+  status: InvoiceState,
+  product_id: z.string(),
+  product_slug: z.string().nullable(),
+  policy_slug: z.string().nullable(),
+  amount_sats: z.number(),
+  listed_currency: Currency,
+  listed_value: z.number(),
+  checkout_url: z.string().nullable(),
+  license_key: z.string().nullable(),
+  license_id: z.string().nullable(),
+  expires_at: z.string().nullable(),
+  settled_at: z.string().nullable(),
+})
+export type PurchaseStatus = z.infer<typeof PurchaseStatus>
+
+export const InvoiceView = z.object({
+  id: z.string(),
+  kind: z.string(),
+  product_id: z.string(),
+  product_slug: z.string().nullable(),
+  product_name: z.string().nullable(),
+  policy_id: z.string().nullable(),
+  policy_slug: z.string().nullable(),
+  provider: z.string().nullable(),
+  provider_invoice_id: z.string().nullable(),
+  checkout_url: z.string().nullable(),
+  amount_sats: z.number(),
+  status: InvoiceState,
+  discount_code: z.string().nullable(),
+  discount_value: z.number().nullable(),
+  buyer_email: z.string().nullable(),
+  buyer_note: z.string().nullable(),
+  license_id: z.string().nullable(),
+  listed_currency: z.string().nullable(),
+  listed_value: z.number().nullable(),
+  exchange_rate_centibps: z.number().nullable(),
+  exchange_rate_source: z.string().nullable(),
+  created_at: z.number(),
+  updated_at: z.number(),
+  expires_at: z.number().nullable(),
+  settled_at: z.number().nullable(),
+})
+export type InvoiceView = z.infer<typeof InvoiceView>
+
+export const InvoiceQuery = z.object({
+  status: InvoiceState.optional(),
+  provider: z.enum(['btcpay', 'zaprite', 'free']).optional(),
+  product: z.string().max(64).optional(),
+  /** Matches the invoice id, the provider's id, or part of the buyer's email. */
+  q: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+})
+export type InvoiceQuery = z.infer<typeof InvoiceQuery>
+
+/** A provider connection as the admin sees it: never a credential. */
+export const ConnectionView = z.object({
+  connected: z.boolean(),
+  active: z.boolean(),
+  base_url: z.string().nullable(),
+  connected_at: z.number().nullable(),
+  /** Where the provider must send its webhooks. */
+  webhook_url: z.string(),
+})
+export const ProvidersStatus = z.object({
+  active: ProviderName.nullable(),
+  btcpay: ConnectionView.extend({ store_id: z.string().nullable(), has_webhook_secret: z.boolean() }),
+  zaprite: ConnectionView,
+})
+export type ProvidersStatus = z.infer<typeof ProvidersStatus>
+
+export const Secret = z
+  .string()
+  .min(8)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces')
+
+export const WebhookEvent = z.string().regex(/^(\*|[a-z_]+\.[a-z_]+)$/, 'an event name like license.issued, or *')
+
+export const WebhookEndpointInput = z.object({
+  url: HttpUrl,
+  /** The operator's shared signing secret: stored, never shown again. */
+  secret: z.string().min(16, 'at least 16 characters').max(256),
+  events: z.array(WebhookEvent).min(1).max(32).default(['*']),
+  description: z.string().max(500).default(''),
+  active: z.boolean().default(true),
+})
+export const WebhookEndpointPatch = patchOf(WebhookEndpointInput).extend({ id: Uuid })
+
+export const WebhookEndpointView = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string(),
+  active: z.boolean(),
+  created_at: z.number(),
+  updated_at: z.number(),
+  pending: z.number(),
+  failed: z.number(),
+})
+export type WebhookEndpointView = z.infer<typeof WebhookEndpointView>
+
+export const DeliveryStatus = z.enum(['pending', 'delivered', 'failed'])
+export const WebhookDeliveryView = z.object({
+  id: z.string(),
+  endpoint_id: z.string(),
+  endpoint_url: z.string(),
+  event: z.string(),
+  status: DeliveryStatus,
+  attempts: z.number(),
+  next_attempt_at: z.number().nullable(),
+  last_attempt_at: z.number().nullable(),
+  last_status_code: z.number().nullable(),
+  last_error: z.string().nullable(),
+  created_at: z.number(),
+  delivered_at: z.number().nullable(),
+  payload: z.string(),
+})
+export type WebhookDeliveryView = z.infer<typeof WebhookDeliveryView>
+
+export const licensingPaymentsContract = {
+  licPurchase: method({
+    ...pub,
+    summary: 'Start a purchase: a priced invoice and a checkout at the active payment provider',
+    http: 'POST /v1/purchase',
+    input: PurchaseInput,
+    output: PurchaseSession,
+  }),
+  licPurchaseStatus: method({
+    ...pub,
+    summary: 'Poll a purchase; once settled it carries the license key',
+    http: 'GET /v1/purchase/:id',
+    input: z.object({ id: Uuid }),
+    output: PurchaseStatus,
+  }),
+  licAdminInvoices: method({
+    summary: 'Invoices, newest first, filtered',
+    http: 'GET /v1/admin/invoices',
+    input: InvoiceQuery,
+    output: z.object({ items: z.array(InvoiceView), total: z.number() }),
+  }),
+  licAdminInvoice: method({
+    summary: 'One invoice',
+    http: 'GET /v1/admin/invoices/:id',
+    input: z.object({ id: Id }),
+    output: InvoiceView,
+  }),
+  licAdminRecheckInvoice: method({
+    summary: 'Ask the provider about a pending or expired invoice now (settles it when paid)',
+    http: 'POST /v1/admin/invoices/:id/recheck',
+    input: z.object({ id: Id }),
+    output: z.object({
+      outcome: z.enum(['settled', 'expired', 'invalid', 'pending', 'unreachable', 'not_pending']),
+      invoice: InvoiceView,
+    }),
+  }),
+  licAdminProviders: method({
+    summary: 'Both payment provider connections and which one is active',
+    http: 'GET /v1/admin/providers',
+    input: z.object({}),
+    output: ProvidersStatus,
+  }),
+  licAdminActivateProvider: method({
+    summary: 'Make an already-connected provider the active one',
+    http: 'POST /v1/admin/providers/:provider/activate',
+    input: z.object({ provider: ProviderName }),
+    output: ProvidersStatus,
+  }),
+  licAdminBtcpayConnect: method({
+    summary: 'Check BTCPay Server credentials against the store, then save them and make BTCPay active',
+    http: 'POST /v1/admin/btcpay/connect',
+    input: z.object({
+      base_url: HttpUrl,
+      store_id: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, _ and -'),
+      api_key: Secret,
+      webhook_secret: Secret,
+    }),
+    output: ProvidersStatus,
+  }),
+  licAdminBtcpayDisconnect: method({
+    summary: 'Forget the BTCPay Server credentials',
+    http: 'POST /v1/admin/btcpay/disconnect',
+    input: z.object({}),
+    output: ProvidersStatus,
+  }),
+  licAdminBtcpayStatus: method({
+    summary: 'BTCPay Server connection snapshot',
+    http: 'GET /v1/admin/btcpay/status',
+    input: z.object({}),
+    output: ProvidersStatus,
+  }),
+  licAdminZapriteConnect: method({
+    summary: 'Validate a Zaprite API key by listing orders, then save it and make Zaprite active (spec: provider_b)',
+    http: 'POST /v1/admin/zaprite/connect',
+    input: z.object({ api_key: Secret, base_url: HttpUrl.optional() }),
+    output: ProvidersStatus,
+  }),
+  licAdminZapriteDisconnect: method({
+    summary: 'Clear the stored Zaprite credentials',
+    http: 'POST /v1/admin/zaprite/disconnect',
+    input: z.object({}),
+    output: ProvidersStatus,
+  }),
+  licAdminZapriteStatus: method({
+    summary: 'Zaprite connection snapshot (read-only)',
+    http: 'GET /v1/admin/zaprite/status',
+    input: z.object({}),
+    output: ProvidersStatus,
+  }),
+  licAdminWebhookEndpoints: method({
+    summary: 'Outbound webhook endpoints (secrets never returned)',
+    http: 'GET /v1/admin/webhook-endpoints',
+    input: z.object({}),
+    output: z.array(WebhookEndpointView),
+  }),
+  licAdminCreateWebhookEndpoint: method({
+    summary: 'Register an outbound webhook endpoint with its signing secret',
+    http: 'POST /v1/admin/webhook-endpoints',
+    input: WebhookEndpointInput,
+    output: WebhookEndpointView,
+  }),
+  licAdminUpdateWebhookEndpoint: method({
+    summary: 'Change an endpoint (URL, events, secret, active)',
+    http: 'PATCH /v1/admin/webhook-endpoints/:id',
+    input: WebhookEndpointPatch,
+    output: WebhookEndpointView,
+  }),
+  licAdminDeleteWebhookEndpoint: method({
+    summary: 'Remove an endpoint and its delivery log',
+    http: 'DELETE /v1/admin/webhook-endpoints/:id',
+    input: z.object({ id: Uuid }),
+    output: Ok,
+  }),
+  licAdminTestWebhookEndpoint: method({
+    summary: 'Queue a signed webhook.test delivery to one endpoint',
+    http: 'POST /v1/admin/webhook-endpoints/:id/test',
+    input: z.object({ id: Uuid }),
+    output: WebhookDeliveryView,
+  }),
+  licAdminWebhookDeliveries: method({
+    summary: 'The outbound delivery log, newest first',
+    http: 'GET /v1/admin/webhook-deliveries',
+    input: z.object({
+      endpoint_id: Uuid.optional(),
+      status: DeliveryStatus.optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+    }),
+    output: z.array(WebhookDeliveryView),
+  }),
+  licAdminRetryWebhookDelivery: method({
+    summary: 'Send a failed delivery again now',
+    http: 'POST /v1/admin/webhook-deliveries/:id/retry',
+    input: z.object({ id: Uuid }),
+    output: WebhookDeliveryView,
+  }),
+} satisfies ContractTable

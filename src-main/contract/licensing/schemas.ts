@@ -1,0 +1,209 @@
+import { z } from 'zod'
+import { MinorUnits, Slug, Uuid } from '../schemas'
+
+export { MinorUnits, Slug, Uuid }
+
+/** Schemas the licensing buyer, admin and payments methods share. */
+
+/** What every buyer-facing method declares: licensing error shape, HTTP only, the per-address public limit. */
+export const buyerSurface = { errorStyle: 'licensing', httpOnly: true, limit: 'public' } as const
+
+export const Currency = z.enum(['SAT', 'USD', 'EUR', 'BTC'])
+export type Currency = z.infer<typeof Currency>
+
+export const EntitlementSlug = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/, 'letters, digits, _ . : - (max 64)')
+export const Email = z.email().max(254)
+export const Note = z.string().max(2000)
+export const Reason = z.string().max(500)
+/** Raw machine fingerprint as the client SDKs send it (hashed with SHA-256 before storage). */
+export const Fingerprint = z.string().min(1).max(1024)
+export const Hostname = z.string().max(255)
+export const Platform = z.string().max(100)
+/** Signed license key text; generous bound, the parser enforces the format. */
+export const KeyText = z.string().max(16_384)
+
+/**
+ * A PATCH schema from a create schema: every field optional and WITHOUT its default (zod 4 applies
+ * a default inside `.partial()`, which would reset every field the caller left out).
+ */
+export function patchOf<S extends z.ZodRawShape>(o: z.ZodObject<S>) {
+  const shape: Record<string, z.ZodType> = {}
+  for (const [k, v] of Object.entries(o.shape) as [string, z.ZodType][])
+    shape[k] = (v instanceof z.ZodDefault ? (v.unwrap() as z.ZodType) : v).optional()
+  return z.object(shape) as unknown as z.ZodObject<{
+    [K in keyof S]: z.ZodOptional<S[K] extends z.ZodDefault<infer I extends z.ZodType> ? I : S[K]>
+  }>
+}
+
+export const EntitlementDef = z.object({
+  slug: EntitlementSlug,
+  name: z.string().max(200),
+  description: z.string().max(1000).default(''),
+})
+export type EntitlementDef = z.infer<typeof EntitlementDef>
+
+export const ProductView = z.object({
+  id: z.string(),
+  slug: z.string(),
+  name: z.string(),
+  description: z.string(),
+  price_currency: Currency,
+  price_value: z.number(),
+  /** Legacy sats price: equals price_value for SAT products. */
+  price_sats: z.number(),
+  entitlements_catalog: z.array(EntitlementDef),
+  active: z.boolean(),
+  created_at: z.number(),
+  updated_at: z.number(),
+})
+export type ProductView = z.infer<typeof ProductView>
+
+export const PolicyView = z.object({
+  id: z.string(),
+  product_id: z.string(),
+  slug: z.string(),
+  name: z.string(),
+  description: z.string(),
+  tier_rank: z.number().nullable(),
+  price_sats_override: z.number().nullable(),
+  price_currency_override: Currency.nullable(),
+  price_value_override: z.number().nullable(),
+  /** Effective listed price: the overrides, else the product's. */
+  price_currency: Currency,
+  price_value: z.number(),
+  entitlements: z.array(z.string()),
+  max_machines: z.number(),
+  duration_days: z.number(),
+  grace_period_days: z.number(),
+  is_trial: z.boolean(),
+  trial_days: z.number(),
+  is_recurring: z.boolean(),
+  renewal_period_days: z.number(),
+  highlighted: z.boolean(),
+  public: z.boolean(),
+  active: z.boolean(),
+  created_at: z.number(),
+  updated_at: z.number(),
+})
+export type PolicyView = z.infer<typeof PolicyView>
+
+export const LicenseStatus = z.enum(['active', 'suspended', 'revoked'])
+export type LicenseStatus = z.infer<typeof LicenseStatus>
+
+export const MachineView = z.object({
+  id: z.string(),
+  license_id: z.string(),
+  fingerprint_hash: z.string(),
+  hostname: z.string().nullable(),
+  platform: z.string().nullable(),
+  last_ip: z.string().nullable(),
+  status: z.enum(['active', 'inactive']),
+  activated_at: z.number(),
+  last_heartbeat_at: z.number(),
+  deactivated_at: z.number().nullable(),
+  deactivation_reason: z.string().nullable(),
+})
+export type MachineView = z.infer<typeof MachineView>
+
+export const LicenseView = z.object({
+  id: z.string(),
+  product_id: z.string(),
+  product_slug: z.string(),
+  product_name: z.string(),
+  policy_id: z.string().nullable(),
+  policy_slug: z.string().nullable(),
+  invoice_id: z.string().nullable(),
+  status: LicenseStatus,
+  status_reason: z.string().nullable(),
+  source: z.enum(['purchase', 'complimentary', 'redeem']),
+  issued_at: z.number(),
+  expires_at: z.number().nullable(),
+  grace_period_days: z.number(),
+  max_machines: z.number(),
+  entitlements: z.array(z.string()),
+  is_trial: z.boolean(),
+  bound: z.boolean(),
+  buyer_email: z.string().nullable(),
+  buyer_note: z.string().nullable(),
+  active_machines: z.number(),
+  updated_at: z.number(),
+})
+export type LicenseView = z.infer<typeof LicenseView>
+
+export const DiscountKind = z.enum(['percent', 'fixed_sats', 'set_price', 'free_license'])
+export type DiscountKind = z.infer<typeof DiscountKind>
+
+export const DiscountView = z.object({
+  id: z.string(),
+  code: z.string(),
+  kind: DiscountKind,
+  /** percent: 1–100; fixed_sats / set_price: smallest unit of discount_currency; free_license: 0. */
+  value: z.number(),
+  discount_currency: Currency,
+  product_id: z.string().nullable(),
+  policy_id: z.string().nullable(),
+  max_redemptions: z.number().nullable(),
+  /** Settled uses. */
+  redemption_count: z.number(),
+  /** Reserved by unpaid invoices. */
+  pending_count: z.number(),
+  expires_at: z.number().nullable(),
+  active: z.boolean(),
+  note: z.string(),
+  created_at: z.number(),
+  updated_at: z.number(),
+})
+export type DiscountView = z.infer<typeof DiscountView>
+
+/** A price for one product tier, as the purchase flow stores it on the invoice. */
+export const Quote = z.object({
+  product_id: z.string(),
+  product_slug: z.string(),
+  policy_id: z.string(),
+  policy_slug: z.string(),
+  listed_currency: Currency,
+  /** Before the discount, smallest unit of listed_currency. */
+  base_value: z.number(),
+  discount_code_id: z.string().nullable(),
+  discount_code: z.string().nullable(),
+  /** How much the code took off, in listed_currency. */
+  discount_value: z.number(),
+  /** What the buyer pays, in listed_currency. */
+  listed_value: z.number(),
+  amount_sats: z.number(),
+  /** NULL for SAT and BTC (identity conversion). */
+  exchange_rate_centibps: z.number().nullable(),
+  exchange_rate_source: z.string().nullable(),
+  free: z.boolean(),
+})
+export type Quote = z.infer<typeof Quote>
+
+export const RateView = z.object({
+  currency: z.enum(['USD', 'EUR']),
+  /** Fiat units per BTC × 10,000. */
+  centibps: z.number(),
+  source: z.string(),
+  fetched_at: z.number(),
+})
+export type RateView = z.infer<typeof RateView>
+
+export const RateSourceView = z.object({
+  name: z.enum(['kraken', 'coinbase', 'coingecko']),
+  base_url: z.string(),
+  last_ok_at: z.number().nullable(),
+  last_error: z.string().nullable(),
+  last_error_at: z.number().nullable(),
+})
+
+export const AuditEntry = z.object({
+  id: z.number(),
+  at: z.number(),
+  actor: z.enum(['admin', 'buyer', 'system', 'provider']),
+  action: z.string(),
+  target_type: z.string().nullable(),
+  target_id: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()),
+})
+export type AuditEntry = z.infer<typeof AuditEntry>

@@ -1,0 +1,149 @@
+import { createParser } from 'eventsource-parser'
+import { ApiError } from '../contract/errors'
+import type { Handlers } from '../contract/define'
+import type { gatewayContract } from '../contract/gateway'
+import type { ModelLists } from './modelLists'
+import { parseSpeech, synthesize, type VoiceAliases } from './speech'
+import type { UploadSpool } from './spool'
+import { transcribeWithSpeakers } from './transcribe'
+import { safeName } from './uploads'
+import type { Upstream, UpstreamName } from './upstreams'
+import { callUpstream, MiB, readText, upstreamDetail } from './wire'
+
+type PlaygroundHandlers = Pick<
+  Handlers<typeof gatewayContract>,
+  'playgroundChat' | 'playgroundSpeech' | 'playgroundTranscribe'
+>
+
+export interface PlaygroundDeps {
+  readonly need: (name: UpstreamName) => Upstream
+  readonly lists: ModelLists
+  readonly voices: VoiceAliases
+  readonly spool: UploadSpool
+  probe(service: 'asr' | 'tts'): (reason: string) => void
+}
+
+/** The Gateway view's playground: the same upstreams the /v1 routes use, one call at a time. */
+export function playgroundHandlers(d: PlaygroundDeps): PlaygroundHandlers {
+  return {
+    playgroundChat: (input, ctx) => playgroundChat(d.need('llm'), () => d.lists.llmModels(), input, ctx.signal),
+    playgroundSpeech: async ({ voice, input, speed }, ctx) => {
+      const t0 = performance.now()
+      const sp = await d.voices.resolve(parseSpeech({ voice, input, speed }))
+      const wav = await synthesize(d.need('tts'), sp, ctx.signal, d.probe('tts'))
+      const chunks: Buffer[] = []
+      let n = 0
+      for await (const c of wav as AsyncIterable<Buffer>) {
+        n += c.length
+        if (n > 32 * MiB) throw new ApiError('payload_too_large', 'the audio is longer than the playground plays')
+        chunks.push(c)
+      }
+      const audio = Buffer.concat(chunks)
+      return {
+        audio_base64: audio.toString('base64'),
+        content_type: 'audio/wav',
+        bytes: audio.length,
+        latency_ms: Math.round(performance.now() - t0),
+      }
+    },
+    playgroundTranscribe: async ({ audio_base64, filename }, ctx) => {
+      const asr = d.need('asr')
+      const audio = Buffer.from(audio_base64, 'base64')
+      if (audio.length === 0) throw new ApiError('bad_input', 'audio_base64 holds no bytes')
+      const lease = await d.spool.writeBuffer(audio)
+      try {
+        return await transcribeWithSpeakers(
+          asr,
+          {
+            field: 'file',
+            filename: safeName(filename),
+            contentType: 'application/octet-stream',
+            path: lease.path,
+            size: audio.length,
+          },
+          { signal: ctx.signal, asrModel: () => d.lists.asrModelName(), onWedged: d.probe('asr') },
+        )
+      } finally {
+        await lease.release()
+      }
+    },
+  }
+}
+
+type ChatEvent =
+  | { type: 'delta'; text: string }
+  | { type: 'done'; model: string; chunks: number; ttfb_ms: number | null; total_ms: number }
+
+/** Streams a chat answer for the playground as delta events, from the same llm the /v1 proxy uses. */
+async function* playgroundChat(
+  llm: Upstream,
+  listModels: () => Promise<{ id: string }[]>,
+  input: { prompt: string; system?: string; max_tokens?: number },
+  signal: AbortSignal,
+): AsyncGenerator<ChatEvent> {
+  const t0 = performance.now()
+  let model: string | undefined
+  try {
+    model = (await listModels())[0]?.id
+  } catch (err) {
+    throw new ApiError('upstream_unreachable', `llm is unreachable: ${(err as Error).message}`)
+  }
+  if (!model) throw new ApiError('conflict', 'no model is loaded in the llm')
+  const messages = [
+    ...(input.system ? [{ role: 'system', content: input.system }] : []),
+    { role: 'user', content: input.prompt },
+  ]
+  const res = await callUpstream(llm, {
+    method: 'POST',
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: Buffer.from(
+      JSON.stringify({ model, messages, stream: true, ...(input.max_tokens ? { max_tokens: input.max_tokens } : {}) }),
+    ),
+    signal,
+  }).catch((err: Error) => {
+    throw new ApiError('upstream_unreachable', err.message)
+  })
+  if (res.statusCode !== 200)
+    throw new ApiError('upstream_error', `llm answered HTTP ${res.statusCode}: ${upstreamDetail(await readText(res))}`)
+  let ttfb: number | null = null
+  let chunks = 0
+  let pending: string[] = []
+  const parser = createParser({
+    onEvent: (event) => {
+      const text = deltaText(event.data)
+      if (text !== null) pending.push(text)
+    },
+  })
+  // A multi-byte character may be split across chunks: the decoder holds its first bytes back.
+  const decoder = new TextDecoder()
+  for await (const c of res as AsyncIterable<Buffer>) {
+    parser.feed(decoder.decode(c, { stream: true }))
+    for (const text of pending) {
+      ttfb ??= performance.now() - t0
+      chunks++
+      yield { type: 'delta', text }
+    }
+    pending = []
+  }
+  if (!res.complete) throw new ApiError('upstream_error', 'llm closed the stream before it was complete')
+  yield {
+    type: 'done',
+    model,
+    chunks,
+    ttfb_ms: ttfb === null ? null : Math.round(ttfb),
+    total_ms: Math.round(performance.now() - t0),
+  }
+}
+
+/** The text of one chat completion chunk, or null for `[DONE]`, keep-alives and empty deltas. */
+function deltaText(data: string): string | null {
+  if (data === '[DONE]') return null
+  try {
+    const v = JSON.parse(data) as { choices?: { delta?: { content?: unknown } }[] }
+    const text = v.choices?.[0]?.delta?.content
+    return typeof text === 'string' && text !== '' ? text : null
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,39 @@
+import type { Router } from 'express'
+import type { Logger } from '../core/logger'
+import { sendJson } from '../http/respond'
+import type { ModelLists } from './modelLists'
+import { forwardJson, JSON_BODY_LIMIT } from './proxy'
+import type { RawRoute } from './rawRoute'
+import { embeddingsPath } from './search'
+import type { Upstream, UpstreamName } from './upstreams'
+
+export interface ProxyRouteDeps {
+  readonly route: RawRoute
+  readonly need: (name: UpstreamName) => Upstream
+  readonly lists: ModelLists
+  /** Chat and completions timeout (spec 1, 8: 30 minutes). */
+  readonly proxyTimeoutMs: number
+  readonly logger: Logger
+}
+
+/** The OpenAI-shaped JSON routes forwarded verbatim, and the merged model list. */
+export function mountProxyRoutes(router: Router, d: ProxyRouteDeps): void {
+  const forward = (p: string, name: 'llm' | 'embeddings') =>
+    d.route(p, async (req, res, streamed) => {
+      const up = d.need(name)
+      await forwardJson(req, res, up, {
+        path: name === 'embeddings' ? embeddingsPath(up.base) : p,
+        timeoutMs: d.proxyTimeoutMs,
+        bodyLimit: JSON_BODY_LIMIT,
+        logger: d.logger,
+        onStreamed: streamed,
+      })
+    })
+  router.post('/v1/chat/completions', forward('/v1/chat/completions', 'llm'))
+  router.post('/v1/completions', forward('/v1/completions', 'llm'))
+  router.post('/v1/embeddings', forward('/v1/embeddings', 'embeddings'))
+  router.get(
+    '/v1/models',
+    d.route('/v1/models', async (_req, res) => sendJson(res, 200, await d.lists.openAiList())),
+  )
+}

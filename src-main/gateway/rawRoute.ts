@@ -1,0 +1,42 @@
+import type { Request, Response } from 'express'
+import { ApiError } from '../contract/errors'
+import type { Logger } from '../core/logger'
+import { ClientGone } from '../http/body'
+import { answerUnfinished, armBodyDeadline } from '../http/bodyDeadline'
+import { sendError } from '../http/respond'
+import { styleFor } from '../http/requestState'
+import { surfaceOf } from '../http/surfaces'
+import type { RequestLog } from './requestLog'
+
+/** A gateway route outside the contract (proxies, uploads); `streamed` marks a streamed answer in the request log. */
+export type RawHandler = (req: Request, res: Response, streamed: () => void) => Promise<void>
+export type RawRoute = (routePath: string, fn: RawHandler) => (req: Request, res: Response) => Promise<void>
+
+export interface RawRouteDeps {
+  readonly log: RequestLog
+  readonly logger: Logger
+  /** How long a client refused mid-upload may go on sending before its connection is closed. */
+  readonly drainMs: number
+}
+
+/** Wraps a raw route: request log, error bodies, and silence when the client already left. */
+export function rawRoute(deps: RawRouteDeps): RawRoute {
+  return (routePath, fn) => async (req, res) => {
+    const watch = deps.log.watch(req, res, routePath)
+    try {
+      await fn(req, res, watch.markStreamed)
+    } catch (err) {
+      if (err instanceof ClientGone || res.destroyed) return
+      if (!(err instanceof ApiError)) deps.logger.error(`${routePath} failed`, { error: err })
+      else if (err.status >= 500) deps.logger.warn(`${routePath}: ${err.message}`)
+      // OpenAI's error shape on /v1, the control shape on /api/audio/*.
+      const style = styleFor(surfaceOf(req.path), req.path)
+      if (!req.complete && err instanceof ApiError && err.status === 408) answerUnfinished(req, res, err, style)
+      else sendError(res, err, style)
+    }
+    // A body still arriving after the answer (a refused or relayed upload) is read and dropped by
+    // Node; closing at once could reset the connection before the client reads the answer. A
+    // client that goes on sending for longer than `drainMs` is cut off.
+    if (!req.complete) armBodyDeadline(req, res, deps.drainMs)
+  }
+}

@@ -1,0 +1,63 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ErrorStyle } from '../contract/define'
+import { ApiError } from '../contract/errors'
+import { sendError } from './respond'
+
+/**
+ * The deadline for receiving a request body. Node's own `requestTimeout` is server-wide, and upload
+ * routes may take hours on a slow link, so the server arms this per request and an upload route
+ * replaces it with its idle timeout (`releaseBodyDeadline`). Only receiving is bounded: a proxied
+ * generation may stream its answer for as long as it needs.
+ */
+const deadlines = new WeakMap<IncomingMessage, NodeJS.Timeout>()
+
+export function armBodyDeadline(req: IncomingMessage, res: ServerResponse, ms: number): void {
+  if (ms <= 0) return
+  const timer = setTimeout(() => {
+    deadlines.delete(req)
+    if (req.complete || req.socket.destroyed) return
+    answerUnfinished(
+      req,
+      res,
+      new ApiError('request_timeout', `the request body did not arrive within ${formatSeconds(ms)}`, { status: 408 }),
+    )
+  }, ms)
+  timer.unref()
+  deadlines.set(req, timer)
+  // An answer sent before the body was read keeps the deadline: the rest must still arrive in time.
+  res.once('close', () => {
+    if (!req.complete) return
+    clearTimeout(timer)
+    deadlines.delete(req)
+  })
+}
+
+/** For upload routes, which bound their body by an idle timeout instead. */
+export function releaseBodyDeadline(req: IncomingMessage): void {
+  const timer = deadlines.get(req)
+  if (timer === undefined) return
+  clearTimeout(timer)
+  deadlines.delete(req)
+}
+
+/**
+ * Answers a request whose body is still arriving and closes the connection after the answer, so
+ * the rest of the body is never waited for. Once an answer has begun, the connection is cut.
+ */
+export function answerUnfinished(
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: ApiError,
+  style: ErrorStyle = 'control',
+): void {
+  if (res.headersSent) {
+    req.socket.destroy()
+    return
+  }
+  res.setHeader('Connection', 'close')
+  sendError(res, err, style)
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`
+}

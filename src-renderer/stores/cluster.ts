@@ -1,0 +1,162 @@
+import { defineStore } from 'pinia'
+import { computed, reactive, ref } from 'vue'
+import { useApi, type OutputOf } from '../api'
+
+export type Snapshot = OutputOf<'getHardware'>
+export type Connectivity = OutputOf<'getConnectivity'>
+export type ServiceStatus = OutputOf<'getStatus'>['llm']
+export type ClusterEvent = OutputOf<'streamEvents'>
+type NodeName = 'node1' | 'node2'
+type ServiceName = 'llm' | 'asr' | 'tts'
+type Part = 'hardware' | 'services' | 'connectivity' | 'events'
+
+/** GPU samples kept for the charts. */
+export interface Sample {
+  t: number
+  util: number | null
+  temp: number | null
+}
+
+const HISTORY_MS = 15 * 60 * 1000
+/** The connectivity log the daemon keeps (spec 1, 2.7). */
+const MAX_LOG = 200
+
+/**
+ * The cluster as the dashboard sees it: read once, then kept current by push events (hardware
+ * snapshots, connectivity transitions, service state changes) instead of polling.
+ */
+export const useClusterStore = defineStore('cluster', () => {
+  const hardware = ref<Snapshot | null>(null)
+  const connectivity = ref<Connectivity | null>(null)
+  const services = ref<Partial<Record<ServiceName, ServiceStatus>>>({})
+  const history = reactive<Record<NodeName, Sample[]>>({ node1: [], node2: [] })
+  const problems = reactive<Record<Part, string | null>>({
+    hardware: null,
+    services: null,
+    connectivity: null,
+    events: null,
+  })
+  const now = ref(Date.now())
+  // One failing part never blanks the others; each says what failed.
+  const error = computed(() => {
+    const parts = (Object.entries(problems) as [Part, string | null][]).filter(([, v]) => v !== null)
+    return parts.length > 0 ? parts.map(([k, v]) => `${k}: ${v}`).join('; ') : null
+  })
+
+  function record(snap: Snapshot): void {
+    for (const name of ['node1', 'node2'] as const) {
+      const hw = snap[name]
+      if (hw.status !== 'ok' || !hw.gpu) continue
+      const list = history[name]
+      const t = Math.round(hw.probed_at / 1000)
+      if ((list.at(-1)?.t ?? 0) >= t) continue
+      list.push({ t, util: hw.gpu.utilization_pct, temp: hw.gpu.temperature_c })
+      while (list.length > 0 && list[0]!.t < (Date.now() - HISTORY_MS) / 1000) list.shift()
+    }
+  }
+
+  function setHardware(snap: Snapshot): void {
+    hardware.value = snap
+    record(snap)
+    now.value = Date.now()
+  }
+
+  /** The server keeps 15 minutes of readings, so the charts are full from the first paint. */
+  async function loadHistory(): Promise<void> {
+    try {
+      const h = await useApi().call('getHardwareHistory', {})
+      for (const name of ['node1', 'node2'] as const)
+        history[name] = h[name].map((x) => ({
+          t: Math.round(x.at / 1000),
+          util: x.gpu_utilization_pct,
+          temp: x.gpu_temperature_c,
+        }))
+    } catch {
+      // The charts fill from hardware events instead.
+    }
+  }
+
+  /** Reads everything once (at mount, on focus, after a resync). */
+  async function refresh(): Promise<void> {
+    const api = useApi()
+    now.value = Date.now()
+    const [hw, st] = await Promise.allSettled([api.call('getHardware', {}), api.call('getStatus', {})])
+    if (hw.status === 'fulfilled') setHardware(hw.value)
+    problems.hardware = hw.status === 'rejected' ? (hw.reason as Error).message : null
+    if (st.status === 'fulfilled') services.value = { llm: st.value.llm, asr: st.value.asr, tts: st.value.tts }
+    problems.services = st.status === 'rejected' ? (st.reason as Error).message : null
+    try {
+      // Read after the probes, which record transitions.
+      connectivity.value = await api.call('getConnectivity', {})
+      problems.connectivity = null
+    } catch (err) {
+      problems.connectivity = (err as Error).message
+    }
+  }
+
+  function apply(ev: ClusterEvent): void {
+    switch (ev.name) {
+      case 'hardware.snapshot':
+        setHardware(ev.data)
+        break
+      case 'service.state':
+        services.value = { ...services.value, [ev.data.service]: ev.data.status }
+        break
+      case 'connectivity.transition': {
+        const c = connectivity.value
+        if (!c) break
+        const events = [...c.events, ev.data].slice(-MAX_LOG)
+        const subjects = { ...c.subjects, [ev.data.subject]: { state: ev.data.state, last_change: ev.data.at } }
+        connectivity.value = { ...c, events, subjects }
+        now.value = Date.now()
+        break
+      }
+      case 'resync':
+        void refresh()
+        break
+      default:
+        break
+    }
+  }
+
+  let stopFollowing: (() => void) | null = null
+
+  /** Follows the push events (again, if the stream had stopped) until `unfollow`. */
+  function follow(): void {
+    if (stopFollowing) return
+    stopFollowing = useApi().subscribe(
+      'streamEvents',
+      {},
+      {
+        onEvent: (ev) => {
+          problems.events = null
+          apply(ev)
+        },
+        onError: (err) => {
+          stopFollowing = null
+          problems.events = `live updates stopped (${err.message}); they resume when the window regains focus`
+        },
+        onEnd: () => (stopFollowing = null),
+      },
+    )
+  }
+
+  function unfollow(): void {
+    stopFollowing?.()
+    stopFollowing = null
+  }
+
+  return {
+    hardware,
+    connectivity,
+    services,
+    history,
+    now,
+    error,
+    setHardware,
+    loadHistory,
+    refresh,
+    follow,
+    unfollow,
+  }
+})

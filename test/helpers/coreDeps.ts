@@ -1,0 +1,22 @@
+import type { Config } from '../../src-main/config/load'
+import { systemClock, type Clock } from '../../src-main/core/clock'
+import { EventBus } from '../../src-main/core/events'
+import { Limits } from '../../src-main/core/limits'
+import { createLogger, MemorySink, type Logger } from '../../src-main/core/logger'
+import type { CoreDeps } from '../../src-main/core/module'
+import { JobRegistry } from '../../src-main/jobs/registry'
+
+/** Everything a domain module is built from, for tests that build one module without the whole core. */
+export function testCoreDeps(opts: { config: Config; clock?: Clock; logger?: Logger }): CoreDeps {
+  const clock = opts.clock ?? systemClock
+  const logger = opts.logger ?? createLogger({ sink: new MemorySink() })
+  const events = new EventBus(clock)
+  return {
+    config: opts.config,
+    clock,
+    logger,
+    events,
+    jobs: new JobRegistry(clock, logger.redactor, events),
+    limits: new Limits({ clock, publicPerMinute: opts.config.licensingRateLimit }),
+  }
+}

@@ -1,0 +1,123 @@
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../../src-main/config/load'
+import { createCore, type Core } from '../../../src-main/core/app'
+import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
+import { startHttpServer, type RunningServer } from '../../../src-main/http/listen'
+import { startFakeAsr, type FakeAsr } from '../../sim/http'
+import { silenceWav, waitFor } from '../gateway/setup'
+
+/** A raw connection to the daemon that records what comes back and when it is closed. */
+interface RawConn {
+  readonly socket: net.Socket
+  received(): string
+  closed(): boolean
+}
+
+async function connect(port: number): Promise<RawConn> {
+  const socket = net.connect(port, '127.0.0.1')
+  let received = ''
+  let closed = false
+  socket.on('data', (c: Buffer) => (received += c.toString('latin1')))
+  socket.on('error', () => undefined)
+  socket.once('close', () => (closed = true))
+  await new Promise<void>((resolve) => {
+    socket.once('connect', () => resolve())
+    socket.once('close', () => resolve())
+  })
+  return { socket, received: () => received, closed: () => closed }
+}
+
+/** Server-level limits, with small values passed through startHttpServer's options. */
+describe('HTTP server limits', () => {
+  let core: Core
+  let http: RunningServer
+  let asr: FakeAsr
+  let port: number
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-limits-'))
+
+  beforeAll(async () => {
+    asr = await startFakeAsr()
+    const config = loadConfig({
+      env: {
+        DATA_DIR: dataDir,
+        PORT: '0',
+        BIND: '127.0.0.1',
+        RATE_SOURCES: 'http://127.0.0.1:9',
+        NODE2_HOST: '127.0.0.1',
+        NODE2_USER: 'sim',
+        ASR_PORT: String(asr.port),
+      },
+    })
+    core = await createCore({ config, logger: createLogger({ redactor: new Redactor(), sink: new MemorySink() }) })
+    await core.start()
+    http = await startHttpServer(
+      core,
+      { port: 0, host: '127.0.0.1' },
+      { rendererDir: null, limits: { bodyTimeoutMs: 250, connectionsPerAddress: 3 } },
+    )
+    port = http.port
+  })
+  afterAll(async () => {
+    await http?.close()
+    await core?.stop()
+    await asr?.close()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('reaps a half-sent JSON body with 408 and closes the connection', async () => {
+    const c = await connect(port)
+    c.socket.write(
+      'POST /scrub HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text": "hal',
+    )
+    await waitFor(() => c.closed(), 10_000)
+    expect(c.received()).toMatch(/^HTTP\/1\.1 408 /)
+  })
+
+  it('lets an upload route take longer than the body deadline while bytes keep coming', async () => {
+    const boundary = 'limits-boundary'
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`,
+    )
+    const body = Buffer.concat([head, silenceWav(1), Buffer.from(`\r\n--${boundary}--\r\n`)])
+    const c = await connect(port)
+    c.socket.write(
+      `POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n` +
+        `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\n\r\n`,
+    )
+    const half = Math.floor(body.length / 2)
+    c.socket.write(body.subarray(0, half))
+    // Past the body deadline of ordinary requests, the rest arrives.
+    await new Promise((r) => setTimeout(r, 600))
+    c.socket.write(body.subarray(half))
+    await waitFor(() => c.closed(), 10_000)
+    expect(c.received()).toMatch(/^HTTP\/1\.1 200 /)
+  })
+
+  it('closes a connection beyond the per-address limit at once, and accepts again when one ends', async () => {
+    const held = [await connect(port), await connect(port), await connect(port)]
+    const extra = await connect(port)
+    await waitFor(() => extra.closed())
+    expect(extra.received()).toBe('')
+    // The connections within the limit still work.
+    held[0]!.socket.write('GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+    await waitFor(() => held[0]!.received().includes('\r\n\r\n'))
+    expect(held[0]!.received()).toMatch(/^HTTP\/1\.1 200 /)
+    expect(held.some((h) => h.closed())).toBe(false)
+
+    held[1]!.socket.destroy()
+    // The slot is free once the server has seen the close; a bounded number of tries.
+    let again: RawConn | null = null
+    for (let i = 0; i < 50 && again === null; i++) {
+      const c = await connect(port)
+      c.socket.write('GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+      await waitFor(() => c.closed() || c.received().includes('\r\n\r\n'))
+      if (!c.closed()) again = c
+    }
+    expect(again?.received()).toMatch(/^HTTP\/1\.1 200 /)
+    for (const c of [...held, again]) c?.socket.destroy()
+  })
+})

@@ -1,0 +1,63 @@
+// @vitest-environment happy-dom
+import { afterEach, describe, expect, it } from 'vitest'
+import { createApp, type App as VueApp } from 'vue'
+import { createPinia } from 'pinia'
+import App from '../../../src-renderer/App.vue'
+import { router } from '../../../src-renderer/router'
+import { initBackend, type BackendApi } from '../../../src-renderer/api'
+import { flush, stubCanvas } from './mount'
+
+const config = {
+  name: 'Tandem',
+  version: '1.2.3:4',
+  chat_ui_url: null,
+  public_url: null,
+  data_dir: '/data',
+  settings: [],
+  roles: {},
+  warnings: [],
+}
+
+function fakeApi(transport: 'ipc' | 'http'): BackendApi {
+  return {
+    transport,
+    call: (async (method: string) => {
+      if (method === 'session') return { authenticated: true }
+      if (method === 'getConfig') return config
+      throw new Error(`${method} is not part of this test`)
+    }) as BackendApi['call'],
+    subscribe: () => () => undefined,
+  }
+}
+
+stubCanvas()
+let app: VueApp | null = null
+afterEach(() => {
+  app?.unmount()
+  document.body.innerHTML = ''
+})
+
+async function mountShell(transport: 'ipc' | 'http'): Promise<HTMLElement> {
+  initBackend(() => undefined, fakeApi(transport))
+  const el = document.createElement('div')
+  document.body.appendChild(el)
+  app = createApp(App).use(createPinia()).use(router)
+  await router.push('/settings')
+  app.mount(el)
+  await flush()
+  return el
+}
+
+describe('the app shell', () => {
+  it('offers Log out in a browser, where a session cookie is what signs the operator in', async () => {
+    const el = await mountShell('http')
+    expect(el.querySelector('[data-testid="version"]')?.textContent).toContain('1.2.3:4')
+    expect(el.querySelector('[data-testid="logout"]')).not.toBeNull()
+  })
+
+  it('shows no Log out in the desktop window, which needs no session', async () => {
+    const el = await mountShell('ipc')
+    expect(el.querySelector('[data-testid="version"]')?.textContent).toContain('1.2.3:4')
+    expect(el.querySelector('[data-testid="logout"]')).toBeNull()
+  })
+})
