@@ -12,7 +12,8 @@ import { sendError } from './respond'
 const deadlines = new WeakMap<IncomingMessage, NodeJS.Timeout>()
 
 export function armBodyDeadline(req: IncomingMessage, res: ServerResponse, ms: number): void {
-  if (ms <= 0) return
+  // A request that announces no body has nothing left to wait for once its headers are in.
+  if (ms <= 0 || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return
   const timer = setTimeout(() => {
     deadlines.delete(req)
     if (req.complete || req.socket.destroyed) return

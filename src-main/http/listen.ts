@@ -59,10 +59,11 @@ export async function startHttpServer(
     connectionsCheckingInterval: Math.min(30_000, Math.max(250, Math.floor(limits.headersTimeoutMs / 4))),
   })
   server.on('connection', connectionLimiter(limits))
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) =>
-    armBodyDeadline(req, res, limits.bodyTimeoutMs),
-  )
-  server.on('request', app)
+  // One listener: an emit with several listeners copies the listener list on every request.
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    armBodyDeadline(req, res, limits.bodyTimeoutMs)
+    app(req, res)
+  })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(listen.port, listen.host, () => {

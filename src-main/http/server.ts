@@ -28,6 +28,22 @@ function domainRoutes(core: Core): RequestHandler {
   return router
 }
 
+/**
+ * Runs steps in order as one Express layer. Express matches every layer against the path, which
+ * costs more per request than the steps themselves on the hot API paths.
+ */
+function inOrder(...steps: RequestHandler[]): RequestHandler {
+  return (req, res, done) => {
+    let i = 0
+    const next = (err?: unknown): void => {
+      const step = steps[i++]
+      if (err !== undefined || !step) return done(err)
+      void step(req, res, next)
+    }
+    next()
+  }
+}
+
 function notFound(): RequestHandler {
   return (req, res) =>
     sendError(
@@ -57,10 +73,14 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
   const app = express()
   app.disable('x-powered-by')
   app.set('etag', false)
-  app.use(surfaceAndClient(clientAddressResolver(core.config.trustedProxies)))
-  app.use(credentialsGate(core.credentials, core.sessions))
-  app.use(originGuard())
-  app.use(contractRoutes(core))
+  app.use(
+    inOrder(
+      surfaceAndClient(clientAddressResolver(core.config.trustedProxies)),
+      credentialsGate(core.credentials, core.sessions),
+      originGuard(),
+      contractRoutes(core),
+    ),
+  )
   app.use(domainRoutes(core))
   mountDashboard(app, opts.rendererDir === undefined ? defaultRendererDir() : opts.rendererDir)
   app.use(notFound())
