@@ -17,7 +17,8 @@ import { Issuer, PRIVATE_KEY_FILE, verifyKey } from '../../../src-main/licensing
 
 // The shared test vectors: shared/ sits beside the repository, in CI and on a workstation alike.
 const VECTORS = path.resolve(__dirname, '../../../../shared/vectors/keysat-key-vectors.json')
-if (!fs.existsSync(VECTORS)) throw new Error('keysat-key-vectors.json not found: shared/ must sit beside the repository')
+if (!fs.existsSync(VECTORS))
+  throw new Error('keysat-key-vectors.json not found: shared/ must sit beside the repository')
 const vectors = JSON.parse(fs.readFileSync(VECTORS, 'utf8')) as {
   publicKeyPem: string
 } & Record<string, { licenseKey: string; expected: Record<string, unknown> }>
