@@ -63,6 +63,14 @@ export interface Config {
   readonly tts: RoleService
   readonly registryApiKey: string | null
   readonly deepHealthIntervalS: number
+  /** Model catalog and swap (spec 1, 2.2 and 4.2). */
+  readonly models: {
+    readonly localRoots: readonly string[]
+    readonly loadTimeoutS: number
+    readonly holdS: number
+    readonly rollback: boolean
+    readonly onDemand: boolean
+  }
   readonly embeddingsUrl: string | null
   readonly vectorUrl: string | null
   readonly scrubTerms: readonly string[]
@@ -210,6 +218,13 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     tts: role('TTS'),
     registryApiKey: orNull('REGISTRY_API_KEY'),
     deepHealthIntervalS: num('DEEP_HEALTH_INTERVAL_S'),
+    models: {
+      localRoots: list('LOCAL_MODEL_ROOTS').map((r) => r.replace(/\/+$/, '') || '/'),
+      loadTimeoutS: num('SWAP_LOAD_TIMEOUT_S'),
+      holdS: num('SWAP_HOLD_S'),
+      rollback: s('SWAP_ROLLBACK') === 'on',
+      onDemand: s('SWAP_ON_DEMAND') === 'on',
+    },
     embeddingsUrl: orNull('EMBEDDINGS_URL')?.replace(/\/+$/, '') ?? null,
     vectorUrl: orNull('VECTOR_URL')?.replace(/\/+$/, '') ?? null,
     scrubTerms: list('SCRUB_TERMS'),

@@ -89,6 +89,36 @@ export const SETTINGS = {
     secret: true,
     description: 'Container registry key for prebuilt images',
   },
+  LOCAL_MODEL_ROOTS: {
+    group: 'services',
+    kind: 'list',
+    default: '/home,/data,/mnt,/srv,/opt/models',
+    description: 'Directories a local model may live under (comma list of absolute paths)',
+  },
+  SWAP_LOAD_TIMEOUT_S: {
+    group: 'services',
+    kind: 'int',
+    default: '1800',
+    description: 'Seconds a swapped-in model may take to answer before the swap fails',
+  },
+  SWAP_HOLD_S: {
+    group: 'services',
+    kind: 'int',
+    default: '600',
+    description: 'Seconds chat and completions requests wait for a swap in progress before a 503',
+  },
+  SWAP_ROLLBACK: {
+    group: 'services',
+    kind: 'string',
+    default: 'on',
+    description: 'on: relaunch the previous model when a swap fails; off: leave the llm stopped',
+  },
+  SWAP_ON_DEMAND: {
+    group: 'services',
+    kind: 'string',
+    default: 'off',
+    description: 'on: a request naming a catalog model that is not loaded starts a swap and waits for it',
+  },
   DEEP_HEALTH_INTERVAL_S: {
     group: 'services',
     kind: 'int',
@@ -223,6 +253,15 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   TTS_CONTAINER: containerLike,
   TTS_PORT: port,
   REGISTRY_API_KEY: z.string().regex(/^[\x21-\x7e]*$/, 'printable characters without spaces'),
+  LOCAL_MODEL_ROOTS: z
+    .string()
+    .refine((v) => v.split(',').every((p) => /^\/[A-Za-z0-9._/-]*$/.test(p.trim()) && !p.split('/').includes('..')), {
+      message: 'absolute paths of letters, digits, dot, dash, underscore and slash, comma separated',
+    }),
+  SWAP_LOAD_TIMEOUT_S: z.coerce.number().int().min(30).max(86400),
+  SWAP_HOLD_S: z.coerce.number().int().min(0).max(86400),
+  SWAP_ROLLBACK: z.enum(['on', 'off']),
+  SWAP_ON_DEMAND: z.enum(['on', 'off']),
   DEEP_HEALTH_INTERVAL_S: z.coerce.number().int().min(10).max(86400),
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { method, type ContractTable } from './define'
 import { HardwareSnapshot, ServiceLabel, ServiceStatus, TransitionEvent } from './nodes'
 import { JobRecord } from './system'
+import { SwapStateEvent } from './models'
 
 /**
  * Push events: name → payload. Services publish them on the core's event bus; one stream method
@@ -33,6 +34,7 @@ export const eventPayloads = {
   'service.state': ServiceStateChange,
   'hardware.snapshot': HardwareSnapshot,
   'job.update': JobUpdate,
+  'swap.state': SwapStateEvent,
 } as const
 
 export type EventName = keyof typeof eventPayloads

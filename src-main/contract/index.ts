@@ -4,6 +4,7 @@ import { nodesContract } from './nodes'
 import { gatewayContract } from './gateway'
 import { licensingContract } from './licensing'
 import { eventsContract } from './events'
+import { modelsContract } from './models'
 
 /**
  * THE api contract: every method Tandem serves, over HTTP and IPC alike. Each domain keeps its
@@ -12,6 +13,7 @@ import { eventsContract } from './events'
 export const contract = {
   ...systemContract,
   ...nodesContract,
+  ...modelsContract,
   ...gatewayContract,
   ...licensingContract,
   ...eventsContract,

@@ -14,6 +14,7 @@ import { createLogger, Redactor, type Logger } from './logger'
 import { EventBus, eventHandlers } from './events'
 import type { DomainModule } from './module'
 import { createNodesModule } from '../nodes/module'
+import { createModelsModule } from '../models/module'
 import { createGatewayModule } from '../gateway/module'
 import { loggingDeepHealth } from '../gateway/deepHealth'
 import { createLicensingModule } from '../licensing/module'
@@ -78,14 +79,17 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
   const services = new ServiceDirectory(config)
   const nodes = await createNodesModule({ ...shared, services })
+  const models = await createModelsModule({ ...shared, services, nodes })
   // Deep health (services domain) replaces this interim hook; it logs and records probe requests.
   const gateway = await createGatewayModule({
     ...shared,
     services,
     deepHealth: loggingDeepHealth(logger.child('deep-health'), nodes.connectivity, () => clock.now()),
+    // Chat and completions wait here while a swap is loading (and start one on demand).
+    llmGate: models.swap,
   })
   const licensing = await createLicensingModule(shared)
-  const modules = [nodes, gateway, licensing] as DomainModule<Partial<Contract>>[]
+  const modules = [nodes, models, gateway, licensing] as DomainModule<Partial<Contract>>[]
 
   const handlers = {
     ...systemHandlers({
@@ -97,6 +101,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       components: () => ({ licensing: licensing.health() }),
     }),
     ...nodes.handlers,
+    ...models.handlers,
     ...gateway.handlers,
     ...licensing.handlers,
     ...eventHandlers(events),

@@ -9,7 +9,7 @@ import type { DeepHealthHook, ProbedService } from './deepHealth'
 import { infoHandlers } from './handlers'
 import { ModelLists } from './modelLists'
 import { playgroundHandlers } from './playground'
-import { mountProxyRoutes } from './proxyRoutes'
+import { mountProxyRoutes, type LlmGate } from './proxyRoutes'
 import { rawRoute } from './rawRoute'
 import { RequestLog } from './requestLog'
 import { ScrubSessions } from './scrub'
@@ -46,6 +46,8 @@ export interface GatewayDeps extends CoreDeps {
   readonly services: ServiceDirectory
   /** Filled by the services domain (deep health); the gateway only asks for probes. */
   readonly deepHealth: DeepHealthHook
+  /** Holds chat and completions while a model swap is loading (the models domain fills it). */
+  readonly llmGate?: LlmGate
   readonly options?: Partial<GatewayOptions>
 }
 
@@ -100,7 +102,14 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     },
     requestLog: log,
     mountRoutes(router: Router) {
-      mountProxyRoutes(router, { route, need, lists, proxyTimeoutMs: opts.proxyTimeoutMs, logger })
+      mountProxyRoutes(router, {
+        route,
+        need,
+        lists,
+        proxyTimeoutMs: opts.proxyTimeoutMs,
+        logger,
+        gate: deps.llmGate,
+      })
       mountAudioRoutes(router, {
         route,
         need,

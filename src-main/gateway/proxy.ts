@@ -3,7 +3,7 @@ import { ApiError } from '../contract/errors'
 import type { Logger } from '../core/logger'
 import type { Upstream } from './upstreams'
 import { callUpstream, MiB, parseJsonObject, passHeaders, readText, upstreamDetail, UpstreamUnreachable } from './wire'
-import { readBody } from '../http/body'
+import { ClientGone, readBody } from '../http/body'
 import { sendError } from '../http/respond'
 
 /**
@@ -18,6 +18,8 @@ export interface ForwardOptions {
   readonly logger: Logger
   /** Called once the answer is known to be a stream (request log). */
   onStreamed?(): void
+  /** Waits until the request may go upstream (a model swap); aborted when the client leaves. */
+  admit?(body: Record<string, unknown>, signal: AbortSignal): Promise<void>
 }
 
 export async function forwardJson(
@@ -29,6 +31,7 @@ export async function forwardJson(
   const raw = await readBody(req, opts.bodyLimit)
   const body = parseJsonObject(raw)
   const streaming = body.stream === true
+  if (opts.admit) await admitOrLeave(res, (signal) => opts.admit!(body, signal))
 
   const ac = new AbortController()
   const onClientGone = (): void => {
@@ -125,6 +128,20 @@ export async function forwardJson(
     })
     res.once('close', finish)
   })
+}
+
+/** Waits at the gate; a client that leaves meanwhile is released and nothing goes upstream. */
+async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  const left = new AbortController()
+  const onClose = (): void => left.abort(new ClientGone())
+  if (res.destroyed) throw new ClientGone()
+  res.once('close', onClose)
+  try {
+    await wait(left.signal)
+  } finally {
+    res.off('close', onClose)
+  }
+  if (left.signal.aborted || res.destroyed) throw new ClientGone()
 }
 
 /**

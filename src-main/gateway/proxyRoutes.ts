@@ -7,6 +7,15 @@ import type { RawRoute } from './rawRoute'
 import { embeddingsPath } from './search'
 import type { Upstream, UpstreamName } from './upstreams'
 
+/**
+ * Where chat and completions wait while the llm is being swapped: resolves when the request may be
+ * forwarded, throws (503 with Retry-After) when it may not, and gives up when `signal` aborts (the
+ * client went away). `model` is the request's `model`, for swaps on demand.
+ */
+export interface LlmGate {
+  admit(model: string | null, signal: AbortSignal): Promise<void>
+}
+
 export interface ProxyRouteDeps {
   readonly route: RawRoute
   readonly need: (name: UpstreamName) => Upstream
@@ -14,6 +23,7 @@ export interface ProxyRouteDeps {
   /** Chat and completions timeout (spec 1, 8: 30 minutes). */
   readonly proxyTimeoutMs: number
   readonly logger: Logger
+  readonly gate?: LlmGate
 }
 
 /** The OpenAI-shaped JSON routes forwarded verbatim, and the merged model list. */
@@ -27,6 +37,10 @@ export function mountProxyRoutes(router: Router, d: ProxyRouteDeps): void {
         bodyLimit: JSON_BODY_LIMIT,
         logger: d.logger,
         onStreamed: streamed,
+        admit:
+          name === 'llm' && d.gate
+            ? (body, signal) => d.gate!.admit(typeof body.model === 'string' ? body.model : null, signal)
+            : undefined,
       })
     })
   router.post('/v1/chat/completions', forward('/v1/chat/completions', 'llm'))

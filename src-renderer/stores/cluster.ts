@@ -1,6 +1,7 @@
 import { defineStore } from 'pinia'
 import { computed, reactive, ref } from 'vue'
 import { useApi, type OutputOf } from '../api'
+import { pushEventFollower } from './pushEvents'
 
 export type Snapshot = OutputOf<'getHardware'>
 export type Connectivity = OutputOf<'getConnectivity'>
@@ -119,32 +120,10 @@ export const useClusterStore = defineStore('cluster', () => {
     }
   }
 
-  let stopFollowing: (() => void) | null = null
+  const pushEvents = pushEventFollower(apply, (problem) => (problems.events = problem))
+  const follow = pushEvents.follow
 
-  /** Follows the push events (again, if the stream had stopped) until `unfollow`. */
-  function follow(): void {
-    if (stopFollowing) return
-    stopFollowing = useApi().subscribe(
-      'streamEvents',
-      {},
-      {
-        onEvent: (ev) => {
-          problems.events = null
-          apply(ev)
-        },
-        onError: (err) => {
-          stopFollowing = null
-          problems.events = `live updates stopped (${err.message}); they resume when the window regains focus`
-        },
-        onEnd: () => (stopFollowing = null),
-      },
-    )
-  }
-
-  function unfollow(): void {
-    stopFollowing?.()
-    stopFollowing = null
-  }
+  const unfollow = pushEvents.unfollow
 
   return {
     hardware,

@@ -452,7 +452,8 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
   git(launcherOrigin, 'init', '--bare', '-q')
   fs.mkdirSync(seed, { recursive: true })
   git(seed, 'init', '-q')
-  for (const f of fs.readdirSync(LAUNCHER_SRC)) fs.copyFileSync(path.join(LAUNCHER_SRC, f), path.join(seed, f))
+  // Scripts and the recipes/ folder, as in the real checkout.
+  fs.cpSync(LAUNCHER_SRC, seed, { recursive: true })
   fs.writeFileSync(path.join(seed, 'README.md'), '# vLLM Docker for Spark (simulated launcher)\n')
   git(seed, 'add', '-A')
   git(seed, 'commit', '-q', '-m', 'Initial launcher scripts')

@@ -3,11 +3,11 @@
  * BUILT headless daemon configured for it. Prints the dashboard URL and the admin token; Ctrl-C
  * stops both. Data lives in .tandem-data/demo so the token and history survive restarts.
  *
- *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR
+ *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR, DEMO_LOAD_MS (a swap's load, 8000)
  *
  * Faults can be switched from the terminal: `down node2`, `up node2`, `hang node1`, `slow node1 800`,
  * `fail node1 nvidia-smi`, `clear node1`,
- * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `help`.
+ * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `loadfail <repo>|*|none`, `help`.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -34,7 +34,9 @@ const key = ensureServiceKey(path.join(dataDir, 'ssh'))
 // A sim restarted on new ephemeral ports presents new host keys: forget the old demo ones.
 fs.rmSync(path.join(dataDir, 'known_hosts.json'), { force: true })
 
-const sim = await startFullSim({ authorizedKeys: [key.publicKey], launcherBehind: 2 })
+// The llm starts with a bundled catalog model loaded; a swap takes DEMO_LOAD_MS to load (phases, log, ETA show).
+const sim = await startFullSim({ authorizedKeys: [key.publicKey], launcherBehind: 2, llmModel: 'Qwen/Qwen3-32B-FP8' })
+sim.llm.setLoadDelay(Number(process.env.DEMO_LOAD_MS ?? 8000))
 // Payment providers and exchange-rate sources on loopback: the demo never reaches the internet.
 const shop = await startLicensingSim()
 const { node1, node2 } = sim.cluster
@@ -132,7 +134,7 @@ console.log('')
 const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
 const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
 const HELP =
-  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>'
+  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, loadfail <repo|*|none>'
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
   if (raw.trim() === '') return
   const [cmd, a, b] = raw.trim().split(/\s+/)
@@ -158,6 +160,10 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
       const [n, c] = containers[a as keyof typeof containers]
       const r = sim.cluster[n].runLocal(`docker ${cmd} ${c}`)
       return r.code === 0 ? `docker ${cmd} ${c}: done` : r.stderr.trim()
+    }
+    if (cmd === 'loadfail' && a) {
+      sim.llm.failLoads(a === 'none' ? null : a)
+      return a === 'none' ? 'llm: loads succeed again' : `llm: loads of ${a} now fail (a swap rolls back)`
     }
     if (cmd === 'fault' && a && a in fakes && b) {
       await fakes[a as keyof typeof fakes].setFault(b as 'none')

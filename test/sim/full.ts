@@ -1,3 +1,5 @@
+import fs from 'node:fs'
+import path from 'node:path'
 import { startSimCluster, type ContainerEvent, type SimCluster, type SimClusterOptions } from './cluster'
 import { startFakeAsr, startFakeLlm, startFakeTts, type FakeAsr, type FakeLlm, type FakeTts } from './http'
 
@@ -30,12 +32,31 @@ export async function startFullSim(
     [SIM_CONTAINERS.tts]: { node: 'node2', fake: tts },
   }
   const pending: Promise<void>[] = []
+  let node1State: string | null = null
+  // The llm answers only while `vllm serve` runs: a container the launcher started runs `sleep
+  // infinity` until it dispatches the serve command (a `serve` event), which makes the engine load.
+  const llmCommand = (): string[] => {
+    if (node1State === null) return ['vllm', 'serve', opts.llmModel ?? 'Qwen/Qwen3-8B']
+    const file = path.join(node1State, 'docker', 'containers', `${SIM_CONTAINERS.llm}.json`)
+    try {
+      return (JSON.parse(fs.readFileSync(file, 'utf8')) as { Config: { Cmd: string[] } }).Config.Cmd
+    } catch {
+      return []
+    }
+  }
   const follow = (e: ContainerEvent): void => {
     const bound = byContainer[e.name]
     if (!bound || bound.node !== e.node) return
-    if (e.state === 'running') pending.push(bound.fake.setFault('none'))
-    else if (e.state === 'exited' || e.state === 'removed') pending.push(bound.fake.setFault('refused'))
-    else if (e.state === 'serve' && e.model && bound.fake === llm) llm.setModel(e.model)
+    if (bound.fake === llm && e.state === 'running') {
+      const cmd = llmCommand()
+      if (cmd[0] !== 'vllm' || cmd[1] !== 'serve') return
+      if (node1State !== null && cmd[2]) llm.setModel(cmd[2])
+      pending.push(llm.setFault('none'))
+    } else if (e.state === 'running') pending.push(bound.fake.setFault('none'))
+    else if (e.state === 'exited' || e.state === 'removed') {
+      if (bound.fake === llm && node1State !== null) llm.setModel(null)
+      pending.push(bound.fake.setFault('refused'))
+    } else if (e.state === 'serve' && e.model && bound.fake === llm) pending.push(llm.load(e.model))
   }
   const cluster = await startSimCluster({
     ...opts,
@@ -57,6 +78,14 @@ export async function startFullSim(
     },
   })
   await Promise.all(pending)
+  node1State = cluster.node1.state
+  // The engine writes its log where `docker logs` reads the llm container's.
+  llm.setEngineLog((line) =>
+    fs.appendFileSync(
+      path.join(cluster.node1.state, 'docker', 'logs', `${SIM_CONTAINERS.llm}.log`),
+      `${new Date().toISOString()} ${line}\n`,
+    ),
+  )
   return {
     cluster,
     llm,

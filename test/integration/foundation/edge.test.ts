@@ -219,7 +219,8 @@ describe('deep JSON on the gateway', () => {
   it('a 100,000-deep chat body is 400 naming the limit; a tool schema nested 40 deep still reaches the llm', async () => {
     let received = 0
     const llm = http.createServer((req, res) => {
-      received++
+      // Only chat counts: the daemon also asks the llm which model it serves.
+      if (req.url === '/v1/chat/completions') received++
       req.resume()
       req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"choices":[]}'))
     })

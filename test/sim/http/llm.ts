@@ -19,11 +19,32 @@ export interface FakeLlmOptions extends FakeOptions {
   model?: string | null
   /** Delay before each streamed chunk (ms). */
   chunkDelayMs?: number
+  /** How long loading a model takes (ms); 0 = at once. */
+  loadDelayMs?: number
 }
 
 export interface FakeLlm extends FakeServer {
   setModel(model: string | null): void
+  /**
+   * The engine loads `model`, as `vllm serve` does: nothing answers while it loads (connections are
+   * refused), then it serves the model, or, when loads are set to fail, it logs the error and stays
+   * down. Resolves when the load has ended either way.
+   */
+  load(model: string): Promise<void>
+  setLoadDelay(ms: number): void
+  /** Loads of `model` ('*': every model) fail from now on, with `message` in the log; null: none fail. */
+  failLoads(model: string | null, message?: string): void
+  /** Loads wait for releaseLoads() (tests wait for observable state, never for time). */
+  holdLoads(on: boolean): void
+  releaseLoads(): void
+  /** The model being loaded now, or null. */
+  readonly loading: string | null
+  /** Where the engine's log lines go (the llm container's log). */
+  setEngineLog(write: ((line: string) => void) | null): void
 }
+
+/** What vLLM logs when it cannot bring the engine up (deep health matches the last line too). */
+export const LOAD_FAILURE = 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB'
 
 const FILLER =
   'The quick brown fox jumps over the lazy dog while the cluster hums along and every token arrives on time'.split(' ')
@@ -134,9 +155,67 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   }
 
   const fake = await startFake('llm', handle, opts)
-  return Object.assign(fake, {
+  let loadDelayMs = opts.loadDelayMs ?? 0
+  let failing: { model: string; message: string } | null = null
+  let held = false
+  let release: (() => void)[] = []
+  let loading: string | null = null
+  let engineLog: ((line: string) => void) | null = null
+  const say = (line: string): void => engineLog?.(line)
+
+  const load = async (name: string): Promise<void> => {
+    say(`INFO [core.py] Initializing a V1 LLM engine with config: model='${name}'`)
+    // Nothing to wait for: the model is served at once (the sim's default).
+    const failure = failing && (failing.model === '*' || failing.model === name) ? failing.message : null
+    if (loadDelayMs === 0 && !held && failure === null) {
+      model = name
+      // The engine's port opens with it (the container may have been recreated, refusing until now).
+      if (fake.fault.kind === 'refused') await fake.setFault('none')
+      say('INFO [launcher.py] Application startup complete.')
+      return
+    }
+    model = null
+    loading = name
+    await fake.setFault('refused')
+    say('INFO [gpu_model_runner.py] Starting to load model ...')
+    if (held) await new Promise<void>((r) => release.push(r))
+    else await new Promise((r) => setTimeout(r, loadDelayMs))
+    if (loading !== name) return
+    loading = null
+    if (failure !== null) {
+      say(`ERROR [core.py] EngineCore failed to start.`)
+      say(`ERROR [core.py] ${failure}`)
+      say('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}')
+      return
+    }
+    say('INFO [gpu_model_runner.py] Model loading took 41.2 GiB and 3.1 seconds')
+    model = name
+    await fake.setFault('none')
+    say('INFO [launcher.py] Application startup complete.')
+  }
+
+  const llm = Object.assign(fake, {
     setModel(m: string | null) {
       model = m
     },
+    load,
+    setLoadDelay(ms: number) {
+      loadDelayMs = ms
+    },
+    failLoads(match: string | null, message = LOAD_FAILURE) {
+      failing = match === null ? null : { model: match, message }
+    },
+    holdLoads(on: boolean) {
+      held = on
+    },
+    releaseLoads() {
+      const waiting = release
+      release = []
+      for (const r of waiting) r()
+    },
+    setEngineLog(write: ((line: string) => void) | null) {
+      engineLog = write
+    },
   })
+  return Object.defineProperty(llm, 'loading', { get: () => loading, enumerable: true }) as FakeLlm
 }

@@ -1,65 +1,121 @@
 #!/bin/bash
-# Simulated launcher: same flags and actions as the upstream launch-cluster.sh; drives the
-# simulated docker so container state is shared with everything else on the node.
-IMAGE="vllm-node"
-NAME="vllm_node"
-SOLO=0
-DAEMON=0
-NODES="${SIM_NODES:-192.168.177.11,192.168.177.12}"
-ACTION="start"
-CHECK=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -t) IMAGE="$2"; shift ;;
-    --name) NAME="$2"; shift ;;
-    --solo) SOLO=1 ;;
-    -d) DAEMON=1 ;;
-    -n|--nodes) NODES="$2"; shift ;;
-    --eth-if|--ib-if|--apply-mod) shift ;;
-    --nccl-debug) [[ -n "$2" && "$2" != -* ]] && shift ;;
-    --check-config) CHECK=1 ;;
+# Simulated launcher: same flags, actions and output style as the upstream launch-cluster.sh; drives
+# the simulated docker so container state is shared with everything else on the node. Like
+# upstream, `exec` starts the container (sleep infinity) when it is not running, splices
+# VLLM_SPARK_EXTRA_DOCKER_ARGS into `docker run` unquoted, and with -d dispatches the command in
+# the background with its output in the container log. A `vllm serve` is announced to the sim
+# (events.log) so the simulated engine loads the model it names.
+IMAGE_NAME="vllm-node"
+CONTAINER_NAME="vllm_node"
+SOLO_MODE="false"
+DAEMON_MODE="false"
+NODES_ARG="${SIM_NODES:-192.168.177.11,192.168.177.12}"
+ACTION=""
+CHECK_CONFIG="false"
+DOCKER_ARGS="-e NCCL_IGNORE_CPU_AFFINITY=1 -v $HOME/.cache/huggingface:/root/.cache/huggingface"
+if [[ -n "$VLLM_SPARK_EXTRA_DOCKER_ARGS" ]]; then
+  DOCKER_ARGS="$DOCKER_ARGS $VLLM_SPARK_EXTRA_DOCKER_ARGS"
+fi
+usage() {
+  echo "Usage: $0 [-n <node_ips>] [-t <image_name>] [--name <container_name>] [--eth-if <if_name>] [--ib-if <if_name>] [--nccl-debug <level>] [--check-config] [--solo] [-d] [action] [command]"
+  exit 1
+}
+while [[ "$#" -gt 0 ]]; do
+  case $1 in
+    -n|--nodes) NODES_ARG="$2"; shift ;;
+    -t) IMAGE_NAME="$2"; shift ;;
+    --name) CONTAINER_NAME="$2"; shift ;;
+    --eth-if|--ib-if|--apply-mod|--master-port|-e|--env) shift ;;
+    --nccl-debug) [[ -n "$2" && "$2" =~ ^(VERSION|WARN|INFO|TRACE)$ ]] && shift ;;
+    --check-config) CHECK_CONFIG="true" ;;
+    --solo) SOLO_MODE="true" ;;
+    -d) DAEMON_MODE="true" ;;
+    -h|--help) usage ;;
     start|stop|status) ACTION="$1" ;;
     exec) ACTION="exec"; shift; break ;;
-    -h|--help) echo "Usage: $0 [-n nodes] [-t image] [--name container] [--solo] [-d] [start|stop|status|exec <cmd>]"; exit 0 ;;
-    *) echo "Unknown argument: $1" >&2; exit 1 ;;
+    *) echo "Error: Unknown argument or action: $1"; usage ;;
   esac
   shift
 done
-IFS=',' read -r -a NODE_LIST <<<"$NODES"
-echo "Auto-detecting interfaces..."
-echo "  Detected IB_IF: rocep1s0f1,roceP2p1s0f1"
-echo "  Detected ETH_IF: enp1s0f1np1"
-echo "  Detected Local IP: ${NODE_LIST[0]}"
-if [ "$SOLO" = 1 ]; then echo "Solo mode: running on this node only"; else echo "Head Node: ${NODE_LIST[0]}"; echo "Worker Nodes: ${NODE_LIST[*]:1}"; fi
-[ "$CHECK" = 1 ] && { echo "Configuration check complete."; exit 0; }
-running() { [ "$(docker inspect -f '{{.State.Running}}' "$NAME" 2>/dev/null)" = "true" ]; }
+IFS=',' read -r -a ALL_NODES <<<"$NODES_ARG"
+if [[ "$SOLO_MODE" == "true" ]]; then
+  echo "Solo mode enabled. Skipping node detection."
+  HEAD_IP="127.0.0.1"
+  PEER_NODES=()
+else
+  echo "Auto-detecting interfaces..."
+  echo "  Detected IB_IF: rocep1s0f1,roceP2p1s0f1"
+  echo "  Detected ETH_IF: enp1s0f1np1"
+  echo "  Detected Local IP: ${ALL_NODES[0]}"
+  HEAD_IP="${ALL_NODES[0]}"
+  PEER_NODES=("${ALL_NODES[@]:1}")
+fi
+echo "Head Node: $HEAD_IP"
+echo "Worker Nodes: ${PEER_NODES[*]}"
+echo "Container Name: $CONTAINER_NAME"
+echo "Image Name: $IMAGE_NAME"
+echo "Action: ${ACTION:-start}"
+if [[ "$CHECK_CONFIG" == "true" ]]; then
+  echo "Configuration Check Complete."
+  echo "  Docker Args: $DOCKER_ARGS"
+  exit 0
+fi
+[[ -z "$ACTION" ]] && { echo "Error: No action specified. Use: start | stop | status | exec"; usage; }
+running() { [ "$(docker inspect -f '{{.State.Running}}' "$CONTAINER_NAME" 2>/dev/null)" = "true" ]; }
+log() { printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" "$1" >> "$SIM_STATE/docker/logs/$CONTAINER_NAME.log"; }
 case "$ACTION" in
   status)
-    if running; then echo "Container $NAME is running."; docker ps --filter "name=^${NAME}\$" --format '{{.Names}}\t{{.Status}}'; else echo "Container $NAME is not running."; fi ;;
+    echo "Checking status..."
+    if running; then echo "[HEAD] $HEAD_IP: Container '$CONTAINER_NAME' is RUNNING."; else echo "[HEAD] $HEAD_IP: Container '$CONTAINER_NAME' is NOT running."; fi
+    ;;
   stop)
+    echo ""
     echo "Stopping cluster..."
-    docker rm -f "$NAME" >/dev/null 2>&1
+    echo "Stopping head node ($HEAD_IP)..."
+    # Upstream runs the container with --rm, so stopping it removes it.
+    docker rm -f "$CONTAINER_NAME" >/dev/null 2>&1
+    for worker in "${PEER_NODES[@]}"; do echo "Stopping worker node ($worker)..."; done
     rm -f "$SIM_STATE/llm-serving"
-    echo "Cluster stopped." ;;
+    echo "Cluster stopped."
+    ;;
   start|exec)
-    if ! running; then
-      docker rm -f "$NAME" >/dev/null 2>&1
-      echo "Starting head node on ${NODE_LIST[0]}..."
-      docker run -d --privileged --gpus all --ipc=host --network host --name "$NAME" \
-        -v "$HOME/.cache/huggingface:/root/.cache/huggingface" $VLLM_SPARK_EXTRA_DOCKER_ARGS "$IMAGE" sleep infinity >/dev/null || exit 1
-      [ "$SOLO" = 0 ] && echo "Starting worker nodes: ${NODE_LIST[*]:1}..."
-      echo "Waiting for Ray cluster to be ready..."
-      echo "Cluster is ready."
+    COMMAND_TO_RUN=$(printf "%q " "$@")
+    if running; then
+      echo "Warning: Container '$CONTAINER_NAME' is already running on head node ($HEAD_IP)."
+      echo "Cluster containers are already running. Skipping launch."
+    else
+      docker rm -f "$CONTAINER_NAME" >/dev/null 2>&1
+      echo "Starting Head Node on $HEAD_IP..."
+      # Unquoted on purpose, as upstream: the extra args are split into words here.
+      docker run --privileged --ipc=host --gpus all -d --rm --network host --name "$CONTAINER_NAME" \
+        $DOCKER_ARGS "$IMAGE_NAME" sleep infinity >/dev/null || exit 1
+      for worker in "${PEER_NODES[@]}"; do echo "Starting Worker Node on $worker..."; done
     fi
-    if [ "$ACTION" = exec ]; then
-      echo "Executing in $NAME: $*"
-      if [ "$1" = vllm ] && [ "$2" = serve ]; then
-        printf '%s\n' "$@" > "$SIM_STATE/llm-serving"
-        echo "$(date +%s) $NAME serve $3" >> "$SIM_STATE/docker/events.log"
+    if [[ "$ACTION" == "start" ]]; then
+      echo "Cluster started in background (Daemon mode)."
+      exit 0
+    fi
+    echo "Executing command: $COMMAND_TO_RUN"
+    if [[ "$1" == "vllm" && "$2" == "serve" ]]; then
+      printf '%s\n' "$@" > "$SIM_STATE/llm-serving"
+      SERVED="$3"
+      prev=""
+      for a in "$@"; do
+        [[ "$prev" == "--served-model-name" || "$prev" == "--served_model_name" ]] && SERVED="$a"
+        [[ "$a" == --served[-_]model[-_]name=* ]] && SERVED="${a#*=}"
+        prev="$a"
+      done
+      log "INFO [api_server.py] vLLM API server version 0.11.0+sim"
+      log "INFO [utils.py] non-default args: $COMMAND_TO_RUN"
+      echo "$(date +%s) $CONTAINER_NAME serve $SERVED" >> "$SIM_STATE/docker/events.log"
+      if [[ "$DAEMON_MODE" == "true" ]]; then
+        echo "Command dispatched in background (Daemon mode). Container: $CONTAINER_NAME"
+      else
         echo "INFO:     Started server process"
         echo "INFO:     Uvicorn running on http://0.0.0.0:${SIM_LLM_PORT:-8888} (Press CTRL+C to quit)"
-        exit 0
       fi
-      exec docker exec "$NAME" "$@"
-    fi ;;
+      exit 0
+    fi
+    exec docker exec "$CONTAINER_NAME" "$@"
+    ;;
 esac

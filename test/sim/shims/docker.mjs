@@ -244,6 +244,8 @@ switch (cmd) {
         )
       if (c.State.Running) setRunning(c, false, 137)
       fs.rmSync(cfile(c.Name.slice(1)))
+      // Like docker: a removed container's log goes with it.
+      fs.rmSync(path.join(DIR, 'logs', `${c.Name.slice(1)}.log`), { force: true })
       event(c.Name.slice(1), 'removed')
       out(n)
     }
@@ -382,6 +384,11 @@ switch (cmd) {
     env.SIM_CONTAINER = name
     env.SIM_ROOTFS = root
     env.PATH = `${process.env.SIM_SHIMS}/container:${env.PATH}`
+    // A vLLM image has the vllm package installed: the sim's stand-in has its argument-parser layout.
+    if (/vllm/.test(c.Config.Image))
+      env.PYTHONPATH = [path.join(process.env.SIM_SHIMS, '..', 'container', 'python'), env.PYTHONPATH]
+        .filter(Boolean)
+        .join(':')
     const r = spawnSync(args[0], args.slice(1), { cwd: root, env, stdio: 'inherit' })
     if (r.error)
       die(

@@ -24,12 +24,13 @@ async function take(it: AsyncGenerator<unknown>, n: number): Promise<unknown[]> 
 }
 
 describe('the event table', () => {
-  it('has the four kinds of push event, each a zod payload', () => {
+  it('has the kinds of push event, each a zod payload', () => {
     expect(Object.keys(eventPayloads).sort()).toEqual([
       'connectivity.transition',
       'hardware.snapshot',
       'job.update',
       'service.state',
+      'swap.state',
     ])
     expectTypeOf<EventPayload<'connectivity.transition'>>().toHaveProperty('subject')
   })

@@ -55,17 +55,17 @@ describe('sim cluster', () => {
       `cd ~/spark-vllm-docker && ./launch-cluster.sh --solo -d exec vllm serve ${shq('org/second')} --port 8888`,
     )
     expect(r.code).toBe(0)
-    expect(r.stdout).toMatch(/Uvicorn running/)
+    expect(r.stdout).toMatch(/Command dispatched in background/)
     const models = (await (await fetch(`${sim.llm.url}/v1/models`)).json()) as { data: { id: string }[] }
     expect(models.data[0]?.id).toBe('org/second')
   })
 
   it('hf-download.sh downloads into the hub cache and copies to the peer with -c', () => {
     const r = sim.cluster.node1.runLocal(
-      'SIM_DOWNLOAD_DELAY=0 ~/spark-vllm-docker/hf-download.sh -c 192.168.177.12 org/tiny-model',
+      'SIM_DOWNLOAD_DELAY=0 ~/spark-vllm-docker/hf-download.sh org/tiny-model -c 192.168.177.12',
     )
     expect(r.code).toBe(0)
-    expect(r.stdout).toMatch(/Fetching 4 files: 100%/)
+    expect(r.stderr).toMatch(/Fetching 4 files: 100%/)
     expect(r.stdout).toMatch(/sending incremental file list/)
     for (const home of [sim.cluster.node1.home, sim.cluster.node2.home]) {
       const dir = path.join(home, '.cache/huggingface/hub/models--org--tiny-model/snapshots')

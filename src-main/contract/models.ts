@@ -1,0 +1,269 @@
+import { z } from 'zod'
+import { method, type ContractTable } from './define'
+import { JobEvent, JobRecord } from './system'
+import { EngineArgs, JobId, Knobs, LocalPath, ModelKey, ModelRepo, NodeName } from './schemas'
+
+/**
+ * The models methods (spec 1, 2.2–2.4, 4.2, 4.3): the catalog and its knobs, launcher recipes,
+ * the memory fit estimate, weights on disk, launch validation, the model swap and downloads.
+ */
+
+/** Where a model may run: node1 alone, across both nodes, or either. */
+export const ModelMode = z.enum(['solo', 'cluster', 'both'])
+export type ModelMode = z.infer<typeof ModelMode>
+
+/** How a swap or download runs: solo is node1, cluster is both nodes. */
+export const RunMode = z.enum(['solo', 'cluster'])
+export type RunMode = z.infer<typeof RunMode>
+
+/** A catalog entry as written (bundled file, overrides file, POST /api/models). */
+export const ModelDefFields = z.object({
+  key: ModelKey,
+  name: z.string().trim().min(1).max(200),
+  repo: ModelRepo.optional(),
+  local_path: LocalPath.optional(),
+  engine_args: EngineArgs.default([]),
+  /** A chat template file; for a local model it must lie inside local_path. */
+  chat_template: z.string().max(1024).optional(),
+  mode: ModelMode.default('solo'),
+  /** Approximate weights size, for the fit estimate before the weights are on disk. */
+  size_bytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(10 ** 13)
+    .optional(),
+  description: z.string().max(2000).optional(),
+})
+
+/**
+ * The shape rules every entry must pass (spec 1, 2.2): exactly one source; the local path inside
+ * an allowed root and the chat template inside it are checked by the catalog, which knows the roots.
+ */
+export const ModelDef = ModelDefFields.superRefine((m, ctx) => {
+  if ((m.repo === undefined) === (m.local_path === undefined))
+    ctx.addIssue({ code: 'custom', path: ['repo'], message: 'exactly one of repo and local_path is required' })
+})
+export type ModelDef = z.infer<typeof ModelDef>
+
+export const ModelTag = z.enum(['bundled', 'custom', 'local', 'recipe'])
+
+export const FitVerdict = z.enum(['fits', 'tight', 'no_fit', 'unknown'])
+
+/** What a model needs on each node against what the node has (spec: "will it fit"). */
+export const FitEstimate = z.object({
+  mode: RunMode,
+  verdict: FitVerdict,
+  nodes: z.array(
+    z.object({
+      node: NodeName,
+      weights_bytes: z.number().nullable(),
+      kv_cache_bytes: z.number().nullable(),
+      need_bytes: z.number().nullable(),
+      /** Node RAM × gpu-memory-utilization; null when the node could not be read. */
+      budget_bytes: z.number().nullable(),
+      ram_total_bytes: z.number().nullable(),
+      verdict: FitVerdict,
+    }),
+  ),
+  /** How the figures were found, and what was missing. */
+  notes: z.array(z.string()),
+})
+export type FitEstimate = z.infer<typeof FitEstimate>
+
+export const ModelView = ModelDefFields.extend({
+  tags: z.array(ModelTag),
+  /** The knob values in force: the override's, else those seeded from the bundled args. */
+  effective_knobs: Knobs,
+  /** The engine args a launch passes: bundled args with the knobs applied. */
+  launch_args: z.array(z.string()),
+  loaded: z.boolean(),
+})
+export type ModelView = z.infer<typeof ModelView>
+
+export const DiskEntry = z.object({
+  node: NodeName,
+  present: z.boolean(),
+  bytes: z.number().nullable(),
+  path: z.string(),
+  error: z.string().nullable(),
+})
+
+export const DiskStatus = z.object({
+  models: z.array(
+    z.object({
+      key: z.string(),
+      on_disk: z.boolean(),
+      /** Nodes probed: node1 for solo models, both for cluster. */
+      nodes: z.array(DiskEntry),
+    }),
+  ),
+  checked_at: z.number(),
+})
+export type DiskStatus = z.infer<typeof DiskStatus>
+
+export const Recipe = z.object({
+  name: z.string(),
+  description: z.string(),
+  solo: z.boolean(),
+  cluster: z.boolean(),
+  /** The entry an import would create, or null when the validator refuses the recipe. */
+  model: ModelDefFields.nullable(),
+  error: z.string().nullable(),
+})
+
+export const ValidationResult = z.object({
+  ok: z.boolean(),
+  /** Where it stopped: build (argument list), connect, parser, done. */
+  stage: z.string(),
+  error: z.string().nullable(),
+  cmd_args: z.array(z.string()),
+  launch_cmd: z.string(),
+  /** Which vLLM module supplied the parser. */
+  parser: z.string().nullable(),
+})
+export type ValidationResult = z.infer<typeof ValidationResult>
+
+export const SwapPhase = z.enum(['validating', 'stopping', 'launching', 'loading', 'ready', 'rolling_back', 'failed'])
+export type SwapPhase = z.infer<typeof SwapPhase>
+
+/** How a swap phase reads in job records and in the dashboard. */
+export const SWAP_PHASE_TITLES: Readonly<Record<SwapPhase, string>> = {
+  validating: 'Validating',
+  stopping: 'Stopping the current engine',
+  launching: 'Launching',
+  loading: 'Loading',
+  ready: 'Ready',
+  rolling_back: 'Rolling back to the previous model',
+  failed: 'Failed',
+}
+
+export const LoadedModel = z.object({
+  key: z.string().nullable(),
+  /** The name the llm serves (its /v1/models id). */
+  served: z.string(),
+  mode: RunMode.nullable(),
+  since: z.number().nullable(),
+})
+
+export const SwapView = z.object({
+  loaded: LoadedModel.nullable(),
+  job: JobRecord.nullable(),
+  /** The swap in progress: target, phase and an ETA from the last load of that model. */
+  swapping: z.object({ key: z.string(), mode: RunMode, phase: SwapPhase, eta_s: z.number().nullable() }).nullable(),
+})
+export type SwapView = z.infer<typeof SwapView>
+
+/** The `swap.state` push event: a swap's phase changes and the model that ends up loaded. */
+export const SwapStateEvent = z.object({
+  key: z.string(),
+  mode: RunMode,
+  phase: SwapPhase,
+  job_id: z.string(),
+  loaded: LoadedModel.nullable(),
+  detail: z.string().nullable(),
+})
+
+export const DownloadTarget = z.enum(['node1', 'node2', 'both'])
+
+const KeyParam = z.object({ key: ModelKey })
+
+export const modelsContract = {
+  listModels: method({
+    summary: 'The effective catalog: bundled entries, then custom entries and knob overrides',
+    http: 'GET /api/models',
+    input: z.object({}),
+    output: z.array(ModelView),
+  }),
+  addModel: method({
+    summary: 'Add a custom catalog entry (exactly one of repo and local_path); persisted to the overrides file',
+    http: 'POST /api/models',
+    input: ModelDef,
+    output: ModelView,
+  }),
+  deleteModel: method({
+    summary: 'Remove a custom entry (bundled entries answer 409)',
+    http: 'DELETE /api/models/:key',
+    input: KeyParam,
+    output: z.object({ deleted: z.literal(true) }),
+  }),
+  setKnobs: method({
+    summary: "Set a model's knobs (persisted to the overrides file); null clears one",
+    http: 'PUT /api/models/:key/knobs',
+    input: KeyParam.extend({ knobs: Knobs }),
+    output: ModelView,
+  }),
+  modelFit: method({
+    summary: 'Memory a model needs per node in a mode, against live RAM × gpu-memory-utilization',
+    http: 'GET /api/models/:key/fit',
+    input: KeyParam.extend({ mode: RunMode.optional() }),
+    output: FitEstimate,
+  }),
+  listRecipes: method({
+    summary: "The launcher checkout's recipes on node1, each with the entry an import would create",
+    http: 'GET /api/models/recipes',
+    input: z.object({}),
+    output: z.object({ recipes: z.array(Recipe), hint: z.string().nullable() }),
+  }),
+  importRecipe: method({
+    summary: 'Turn a launcher recipe into a custom catalog entry',
+    http: 'POST /api/models/recipes/:name/import',
+    input: z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'a recipe name') }),
+    output: ModelView,
+  }),
+  diskStatus: method({
+    summary: 'Weights on disk per model and node, all probed in parallel',
+    http: 'GET /api/models/disk-status',
+    input: z.object({}),
+    output: DiskStatus,
+  }),
+  deleteWeights: method({
+    summary: 'Remove a model’s weights (cluster models on both nodes, solo on node1); refused for the loaded model',
+    http: 'DELETE /api/models/:key/disk',
+    input: KeyParam,
+    output: z.object({
+      deleted: z.array(z.object({ node: NodeName, path: z.string(), bytes: z.number().nullable() })),
+    }),
+  }),
+  validateLaunch: method({
+    summary: "Run vLLM's own argument parser on the exact launch arguments, without starting the engine",
+    http: 'POST /api/swap/:key/validate',
+    input: KeyParam.extend({ mode: RunMode.optional() }),
+    output: ValidationResult,
+  }),
+  startSwap: method({
+    summary: 'Swap the model loaded in the llm (a job); 409 while a swap or download runs',
+    http: 'POST /api/swap/:key',
+    input: KeyParam.extend({ mode: RunMode.optional(), confirm_no_fit: z.boolean().optional() }),
+    output: z.object({ job_id: z.string() }),
+  }),
+  swapState: method({
+    summary: 'The loaded model, its mode and since when, and the swap in progress',
+    http: 'GET /api/swap',
+    input: z.object({}),
+    output: SwapView,
+  }),
+  startDownload: method({
+    summary: "Download weights with the launcher's hf-download.sh (a job); one at a time",
+    http: 'POST /api/download',
+    input: z.object({
+      repo: ModelRepo,
+      mode: RunMode.optional(),
+      target: DownloadTarget.optional(),
+    }),
+    output: z.object({ job_id: z.string() }),
+  }),
+  getDownload: method({
+    summary: 'One download job',
+    http: 'GET /api/download/:id',
+    input: z.object({ id: JobId }),
+    output: JobRecord,
+  }),
+  streamDownload: method({
+    summary: 'A download’s phases, log and progress: everything so far, then live until it ends',
+    http: 'GET /api/download/:id/stream',
+    stream: true,
+    input: z.object({ id: JobId, after: z.coerce.number().int().min(0).optional() }),
+    output: JobEvent,
+  }),
+} satisfies ContractTable

@@ -1,0 +1,241 @@
+import type { FitEstimate, RunMode } from '../contract/models'
+import type { NodeName } from '../contract/schemas'
+import type { Logger } from '../core/logger'
+import type { NodesModule } from '../nodes/module'
+import { homePath, shq } from '../ssh/quote'
+import type { CatalogEntry, CatalogReader } from './types'
+
+/**
+ * "Will it fit": what a model needs in memory on each node (weights plus the KV cache for one
+ * sequence of max-model-len), against the node's live RAM × gpu-memory-utilization. A figure
+ * that cannot be found leaves the verdict `unknown` and a note saying what was missing.
+ */
+
+/** vLLM's own default when the entry sets no gpu-memory-utilization. */
+export const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+/** Less headroom than this (a share of the budget) is "tight". */
+export const TIGHT_HEADROOM = 0.1
+const READ_TIMEOUT_MS = 15_000
+const MAX_CONFIG_BYTES = 1024 * 1024
+const MAX_INDEX_BYTES = 16 * 1024 * 1024
+
+type Verdict = FitEstimate['verdict']
+
+/** The parts of a model's config.json the KV cache size depends on. */
+export interface KvShape {
+  readonly layers: number
+  readonly kvHeads: number
+  readonly headDim: number
+  /** Bytes per cached element in the model's own dtype (the FP8 knob overrides it). */
+  readonly dtypeBytes: number
+  readonly maxPositions: number | null
+}
+
+const DTYPE_BYTES: Record<string, number> = { float32: 4, float16: 2, bfloat16: 2, float8: 1 }
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null)
+
+/**
+ * Reads the KV shape from a config.json (the text config of a multimodal model). Only layers that
+ * keep a KV cache count: hybrid models list their layer kinds (`layer_types`,
+ * `hybrid_override_pattern`) or put full attention every `full_attention_interval` layers.
+ */
+export function kvShape(config: unknown): KvShape | null {
+  const root = (config ?? {}) as Record<string, unknown>
+  const c = (typeof root.text_config === 'object' && root.text_config !== null ? root.text_config : root) as Record<
+    string,
+    unknown
+  >
+  const total = num(c.num_hidden_layers)
+  const heads = num(c.num_attention_heads)
+  if (total === null || heads === null) return null
+  let layers = total
+  if (Array.isArray(c.layer_types)) layers = c.layer_types.filter((t) => /attention/.test(String(t))).length
+  else if (typeof c.hybrid_override_pattern === 'string') layers = c.hybrid_override_pattern.split('*').length - 1
+  else if (num(c.full_attention_interval) !== null) layers = Math.floor(total / (c.full_attention_interval as number))
+  const kvHeads = num(c.num_key_value_heads) ?? heads
+  const hidden = num(c.hidden_size)
+  const headDim = num(c.head_dim) ?? (hidden !== null ? hidden / heads : null)
+  if (headDim === null) return null
+  const dtype = String(c.torch_dtype ?? c.dtype ?? root.torch_dtype ?? root.dtype ?? 'bfloat16')
+  return {
+    layers,
+    kvHeads,
+    headDim,
+    dtypeBytes: DTYPE_BYTES[dtype] ?? 2,
+    maxPositions: num(c.max_position_embeddings),
+  }
+}
+
+/** Keys and values for every cached layer, for `tokens` tokens. */
+export function kvCacheBytes(shape: KvShape, tokens: number, fp8: boolean): number {
+  return 2 * shape.layers * shape.kvHeads * shape.headDim * (fp8 ? 1 : shape.dtypeBytes) * tokens
+}
+
+/** A node's verdict from its need and budget. */
+export function verdictFor(need: number | null, budget: number | null): Verdict {
+  if (need === null || budget === null) return 'unknown'
+  if (need > budget) return 'no_fit'
+  return (budget - need) / budget < TIGHT_HEADROOM ? 'tight' : 'fits'
+}
+
+/** The model's verdict: one node that cannot hold it decides; otherwise the least certain one. */
+export function overallVerdict(verdicts: readonly Verdict[]): Verdict {
+  for (const v of ['no_fit', 'unknown', 'tight'] as const) if (verdicts.includes(v)) return v
+  return 'fits'
+}
+
+export interface FitOptions {
+  readonly catalog: CatalogReader
+  readonly nodes: Pick<NodesModule, 'pool' | 'targets' | 'hardware'>
+  readonly logger: Logger
+  /** Weights on a node's disk, or null when not there (or not known). */
+  readonly diskBytes: (key: string, node: NodeName) => Promise<number | null>
+}
+
+/** What the hub cache (or a local model's directory) on node1 says about a model. */
+interface RemoteFacts {
+  config: unknown
+  indexTotal: number | null
+  error: string | null
+}
+
+export class FitEstimator {
+  constructor(private readonly opts: FitOptions) {}
+
+  async estimate(key: string, mode?: RunMode): Promise<FitEstimate> {
+    const entry = this.opts.catalog.get(key)
+    const runMode: RunMode = mode ?? (entry.def.mode === 'cluster' ? 'cluster' : 'solo')
+    const names: NodeName[] = runMode === 'cluster' ? ['node1', 'node2'] : ['node1']
+    const notes: string[] = []
+    if (entry.def.mode !== 'both' && entry.def.mode !== runMode)
+      notes.push(`the catalog declares this model ${entry.def.mode === 'cluster' ? 'cluster-only' : 'solo-only'}`)
+    const [snapshot, facts, weights] = await Promise.all([
+      this.opts.nodes.hardware.snapshot().catch((err: unknown) => {
+        notes.push(`live RAM could not be read: ${(err as Error).message}`)
+        return null
+      }),
+      this.remoteFacts(entry),
+      this.diskWeights(key, names),
+    ])
+    const totalWeights = this.totalWeights(entry, weights, facts, notes)
+    const kvTotal = this.kvTotal(entry, facts, notes)
+    const util = entry.effectiveKnobs['gpu-memory-utilization'] ?? DEFAULT_GPU_MEMORY_UTILIZATION
+    if (entry.effectiveKnobs['gpu-memory-utilization'] === undefined)
+      notes.push(`gpu-memory-utilization not set: the engine default ${DEFAULT_GPU_MEMORY_UTILIZATION} is assumed`)
+    if (runMode === 'cluster') notes.push('weights and KV cache split evenly across both nodes (tensor parallel 2)')
+    const share = names.length
+    const nodes = names.map((node) => {
+      const hw = snapshot?.[node]
+      const ram = hw?.status === 'ok' && hw.ram ? hw.ram.total_bytes : null
+      if (ram === null && hw) notes.push(`${node}: live RAM unknown (${hw.status})`)
+      const w = totalWeights === null ? null : Math.ceil(totalWeights / share)
+      const kv = kvTotal === null ? null : Math.ceil(kvTotal / share)
+      const need = w === null || kv === null ? null : w + kv
+      const budget = ram === null ? null : Math.floor(ram * util)
+      return {
+        node,
+        weights_bytes: w,
+        kv_cache_bytes: kv,
+        need_bytes: need,
+        budget_bytes: budget,
+        ram_total_bytes: ram,
+        // Weights alone beyond the budget settle it even when the KV cache is unknown.
+        verdict: need === null && w !== null && budget !== null && w > budget ? 'no_fit' : verdictFor(need, budget),
+      }
+    })
+    return { mode: runMode, verdict: overallVerdict(nodes.map((n) => n.verdict)), nodes, notes }
+  }
+
+  private async diskWeights(key: string, names: readonly NodeName[]): Promise<(number | null)[]> {
+    return Promise.all(names.map((n) => this.opts.diskBytes(key, n).catch(() => null)))
+  }
+
+  private totalWeights(
+    entry: CatalogEntry,
+    onDisk: (number | null)[],
+    facts: RemoteFacts,
+    notes: string[],
+  ): number | null {
+    const disk = onDisk.find((b): b is number => b !== null && b > 0)
+    if (disk !== undefined) {
+      notes.push('weights: size on disk')
+      return disk
+    }
+    if (entry.def.size_bytes !== undefined) {
+      notes.push('weights: approximate size from the catalog (not on disk)')
+      return entry.def.size_bytes
+    }
+    if (facts.indexTotal !== null) {
+      notes.push("weights: total from the repo's model.safetensors.index.json in the hub cache")
+      return facts.indexTotal
+    }
+    notes.push('weights: unknown (not on disk, no catalog size, no safetensors index in the hub cache)')
+    return null
+  }
+
+  private kvTotal(entry: CatalogEntry, facts: RemoteFacts, notes: string[]): number | null {
+    const shape = kvShape(facts.config)
+    if (shape === null) {
+      notes.push(`KV cache: unknown (${facts.error ?? 'config.json lacks layers, heads or head size'})`)
+      return null
+    }
+    const tokens = entry.effectiveKnobs['max-model-len'] ?? shape.maxPositions
+    if (tokens === null) {
+      notes.push('KV cache: unknown (no max-model-len and no max_position_embeddings)')
+      return null
+    }
+    const fp8 = entry.effectiveKnobs['fp8-kv-cache'] === true
+    notes.push(
+      `KV cache: ${tokens} tokens × ${shape.layers} layers × ${shape.kvHeads} KV heads × ${shape.headDim} head dim × ${fp8 ? 1 : shape.dtypeBytes} bytes × 2 (K and V)`,
+    )
+    return kvCacheBytes(shape, tokens, fp8)
+  }
+
+  /** config.json and the safetensors index total, read in one bounded command on node1. */
+  private async remoteFacts(entry: CatalogEntry): Promise<RemoteFacts> {
+    const target = this.opts.nodes.targets.node1
+    if (!target) return { config: null, indexTotal: null, error: 'node1 is not configured' }
+    try {
+      const r = await this.opts.nodes.pool.exec(target, factsCommand(entry), { timeoutMs: READ_TIMEOUT_MS })
+      const [, config = '', index = ''] = r.stdout.split(/^@@(?:config|index)$/m)
+      const parsedConfig = parseJson(config)
+      const indexDoc = parseJson(index) as { metadata?: { total_size?: unknown } } | null
+      return {
+        config: parsedConfig,
+        indexTotal: num(indexDoc?.metadata?.total_size),
+        error: parsedConfig === null ? 'config.json not found on node1' : null,
+      }
+    } catch (err) {
+      this.opts.logger.warn('fit: reading model facts failed', { key: entry.def.key, error: (err as Error).message })
+      return { config: null, indexTotal: null, error: `node1 could not be read: ${(err as Error).message}` }
+    }
+  }
+}
+
+function parseJson(text: string): unknown {
+  const t = text.trim()
+  if (t === '') return null
+  try {
+    return JSON.parse(t) as unknown
+  } catch {
+    return null
+  }
+}
+
+/** Prints `@@config`, the model's config.json, `@@index`, its safetensors index (each bounded). */
+export function factsCommand(entry: CatalogEntry): string {
+  const { repo, local_path: local } = entry.def
+  const dirs =
+    local !== undefined
+      ? shq(local)
+      : `${homePath(['.cache', 'huggingface', 'hub', `models--${(repo as string).replace('/', '--')}`, 'snapshots'])}/*`
+  return [
+    `for s in ${dirs}; do`,
+    '  [ -f "$s/config.json" ] || continue',
+    `  echo '@@config'; head -c ${String(MAX_CONFIG_BYTES)} "$s/config.json"; echo`,
+    `  echo '@@index'; [ -f "$s/model.safetensors.index.json" ] && head -c ${String(MAX_INDEX_BYTES)} "$s/model.safetensors.index.json"`,
+    '  break',
+    'done; true',
+  ].join('\n')
+}

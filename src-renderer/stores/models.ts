@@ -1,0 +1,334 @@
+import { defineStore } from 'pinia'
+import { computed, reactive, ref } from 'vue'
+import { useApi, type InputOf, type OutputOf } from '../api'
+import { pushEventFollower } from './pushEvents'
+import type { FitEstimate, RunMode } from '../../src-main/contract/models'
+type SwapStateEvent = Extract<OutputOf<'streamEvents'>, { name: 'swap.state' }>['data']
+import type { JobEvent, JobProgress } from '../../src-main/contract/system'
+
+export type Model = OutputOf<'listModels'>[number]
+export type DiskStatus = OutputOf<'diskStatus'>
+export type DiskRow = DiskStatus['models'][number]
+export type SwapView = OutputOf<'swapState'>
+export type Hardware = OutputOf<'getHardware'>
+type Part = 'catalog' | 'disk' | 'swap' | 'hardware' | 'events'
+
+/** The lines of a job's log kept on screen. */
+const LOG_TAIL = 200
+
+/** A job followed through its own stream: phase, progress, log tail and how it ended. */
+export interface FollowedJob {
+  id: string
+  phase: string
+  state: 'running' | 'succeeded' | 'failed' | 'cancelled'
+  progress: JobProgress | null
+  log: string[]
+  error: string | null
+  started_at: number
+}
+
+function newJob(id: string, phase: string): FollowedJob {
+  return { id, phase, state: 'running', progress: null, log: [], error: null, started_at: Date.now() }
+}
+
+/** Applies one job stream event; the log keeps its tail only. */
+function applyJobEvent(job: FollowedJob, ev: JobEvent): void {
+  switch (ev.type) {
+    case 'phase':
+      job.phase = ev.phase
+      break
+    case 'log':
+      job.log.push(ev.line)
+      if (job.log.length > LOG_TAIL) job.log.splice(0, job.log.length - LOG_TAIL)
+      break
+    case 'progress':
+      job.progress = ev.progress
+      break
+    case 'end':
+      job.state = ev.state
+      job.error = ev.error
+      break
+  }
+}
+
+/**
+ * The Models view's state: the catalog, weights on disk, the loaded model and any swap, read once
+ * and then kept current by push events (`swap.state`, `job.update`, hardware snapshots); a swap's
+ * and a download's log arrive through the job's own stream.
+ */
+export const useModelsStore = defineStore('models', () => {
+  const models = ref<Model[]>([])
+  const loadedOnce = ref(false)
+  const disk = ref<DiskStatus | null>(null)
+  const swap = ref<SwapView | null>(null)
+  const hardware = ref<Hardware | null>(null)
+  const fits = reactive<Record<string, FitEstimate | { error: string }>>({})
+  const swapJob = ref<FollowedJob | null>(null)
+  /** The latest `swap.state` event: its phase and detail (a rollback says so here). */
+  const lastSwap = ref<SwapStateEvent | null>(null)
+  const download = ref<FollowedJob | null>(null)
+  const downloadRepo = ref<string | null>(null)
+  const problems = reactive<Record<Part, string | null>>({
+    catalog: null,
+    disk: null,
+    swap: null,
+    hardware: null,
+    events: null,
+  })
+  const error = computed(() => {
+    const parts = (Object.entries(problems) as [Part, string | null][]).filter(([, v]) => v !== null)
+    return parts.length > 0 ? parts.map(([k, v]) => `${k}: ${v}`).join('; ') : null
+  })
+  const diskByKey = computed(() => new Map((disk.value?.models ?? []).map((m) => [m.key, m])))
+
+  async function loadCatalog(): Promise<void> {
+    try {
+      models.value = await useApi().call('listModels', {})
+      problems.catalog = null
+    } catch (err) {
+      problems.catalog = (err as Error).message
+    } finally {
+      loadedOnce.value = true
+    }
+  }
+
+  async function loadDisk(): Promise<void> {
+    try {
+      disk.value = await useApi().call('diskStatus', {})
+      problems.disk = null
+    } catch (err) {
+      problems.disk = (err as Error).message
+    }
+  }
+
+  async function loadSwap(): Promise<void> {
+    try {
+      swap.value = await useApi().call('swapState', {})
+      problems.swap = null
+      const job = swap.value.job
+      if (job && job.state === 'running' && swapJob.value?.id !== job.id) followSwapJob(job.id, job.phase)
+    } catch (err) {
+      problems.swap = (err as Error).message
+    }
+  }
+
+  async function loadHardware(): Promise<void> {
+    try {
+      hardware.value = await useApi().call('getHardware', {})
+      problems.hardware = null
+    } catch (err) {
+      problems.hardware = (err as Error).message
+    }
+  }
+
+  /** Reads everything once (at mount, on focus, after a resync). */
+  async function refresh(): Promise<void> {
+    await Promise.all([loadCatalog(), loadDisk(), loadSwap(), loadHardware()])
+  }
+
+  const fitKey = (key: string, mode: RunMode): string => `${key}:${mode}`
+
+  /** The fit estimate of a model in a mode; kept until the catalog or knobs change. */
+  async function loadFit(key: string, mode: RunMode, fresh = false): Promise<FitEstimate | { error: string }> {
+    const k = fitKey(key, mode)
+    const have = fits[k]
+    if (have && !fresh) return have
+    try {
+      fits[k] = await useApi().call('modelFit', { key, mode })
+    } catch (err) {
+      fits[k] = { error: (err as Error).message }
+    }
+    return fits[k]!
+  }
+
+  function fitOf(key: string, mode: RunMode): FitEstimate | { error: string } | null {
+    return fits[fitKey(key, mode)] ?? null
+  }
+
+  function forgetFits(key?: string): void {
+    for (const k of Object.keys(fits)) if (key === undefined || k.startsWith(`${key}:`)) delete fits[k]
+  }
+
+  const streams: Record<'swap' | 'download', (() => void) | null> = { swap: null, download: null }
+
+  function followSwapJob(id: string, phase: string): void {
+    streams.swap?.()
+    const job = reactive(newJob(id, phase))
+    swapJob.value = job
+    streams.swap = useApi().subscribe(
+      'streamJob',
+      { id },
+      {
+        onEvent: (ev) => {
+          applyJobEvent(job, ev)
+          if (ev.type === 'end') void Promise.all([loadCatalog(), loadSwap(), loadDisk()])
+        },
+        onError: (err) => (job.error ??= `the swap's log stopped: ${err.message}`),
+      },
+    )
+  }
+
+  function followDownload(id: string): void {
+    streams.download?.()
+    const job = reactive(newJob(id, 'Connecting'))
+    download.value = job
+    streams.download = useApi().subscribe(
+      'streamDownload',
+      { id },
+      {
+        onEvent: (ev) => {
+          applyJobEvent(job, ev)
+          if (ev.type === 'end' && ev.state === 'succeeded') void loadDisk()
+        },
+        onError: (err) => {
+          if (job.state === 'running') job.error = `the download's log stopped: ${err.message}`
+        },
+      },
+    )
+  }
+
+  function apply(ev: OutputOf<'streamEvents'>): void {
+    switch (ev.name) {
+      case 'swap.state': {
+        const d = ev.data
+        lastSwap.value = d
+        const cur = swap.value ?? { loaded: null, job: null, swapping: null }
+        const done = d.phase === 'ready' || d.phase === 'failed'
+        const eta = cur.swapping?.key === d.key ? cur.swapping.eta_s : null
+        swap.value = {
+          ...cur,
+          loaded: d.loaded ?? cur.loaded,
+          swapping: done ? null : { key: d.key, mode: d.mode, phase: d.phase, eta_s: eta },
+        }
+        // A swap started elsewhere (another window, an on-demand request): follow it and read its ETA.
+        if (swapJob.value?.id !== d.job_id && !done) {
+          followSwapJob(d.job_id, d.phase)
+          void loadSwap()
+        }
+        if (done) void loadCatalog()
+        break
+      }
+      case 'job.update':
+        if (ev.data.kind === 'swap' && swap.value) {
+          const prev = swap.value.job
+          swap.value = {
+            ...swap.value,
+            job: { elapsed_s: 0, log: [], result: null, ...prev, ...ev.data },
+          }
+        }
+        break
+      case 'hardware.snapshot':
+        hardware.value = ev.data
+        break
+      case 'resync':
+        void refresh()
+        break
+      default:
+        break
+    }
+  }
+
+  const pushEvents = pushEventFollower(apply, (problem) => (problems.events = problem))
+  const follow = pushEvents.follow
+
+  function unfollow(): void {
+    pushEvents.unfollow()
+    for (const k of ['swap', 'download'] as const) {
+      streams[k]?.()
+      streams[k] = null
+    }
+  }
+
+  /** Replaces one entry in place after an edit; a new entry is appended. */
+  function put(m: Model): Model {
+    const i = models.value.findIndex((x) => x.key === m.key)
+    if (i >= 0) models.value.splice(i, 1, m)
+    else models.value.push(m)
+    forgetFits(m.key)
+    return m
+  }
+
+  /** A download started elsewhere (another window, the API) is followed too. */
+  async function resumeDownload(): Promise<void> {
+    if (download.value) return
+    try {
+      const running = (await useApi().call('listJobs', { kind: 'download' })).find((j) => j.state === 'running')
+      if (running && !download.value) {
+        downloadRepo.value = null
+        followDownload(running.id)
+      }
+    } catch {
+      // The panel still starts downloads; a running one shows once its 409 names it.
+    }
+  }
+
+  /** Hides a finished swap's progress box. */
+  function dismissSwap(): void {
+    streams.swap?.()
+    streams.swap = null
+    swapJob.value = null
+    lastSwap.value = null
+  }
+
+  const api = () => useApi()
+  return {
+    models,
+    loadedOnce,
+    disk,
+    diskByKey,
+    swap,
+    hardware,
+    swapJob,
+    lastSwap,
+    download,
+    downloadRepo,
+    error,
+    refresh,
+    loadCatalog,
+    loadDisk,
+    loadFit,
+    fitOf,
+    follow,
+    unfollow,
+    resumeDownload,
+    dismissSwap,
+    async addModel(def: InputOf<'addModel'>): Promise<Model> {
+      return put(await api().call('addModel', def))
+    },
+    async importRecipe(name: string): Promise<Model> {
+      return put(await api().call('importRecipe', { name }))
+    },
+    async setKnobs(key: string, knobs: InputOf<'setKnobs'>['knobs']): Promise<Model> {
+      return put(await api().call('setKnobs', { key, knobs }))
+    },
+    async deleteModel(key: string): Promise<void> {
+      await api().call('deleteModel', { key })
+      models.value = models.value.filter((m) => m.key !== key)
+      forgetFits(key)
+    },
+    async deleteWeights(key: string): Promise<OutputOf<'deleteWeights'>> {
+      const out = await api().call('deleteWeights', { key })
+      forgetFits(key)
+      await loadDisk()
+      return out
+    },
+    validate(key: string, mode: RunMode): Promise<OutputOf<'validateLaunch'>> {
+      return api().call('validateLaunch', { key, mode })
+    },
+    async startSwap(key: string, mode: RunMode, confirmNoFit: boolean): Promise<string> {
+      const { job_id } = await api().call('startSwap', { key, mode, confirm_no_fit: confirmNoFit })
+      followSwapJob(job_id, 'validating')
+      await loadSwap()
+      return job_id
+    },
+    async startDownload(input: InputOf<'startDownload'>): Promise<string> {
+      const { job_id } = await api().call('startDownload', input)
+      downloadRepo.value = input.repo
+      followDownload(job_id)
+      return job_id
+    },
+    async cancelDownload(): Promise<void> {
+      if (download.value) await api().call('cancelJob', { id: download.value.id })
+    },
+  }
+})

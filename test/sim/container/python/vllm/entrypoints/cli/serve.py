@@ -1,0 +1,28 @@
+"""The `serve` subcommand, as vLLM's CLI builds it (parser only: cmd() would start the engine)."""
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+class ServeSubcommand:
+    name = "serve"
+
+    @staticmethod
+    def cmd(args):
+        raise RuntimeError("the simulated vLLM has no engine; `vllm serve` runs through the launcher")
+
+    def validate(self, args):
+        from vllm.entrypoints.openai.cli_args import validate_parsed_serve_args
+
+        validate_parsed_serve_args(args)
+
+    def subparser_init(self, subparsers):
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
+
+        serve_parser = subparsers.add_parser(self.name, usage="vllm serve [model_tag] [options]")
+        logger.info("building the serve parser")
+        return make_arg_parser(serve_parser)
+
+
+def cmd_init():
+    return [ServeSubcommand()]

@@ -1,0 +1,84 @@
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { hubCacheDir, nodesFor, parseProbe, probeCommand, weightsLocation } from '../../../src-main/models/disk'
+import { downloadCommand, resolveTarget } from '../../../src-main/models/downloads'
+import type { ModelDef } from '../../../src-main/contract/models'
+
+const def = (d: Partial<ModelDef>): ModelDef =>
+  ({ key: 'k', name: 'k', engine_args: [], mode: 'solo', ...d }) as ModelDef
+
+describe('weights locations', () => {
+  it('builds the hub cache directory in double quotes from validated segments', () => {
+    expect(hubCacheDir('Qwen/Qwen3-8B').word).toBe('"$HOME/.cache/huggingface/hub/models--Qwen--Qwen3-8B"')
+    for (const bad of ['a/b"c', 'a/$(id)', 'a/b`c`', 'a/b c', 'a/..', 'abc', 'a--b/c'])
+      expect(() => hubCacheDir(bad)).toThrow()
+  })
+
+  it('quotes a local path with single quotes and probes solo models on node1, others on both', () => {
+    expect(weightsLocation(def({ local_path: '/data/m' })).word).toBe("'/data/m'")
+    expect(nodesFor(def({ mode: 'solo' }))).toEqual(['node1'])
+    expect(nodesFor(def({ mode: 'both' }))).toEqual(['node1', 'node2'])
+    expect(nodesFor(def({ mode: 'cluster' }))).toEqual(['node1', 'node2'])
+  })
+})
+
+describe('the probe', () => {
+  it('runs under a plain POSIX sh, sizes what is present and maps duplicates back by path', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-probe-'))
+    const snap = path.join(home, '.cache/huggingface/hub/models--org--a/snapshots/abc')
+    fs.mkdirSync(snap, { recursive: true })
+    fs.writeFileSync(path.join(snap, 'w.safetensors'), Buffer.alloc(50_000))
+    // A cache directory without a snapshot is an interrupted download: not present.
+    fs.mkdirSync(path.join(home, '.cache/huggingface/hub/models--org--partial/blobs'), { recursive: true })
+    const local = path.join(home, 'local')
+    fs.mkdirSync(local)
+    const locs = [
+      hubCacheDir('org/a'),
+      hubCacheDir('org/missing'),
+      hubCacheDir('org/a'),
+      hubCacheDir('org/partial'),
+      weightsLocation(def({ local_path: local })),
+      weightsLocation(def({ local_path: path.join(home, 'nope') })),
+    ]
+    const r = spawnSync('sh', ['-c', probeCommand(locs)], {
+      env: { HOME: home, PATH: process.env.PATH },
+      encoding: 'utf8',
+    })
+    expect(r.status).toBe(0)
+    const found = parseProbe(r.stdout, locs.length)
+    expect(found.map((f) => f.present)).toEqual([true, false, true, false, true, false])
+    expect(found[0]!.bytes).toBeGreaterThanOrEqual(50_000)
+    expect(found[2]!.bytes).toBe(found[0]!.bytes)
+    expect(found[4]!.bytes).not.toBeNull()
+    fs.rmSync(home, { recursive: true, force: true })
+  })
+
+  it('ignores lines that are not the probe’s and indices out of range', () => {
+    const found = parseProbe('P 0 /x\nP 9 /y\nnoise\n123\t/x\n77\t/y\n', 2)
+    expect(found).toEqual([
+      { present: true, bytes: 123 },
+      { present: false, bytes: null },
+    ])
+  })
+})
+
+describe('the download command', () => {
+  const peer = { host: '192.168.177.12', user: 'spark', port: 22 }
+
+  it('puts the repo before -c (the script takes hosts until the next flag) and quotes every value', () => {
+    const cmd = downloadCommand('$HOME/spark-vllm-docker', 'org/name', peer)
+    expect(cmd).toContain('cd "$HOME/spark-vllm-docker" || exit 127')
+    expect(cmd).toContain("setsid ./hf-download.sh 'org/name' '-c' '192.168.177.12' '-u' 'spark' '--copy-parallel'")
+    expect(downloadCommand('/opt/launcher', 'org/name', null)).toContain("cd '/opt/launcher'")
+  })
+
+  it('solo means node1, cluster means both, an explicit target wins', () => {
+    expect(resolveTarget({ repo: 'a/b' })).toBe('node1')
+    expect(resolveTarget({ repo: 'a/b', mode: 'solo' })).toBe('node1')
+    expect(resolveTarget({ repo: 'a/b', mode: 'cluster' })).toBe('both')
+    expect(resolveTarget({ repo: 'a/b', mode: 'cluster', target: 'node2' })).toBe('node2')
+  })
+})

@@ -1,0 +1,167 @@
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../../src-main/config/load'
+import type { ModelDef } from '../../../src-main/contract/models'
+import { createLogger } from '../../../src-main/core/logger'
+import { ModelCatalog } from '../../../src-main/models/catalog'
+import { bindMountArgs, launchPlan, serveCommand, servedName, stopCommand } from '../../../src-main/models/launch'
+import { VALIDATE_SCRIPT } from '../../../src-main/models/validate'
+import type { CatalogEntry } from '../../../src-main/models/types'
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-launch-'))
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }))
+const config = loadConfig({ env: { DATA_DIR: dataDir, LLM_PORT: '8123', LLM_CONTAINER: 'vllm_node' } })
+
+function entry(def: Partial<ModelDef> & { key: string }, launchArgs: string[] = []): CatalogEntry {
+  return {
+    def: { name: def.key, engine_args: launchArgs, mode: 'solo', ...def } as ModelDef,
+    tags: ['custom'],
+    bundled: false,
+    effectiveKnobs: {},
+    launchArgs,
+  }
+}
+
+/** What bash hands the launcher as its argv when it runs the command (after `cd … &&`). */
+function argvOf(command: string): string[] {
+  const launcher = command.replace(/^cd .*? && /, '').replace('./launch-cluster.sh', 'printf "%s\\n"')
+  const r = spawnSync('bash', ['-c', launcher], { encoding: 'utf8' })
+  return r.stdout.split('\n').slice(0, -1)
+}
+
+describe('the serve command and the launcher command a swap runs', () => {
+  it('serves the repo on 0.0.0.0 and the llm port, then the engine args, then the chat template', () => {
+    const e = entry({ key: 'm', repo: 'org/model', chat_template: '/templates/chat.jinja' }, [
+      '--max-model-len',
+      '32768',
+      '--speculative-config',
+      '{"method":"mtp","num_speculative_tokens":2}',
+    ])
+    expect(serveCommand(e, 8123)).toEqual([
+      'vllm',
+      'serve',
+      'org/model',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '8123',
+      '--max-model-len',
+      '32768',
+      '--speculative-config',
+      '{"method":"mtp","num_speculative_tokens":2}',
+      '--chat-template',
+      '/templates/chat.jinja',
+    ])
+  })
+
+  it("drops an entry's own --host and --port so the engine listens where Tandem looks", () => {
+    const e = entry({ key: 'm', repo: 'org/model' }, ['--port=9000', '--host', '127.0.0.1', '--max_num_seqs', '8'])
+    expect(serveCommand(e, 8123).slice(2)).toEqual([
+      'org/model',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '8123',
+      '--max_num_seqs',
+      '8',
+    ])
+  })
+
+  it('solo: --solo, the image, the container name, -d and exec with every value as one word', () => {
+    const e = entry({ key: 'm', repo: 'org/model' }, ['--speculative-config', `{"a":"it's $(id)"}`])
+    const plan = launchPlan(config, e, 'solo')
+    expect(plan.launchCmd.startsWith('cd "$HOME/spark-vllm-docker" && ./launch-cluster.sh ')).toBe(true)
+    expect(argvOf(plan.launchCmd)).toEqual([
+      '--solo',
+      '-t',
+      'vllm-node',
+      '--name',
+      'vllm_node',
+      '-d',
+      'exec',
+      ...plan.cmdArgs,
+    ])
+    expect(plan.cmdArgs.at(-1)).toBe(`{"a":"it's $(id)"}`)
+    expect(plan.extraDockerArgs).toBeNull()
+    expect(plan.served).toBe('org/model')
+  })
+
+  it('cluster: no --solo; stop names the container and the mode', () => {
+    const plan = launchPlan(config, entry({ key: 'm', repo: 'org/model', mode: 'cluster' }), 'cluster')
+    expect(argvOf(plan.launchCmd).slice(0, 6)).toEqual(['-t', 'vllm-node', '--name', 'vllm_node', '-d', 'exec'])
+    expect(argvOf(stopCommand(config, 'solo'))).toEqual(['--solo', '--name', 'vllm_node', 'stop'])
+    expect(argvOf(stopCommand(config, 'cluster'))).toEqual(['--name', 'vllm_node', 'stop'])
+  })
+
+  it('a local model is bind-mounted at the same path through VLLM_SPARK_EXTRA_DOCKER_ARGS and served from it', () => {
+    const e = entry({ key: 'loc', local_path: '/data/models/my-model', chat_template: 'tpl/chat.jinja' })
+    const plan = launchPlan(config, e, 'solo')
+    expect(plan.cmdArgs.slice(0, 3)).toEqual(['vllm', 'serve', '/data/models/my-model'])
+    expect(plan.cmdArgs.slice(-2)).toEqual(['--chat-template', '/data/models/my-model/tpl/chat.jinja'])
+    expect(plan.extraDockerArgs).toBe('-v /data/models/my-model:/data/models/my-model')
+    expect(plan.launchCmd).toContain(
+      `VLLM_SPARK_EXTRA_DOCKER_ARGS='-v /data/models/my-model:/data/models/my-model' ./launch-cluster.sh`,
+    )
+    // The script splits the value unquoted: exactly two words, the mount unchanged.
+    const split = spawnSync('bash', ['-c', `X=${"'"}${plan.extraDockerArgs}${"'"}; printf '%s\\n' $X`], {
+      encoding: 'utf8',
+    })
+    expect(split.stdout).toBe('-v\n/data/models/my-model:/data/models/my-model\n')
+    expect(plan.served).toBe('/data/models/my-model')
+  })
+
+  it('refuses a local path that the unquoted expansion could split, glob or re-parse', () => {
+    for (const bad of [
+      '/data/my model',
+      '/data/*',
+      "/data/a'b",
+      '/data/a:b',
+      'relative/path',
+      '/data/../etc',
+      '/data/$(id)',
+    ])
+      expect(() => bindMountArgs(bad), bad).toThrow(/not launchable/)
+  })
+
+  it('the served name follows --served-model-name', () => {
+    expect(servedName(entry({ key: 'm', repo: 'org/model' }, ['--served-model-name', 'short']))).toBe('short')
+    expect(servedName(entry({ key: 'm', repo: 'org/model' }, ['--served_model_name=alias']))).toBe('alias')
+    expect(servedName(entry({ key: 'm', repo: 'org/model' }))).toBe('org/model')
+  })
+})
+
+describe("the sim's stand-in for vLLM's argument parser", () => {
+  const standIn = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'sim', 'container', 'python')
+  const parse = (args: readonly string[]) => {
+    const r = spawnSync('python3', ['-c', VALIDATE_SCRIPT, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONPATH: standIn },
+    })
+    const line = r.stdout.split('\n').find((l) => l.startsWith('TANDEM_VALIDATE '))
+    return JSON.parse((line ?? 'TANDEM_VALIDATE null').slice(16)) as { ok: boolean; error: string | null }
+  }
+
+  it('accepts the exact serve arguments of every bundled model', () => {
+    const catalog = new ModelCatalog({
+      config,
+      logger: createLogger({ level: 'error', sink: { write: () => undefined } }),
+    })
+    expect(catalog.list().length).toBeGreaterThan(0)
+    for (const e of catalog.list())
+      expect(parse(launchPlan(config, e, 'solo').serveArgs), e.def.key).toMatchObject({ ok: true })
+  })
+
+  it('normalises underscores to hyphens and refuses what vLLM refuses, with its message', () => {
+    expect(parse(['org/m', '--max_model_len', '4096', '--enable_prefix_caching'])).toMatchObject({ ok: true })
+    expect(parse(['org/m', '--max-model-len', 'lots']).error).toMatch(
+      /argument --max-model-len: invalid human_readable_int_or_auto value: 'lots'/,
+    )
+    expect(parse(['org/m', '--kv-cache-dtype', 'fp4']).error).toMatch(
+      /argument --kv-cache-dtype: invalid choice: 'fp4'/,
+    )
+    expect(parse(['org/m', '--speculative-config', '{not json']).ok).toBe(false)
+  })
+})

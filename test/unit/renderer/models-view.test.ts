@@ -1,0 +1,496 @@
+// @vitest-environment happy-dom
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { BackendError, type BackendApi, type OutputOf } from '../../../src-renderer/api'
+import { flush, mountWith, unmountAll } from './mount'
+import ModelsView from '../../../src-renderer/views/ModelsView.vue'
+
+const T = Date.now()
+const GB = 1e9
+
+const model = (key: string, over: Record<string, unknown> = {}) => ({
+  key,
+  name: `Model ${key}`,
+  repo: `org/${key}`,
+  engine_args: ['--max-model-len', '32768'],
+  mode: 'solo',
+  size_bytes: 60 * GB,
+  tags: ['bundled'],
+  effective_knobs: { 'max-model-len': 32768, 'gpu-memory-utilization': 0.8 },
+  launch_args: ['--max-model-len', '32768', '--gpu-memory-utilization', '0.8'],
+  loaded: false,
+  ...over,
+})
+
+const catalog = [
+  model('qwen-a', { loaded: true, name: 'Qwen A' }),
+  model('big-moe', { name: 'Big MoE', mode: 'cluster', size_bytes: 400 * GB }),
+  model('mine', { name: 'My Finetune', repo: undefined, local_path: '/data/models/mine', tags: ['custom', 'local'] }),
+]
+
+const diskEntry = (node: string, present: boolean, bytes: number | null) => ({
+  node,
+  present,
+  bytes,
+  path: `/home/u/.cache/huggingface/hub/models--org--x`,
+  error: null,
+})
+
+const fit = (verdict: string, mode = 'solo') => ({
+  mode,
+  verdict,
+  nodes: [
+    {
+      node: 'node1',
+      weights_bytes: 200 * GB,
+      kv_cache_bytes: 10 * GB,
+      need_bytes: 210 * GB,
+      budget_bytes: 102 * GB,
+      ram_total_bytes: 128 * GB,
+      verdict,
+    },
+  ],
+  notes: ['weights from the catalog size'],
+})
+
+const hwNode = (node: string) => ({
+  node,
+  status: 'ok',
+  host: '10.0.0.11',
+  hostname: node,
+  uptime_s: 1,
+  load: [0, 0, 0],
+  cores: 20,
+  ram: { total_bytes: 128 * GB, used_bytes: 10 * GB, available_bytes: 118 * GB },
+  disk: null,
+  gpu: null,
+  gpu_unified_memory: true,
+  interface: null,
+  mac: null,
+  probed_at: T,
+  probe_ms: 1,
+})
+
+type Call = { method: string; input: Record<string, unknown> }
+type Sub = { method: string; input: Record<string, unknown>; onEvent: (e: unknown) => void; closed: boolean }
+type Answer = unknown | ((input: Record<string, unknown>) => unknown)
+
+function fakeApi(calls: Call[], subs: Sub[], over: Record<string, Answer> = {}): BackendApi {
+  const answers: Record<string, Answer> = {
+    listModels: catalog,
+    diskStatus: {
+      models: [
+        { key: 'qwen-a', on_disk: true, nodes: [diskEntry('node1', true, 61 * GB)] },
+        {
+          key: 'big-moe',
+          on_disk: true,
+          nodes: [diskEntry('node1', true, 400 * GB), diskEntry('node2', true, 400 * GB)],
+        },
+        { key: 'mine', on_disk: true, nodes: [diskEntry('node1', true, 30 * GB)] },
+      ],
+      checked_at: T,
+    },
+    swapState: {
+      loaded: { key: 'qwen-a', served: 'org/qwen-a', mode: 'solo', since: T - 2 * 3600_000 },
+      job: null,
+      swapping: null,
+    },
+    getHardware: { node1: hwNode('node1'), node2: hwNode('node2'), taken_at: T },
+    listJobs: [],
+    modelFit: (i: Record<string, unknown>) => fit(i.key === 'big-moe' ? 'no_fit' : 'fits', String(i.mode)),
+    validateLaunch: {
+      ok: true,
+      stage: 'done',
+      error: null,
+      cmd_args: ['serve', 'org/x'],
+      launch_cmd: './launch-cluster.sh --solo -d',
+      parser: 'vllm.entrypoints.cli.serve',
+    },
+    startSwap: { job_id: 'swap-1' },
+    deleteWeights: {
+      deleted: [
+        { node: 'node1', path: '/x', bytes: 400 * GB },
+        { node: 'node2', path: '/x', bytes: 400 * GB },
+      ],
+    },
+    startDownload: { job_id: 'dl-1' },
+    cancelJob: {},
+    ...over,
+  }
+  return {
+    transport: 'http',
+    call: (async (method: string, input: Record<string, unknown>) => {
+      calls.push({ method, input })
+      const a = answers[method]
+      const out = typeof a === 'function' ? (a as (i: Record<string, unknown>) => unknown)(input) : a
+      return structuredClone(await out)
+    }) as BackendApi['call'],
+    subscribe: ((method: string, input: Record<string, unknown>, h: { onEvent: (e: unknown) => void }) => {
+      const sub: Sub = { method, input, onEvent: h.onEvent, closed: false }
+      subs.push(sub)
+      return () => (sub.closed = true)
+    }) as BackendApi['subscribe'],
+  }
+}
+
+afterEach(() => {
+  unmountAll()
+  vi.useRealTimers()
+})
+
+const buttons = (root: ParentNode, text: string) =>
+  [...root.querySelectorAll('button')].filter((b) => b.textContent?.trim() === text)
+const button = (root: ParentNode, text: string) => {
+  const b = buttons(root, text)[0]
+  if (!b) throw new Error(`no button "${text}"`)
+  return b
+}
+const card = (el: HTMLElement, key: string) => el.querySelector(`[data-key="${key}"]`) as HTMLElement
+function type(input: Element | null, value: string): void {
+  const i = input as HTMLInputElement
+  i.value = value
+  i.dispatchEvent(new Event('input'))
+}
+
+describe('Models view: catalog', () => {
+  it('lists entries with tags, the loaded model with mode and uptime, fit badges and weights per node', async () => {
+    const calls: Call[] = []
+    const el = await mountWith(ModelsView, fakeApi(calls, []))
+    const cards = [...el.querySelectorAll('article.model')]
+    expect(cards.map((c) => c.getAttribute('data-key'))).toEqual(['qwen-a', 'big-moe', 'mine'])
+    expect(cards[0]!.classList.contains('loaded')).toBe(true)
+    expect(card(el, 'qwen-a').textContent).toContain('loaded · solo · up 2h 0m')
+    expect(el.querySelector('.loaded-bar')?.textContent).toContain('Qwen A')
+    const mine = card(el, 'mine')
+    expect([...mine.querySelectorAll('.tag')].map((t) => t.textContent)).toEqual(['custom', 'local'])
+    // A local entry shows its path, not a repo link.
+    expect(mine.textContent).toContain('/data/models/mine')
+    expect(mine.querySelector('a')).toBeNull()
+    const moe = card(el, 'big-moe')
+    expect(moe.querySelector('.badge.bad')?.textContent).toBe('does not fit')
+    expect(moe.textContent).toContain('node1: 400 GB')
+    expect(moe.textContent).toContain('node2: 400 GB')
+    expect(calls.filter((c) => c.method === 'modelFit').map((c) => c.input)).toContainEqual({
+      key: 'big-moe',
+      mode: 'cluster',
+    })
+    // Filters: by tag.
+    const tag = el.querySelector('select[aria-label="Tag"]') as HTMLSelectElement
+    tag.value = 'custom'
+    tag.dispatchEvent(new Event('change'))
+    await flush()
+    expect([...el.querySelectorAll('article.model')].map((c) => c.getAttribute('data-key'))).toEqual(['mine'])
+  })
+
+  it('re-checks weights on disk every 60 s and says how to start when the catalog is empty', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const calls: Call[] = []
+    const el = await mountWith(ModelsView, fakeApi(calls, [], { listModels: [] }))
+    expect(el.textContent).toContain('The catalog is empty')
+    expect(el.textContent).toContain('import one of the launcher')
+    const reads = () => calls.filter((c) => c.method === 'diskStatus').length
+    expect(reads()).toBe(1)
+    vi.advanceTimersByTime(60_000)
+    await flush()
+    expect(reads()).toBe(2)
+  })
+})
+
+describe('Models view: add model', () => {
+  async function openAdd(over: Record<string, Answer> = {}) {
+    const calls: Call[] = []
+    const el = await mountWith(ModelsView, fakeApi(calls, [], over))
+    button(el, 'Add model').click()
+    await flush()
+    const form = el.querySelector('form[aria-label="Add a model"]') as HTMLFormElement
+    return { el, form, calls }
+  }
+  const fieldError = (form: HTMLElement, f: string) => form.querySelector(`[data-field="${f}"]`)?.textContent?.trim()
+
+  it('shows the contract schema errors beside each field and sends nothing', async () => {
+    const { form, calls } = await openAdd()
+    type(form.querySelector('#add-repo'), 'org/name; rm -rf ~')
+    type(form.querySelector('#add-key'), '../etc')
+    form.dispatchEvent(new Event('submit'))
+    await flush()
+    expect(fieldError(form, 'repo')).toContain('a model repo like org/name')
+    expect(fieldError(form, 'key')).toContain('letters, digits')
+
+    ;(form.querySelector('input[value="local"]') as HTMLInputElement).click()
+    await flush()
+    type(form.querySelector('#add-path'), 'models/../x')
+    type(form.querySelector('#add-key'), 'ok-key')
+    form.dispatchEvent(new Event('submit'))
+    await flush()
+    expect(fieldError(form, 'local_path')).toContain('an absolute path')
+    expect(fieldError(form, 'key')).toBeUndefined()
+    expect(calls.some((c) => c.method === 'addModel')).toBe(false)
+  })
+
+  it.each(['local_path: must lie inside one of /home, /data', 'local_path must lie inside one of /home, /data'])(
+    "puts the daemon's 400 message beside the field it names (%s)",
+    async (message) => {
+      const { form, calls } = await openAdd({
+        addModel: () => {
+          throw new BackendError(message, 'bad_input', 400)
+        },
+      })
+      ;(form.querySelector('input[value="local"]') as HTMLInputElement).click()
+      await flush()
+      type(form.querySelector('#add-path'), '/etc/models/x')
+      form.dispatchEvent(new Event('submit'))
+      await flush()
+      expect(calls.find((c) => c.method === 'addModel')?.input).toMatchObject({ key: 'x', local_path: '/etc/models/x' })
+      expect(fieldError(form, 'local_path')).toBe('must lie inside one of /home, /data')
+    },
+  )
+})
+
+describe('Models view: swap', () => {
+  it('shows fit and validation first, and asks twice when the model does not fit', async () => {
+    const calls: Call[] = []
+    const subs: Sub[] = []
+    const el = await mountWith(ModelsView, fakeApi(calls, subs))
+    const moe = card(el, 'big-moe')
+    button(moe, 'Swap…').click()
+    await flush()
+    const panel = moe.querySelector('section[aria-label="Swap to Big MoE"]') as HTMLElement
+    expect(panel.textContent).toContain('does not fit')
+    expect(panel.textContent).toContain('node1: needs 210 GB')
+    expect(panel.textContent).toContain('does not rule out failures at load time')
+    expect(calls.find((c) => c.method === 'validateLaunch')?.input).toEqual({ key: 'big-moe', mode: 'cluster' })
+
+    button(panel, 'Confirm swap (cluster)').click()
+    await flush()
+    expect(calls.some((c) => c.method === 'startSwap')).toBe(false)
+    expect(panel.querySelector('[role="alertdialog"]')?.textContent).toContain('does not fit in cluster mode')
+
+    button(panel, 'Swap anyway').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'startSwap')?.input).toEqual({
+      key: 'big-moe',
+      mode: 'cluster',
+      confirm_no_fit: true,
+    })
+    expect(subs.find((s) => s.method === 'streamJob')?.input).toEqual({ id: 'swap-1' })
+  })
+
+  it('swaps a model that fits after one confirmation; a parser rejection blocks it with the message', async () => {
+    const calls: Call[] = []
+    const el = await mountWith(ModelsView, fakeApi(calls, []))
+    const mine = card(el, 'mine')
+    button(mine, 'Swap…').click()
+    await flush()
+    button(mine, 'Confirm swap (solo)').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'startSwap')?.input).toEqual({
+      key: 'mine',
+      mode: 'solo',
+      confirm_no_fit: false,
+    })
+
+    unmountAll()
+    const rejected: Call[] = []
+    const el2 = await mountWith(
+      ModelsView,
+      fakeApi(rejected, [], {
+        validateLaunch: {
+          ok: false,
+          stage: 'parser',
+          error: 'vllm serve: error: unrecognized arguments: --bogus-flag',
+          cmd_args: [],
+          launch_cmd: '',
+          parser: 'vllm.entrypoints.openai.cli_args',
+        },
+      }),
+    )
+    const c2 = card(el2, 'mine')
+    button(c2, 'Validate').click()
+    await flush()
+    expect(c2.textContent).toContain('unrecognized arguments: --bogus-flag')
+    button(c2, 'Swap…').click()
+    await flush()
+    expect(button(c2, 'Confirm swap (solo)').disabled).toBe(true)
+  })
+
+  it('shows the phases live with the log tail and the ETA', async () => {
+    const subs: Sub[] = []
+    const el = await mountWith(ModelsView, fakeApi([], subs))
+    const events = subs.find((s) => s.method === 'streamEvents')!
+    events.onEvent({
+      seq: 1,
+      at: T,
+      name: 'swap.state',
+      data: { key: 'big-moe', mode: 'cluster', phase: 'launching', job_id: 'swap-9', loaded: null, detail: null },
+    })
+    await flush()
+    events.onEvent({
+      seq: 2,
+      at: T,
+      name: 'swap.state',
+      data: { key: 'big-moe', mode: 'cluster', phase: 'loading', job_id: 'swap-9', loaded: null, detail: null },
+    })
+    const job = subs.find((s) => s.method === 'streamJob')!
+    expect(job.input).toEqual({ id: 'swap-9' })
+    job.onEvent({ type: 'phase', seq: 1, phase: 'loading' })
+    job.onEvent({ type: 'log', seq: 2, line: 'Loading safetensors checkpoint shards: 40% Completed' })
+    job.onEvent({
+      type: 'progress',
+      seq: 3,
+      progress: { percent: null, bytes_done: null, bytes_total: null, rate: null, eta_s: 300 },
+    })
+    await flush()
+    const box = el.querySelector('section[aria-label="Swap progress"]') as HTMLElement
+    expect(box.textContent).toContain('Swapping to Big MoE')
+    expect(box.querySelector('li.now')?.textContent?.trim()).toBe('Loading')
+    expect([...box.querySelectorAll('li.done')].map((l) => l.textContent?.trim())).toEqual([
+      'Validating',
+      'Stopping the current engine',
+      'Launching',
+    ])
+    expect(box.textContent).toContain('Loading safetensors checkpoint shards')
+    expect(box.textContent).toContain('about 5m left')
+  })
+})
+
+describe('Models view: delete weights', () => {
+  it('names the nodes and size, deletes only after Confirm, and refuses the loaded model', async () => {
+    const calls: Call[] = []
+    const el = await mountWith(ModelsView, fakeApi(calls, []))
+    expect(button(card(el, 'qwen-a'), 'Delete weights').disabled).toBe(true)
+    expect(card(el, 'qwen-a').textContent).toContain('it is the loaded model')
+
+    const moe = card(el, 'big-moe')
+    button(moe, 'Delete weights').click()
+    await flush()
+    expect(calls.some((c) => c.method === 'deleteWeights')).toBe(false)
+    expect(moe.querySelector('[role="alertdialog"]')?.textContent).toContain(
+      'Delete the weights of Big MoE from node1 and node2 (800 GB)?',
+    )
+    button(moe, 'Confirm').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'deleteWeights')?.input).toEqual({ key: 'big-moe' })
+    expect(moe.textContent).toContain('Deleted node1 (400 GB), node2 (400 GB)')
+  })
+})
+
+describe('Models view: downloads', () => {
+  it('shows progress, rate, ETA, phase and log; cancels; opens Add to catalog after success', async () => {
+    const calls: Call[] = []
+    const subs: Sub[] = []
+    const el = await mountWith(ModelsView, fakeApi(calls, subs))
+    button(el, 'Downloads').click()
+    await flush()
+    type(el.querySelector('#dl-repo'), 'Qwen/Qwen3-8B')
+    const target = el.querySelector('#dl-target') as HTMLSelectElement
+    target.value = 'both'
+    target.dispatchEvent(new Event('change'))
+    ;(el.querySelector('form[aria-label="Start a download"]') as HTMLFormElement).dispatchEvent(new Event('submit'))
+    await flush()
+    expect(calls.find((c) => c.method === 'startDownload')?.input).toEqual({
+      repo: 'Qwen/Qwen3-8B',
+      target: 'both',
+      mode: 'cluster',
+    })
+    const stream = subs.find((s) => s.method === 'streamDownload')!
+    expect(stream.input).toEqual({ id: 'dl-1' })
+    const push = (e: OutputOf<'streamDownload'>) => stream.onEvent(e)
+    push({ type: 'phase', seq: 1, phase: 'Downloading' })
+    push({ type: 'log', seq: 2, line: 'model-00001-of-00004.safetensors:  42%|████▏     | 2.10G/5.00G' })
+    push({
+      type: 'progress',
+      seq: 3,
+      progress: { percent: 42, bytes_done: 2.1 * GB, bytes_total: 5 * GB, rate: 110e6, eta_s: 27 },
+    })
+    await flush()
+    const bar = el.querySelector('[role="progressbar"][aria-label="Download progress"]')
+    expect(bar?.getAttribute('aria-valuenow')).toBe('42')
+    const text = el.textContent ?? ''
+    expect(text).toContain('Downloading')
+    expect(text).toContain('110 MB/s')
+    expect(text).toContain('about 27s left')
+    expect(text).toContain('2.1 GB of 5.0 GB')
+    expect(text).toContain('model-00001-of-00004.safetensors')
+
+    button(el, 'Cancel download').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'cancelJob')?.input).toEqual({ id: 'dl-1' })
+
+    push({ type: 'end', seq: 4, state: 'succeeded', error: null, result: null })
+    await flush()
+    const repo = el.querySelector('#add-repo') as HTMLInputElement | null
+    expect(repo?.value).toBe('Qwen/Qwen3-8B')
+    expect(el.textContent).toContain('Add a model from Qwen/Qwen3-8B')
+  })
+})
+
+describe('Models view: knobs', () => {
+  it('shows GB for the engine and for the OS from live RAM, and saves only the knobs that are set', async () => {
+    const calls: Call[] = []
+    const el = await mountWith(
+      ModelsView,
+      fakeApi(calls, [], { setKnobs: (i: Record<string, unknown>) => ({ ...catalog[2], effective_knobs: i.knobs }) }),
+    )
+    const mine = card(el, 'mine')
+    button(mine, 'Knobs').click()
+    await flush()
+    const form = mine.querySelector('form[aria-label="Knobs of My Finetune"]') as HTMLFormElement
+    expect(form.textContent).toContain('about 102 GB for the engine, 25.6 GB left for the OS (of 128 GB)')
+    type(form.querySelector('#util-mine'), '0.9')
+    await flush()
+    expect(form.textContent).toContain('about 115 GB for the engine, 12.8 GB left for the OS')
+
+    type(form.querySelector('#maxlen-mine'), '12.5')
+    form.dispatchEvent(new Event('submit'))
+    await flush()
+    expect(form.textContent).toContain('a whole number of tokens')
+    expect(calls.some((c) => c.method === 'setKnobs')).toBe(false)
+
+    type(form.querySelector('#maxlen-mine'), '65536')
+    const fp8 = form.querySelector('#fp8-mine') as HTMLSelectElement
+    fp8.value = 'on'
+    fp8.dispatchEvent(new Event('change'))
+    form.dispatchEvent(new Event('submit'))
+    await flush()
+    // Unset booleans stay unset: "off" would add a flag the bundled args never had.
+    expect(calls.find((c) => c.method === 'setKnobs')?.input).toEqual({
+      key: 'mine',
+      knobs: { 'max-model-len': 65536, 'gpu-memory-utilization': 0.9, 'fp8-kv-cache': true },
+    })
+    expect(mine.textContent).toContain('Knobs saved')
+  })
+})
+
+describe('Models view: recipes', () => {
+  it('imports a recipe into the catalog and lists a refused one with its reason', async () => {
+    const calls: Call[] = []
+    const recipe = (name: string, error: string | null) => ({
+      name,
+      description: `vLLM serving ${name}`,
+      solo: true,
+      cluster: false,
+      model: error ? null : { key: name, name, repo: `org/${name}`, engine_args: [], mode: 'solo' },
+      error,
+    })
+    const el = await mountWith(
+      ModelsView,
+      fakeApi(calls, [], {
+        listRecipes: {
+          recipes: [recipe('good-one', null), recipe('bad-one', 'engine_args.3: a shell metacharacter')],
+          hint: null,
+        },
+        importRecipe: (i: Record<string, unknown>) =>
+          model(String(i.name), { name: 'Good One', tags: ['custom', 'recipe'] }),
+      }),
+    )
+    button(el, 'Recipes').click()
+    await flush()
+    const rows = [...el.querySelectorAll('#models-panel tbody tr')] as HTMLElement[]
+    expect(rows[1]!.textContent).toContain('Cannot import: engine_args.3: a shell metacharacter')
+    expect(buttons(rows[1]!, 'Import')).toHaveLength(0)
+    button(rows[0]!, 'Import').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'importRecipe')?.input).toEqual({ name: 'good-one' })
+    expect(rows[0]!.textContent).toContain('Imported as good-one')
+    expect([...card(el, 'good-one').querySelectorAll('.tag')].map((t) => t.textContent)).toEqual(['custom', 'recipe'])
+  })
+})
