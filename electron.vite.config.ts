@@ -1,20 +1,38 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { defineConfig } from 'electron-vite'
 import type { Plugin } from 'vite'
 import vue from '@vitejs/plugin-vue'
 
-// The bundled model catalog travels beside the main bundle (out/main/resources/models.yaml).
+// The bundled model and prebuilt catalogs travel beside the main bundle (out/main/resources/).
+const BUNDLED_CATALOGS = ['resources/models.yaml', 'resources/prebuilt.yaml']
 const bundledCatalog = (): Plugin => ({
   name: 'bundled-model-catalog',
   buildStart() {
-    this.addWatchFile(resolve(__dirname, 'resources/models.yaml'))
+    for (const f of BUNDLED_CATALOGS) this.addWatchFile(resolve(__dirname, f))
   },
   generateBundle() {
-    const source = readFileSync(resolve(__dirname, 'resources/models.yaml'))
-    this.emitFile({ type: 'asset', fileName: 'resources/models.yaml', source })
+    for (const f of BUNDLED_CATALOGS)
+      this.emitFile({ type: 'asset', fileName: f, source: readFileSync(resolve(__dirname, f)) })
   },
 })
+
+// The asr overlay modules travel beside the main bundle too (out/main/overlays/asr/), for the speech
+// patches to copy into the asr container; their tests stay behind.
+const asrOverlays = (): Plugin => {
+  const dir = resolve(__dirname, 'overlays/asr')
+  const files = (): string[] => readdirSync(dir).filter((f) => f.endsWith('.py'))
+  return {
+    name: 'asr-overlays',
+    buildStart() {
+      for (const f of files()) this.addWatchFile(resolve(dir, f))
+    },
+    generateBundle() {
+      for (const f of files())
+        this.emitFile({ type: 'asset', fileName: `overlays/asr/${f}`, source: readFileSync(resolve(dir, f)) })
+    },
+  }
+}
 
 // Non-default folders: every entry and the renderer root are named explicitly (STACK.md).
 export default defineConfig({
@@ -24,7 +42,7 @@ export default defineConfig({
       outDir: 'out/main',
       rollupOptions: { input: { index: resolve(__dirname, 'src-main/index.ts') } },
     },
-    plugins: [bundledCatalog()],
+    plugins: [bundledCatalog(), asrOverlays()],
   },
   preload: {
     build: {

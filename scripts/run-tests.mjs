@@ -54,6 +54,34 @@ results.push({
   skipped: (v?.numPendingTests ?? 0) + (v?.numTodoTests ?? 0),
 })
 
+// The asr overlays' Python unit tests: their runner prints its counts as the last stdout line (JSON).
+{
+  const started = Date.now()
+  process.stdout.write('\n=== python (asr overlays): python3 overlays/asr/tests/run.py\n')
+  const res = spawnSync('python3', ['overlays/asr/tests/run.py'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+  })
+  const counts = (() => {
+    try {
+      return JSON.parse((res.stdout ?? '').trim().split('\n').pop() ?? '')
+    } catch {
+      return null
+    }
+  })()
+  const ok = res.status === 0
+  process.stdout.write(
+    `=== python (asr overlays): ${ok ? 'ok' : `FAILED (exit ${res.status ?? res.error?.message ?? res.signal})`} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  )
+  results.push({
+    suite: 'python (asr overlays)',
+    passed: counts?.passed ?? 0,
+    failed: counts ? counts.failed + (ok || counts.failed > 0 ? 0 : 1) : 1,
+    skipped: counts?.skipped ?? 0,
+  })
+}
+
 fs.rmSync('test-results/playwright.json', { force: true })
 const e2eOk = run('playwright (e2e)', npx, ['playwright', 'test'])
 const p = readJson('test-results/playwright.json')

@@ -3,6 +3,7 @@ import { method, type ContractTable } from './define'
 import { HardwareSnapshot, ServiceLabel, ServiceStatus, TransitionEvent } from './nodes'
 import { JobRecord } from './system'
 import { SwapStateEvent } from './models'
+import { DeepHealthResult } from './services'
 
 /**
  * Push events: name → payload. Services publish them on the core's event bus; one stream method
@@ -35,6 +36,7 @@ export const eventPayloads = {
   'hardware.snapshot': HardwareSnapshot,
   'job.update': JobUpdate,
   'swap.state': SwapStateEvent,
+  'deephealth.result': DeepHealthResult,
 } as const
 
 export type EventName = keyof typeof eventPayloads

@@ -5,6 +5,7 @@ import { gatewayContract } from './gateway'
 import { licensingContract } from './licensing'
 import { eventsContract } from './events'
 import { modelsContract } from './models'
+import { servicesContract } from './services'
 
 /**
  * THE api contract: every method Tandem serves, over HTTP and IPC alike. Each domain keeps its
@@ -14,6 +15,7 @@ export const contract = {
   ...systemContract,
   ...nodesContract,
   ...modelsContract,
+  ...servicesContract,
   ...gatewayContract,
   ...licensingContract,
   ...eventsContract,

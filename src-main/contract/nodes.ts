@@ -136,7 +136,7 @@ export const WakeResult = z.object({
   attempts: z.array(WakeAttempt),
 })
 
-export const ServiceLabel = z.enum(['Healthy', 'Unhealthy', 'Starting', 'Not configured'])
+export const ServiceLabel = z.enum(['Healthy', 'Unhealthy', 'Starting', 'Stopped', 'Not configured'])
 
 export const ServiceStatus = z.object({
   name: z.string(),

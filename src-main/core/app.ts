@@ -15,8 +15,9 @@ import { EventBus, eventHandlers } from './events'
 import type { DomainModule } from './module'
 import { createNodesModule } from '../nodes/module'
 import { createModelsModule } from '../models/module'
+import { createServicesModule } from '../services/module'
+import { createUpdatesModule } from '../updates/module'
 import { createGatewayModule } from '../gateway/module'
-import { loggingDeepHealth } from '../gateway/deepHealth'
 import { createLicensingModule } from '../licensing/module'
 
 export interface CoreOptions {
@@ -80,16 +81,18 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const services = new ServiceDirectory(config)
   const nodes = await createNodesModule({ ...shared, services })
   const models = await createModelsModule({ ...shared, services, nodes })
-  // Deep health (services domain) replaces this interim hook; it logs and records probe requests.
+  const servicesModule = await createServicesModule({ ...shared, services, nodes, models })
+  const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap })
+  // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
   const gateway = await createGatewayModule({
     ...shared,
     services,
-    deepHealth: loggingDeepHealth(logger.child('deep-health'), nodes.connectivity, () => clock.now()),
+    deepHealth: servicesModule.deepHealth,
     // Chat and completions wait here while a swap is loading (and start one on demand).
     llmGate: models.swap,
   })
   const licensing = await createLicensingModule(shared)
-  const modules = [nodes, models, gateway, licensing] as DomainModule<Partial<Contract>>[]
+  const modules = [nodes, models, servicesModule, gateway, licensing] as DomainModule<Partial<Contract>>[]
 
   const handlers = {
     ...systemHandlers({
@@ -102,6 +105,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     }),
     ...nodes.handlers,
     ...models.handlers,
+    ...servicesModule.handlers,
+    ...updates.handlers,
     ...gateway.handlers,
     ...licensing.handlers,
     ...eventHandlers(events),

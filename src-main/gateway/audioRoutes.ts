@@ -1,5 +1,6 @@
 import type { Router } from 'express'
 import type { Logger } from '../core/logger'
+import type { ProbeStart } from './deepHealth'
 import { ClientGone, readBody } from '../http/body'
 import { sendJson } from '../http/respond'
 import type { ModelLists } from './modelLists'
@@ -22,7 +23,7 @@ export interface AudioRouteDeps {
   readonly proxyTimeoutMs: number
   readonly logger: Logger
   /** Asks deep health to probe a service that just failed (spec 1, 7). */
-  probe(service: 'asr' | 'tts'): (reason: string) => void
+  probe(service: 'asr' | 'tts'): (reason: string) => ProbeStart
 }
 
 /** Speech, relayed transcription and diarization, and the diarized transcript of an upload. */

@@ -1,5 +1,3 @@
-import type { Logger } from '../core/logger'
-
 /** The speech and llm services a deep-health probe can check. */
 export type ProbedService = 'asr' | 'tts' | 'llm'
 
@@ -9,35 +7,23 @@ export type ProbedService = 'asr' | 'tts' | 'llm'
  * the gateway never waits for it.
  */
 export interface DeepHealthHook {
-  requestProbe(service: ProbedService, reason: string): void
+  requestProbe(service: ProbedService, reason: string): ProbeStart
 }
 
-/** Where a probe request is recorded until deep health exists: the connectivity store's `report` (spec 1, 2.7). */
+/** What became of a probe request: one started now, one was already running, or none can run. */
+export type ProbeStart = 'started' | 'running' | 'unavailable'
+
+/** The part of a 503's detail that says what deep health is doing about it (true in each case). */
+export function probeWording(service: ProbedService, start: ProbeStart): string {
+  if (start === 'started') return `a deep-health probe of the ${service} was started`
+  if (start === 'running') return `a deep-health probe of the ${service} is already running`
+  return `no deep-health probe of the ${service} could be started`
+}
+
+/** Where deep health records recoveries: the connectivity store's `report` (spec 1, 2.7). */
 export interface ReportSink {
-  report(subject: string, input: { ok: boolean; source?: string | null; error?: string | null }): Promise<unknown>
-}
-
-/**
- * The interim hook: logs each request and records it as a report (source `gateway`) when a
- * connectivity store is given. Repeats for one service within `minGapMs` are logged once.
- */
-export function loggingDeepHealth(
-  logger: Logger,
-  sink?: ReportSink,
-  now: () => number = Date.now,
-  minGapMs = 10_000,
-): DeepHealthHook {
-  const last = new Map<ProbedService, number>()
-  return {
-    requestProbe(service, reason) {
-      const t = now()
-      const prev = last.get(service)
-      if (prev !== undefined && t - prev < minGapMs) return
-      last.set(service, t)
-      logger.warn('deep-health probe requested', { service, reason })
-      sink
-        ?.report(service, { ok: false, source: 'gateway', error: reason })
-        .catch((err: unknown) => logger.error('recording the probe request failed', { error: err }))
-    },
-  }
+  report(
+    subject: string,
+    input: { ok: boolean; source?: string | null; error?: string | null; detail?: string | null; ms?: number | null },
+  ): Promise<unknown>
 }

@@ -2,6 +2,7 @@ import { createParser } from 'eventsource-parser'
 import { ApiError } from '../contract/errors'
 import type { Handlers } from '../contract/define'
 import type { gatewayContract } from '../contract/gateway'
+import type { ProbeStart } from './deepHealth'
 import type { ModelLists } from './modelLists'
 import { parseSpeech, synthesize, type VoiceAliases } from './speech'
 import type { UploadSpool } from './spool'
@@ -20,7 +21,7 @@ export interface PlaygroundDeps {
   readonly lists: ModelLists
   readonly voices: VoiceAliases
   readonly spool: UploadSpool
-  probe(service: 'asr' | 'tts'): (reason: string) => void
+  probe(service: 'asr' | 'tts'): (reason: string) => ProbeStart
 }
 
 /** The Gateway view's playground: the same upstreams the /v1 routes use, one call at a time. */

@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises'
 import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import { describeZodError } from '../core/invoke'
+import { probeWording, type ProbeStart } from './deepHealth'
 import { encodeMultipart } from './multipart'
 import type { Upstream } from './upstreams'
 import { callUpstream, pipeResponse, readText, upstreamDetail, UpstreamUnreachable } from './wire'
@@ -194,7 +195,7 @@ export async function synthesize(
   tts: Upstream,
   speech: { input: string; voice: string; language: string; speed?: number },
   signal: AbortSignal,
-  onWedged: (detail: string) => void,
+  onWedged: (detail: string) => ProbeStart,
 ): Promise<http.IncomingMessage> {
   const fields: [string, string][] = [
     ['text', speech.input],
@@ -220,10 +221,10 @@ export async function synthesize(
   if (status === 200) return res
   const detail = upstreamDetail(await readText(res).catch(() => ''))
   if (status >= 500) {
-    onWedged(`tts answered HTTP ${status}: ${detail}`)
+    const probe = onWedged(`tts answered HTTP ${status}: ${detail}`)
     throw new ApiError(
       'unavailable',
-      `tts failed (HTTP ${status}: ${detail}); a health probe was started, retry in 60 s`,
+      `tts failed (HTTP ${status}: ${detail}); ${probeWording('tts', probe)}, retry in 60 s`,
       {
         headers: { 'Retry-After': '60' },
       },

@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import { DiarizedTranscript } from '../contract/gateway'
 import type { Logger } from '../core/logger'
+import { probeWording, type ProbeStart } from './deepHealth'
 import { encodeMultipart, scanForFilePart, type FormFile } from './multipart'
 import { guardIdle, idleTimeout, tooLarge } from './uploads'
 import type { Upstream } from './upstreams'
@@ -21,11 +22,11 @@ import {
 import { ClientGone } from '../http/body'
 
 /** The error for an asr that answered 5xx (spec 1, 7): 503, Retry-After 60, and a probe is asked for. */
-export function asrWedged(status: number, detail: string, onWedged: (reason: string) => void): ApiError {
-  onWedged(`asr answered HTTP ${status}: ${detail}`)
+export function asrWedged(status: number, detail: string, onWedged: (reason: string) => ProbeStart): ApiError {
+  const probe = onWedged(`asr answered HTTP ${status}: ${detail}`)
   return new ApiError(
     'unavailable',
-    `asr failed (HTTP ${status}: ${detail}); a health probe was started, retry in 60 s`,
+    `asr failed (HTTP ${status}: ${detail}); ${probeWording('asr', probe)}, retry in 60 s`,
     {
       headers: { 'Retry-After': '60' },
     },
@@ -39,7 +40,7 @@ export interface RelayOptions {
   readonly idleMs: number
   readonly timeoutMs: number
   readonly logger: Logger
-  onWedged(reason: string): void
+  onWedged(reason: string): ProbeStart
 }
 
 /**
@@ -140,7 +141,7 @@ export async function transcribeWithSpeakers(
     language?: string
     signal: AbortSignal
     asrModel: () => Promise<string | null>
-    onWedged(reason: string): void
+    onWedged(reason: string): ProbeStart
   },
 ): Promise<DiarizedTranscript> {
   const ac = new AbortController()
@@ -194,7 +195,7 @@ export async function transcribeWithSpeakers(
 }
 
 /** Upstream failures of the speech pipeline as API errors: 5xx → 503 + probe, unreachable → 502. */
-export function mapAsrError(err: unknown, onWedged: (reason: string) => void): unknown {
+export function mapAsrError(err: unknown, onWedged: (reason: string) => ProbeStart): unknown {
   if (err instanceof UpstreamStatus) {
     if (err.status >= 500 && err.status !== 502) return asrWedged(err.status, err.detail, onWedged)
     return new ApiError('upstream_error', `asr: ${err.detail}`)

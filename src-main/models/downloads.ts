@@ -7,15 +7,13 @@ import type { Logger } from '../core/logger'
 import type { JobControl, JobRegistry } from '../jobs/registry'
 import type { NodesModule } from '../nodes/module'
 import { SshError, type SshTarget } from '../ssh/pool'
+import { inOwnProcessGroup, RemoteIdle, runInProcessGroup } from '../ssh/processGroup'
 import { remoteDir, shq } from '../ssh/quote'
 import { DownloadProgress, stripAnsi, type DownloadFigures } from './progress'
 import type { SwapStatus } from './types'
 
 /** No output at all for this long means the node or the hub stalled: fail rather than hang. */
 const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000
-const KILL_TIMEOUT_MS = 10_000
-/** The wrapper prints this before the script's own output: the remote process group to kill on cancel. */
-const PGID_MARK = '__tandem_download_pgid '
 
 export interface DownloadsDeps {
   readonly config: Pick<Config, 'llm'>
@@ -58,9 +56,7 @@ export function downloadCommand(launcherDir: string, repo: string, copyTo: SshTa
   return [
     `cd ${dir} || exit 127`,
     `[ -x ./hf-download.sh ] || { echo 'hf-download.sh not found in the launcher checkout (LAUNCHER_DIR)' >&2; exit 127; }`,
-    `setsid ./hf-download.sh ${args.map(shq).join(' ')} </dev/null & pid=$!`,
-    `echo "${PGID_MARK}$pid"`,
-    'wait "$pid"',
+    ...inOwnProcessGroup(`./hf-download.sh ${args.map(shq).join(' ')}`),
   ].join('\n')
 }
 
@@ -94,27 +90,21 @@ export class Downloads {
     const progress = new DownloadProgress()
     const reporter = new ProgressReporter(job)
     job.phase(progress.phase)
-    let pgid: number | null = null
-    const idle = new AbortController()
     const idleMs = this.deps.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
-    let idleTimer = setTimeout(() => idle.abort(), idleMs)
     const onLine = (line: string): void => {
-      clearTimeout(idleTimer)
-      idleTimer = setTimeout(() => idle.abort(), idleMs)
-      // Only the wrapper's first line names the process group; the script cannot override it.
-      if (pgid === null && line.startsWith(PGID_MARK)) {
-        const n = Number(line.slice(PGID_MARK.length).trim())
-        if (Number.isInteger(n) && n > 1) pgid = n
-        return
-      }
       const r = progress.feed(line)
       if (r.phase) job.phase(progress.phase)
       if (r.progress) reporter.report(progress.figures(), r.phase)
       if (r.log) job.log(stripAnsi(line))
     }
-    const signal = AbortSignal.any([job.signal, idle.signal])
     try {
-      const res = await this.deps.nodes.pool.exec(how.host, how.command, { onLine, signal })
+      const res = await runInProcessGroup(this.deps.nodes.pool, how.host, how.command, {
+        signal: job.signal,
+        idleMs,
+        onLine,
+        logger: this.deps.logger,
+        what: 'the download',
+      })
       if (res.code === 0) {
         progress.finish()
         reporter.report(progress.figures(), true)
@@ -128,8 +118,7 @@ export class Downloads {
         `hf-download.sh failed on ${how.runOn} during "${progress.phase}" (${why})${last ? `: ${last}` : ''}`,
       )
     } catch (err) {
-      if (job.signal.aborted || idle.signal.aborted) await this.stopRemote(how, pgid)
-      if (idle.signal.aborted && !job.signal.aborted)
+      if (err instanceof RemoteIdle)
         throw new Error(
           `no output from ${how.runOn} for ${Math.round(idleMs / 1000)} s during "${progress.phase}"; stopped`,
           { cause: err },
@@ -137,23 +126,6 @@ export class Downloads {
       if (err instanceof SshError && err.kind !== 'cancelled')
         throw new Error(`${how.runOn} became unreachable during "${progress.phase}": ${err.message}`, { cause: err })
       throw err
-    } finally {
-      clearTimeout(idleTimer)
-    }
-  }
-
-  /** Stops the script and everything it started on the node (its process group), not only the channel. */
-  private async stopRemote(how: { host: SshTarget; runOn: NodeName }, pgid: number | null): Promise<void> {
-    if (pgid === null) return
-    const g = shq(`-${pgid}`)
-    const command = `kill -TERM -- ${g} 2>/dev/null; sleep 1; kill -KILL -- ${g} 2>/dev/null; true`
-    try {
-      await this.deps.nodes.pool.exec(how.host, command, { timeoutMs: KILL_TIMEOUT_MS, fresh: true })
-    } catch (err) {
-      this.deps.logger.warn('could not stop the download on the node', {
-        node: how.runOn,
-        error: err instanceof Error ? err.message : String(err),
-      })
     }
   }
 }

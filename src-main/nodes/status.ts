@@ -12,7 +12,7 @@ import type { ConnectivityStore } from './connectivity'
 export type { RoleName } from '../core/serviceDirectory'
 
 /** A container that started this recently and does not answer yet is Starting, not Unhealthy. */
-const STARTING_GRACE_MS = 10 * 60 * 1000
+export const STARTING_GRACE_MS = 10 * 60 * 1000
 const HTTP_TIMEOUT_MS = 4000
 
 export interface ContainerInfo {
@@ -23,7 +23,11 @@ export interface ContainerInfo {
 }
 
 /** `docker inspect` of one container over SSH (6 s): running, exited, …, missing or unknown. */
-export async function inspectContainer(pool: SshPool, target: SshTarget, container: string): Promise<ContainerInfo> {
+export async function inspectContainer(
+  pool: Pick<SshPool, 'exec'>,
+  target: SshTarget,
+  container: string,
+): Promise<ContainerInfo> {
   try {
     const res = await pool.exec(
       target,
@@ -54,11 +58,41 @@ export async function inspectContainer(pool: SshPool, target: SshTarget, contain
   }
 }
 
+export interface HttpHealth {
+  ok: boolean
+  /** The service answered at all (any HTTP status): an answer with an error is not "still starting". */
+  answered: boolean
+  ms: number | null
+  model: string | null
+  error: string | null
+}
+
+/**
+ * The label rules (spec 1, 4.1), in order:
+ * - Healthy: the health check answers OK (the container state is then secondary: SSH may be down);
+ * - Stopped: the container exists but is not running (exited, created, paused, dead);
+ * - Starting: the container is restarting, or started less than STARTING_GRACE_MS ago and does not
+ *   answer yet;
+ * - Unhealthy: everything else, including a service that answers with an error (HTTP 500 is a fault,
+ *   not a start-up), a missing container and an unreadable one.
+ * Not configured is decided before any check (no node or no usable address).
+ */
+export function serviceLabel(
+  container: Pick<ContainerInfo, 'state' | 'started_at'>,
+  http: Pick<HttpHealth, 'ok' | 'answered'>,
+  now: number,
+): Exclude<ServiceStatus['label'], 'Not configured'> {
+  if (http.ok) return 'Healthy'
+  if (['exited', 'created', 'paused', 'dead'].includes(container.state)) return 'Stopped'
+  if (http.answered) return 'Unhealthy'
+  if (container.state === 'restarting') return 'Starting'
+  const startedMs = container.started_at ? Date.parse(container.started_at) : NaN
+  const recentlyStarted = Number.isFinite(startedMs) && now - startedMs < STARTING_GRACE_MS
+  return container.state === 'running' && recentlyStarted ? 'Starting' : 'Unhealthy'
+}
+
 /** GET /health then /v1/models on the service itself. */
-export async function httpHealth(
-  baseUrl: string,
-  signal?: AbortSignal,
-): Promise<{ ok: boolean; ms: number | null; model: string | null; error: string | null }> {
+export async function httpHealth(baseUrl: string, signal?: AbortSignal): Promise<HttpHealth> {
   const t0 = performance.now()
   const timeout = AbortSignal.timeout(HTTP_TIMEOUT_MS)
   const sig = signal ? AbortSignal.any([signal, timeout]) : timeout
@@ -66,7 +100,7 @@ export async function httpHealth(
     const health = await fetch(`${baseUrl}/health`, { signal: sig })
     await health.body?.cancel()
     const ms = Math.round(performance.now() - t0)
-    if (!health.ok) return { ok: false, ms, model: null, error: `HTTP ${health.status} from /health` }
+    if (!health.ok) return { ok: false, answered: true, ms, model: null, error: `HTTP ${health.status} from /health` }
     let model: string | null = null
     try {
       const models = await fetch(`${baseUrl}/v1/models`, { signal: sig })
@@ -78,12 +112,12 @@ export async function httpHealth(
     } catch {
       // health answered; the model list is optional
     }
-    return { ok: true, ms, model, error: null }
+    return { ok: true, answered: true, ms, model, error: null }
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } }
     const reason =
       e.name === 'TimeoutError' ? `no answer within ${HTTP_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.message)
-    return { ok: false, ms: null, model: null, error: reason }
+    return { ok: false, answered: false, ms: null, model: null, error: reason }
   }
 }
 
@@ -105,39 +139,19 @@ export class StatusService {
 
   constructor(private readonly deps: StatusDeps) {}
 
-  async check(role: RoleLocation, signal?: AbortSignal): Promise<ServiceStatus> {
+  /** `known`: the container's state when the caller already inspected it (one SSH call for many). */
+  async check(role: RoleLocation, signal?: AbortSignal, known?: ContainerInfo): Promise<ServiceStatus> {
     const base = `${publicBaseUrl(this.deps.config)}/v1`
     const common = { name: role.name, port: role.port, container: role.container, base_url: base }
     if (!role.ssh || role.baseUrl === null) {
-      return {
-        ...common,
-        configured: false,
-        host: null,
-        container_state: 'unknown',
-        restart_count: null,
-        started_at: null,
-        http_ok: false,
-        http_ms: null,
-        model: null,
-        upstream_url: null,
-        label: 'Not configured',
-        error: null,
-      }
+      return notConfiguredStatus(common, null)
     }
     const upstream = role.baseUrl
     const [container, http] = await Promise.all([
-      inspectContainer(this.deps.pool, role.ssh, role.container),
+      known ?? inspectContainer(this.deps.pool, role.ssh, role.container),
       httpHealth(upstream, signal),
     ])
-    const startedMs = container.started_at ? Date.parse(container.started_at) : NaN
-    const recentlyStarted = Number.isFinite(startedMs) && this.deps.clock.now() - startedMs < STARTING_GRACE_MS
-    const label: ServiceStatus['label'] = http.ok
-      ? 'Healthy'
-      : container.state === 'running' && recentlyStarted
-        ? 'Starting'
-        : container.state === 'restarting' || container.state === 'created'
-          ? 'Starting'
-          : 'Unhealthy'
+    const label = serviceLabel(container, http, this.deps.clock.now())
     const error = http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null
     await this.deps.connectivity.observe(role.name, http.ok, error ?? undefined)
     return {
@@ -156,12 +170,12 @@ export class StatusService {
     }
   }
 
-  async all(signal?: AbortSignal): Promise<StatusView> {
+  async all(signal?: AbortSignal, known: Partial<Record<RoleName, ContainerInfo>> = {}): Promise<StatusView> {
     const roles = this.deps.services.roles()
     const [llm, asr, tts] = await Promise.all([
-      this.check(roles.llm, signal),
-      this.check(roles.asr, signal),
-      this.check(roles.tts, signal),
+      this.check(roles.llm, signal, known.llm),
+      this.check(roles.asr, signal, known.asr),
+      this.check(roles.tts, signal, known.tts),
     ])
     this.publishChanges({ llm, asr, tts })
     return { llm, asr, tts, checked_at: this.deps.clock.now() }
@@ -176,5 +190,26 @@ export class StatusService {
       this.seen.set(service, { label: status.label, key })
       this.deps.events?.publish('service.state', { service, previous: prev?.label ?? null, status })
     }
+  }
+}
+
+/** The record of a service with no node to run on. */
+export function notConfiguredStatus(
+  common: Pick<ServiceStatus, 'name' | 'port' | 'container' | 'base_url'>,
+  error: string | null,
+): ServiceStatus {
+  return {
+    ...common,
+    configured: false,
+    host: null,
+    container_state: 'unknown',
+    restart_count: null,
+    started_at: null,
+    http_ok: false,
+    http_ms: null,
+    model: null,
+    upstream_url: null,
+    label: 'Not configured',
+    error,
   }
 }

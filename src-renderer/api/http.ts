@@ -1,3 +1,4 @@
+import { createParser } from 'eventsource-parser'
 import { contract, type MethodName } from '../../src-main/contract'
 import { splitRoute, type MethodDef } from '../../src-main/contract/define'
 import {
@@ -72,6 +73,8 @@ export function httpApi(origin: string, onUnauthorized: () => void = () => undef
     },
     subscribe<M extends MethodName>(method: M, input: InputOf<M>, h: StreamHandlers<OutputOf<M>>): () => void {
       const req = buildRequest(contract[method], (input ?? {}) as Record<string, unknown>)
+      // EventSource can only GET; a POST stream (explain-updates) is read from a fetch body.
+      if (req.verb !== 'GET') return postStream(origin, req, h)
       const es = new EventSource(origin + req.path, { withCredentials: false })
       es.onmessage = (e: MessageEvent<string>) => h.onEvent(JSON.parse(e.data) as OutputOf<M>)
       es.addEventListener('end', () => {
@@ -91,4 +94,55 @@ export function httpApi(origin: string, onUnauthorized: () => void = () => undef
       return () => es.close()
     },
   }
+}
+
+/** A stream method over POST: the SSE body read with fetch; a refusal (409, 503) arrives as onError with its status. */
+function postStream<T>(
+  origin: string,
+  req: { verb: string; path: string; body?: string },
+  h: StreamHandlers<T>,
+): () => void {
+  const abort = new AbortController()
+  void (async () => {
+    let res: Response
+    try {
+      res = await fetch(origin + req.path, {
+        method: req.verb,
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+        body: req.body,
+        signal: abort.signal,
+      })
+    } catch {
+      if (!abort.signal.aborted) h.onError?.(new BackendError('the stream could not be opened', 'stream_closed', 0))
+      return
+    }
+    if (!res.ok || !res.body) return h.onError?.(await errorFrom(res))
+    let ended = false
+    const parser = createParser({
+      onEvent: (e) => {
+        if (e.event === 'end') {
+          ended = true
+          h.onEnd?.()
+        } else if (e.event === 'error') {
+          ended = true
+          const body = JSON.parse(e.data) as { detail: string; code: string }
+          h.onError?.(new BackendError(body.detail, body.code, 500))
+        } else h.onEvent(JSON.parse(e.data) as T)
+      },
+    })
+    const decoder = new TextDecoder()
+    const reader = res.body.getReader()
+    try {
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        parser.feed(decoder.decode(value, { stream: true }))
+      }
+    } catch {
+      // aborted by the caller, or the connection dropped (reported below)
+    }
+    if (!ended && !abort.signal.aborted) h.onError?.(new BackendError('stream closed', 'stream_closed', 0))
+  })()
+  return () => abort.abort()
 }

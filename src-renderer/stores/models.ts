@@ -27,12 +27,12 @@ export interface FollowedJob {
   started_at: number
 }
 
-function newJob(id: string, phase: string): FollowedJob {
+export function newJob(id: string, phase: string): FollowedJob {
   return { id, phase, state: 'running', progress: null, log: [], error: null, started_at: Date.now() }
 }
 
 /** Applies one job stream event; the log keeps its tail only. */
-function applyJobEvent(job: FollowedJob, ev: JobEvent): void {
+export function applyJobEvent(job: FollowedJob, ev: JobEvent): void {
   switch (ev.type) {
     case 'phase':
       job.phase = ev.phase

@@ -208,7 +208,13 @@ export class SimNode {
     session: ssh2.Session,
   ): Promise<void> {
     this.commands.push(command)
-    if (this.slowMs > 0) await new Promise((r) => setTimeout(r, this.slowMs))
+    if (this.slowMs > 0) {
+      let gone = false
+      stream.once('close', () => (gone = true))
+      await new Promise((r) => setTimeout(r, this.slowMs))
+      // The node went down (or the client left) during the delay: nothing runs.
+      if (gone) return
+    }
     const rule = this.failRules.find((r) =>
       typeof r.match === 'string' ? command.includes(r.match) : r.match.test(command),
     )
@@ -225,6 +231,16 @@ export class SimNode {
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     this.children.add(child)
+    // bash could not start (the node's home is gone: the sim is closing): the command fails.
+    child.on('error', () => {
+      this.children.delete(child)
+      try {
+        stream.exit(127)
+        stream.end()
+      } catch {
+        // the client went away first
+      }
+    })
     let exited = false
     const kill = (sig: NodeJS.Signals): void => {
       if (exited || child.pid === undefined) return
@@ -374,6 +390,11 @@ export interface SimCluster {
   readonly launcherOrigin: string
   /** Adds a commit to the launcher's origin (node1 falls one further behind). */
   pushUpstreamCommit(message: string): void
+  /**
+   * Makes node1's launcher checkout dirty: each file is written (a tracked one is modified, a new one
+   * is untracked); null restores the clean checkout.
+   */
+  setLauncherDirty(files: readonly string[] | null): void
   authorize(publicKeyLine: string): void
   /** Env for a Tandem daemon pointed at this cluster. */
   daemonEnv(): Record<string, string>
@@ -517,6 +538,17 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
     events,
     launcherOrigin,
     pushUpstreamCommit,
+    setLauncherDirty: (files) => {
+      if (files === null) {
+        git(checkout, 'checkout', '-q', '--', '.')
+        git(checkout, 'clean', '-fdq')
+        return
+      }
+      for (const f of files) {
+        fs.mkdirSync(path.dirname(path.join(checkout, f)), { recursive: true })
+        fs.appendFileSync(path.join(checkout, f), '# local edit on the node\n')
+      }
+    },
     authorize: (line) => {
       for (const n of Object.values(nodes)) n.authorize(line)
     },

@@ -7,7 +7,8 @@
  *
  * Faults can be switched from the terminal: `down node2`, `up node2`, `hang node1`, `slow node1 800`,
  * `fail node1 nvidia-smi`, `clear node1`,
- * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `loadfail <repo>|*|none`, `help`.
+ * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `wedge asr` (500 cudaErrorUnknown until a
+ * container restart), `loadfail <repo>|*|none`, `help`.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -134,7 +135,7 @@ console.log('')
 const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
 const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
 const HELP =
-  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, loadfail <repo|*|none>'
+  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, wedge asr, loadfail <repo|*|none>'
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
   if (raw.trim() === '') return
   const [cmd, a, b] = raw.trim().split(/\s+/)
@@ -164,6 +165,10 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
     if (cmd === 'loadfail' && a) {
       sim.llm.failLoads(a === 'none' ? null : a)
       return a === 'none' ? 'llm: loads succeed again' : `llm: loads of ${a} now fail (a swap rolls back)`
+    }
+    if (cmd === 'wedge' && a === 'asr') {
+      sim.asr.wedge()
+      return 'asr wedged: transcriptions answer 500 cudaErrorUnknown until its container restarts'
     }
     if (cmd === 'fault' && a && a in fakes && b) {
       await fakes[a as keyof typeof fakes].setFault(b as 'none')

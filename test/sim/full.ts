@@ -52,8 +52,11 @@ export async function startFullSim(
       if (cmd[0] !== 'vllm' || cmd[1] !== 'serve') return
       if (node1State !== null && cmd[2]) llm.setModel(cmd[2])
       pending.push(llm.setFault('none'))
-    } else if (e.state === 'running') pending.push(bound.fake.setFault('none'))
-    else if (e.state === 'exited' || e.state === 'removed') {
+    } else if (e.state === 'running') {
+      pending.push(bound.fake.setFault('none'))
+      // A (re)started asr container is a fresh process: its wedge is gone.
+      if (bound.fake === asr) asr.containerStarted()
+    } else if (e.state === 'exited' || e.state === 'removed') {
       if (bound.fake === llm && node1State !== null) llm.setModel(null)
       pending.push(bound.fake.setFault('refused'))
     } else if (e.state === 'serve' && e.model && bound.fake === llm) pending.push(llm.load(e.model))

@@ -189,12 +189,18 @@ describe('gateway bad input and faults', () => {
         )
       }
       expect(rig.daemon.logs.lines.some((l) => /deep-health probe requested.*"service":"asr"/.test(l))).toBe(true)
-      // Until deep health exists, the request is recorded as a connectivity report.
-      const conn = (await (await rig.daemon.admin('/api/connectivity')).json()) as {
-        events: { subject: string; kind: string; source: string | null; error: string | null }[]
+      // Deep health probed the asr for real (its own silence probe) and saw the wedge.
+      type Last = { ok: boolean; wedged: boolean; error: string | null } | null
+      let last: Last = null
+      while (last === null) {
+        const view = (await (await rig.daemon.admin('/api/deep-health')).json()) as {
+          services: { service: string; last: Last }[]
+        }
+        last = view.services.find((s) => s.service === 'asr')?.last ?? null
+        if (last === null) await new Promise((r) => setTimeout(r, 10))
       }
-      const report = conn.events.find((e) => e.subject === 'asr' && e.kind === 'report' && e.source === 'gateway')
-      expect(report?.error).toMatch(/CUFFT_INTERNAL_ERROR/)
+      expect(last).toMatchObject({ ok: false, wedged: true })
+      expect(last.error).toMatch(/CUFFT_INTERNAL_ERROR/)
     } finally {
       await rig.asr.setFault('none')
     }

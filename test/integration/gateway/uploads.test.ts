@@ -55,7 +55,7 @@ describe('gateway uploads', () => {
       events: new EventBus(systemClock),
       limits: new Limits({ clock: systemClock, publicPerMinute: 0 }),
       services: new ServiceDirectory(config),
-      deepHealth: { requestProbe: () => undefined },
+      deepHealth: { requestProbe: () => 'unavailable' },
       options,
     })
     const app = express()

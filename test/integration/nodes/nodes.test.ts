@@ -159,7 +159,7 @@ describe('nodes over real SSH and HTTP', () => {
     const r = sim.cluster.node1.runLocal('docker stop vllm_node')
     expect(r.code).toBe(0)
     const after = (await json(await daemon.admin('/api/status'))).body
-    expect(after.llm).toMatchObject({ container_state: 'exited', http_ok: false, label: 'Unhealthy' })
+    expect(after.llm).toMatchObject({ container_state: 'exited', http_ok: false, label: 'Stopped' })
     const conn = (await json(await daemon.admin('/api/connectivity'))).body
     expect(conn.subjects.llm.state).toBe('down')
     expect(conn.events.at(-1)).toMatchObject({ subject: 'llm', kind: 'transition', state: 'down' })

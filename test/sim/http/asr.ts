@@ -22,6 +22,14 @@ export interface FakeAsrOptions extends FakeOptions {
 
 export interface FakeAsr extends FakeServer {
   readonly model: string
+  /**
+   * A wedged asr, as a broken CUDA context leaves one: /health and /v1/models still answer, every
+   * transcription and diarization is a 500 with `cudaErrorUnknown`, until the container restarts.
+   */
+  wedge(message?: string): void
+  readonly wedged: boolean
+  /** The container (re)started: a fresh process, so a wedge is gone (the sim calls this on `running`). */
+  containerStarted(): void
   /** The text fields of each multipart request, as parsed (repeated names become arrays). */
   readonly forms: Record<string, string | string[]>[]
 }
@@ -87,6 +95,7 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
   const model = opts.model ?? 'sim/parakeet-tdt-0.6b'
   const lead = opts.leadingSpace ?? true
   const forms: Record<string, string | string[]>[] = []
+  let wedge: string | null = null
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
@@ -105,6 +114,10 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     if (req.method !== 'POST' || (!transcribe && path !== '/v1/audio/diarize-chunk')) {
       req.resume()
       return sendJson(res, 404, { detail: `no route ${req.method} ${path}` })
+    }
+    if (wedge !== null) {
+      req.resume()
+      return sendJson(res, 500, { error: { message: wedge, type: 'InternalServerError', code: 500 }, detail: wedge })
     }
     if (!(req.headers['content-type'] ?? '').startsWith('multipart/form-data'))
       return sendJson(res, 400, { detail: 'expected multipart/form-data' })
@@ -195,5 +208,16 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
   }
 
   const fake = await startFake('asr', handle, opts)
-  return Object.assign(fake, { model, forms })
+  const asr = Object.assign(fake, {
+    model,
+    forms,
+    wedge(message = 'CUDA error: cudaErrorUnknown: an unknown internal error occurred (transcription)') {
+      wedge = message
+    },
+    containerStarted() {
+      wedge = null
+    },
+  })
+  // A getter, so the state is read live (Object.assign would copy its value once).
+  return Object.defineProperty(asr, 'wedged', { get: () => wedge !== null, enumerable: true }) as FakeAsr
 }

@@ -41,7 +41,17 @@ export interface FakeLlm extends FakeServer {
   readonly loading: string | null
   /** Where the engine's log lines go (the llm container's log). */
   setEngineLog(write: ((line: string) => void) | null): void
+  /**
+   * Streamed chat answers start with reasoning: 'field' sends it as `reasoning_content` deltas (vLLM's
+   * reasoning parser), 'think' inside `<think>…</think>` in the content, the tags split across chunks.
+   */
+  setReasoning(mode: 'off' | 'field' | 'think'): void
+  /** The last chat or completion request's body (what a caller asked). */
+  readonly lastRequest: unknown
 }
+
+/** The reasoning the fake thinks before it answers (with setReasoning). */
+export const SIM_REASONING = ['Let', ' me', ' read', ' the', ' commits', ' first.']
 
 /** What vLLM logs when it cannot bring the engine up (deep health matches the last line too). */
 export const LOAD_FAILURE = 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB'
@@ -83,6 +93,8 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   let model: string | null = opts.model === undefined ? 'sim/Qwen3-8B-Instruct' : opts.model
   const created = 1_767_225_600
   let seq = 0
+  let reasoning: 'off' | 'field' | 'think' = 'off'
+  let lastRequest: unknown = null
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
@@ -111,6 +123,7 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
     } catch {
       return sendJson(res, 400, { error: { message: 'malformed JSON body', type: 'BadRequestError', code: 400 } })
     }
+    lastRequest = body
     if (!model) return sendJson(res, 404, { error: { message: 'no model loaded', type: 'NotFoundError', code: 404 } })
     if (typeof body.model === 'string' && body.model !== model)
       return sendJson(res, 404, {
@@ -135,7 +148,14 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
           : { index: 0, text: t, finish_reason: last ? 'stop' : null }
         return `data: ${JSON.stringify({ id, object, created, model, choices: [choice] })}\n\n`
       }
-      const chunks = [...tokens.map((t) => chunk(t, false)), chunk('', true), 'data: [DONE]\n\n']
+      const thinking = (t: string): string =>
+        `data: ${JSON.stringify({ id, object, created, model, choices: [{ index: 0, delta: { reasoning_content: t }, finish_reason: null }] })}\n\n`
+      let before: string[] = []
+      if (chat && reasoning === 'field') before = SIM_REASONING.map(thinking)
+      // The tags arrive cut in two, as a tokenizer may split them.
+      else if (chat && reasoning === 'think')
+        before = ['<th', 'ink>', ...SIM_REASONING, '</thi', 'nk>\n\n'].map((t) => chunk(t, false))
+      const chunks = [...before, ...tokens.map((t) => chunk(t, false)), chunk('', true), 'data: [DONE]\n\n']
       if (await writeChunks(res, ctx, chunks, opts.chunkDelayMs ?? 0)) res.end()
       return
     }
@@ -216,6 +236,10 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
     setEngineLog(write: ((line: string) => void) | null) {
       engineLog = write
     },
+    setReasoning(mode: 'off' | 'field' | 'think') {
+      reasoning = mode
+    },
   })
+  Object.defineProperty(llm, 'lastRequest', { get: () => lastRequest, enumerable: true })
   return Object.defineProperty(llm, 'loading', { get: () => loading, enumerable: true }) as FakeLlm
 }

@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import { spawnSync } from 'node:child_process'
+import { containerFileCommand } from './containerFiles.mjs'
 
 const STATE = process.env.SIM_STATE
 const DIR = path.join(STATE, 'docker')
@@ -139,6 +140,19 @@ function takeFlag(args, names, hasValue) {
   return vals
 }
 
+// Real-shaped `docker pull` output as a non-TTY client prints it: per layer a status line per
+// step, with "Downloading [==>   ]  12.5MB/98.3MB" progress lines in between.
+function human(bytes) {
+  if (bytes >= 1e9) return `${(bytes / 1e9).toFixed(2)}GB`
+  if (bytes >= 1e6) return `${(bytes / 1e6).toFixed(1)}MB`
+  if (bytes >= 1e3) return `${(bytes / 1e3).toFixed(1)}kB`
+  return `${bytes}B`
+}
+function bar(done, total) {
+  const width = 50
+  const filled = Math.min(width, Math.floor((done / total) * width))
+  return `[${'='.repeat(Math.max(0, filled - 1))}${filled > 0 ? '>' : ''}${' '.repeat(width - filled)}]`
+}
 function pull(image) {
   const [repo, tag = 'latest'] = image.split(/:(?=[^/]+$)/)
   if (fs.existsSync(path.join(STATE, 'registry_down')))
@@ -146,16 +160,49 @@ function pull(image) {
       `Error response from daemon: Get "https://${repo.split('/')[0]}/v2/": dial tcp: lookup ${repo.split('/')[0]}: no such host`,
     )
   out(`${tag}: Pulling from ${repo}`)
-  const layers = [0, 1, 2].map(() => crypto.randomBytes(6).toString('hex'))
-  for (const l of layers) out(`${l}: Pulling fs layer`)
-  for (const l of layers) out(`${l}: Pull complete`)
-  const digest = crypto.createHash('sha256').update(image).digest('hex')
-  out(`Digest: sha256:${digest}`)
+  const seed = crypto.createHash('sha256').update(image).digest()
+  const layers = [0, 1, 2, 3].map((i) => ({
+    id: crypto.createHash('sha256').update(`${image}#${i}`).digest('hex').slice(0, 12),
+    size: 1_000_000 + seed[i] * 400_000,
+  }))
+  for (const l of layers) out(`${l.id}: Pulling fs layer`)
+  for (const l of layers.slice(1)) out(`${l.id}: Waiting`)
+  for (const l of layers) {
+    for (const f of [0.25, 0.5, 0.75, 1]) {
+      const done = Math.round(l.size * f)
+      out(`${l.id}: Downloading ${bar(done, l.size)}  ${human(done)}/${human(l.size)}`)
+    }
+    out(`${l.id}: Verifying Checksum`)
+    out(`${l.id}: Download complete`)
+  }
+  for (const l of layers) {
+    out(`${l.id}: Extracting ${bar(l.size, l.size)}  ${human(l.size)}/${human(l.size)}`)
+    out(`${l.id}: Pull complete`)
+  }
+  out(`Digest: sha256:${crypto.createHash('sha256').update(image).digest('hex')}`)
   out(`Status: Downloaded newer image for ${repo}:${tag}`)
   out(`${image.includes(':') ? image : image + ':latest'}`)
   const list = images().filter((i) => i !== image)
   list.push(image)
   fs.writeFileSync(IMAGES, JSON.stringify(list))
+}
+
+// A container named in $SIM_STATE/docker/crash/<name> (holding an exit code) exits right after
+// every start, counting a restart each time, like one in a restart loop.
+function crashCode(c) {
+  try {
+    return Number(fs.readFileSync(path.join(DIR, 'crash', c.Name.slice(1)), 'utf8').trim() || '1')
+  } catch {
+    return null
+  }
+}
+function started(c) {
+  const code = crashCode(c)
+  if (code === null) return
+  appendLog(c, `fatal: engine core initialization failed (exit ${code})`)
+  setRunning(c, false, code)
+  c.RestartCount = (c.RestartCount ?? 0) + 1
+  save(c)
 }
 
 const args = process.argv.slice(2)
@@ -222,12 +269,16 @@ switch (cmd) {
         rc = 1
         continue
       }
-      if (cmd === 'start' && !c.State.Running) setRunning(c, true)
+      if (cmd === 'start' && !c.State.Running) {
+        setRunning(c, true)
+        started(c)
+      }
       if ((cmd === 'stop' || cmd === 'kill') && c.State.Running) setRunning(c, false, cmd === 'kill' ? 137 : 0)
       if (cmd === 'restart') {
         if (c.State.Running) setRunning(c, false)
         c.RestartCount = (c.RestartCount ?? 0) + 1
         setRunning(c, true)
+        started(c)
       }
       out(n)
     }
@@ -246,6 +297,8 @@ switch (cmd) {
       fs.rmSync(cfile(c.Name.slice(1)))
       // Like docker: a removed container's log goes with it.
       fs.rmSync(path.join(DIR, 'logs', `${c.Name.slice(1)}.log`), { force: true })
+      // …and so do its files: a new container starts from its image.
+      fs.rmSync(path.join(DIR, 'rootfs', c.Name.slice(1)), { recursive: true, force: true })
       event(c.Name.slice(1), 'removed')
       out(n)
     }
@@ -362,6 +415,7 @@ switch (cmd) {
     save(c)
     event(name, 'created')
     setRunning(c, true)
+    started(c)
     if (flags.detach) out(id)
     break
   }
@@ -374,8 +428,18 @@ switch (cmd) {
     if (!c) die(`Error response from daemon: No such container: ${name}`)
     if (!c.State.Running) die(`Error response from daemon: container ${c.Id} is not running`)
     if (args.length === 0) die('"docker exec" requires at least 2 arguments.')
+    // Ownership is not simulated: the change is recorded in the container's log and chowns.log.
+    if (args[0] === 'chown') {
+      const what = args.slice(1).join(' ')
+      fs.appendFileSync(path.join(DIR, 'chowns.log'), `${name} ${what}\n`)
+      appendLog(c, `chown ${what}`)
+      process.exit(0)
+    }
     const root = path.join(DIR, 'rootfs', name)
     fs.mkdirSync(root, { recursive: true })
+    // File commands on the container's own paths (the speech patches): mapped under its directory.
+    const fileRc = containerFileCommand(root, args)
+    if (fileRc !== null) process.exit(fileRc)
     const env = { ...process.env }
     for (const e of [...(c.Config.Env ?? []), ...envs]) {
       const k = e.split('=')[0]
@@ -437,13 +501,16 @@ switch (cmd) {
     const user = takeFlag(args, ['-u', '--username'], true)[0]
     const stdinPw = takeFlag(args, ['--password-stdin'], false).length > 0
     takeFlag(args, ['-p', '--password'], true)
-    const pw = stdinPw ? fs.readFileSync(0, 'utf8').trim() : ''
+    const pw = stdinPw ? fs.readFileSync(0, 'utf8').replace(/\r?\n$/, '') : ''
     if (!user || (stdinPw && pw === '')) die('Error: Cannot perform an interactive login from a non TTY device')
     if (pw === 'wrong')
       die(
         `Error response from daemon: Get "https://${args[0] ?? 'registry'}/v2/": unauthorized: incorrect username or password`,
       )
     if (!stdinPw) process.stderr.write('WARNING! Using --password via the CLI is insecure. Use --password-stdin.\n')
+    // What the registry saw, for tests: the server, the user and a hash of the password.
+    const sha = crypto.createHash('sha256').update(pw).digest('hex')
+    fs.appendFileSync(path.join(DIR, 'logins.log'), `${args[0] ?? 'docker.io'} ${user} ${sha}\n`)
     out('Login Succeeded')
     break
   }

@@ -27,6 +27,7 @@ describe('the event table', () => {
   it('has the kinds of push event, each a zod payload', () => {
     expect(Object.keys(eventPayloads).sort()).toEqual([
       'connectivity.transition',
+      'deephealth.result',
       'hardware.snapshot',
       'job.update',
       'service.state',

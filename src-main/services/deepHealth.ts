@@ -1,0 +1,501 @@
+import type { Clock } from '../core/clock'
+import type { EventPublisher } from '../core/events'
+import type { Logger } from '../core/logger'
+import type { ServiceDirectory } from '../core/serviceDirectory'
+import type { z } from 'zod'
+import type { DeepHealthResult, DeepHealthView, RestartHold } from '../contract/services'
+import type { DeepHealthHook, ProbedService, ProbeStart, ReportSink } from '../gateway/deepHealth'
+import { voiceLanguage } from '../gateway/speech'
+import { upstreamDetail } from '../gateway/wire'
+import { inspectContainer } from '../nodes/status'
+import type { SshPool } from '../ssh/pool'
+import type { ServiceControl, ServiceLocation } from './types'
+
+/** The services deep health probes, in the order a round starts them. */
+export const PROBED_SERVICES: readonly ProbedService[] = ['asr', 'tts', 'llm']
+
+/** Spec 1, 3.3 and 8: the limits on auto-restarts. */
+export const RESTART_LIMITS = {
+  /** No auto-restart within this long of the daemon starting or the container (re)starting. */
+  graceMs: 60_000,
+  /** Since the last auto-restart of that service. */
+  cooldownMs: 120_000,
+  /** At most this many auto-restarts of one service… */
+  cap: 3,
+  /** …within this window. */
+  windowMs: 30 * 60_000,
+} as const
+
+/** How long each probe may take before it counts as failing (a hung service must not hold a probe forever). */
+export const PROBE_TIMEOUTS_MS: Readonly<Record<ProbedService, number>> = { asr: 30_000, tts: 30_000, llm: 60_000 }
+
+const ERROR_EXCERPT = 300
+export const IDLE_NOTE = 'no model currently loaded (idle)'
+
+/** Spec 1, 6.2 rule 2: errors that mean the container is wedged and a restart may clear it. */
+const WEDGE_PATTERNS: readonly { name: string; test: RegExp }[] = [
+  { name: 'cudaErrorUnknown', test: /cudaErrorUnknown/i },
+  { name: 'CUFFT_INTERNAL_ERROR', test: /CUFFT_INTERNAL_ERROR/i },
+  { name: 'engine core init failure', test: /engine[ _-]?core[^\n]{0,40}(initiali[sz]ation failed|failed to start)/i },
+]
+
+/** The wedge pattern a failure matches (an HTTP 500, or one of the known error texts), or null. */
+export function wedgePattern(status: number | null, text: string): string | null {
+  for (const p of WEDGE_PATTERNS) if (p.test.test(text)) return p.name
+  return status === 500 ? 'HTTP 500' : null
+}
+
+/** `seconds` of digital silence as a 16 kHz, 16-bit mono PCM WAV, built in memory. */
+export function silenceWav(seconds = 1, sampleRate = 16_000): Buffer {
+  const dataBytes = Math.round(seconds * sampleRate) * 2
+  const buf = Buffer.alloc(44 + dataBytes)
+  buf.write('RIFF', 0, 'ascii')
+  buf.writeUInt32LE(36 + dataBytes, 4)
+  buf.write('WAVE', 8, 'ascii')
+  buf.write('fmt ', 12, 'ascii')
+  buf.writeUInt32LE(16, 16)
+  buf.writeUInt16LE(1, 20) // PCM
+  buf.writeUInt16LE(1, 22) // mono
+  buf.writeUInt32LE(sampleRate, 24)
+  buf.writeUInt32LE(sampleRate * 2, 28)
+  buf.writeUInt16LE(2, 32)
+  buf.writeUInt16LE(16, 34)
+  buf.write('data', 36, 'ascii')
+  buf.writeUInt32LE(dataBytes, 40)
+  return buf
+}
+
+/** What one probe saw. `status` is the HTTP status of a failed call (null: no answer). */
+interface Outcome {
+  ok: boolean
+  error: string | null
+  note: string | null
+  status: number | null
+}
+
+const ok = (note: string | null = null): Outcome => ({ ok: true, error: null, note, status: null })
+const failed = (error: string, status: number | null = null): Outcome => ({ ok: false, error, note: null, status })
+
+/** A call that got no HTTP answer: refused or reset (`unreachable`), or over its deadline. */
+class NoAnswer extends Error {
+  constructor(
+    message: string,
+    readonly unreachable: boolean,
+  ) {
+    super(message)
+  }
+}
+
+async function call(url: string, init: RequestInit, signal: AbortSignal): Promise<Response> {
+  try {
+    return await fetch(url, { ...init, signal })
+  } catch (err) {
+    if (signal.aborted) throw new NoAnswer(`no answer from ${new URL(url).pathname} in time`, false)
+    const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause
+    const why = typeof cause?.code === 'string' ? cause.code : String(cause?.message ?? (err as Error).message)
+    throw new NoAnswer(`unreachable (${why})`, true)
+  }
+}
+
+/** A non-2xx answer as a failing outcome: status and the service's own error text. */
+async function httpFailure(path: string, res: Response): Promise<Outcome> {
+  const text = await res.text().catch(() => '')
+  return failed(`HTTP ${res.status} from ${path}: ${upstreamDetail(text)}`, res.status)
+}
+
+/** Spec 1, 4.6 rule 1: 1 s of silence to the transcription endpoint. */
+async function probeAsr(base: string, signal: AbortSignal): Promise<Outcome> {
+  const form = new FormData()
+  form.append('file', new Blob([silenceWav()], { type: 'audio/wav' }), 'deep-health-silence.wav')
+  form.append('response_format', 'json')
+  const res = await call(`${base}/v1/audio/transcriptions`, { method: 'POST', body: form }, signal)
+  if (!res.ok) return httpFailure('/v1/audio/transcriptions', res)
+  const body = (await res.json().catch(() => null)) as { text?: unknown } | null
+  if (body === null || typeof body.text !== 'string') return failed('the transcription answer has no text field')
+  return ok()
+}
+
+/** A voice the tts lists, with its language (the synthesize call needs both). */
+async function ttsVoice(base: string, signal: AbortSignal): Promise<{ voice: string; language: string } | Outcome> {
+  const res = await call(`${base}/v1/voices`, { method: 'GET' }, signal)
+  if (!res.ok) return httpFailure('/v1/voices', res)
+  const body = (await res.json().catch(() => null)) as { voices?: unknown } | null
+  const list = Array.isArray(body?.voices) ? (body.voices as unknown[]) : []
+  for (const v of list) {
+    const id = typeof v === 'string' ? v : (v as { id?: unknown } | null)?.id
+    const lang = typeof v === 'object' && v !== null ? (v as { language?: unknown }).language : undefined
+    if (typeof id !== 'string') continue
+    const language = typeof lang === 'string' && lang !== '' ? lang : voiceLanguage(id)
+    if (language) return { voice: id, language }
+  }
+  return failed('the tts lists no voice to synthesize with')
+}
+
+/** Spec 1, 4.6 rule 2: a short text as multipart to the synthesize endpoint. */
+async function probeTts(base: string, signal: AbortSignal): Promise<Outcome> {
+  const v = await ttsVoice(base, signal)
+  if ('ok' in v) return v
+  const form = new FormData()
+  form.append('text', 'Health check.')
+  form.append('language', v.language)
+  form.append('voice', v.voice)
+  const res = await call(`${base}/v1/audio/synthesize`, { method: 'POST', body: form }, signal)
+  if (!res.ok) return httpFailure('/v1/audio/synthesize', res)
+  const audio = Buffer.from(await res.arrayBuffer())
+  if (audio.length === 0) return failed('the tts answered no audio')
+  return ok()
+}
+
+/** Spec 1, 3.3: nothing answering or an empty model list is an idle llm; otherwise one token. */
+async function probeLlm(base: string, signal: AbortSignal): Promise<Outcome> {
+  let res: Response
+  try {
+    res = await call(`${base}/v1/models`, { method: 'GET' }, signal)
+  } catch (err) {
+    if (err instanceof NoAnswer && err.unreachable) return ok(IDLE_NOTE)
+    throw err
+  }
+  if (!res.ok) return httpFailure('/v1/models', res)
+  const body = (await res.json().catch(() => null)) as { data?: { id?: unknown }[] } | null
+  const model = (body?.data ?? []).map((m) => m.id).find((id): id is string => typeof id === 'string')
+  if (model === undefined) return ok(IDLE_NOTE)
+  const done = await call(
+    `${base}/v1/completions`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, prompt: 'ping', max_tokens: 1, temperature: 0 }),
+    },
+    signal,
+  )
+  if (!done.ok) return httpFailure('/v1/completions', done)
+  await done.arrayBuffer()
+  return ok(`one token from ${model}`)
+}
+
+const PROBES: Record<ProbedService, (base: string, signal: AbortSignal) => Promise<Outcome>> = {
+  asr: probeAsr,
+  tts: probeTts,
+  llm: probeLlm,
+}
+
+export interface DeepHealthDeps {
+  readonly control: ServiceControl
+  readonly directory: Pick<ServiceDirectory, 'role'>
+  /** For the container's start time (the start-up grace). */
+  readonly pool: Pick<SshPool, 'exec'>
+  readonly connectivity: ReportSink
+  readonly events: EventPublisher
+  readonly clock: Clock
+  readonly logger: Logger
+  /** DEEP_HEALTH_INTERVAL_S. */
+  readonly intervalS: number
+  /** True while a model swap holds the llm (it is never restarted then). */
+  readonly swapBusy: () => boolean
+  /** Per-service probe deadlines (tests shorten them). */
+  readonly timeoutsMs?: Partial<Record<ProbedService, number>>
+}
+
+interface Counters {
+  /** Auto-restart attempts, newest last (pruned to the cap window). */
+  recent: number[]
+  total: number
+  last: number | null
+}
+
+type RestartOutcome = DeepHealthResult['restart']
+
+/**
+ * Deep health (spec 1, 3.3, 4.6, 6.2): synthetic probes of asr, tts and llm, every `intervalS` and
+ * on request. A failure that matches a wedge pattern asks for a restart of the container, which
+ * happens only outside the start-up grace, the cooldown and the cap; the result says which held it
+ * back. Nothing is written to disk: results and counters live in memory, recoveries go to the
+ * connectivity store as reports. One probe per service at a time; a second request joins it.
+ */
+export class DeepHealth implements DeepHealthHook {
+  private readonly last = new Map<ProbedService, DeepHealthResult>()
+  private readonly counters = new Map<ProbedService, Counters>()
+  private readonly inflight = new Map<ProbedService, Promise<DeepHealthResult>>()
+  private readonly aborts = new Set<AbortController>()
+  private readonly followUps = new Set<ReturnType<typeof setTimeout>>()
+  private timer: ReturnType<typeof setTimeout> | null = null
+  private stopped = false
+  /** The daemon's start, for the start-up grace. */
+  private readonly since: number
+
+  constructor(private readonly deps: DeepHealthDeps) {
+    this.since = deps.clock.now()
+  }
+
+  /** Starts the loop: the first round after one interval (the gateway asks for probes sooner when it sees a failure). */
+  start(): void {
+    this.stopped = false
+    this.schedule()
+  }
+
+  stop(): void {
+    this.stopped = true
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    for (const t of this.followUps) clearTimeout(t)
+    this.followUps.clear()
+    for (const ac of this.aborts) ac.abort()
+  }
+
+  /** The gateway's hook: probe in the background now, or join the probe already running. */
+  requestProbe(service: ProbedService, reason: string): ProbeStart {
+    if (this.stopped || this.locate(service) === null) return 'unavailable'
+    if (this.inflight.has(service)) return 'running'
+    this.deps.logger.info('deep-health probe requested', { service, reason })
+    void this.run(service)
+    return 'started'
+  }
+
+  /** One round: every configured service probed at once. A probe still running from before is joined, not repeated. */
+  async round(): Promise<DeepHealthResult[]> {
+    const services = PROBED_SERVICES.filter((s) => this.locate(s) !== null)
+    const settled = await Promise.allSettled(services.map((s) => this.run(s)))
+    return settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+  }
+
+  /** Probes one service now (joining a probe in progress); never rejects. */
+  run(service: ProbedService): Promise<DeepHealthResult> {
+    const running = this.inflight.get(service)
+    if (running) return running
+    const at = this.deps.clock.now()
+    const p = this.probe(service, at)
+      .catch((err: unknown) => this.crashed(service, at, err))
+      .finally(() => this.inflight.delete(service))
+    this.inflight.set(service, p)
+    return p
+  }
+
+  /** Whether deep health can probe `service` (it is configured). */
+  configured(service: ProbedService): boolean {
+    return this.locate(service) !== null
+  }
+
+  view(): z.infer<typeof DeepHealthView> {
+    const now = this.deps.clock.now()
+    return {
+      interval_s: this.deps.intervalS,
+      services: PROBED_SERVICES.map((service) => {
+        const c = this.countersOf(service)
+        return {
+          service,
+          configured: this.locate(service) !== null,
+          running: this.inflight.has(service),
+          last: this.last.get(service) ?? null,
+          restarts_last_30m: c.recent.filter((t) => now - t < RESTART_LIMITS.windowMs).length,
+          last_restart_at: c.last,
+          total_restarts: c.total,
+        }
+      }),
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return
+    this.timer = setTimeout(
+      () => {
+        // The next round is timed from this one's start, so a hung probe never delays the others.
+        this.schedule()
+        this.round().catch((err: unknown) => this.deps.logger.error('deep-health round failed', { error: err }))
+      },
+      Math.max(10, this.deps.intervalS * 1000),
+    )
+    this.timer.unref?.()
+  }
+
+  /** Where the service runs: the services manager's answer, else the configured role. */
+  private locate(service: ProbedService): ServiceLocation | null {
+    try {
+      const fromControl = this.deps.control.locate(service)
+      if (fromControl?.baseUrl) return fromControl
+      const role = this.deps.directory.role(service)
+      if (!role.configured || role.ssh === null) return null
+      return { name: service, ssh: role.ssh, container: role.container, baseUrl: role.baseUrl }
+    } catch (err) {
+      this.deps.logger.warn('could not locate a service for deep health', { service, error: err })
+      return null
+    }
+  }
+
+  private countersOf(service: ProbedService): Counters {
+    let c = this.counters.get(service)
+    if (!c) {
+      c = { recent: [], total: 0, last: null }
+      this.counters.set(service, c)
+    }
+    return c
+  }
+
+  /** A probe that threw past its own handling (a broken dependency): a failing result, never a crash. */
+  private crashed(service: ProbedService, at: number, err: unknown): DeepHealthResult {
+    const result: DeepHealthResult = {
+      service,
+      ok: false,
+      at,
+      latency_ms: null,
+      error: this.excerpt(`probe failed: ${err instanceof Error ? err.message : String(err)}`),
+      note: null,
+      wedged: false,
+      restart: noRestart(),
+    }
+    try {
+      this.record(service, result)
+    } catch (again) {
+      this.deps.logger.error('deep health could not record a failed probe', { service, error: again })
+    }
+    return result
+  }
+
+  private async probe(service: ProbedService, at: number): Promise<DeepHealthResult> {
+    const started = performance.now()
+    let outcome: Outcome
+    const ac = new AbortController()
+    this.aborts.add(ac)
+    try {
+      const loc = this.locate(service)
+      if (loc?.baseUrl == null) throw new Error(`${service} is not configured`)
+      const timeout = this.deps.timeoutsMs?.[service] ?? PROBE_TIMEOUTS_MS[service]
+      outcome = await PROBES[service](loc.baseUrl, AbortSignal.any([ac.signal, AbortSignal.timeout(timeout)]))
+    } catch (err) {
+      outcome = failed(err instanceof NoAnswer ? err.message : `probe failed: ${(err as Error).message}`)
+    } finally {
+      this.aborts.delete(ac)
+    }
+    const latency = Math.round(performance.now() - started)
+    const error = outcome.error === null ? null : this.excerpt(outcome.error)
+    const wedge = outcome.ok ? null : wedgePattern(outcome.status, outcome.error ?? '')
+    const restart = wedge === null ? noRestart() : await this.restartIfAllowed(service, wedge)
+    const result: DeepHealthResult = {
+      service,
+      ok: outcome.ok,
+      at,
+      latency_ms: latency,
+      error,
+      note: outcome.note,
+      wedged: wedge !== null,
+      restart,
+    }
+    this.record(service, result)
+    return result
+  }
+
+  /** Keeps the result, publishes it, and reports a recovery (failing → ok) to the connectivity store. */
+  private record(service: ProbedService, result: DeepHealthResult): void {
+    const before = this.last.get(service)
+    this.last.set(service, result)
+    try {
+      this.deps.events.publish('deephealth.result', result)
+    } catch (err) {
+      this.deps.logger.error('publishing a deep-health result failed', { error: err })
+    }
+    if (result.ok && before !== undefined && !before.ok) {
+      Promise.resolve()
+        .then(() =>
+          this.deps.connectivity.report(service, {
+            ok: true,
+            source: 'deep-health',
+            error: null,
+            detail: `recovered: probe ok${result.note ? ` (${result.note})` : ''}; it was failing with: ${before.error ?? 'an error'}`,
+            ms: result.latency_ms,
+          }),
+        )
+        .catch((err: unknown) => this.deps.logger.error('recording a deep-health recovery failed', { error: err }))
+    }
+    if (!result.ok)
+      this.deps.logger.warn('deep-health probe failed', {
+        service,
+        error: result.error,
+        wedged: result.wedged,
+        restart: result.restart,
+      })
+  }
+
+  /** The limit that holds a restart back now, checked in the order grace, cooldown, cap. */
+  private async heldBy(
+    service: ProbedService,
+    loc: ServiceLocation,
+  ): Promise<{ hold: z.infer<typeof RestartHold>; detail: string } | null> {
+    const now = this.deps.clock.now()
+    const c = this.countersOf(service)
+    if (service === 'llm' && this.deps.swapBusy())
+      return { hold: 'swap', detail: 'a model swap holds the llm; it is never restarted during one' }
+    const known = Math.max(this.since, c.last ?? -Infinity)
+    if (now - known < RESTART_LIMITS.graceMs)
+      return { hold: 'grace', detail: graceDetail(now - known, c.last === known ? 'restarted' : 'daemon started') }
+    c.recent = c.recent.filter((t) => now - t < RESTART_LIMITS.windowMs)
+    if (c.last !== null && now - c.last < RESTART_LIMITS.cooldownMs)
+      return {
+        hold: 'cooldown',
+        detail: `last auto-restart ${secs(now - c.last)} ago; the cooldown is ${secs(RESTART_LIMITS.cooldownMs)}`,
+      }
+    if (c.recent.length >= RESTART_LIMITS.cap)
+      return {
+        hold: 'cap',
+        detail: `${c.recent.length} auto-restarts in the last 30 min; at most ${RESTART_LIMITS.cap} are allowed`,
+      }
+    // The container's own start (an operator's restart, docker's restart policy): asked last, over SSH.
+    const info = await inspectContainer(this.deps.pool, loc.ssh, loc.container)
+    const startedAt = info.started_at === null ? NaN : Date.parse(info.started_at)
+    if (Number.isFinite(startedAt) && now - startedAt < RESTART_LIMITS.graceMs)
+      return { hold: 'grace', detail: graceDetail(now - startedAt, 'container started') }
+    return null
+  }
+
+  private async restartIfAllowed(service: ProbedService, wedge: string): Promise<RestartOutcome> {
+    try {
+      const loc = this.locate(service)
+      if (loc === null) return { requested: true, done: false, held_by: null, detail: `${service} is not configured` }
+      const held = await this.heldBy(service, loc)
+      if (held) return { requested: true, done: false, held_by: held.hold, detail: held.detail }
+      const c = this.countersOf(service)
+      const now = this.deps.clock.now()
+      // An attempt counts against the limits even when it fails: a half-done restart is still one.
+      c.recent.push(now)
+      c.last = now
+      c.total += 1
+      this.deps.logger.warn('deep health restarts a wedged container', { service, container: loc.container, wedge })
+      await this.deps.control.restart(service, `deep health: ${wedge}`)
+      this.followUp(service)
+      return { requested: true, done: true, held_by: null, detail: `restarted ${loc.container} (${wedge})` }
+    } catch (err) {
+      return {
+        requested: true,
+        done: false,
+        held_by: null,
+        detail: this.excerpt(`restart failed: ${(err as Error).message}`),
+      }
+    }
+  }
+
+  /** One probe when the grace after a restart is over, so a recovery shows before the next round. */
+  private followUp(service: ProbedService): void {
+    if (this.stopped) return
+    const t = setTimeout(() => {
+      this.followUps.delete(t)
+      if (!this.stopped) void this.run(service)
+    }, RESTART_LIMITS.graceMs + 5_000)
+    t.unref?.()
+    this.followUps.add(t)
+  }
+
+  private excerpt(text: string): string {
+    const t = this.deps.logger.redactor.redact(text).replace(/\s+/g, ' ').trim()
+    return t.length > ERROR_EXCERPT ? `${t.slice(0, ERROR_EXCERPT)}…` : t
+  }
+}
+
+function noRestart(): RestartOutcome {
+  return { requested: false, done: false, held_by: null, detail: null }
+}
+
+function secs(ms: number): string {
+  return `${Math.max(0, Math.round(ms / 1000))} s`
+}
+
+function graceDetail(elapsedMs: number, what: string): string {
+  return `${what} ${secs(elapsedMs)} ago; no auto-restart within the first ${secs(RESTART_LIMITS.graceMs)}`
+}

@@ -1,0 +1,83 @@
+import type { servicesContract } from '../contract/services'
+import type { CoreDeps, DomainModule } from '../core/module'
+import type { ServiceDirectory } from '../core/serviceDirectory'
+import type { ModelsModule } from '../models/module'
+import type { NodesModule } from '../nodes/module'
+import { DeepHealth } from './deepHealth'
+import { deepHealthHandlers } from './deepHealthHandlers'
+import { serviceHandlers, type ServiceMethods } from './handlers'
+import { ServiceManager } from './manager'
+import { Prebuilt } from './prebuilt'
+import { defaultOverlayDir, SpeechPatches } from './speechPatches'
+import { speechPatchHandlers } from './speechPatchHandlers'
+
+export interface ServicesDeps extends CoreDeps {
+  readonly nodes: NodesModule
+  readonly models: Pick<ModelsModule, 'swap'>
+  readonly services: ServiceDirectory
+}
+
+type ServicesMethods =
+  ServiceMethods | 'getDeepHealth' | 'runDeepHealth' | 'getSpeechModels' | 'reapplySpeechModels' | 'restartSpeechModels'
+
+/** What the services domain offers the rest of Tandem besides its API: deep health is the gateway's probe hook. */
+export type ServicesModule = DomainModule<Pick<typeof servicesContract, ServicesMethods>> & {
+  readonly manager: ServiceManager
+  readonly prebuilt: Prebuilt
+  readonly deepHealth: DeepHealth
+  readonly speechPatches: SpeechPatches
+}
+
+/** Composition of the services manager, prebuilt installs, deep health and the speech patches. */
+export async function createServicesModule(deps: ServicesDeps): Promise<ServicesModule> {
+  const { config, clock, jobs, nodes } = deps
+  const logger = deps.logger.child('services')
+  const swapBusy = (): boolean => deps.models.swap.busy()
+  // The manager is the one ServiceControl: deep health and the patches restart through it.
+  const manager = new ServiceManager({
+    config,
+    directory: deps.services,
+    status: nodes.status,
+    pool: nodes.pool,
+    clock,
+    logger,
+    swapBusy,
+  })
+  const prebuilt = new Prebuilt({ config, pool: nodes.pool, jobs, manager, clock, logger: logger.child('prebuilt') })
+  const deepHealth = new DeepHealth({
+    control: manager,
+    directory: deps.services,
+    pool: nodes.pool,
+    connectivity: nodes.connectivity,
+    events: deps.events,
+    clock,
+    logger: logger.child('deep-health'),
+    intervalS: config.deepHealthIntervalS,
+    swapBusy,
+  })
+  const speechPatches = new SpeechPatches({
+    control: manager,
+    pool: nodes.pool,
+    logger: logger.child('speech-patches'),
+    clock,
+    overlayDir: defaultOverlayDir(),
+  })
+  return {
+    name: 'services',
+    handlers: {
+      ...serviceHandlers({ manager, prebuilt, jobs }),
+      ...deepHealthHandlers(deepHealth),
+      ...speechPatchHandlers(speechPatches),
+    },
+    manager,
+    prebuilt,
+    deepHealth,
+    speechPatches,
+    start() {
+      deepHealth.start()
+    },
+    stop() {
+      deepHealth.stop()
+    },
+  }
+}

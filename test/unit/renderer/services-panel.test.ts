@@ -1,0 +1,142 @@
+// @vitest-environment happy-dom
+import { afterEach, describe, expect, it } from 'vitest'
+import type { BackendApi, OutputOf } from '../../../src-renderer/api'
+import PrebuiltPanel from '../../../src-renderer/components/services/PrebuiltPanel.vue'
+import ServicesPanel from '../../../src-renderer/components/services/ServicesPanel.vue'
+import { flush, mountWith, unmountAll } from './mount'
+
+type Service = OutputOf<'listServices'>['services'][number]
+
+function service(over: Partial<Service>): Service {
+  return {
+    name: 'asr',
+    configured: true,
+    host: '10.0.0.2',
+    port: 9000,
+    container: 'asr',
+    container_state: 'running',
+    restart_count: 0,
+    started_at: null,
+    http_ok: true,
+    http_ms: 12,
+    model: 'parakeet',
+    base_url: 'http://10.0.0.1:8080/v1',
+    upstream_url: 'http://10.0.0.2:9000',
+    label: 'Healthy',
+    error: null,
+    custom: false,
+    node: 'node2',
+    recent_changes: [],
+    ...over,
+  }
+}
+
+function fakeApi(services: Service[]): { api: BackendApi; calls: { method: string; input: unknown }[] } {
+  const calls: { method: string; input: unknown }[] = []
+  const api = {
+    transport: 'http',
+    call: async (method: string, input: unknown) => {
+      calls.push({ method, input })
+      if (method === 'listServices') return { services, checked_at: 1 }
+      if (method === 'serviceAction')
+        return { ...(input as object), ok: true, container_state: 'running', detail: 'restart done (operator)' }
+      if (method === 'serviceLogs') return { name: 'asr', container: 'asr', lines: ['one', 'Bearer ***'] }
+      if (method === 'deleteService') return { deleted: true }
+      if (method === 'prebuiltCatalog')
+        return {
+          images: [
+            {
+              id: 'parakeet-asr',
+              name: 'Parakeet',
+              kind: 'asr',
+              image: 'nvcr.io/nim/nvidia/parakeet:1',
+              container: 'parakeet-asr',
+              port: 9000,
+              volume: 'nim-cache',
+              cache_path: '/opt/nim/.cache',
+              env: { NIM_HTTP_API_PORT: '9000' },
+              description: 'speech recognition',
+              needs_registry_key: true,
+            },
+          ],
+        }
+      if (method === 'prebuiltInstall') return { job_id: 'prebuilt-1' }
+      throw new Error(`unexpected ${method}`)
+    },
+    subscribe: () => () => undefined,
+  } as unknown as BackendApi
+  return { api, calls }
+}
+
+const button = (el: Element, text: string): HTMLButtonElement =>
+  [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === text) as HTMLButtonElement
+
+describe('Services panel', () => {
+  afterEach(() => unmountAll())
+
+  it('shows labels, the restart counter only above 1, and Remove only for custom services', async () => {
+    const { api } = fakeApi([
+      service({ name: 'asr', restart_count: 1 }),
+      service({ name: 'tts', label: 'Unhealthy', http_ok: false, restart_count: 4, error: 'HTTP 500 from /health' }),
+      service({ name: 'whisper', custom: true, label: 'Stopped', container_state: 'exited' }),
+    ])
+    const el = await mountWith(ServicesPanel, api)
+    const cards = [...el.querySelectorAll('article')]
+    expect(cards.map((c) => c.querySelector('.badge')?.textContent)).toEqual(['Healthy', 'Unhealthy', 'Stopped'])
+    expect(cards[0]!.textContent).not.toContain('restarts')
+    expect(cards[1]!.textContent).toContain('4 restarts')
+    expect(cards[1]!.textContent).toContain('HTTP 500 from /health')
+    expect(button(cards[0]!, 'Remove')).toBeUndefined()
+    expect(button(cards[2]!, 'Remove')).toBeDefined()
+  })
+
+  it('asks before a restart and runs it only after Confirm', async () => {
+    const { api, calls } = fakeApi([service({})])
+    const el = await mountWith(ServicesPanel, api)
+    const card = el.querySelector('article')!
+    button(card, 'Restart').click()
+    await flush()
+    expect(calls.filter((c) => c.method === 'serviceAction')).toEqual([])
+    expect(card.textContent).toContain('Restart asr?')
+    button(card, 'Confirm').click()
+    await flush()
+    expect(calls.filter((c) => c.method === 'serviceAction')).toEqual([
+      { method: 'serviceAction', input: { name: 'asr', action: 'restart' } },
+    ])
+    expect(card.textContent).toContain('restart: done')
+  })
+
+  it('shows the log tail', async () => {
+    const { api, calls } = fakeApi([service({})])
+    const el = await mountWith(ServicesPanel, api)
+    button(el, 'Logs').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'serviceLogs')?.input).toEqual({ name: 'asr', tail: 200 })
+    expect(el.querySelector('pre')?.textContent).toBe('one\nBearer ***')
+  })
+})
+
+describe('Prebuilt panel', () => {
+  afterEach(() => unmountAll())
+
+  it('fills the form from the catalog and installs with the env parsed', async () => {
+    const { api, calls } = fakeApi([])
+    const el = await mountWith(PrebuiltPanel, api)
+    expect(el.textContent).toContain('nvcr.io/nim/nvidia/parakeet:1')
+    button(el, 'Use').click()
+    await flush()
+    el.querySelector('form')!.dispatchEvent(new Event('submit'))
+    await flush()
+    expect(calls.find((c) => c.method === 'prebuiltInstall')?.input).toEqual({
+      image: 'nvcr.io/nim/nvidia/parakeet:1',
+      container: 'parakeet-asr',
+      volume: 'nim-cache',
+      cache_path: '/opt/nim/.cache',
+      port: 9000,
+      env: { NIM_HTTP_API_PORT: '9000' },
+      node: 'node2',
+      role: null,
+    })
+    expect(el.textContent).toContain('Starting')
+  })
+})

@@ -1,0 +1,123 @@
+// @vitest-environment happy-dom
+import { afterEach, describe, expect, it } from 'vitest'
+import type { BackendApi, OutputOf } from '../../../src-renderer/api'
+import SpeechPatchesPanel from '../../../src-renderer/components/services/SpeechPatchesPanel.vue'
+import { flush, mountWith, unmountAll } from './mount'
+
+const H = (c: string): string => c.repeat(64)
+
+function status(over: Partial<OutputOf<'getSpeechModels'>> = {}): OutputOf<'getSpeechModels'> {
+  return {
+    container: 'asr',
+    files: [
+      {
+        name: 'diarize_logic.py',
+        path: '/app/diarize_logic.py',
+        local_sha256: H('a'),
+        container_sha256: null,
+        status: 'missing',
+      },
+      {
+        name: 'diarizer.py',
+        path: '/app/diarizer.py',
+        local_sha256: H('b'),
+        container_sha256: H('c'),
+        status: 'drift',
+      },
+      {
+        name: 'asr_app.py',
+        path: '/app/asr_app.py',
+        local_sha256: H('d'),
+        container_sha256: H('d'),
+        status: 'in_sync',
+      },
+    ],
+    model: { ready: true, name: 'sim/parakeet', detail: null },
+    checked_at: 1,
+    error: null,
+    ...over,
+  }
+}
+
+function fakeApi(reapply: OutputOf<'reapplySpeechModels'>): { api: BackendApi; calls: string[] } {
+  const calls: string[] = []
+  let synced = false
+  const api = {
+    transport: 'http',
+    call: async (method: string) => {
+      calls.push(method)
+      if (method === 'getSpeechModels')
+        return synced
+          ? status({
+              files: status().files.map((f) => ({ ...f, container_sha256: f.local_sha256, status: 'in_sync' })),
+            })
+          : status()
+      if (method === 'reapplySpeechModels') {
+        synced = reapply.ok
+        return reapply
+      }
+      if (method === 'restartSpeechModels') return { ok: true, steps: [] }
+      throw new Error(`unexpected ${method}`)
+    },
+    subscribe: () => () => undefined,
+  } as unknown as BackendApi
+  return { api, calls }
+}
+
+const button = (el: HTMLElement, text: string): HTMLButtonElement =>
+  [...el.querySelectorAll('button')].find((b) => b.textContent?.includes(text)) as HTMLButtonElement
+
+describe('Speech patches panel', () => {
+  afterEach(() => {
+    unmountAll()
+  })
+
+  it('shows each overlay with its status and the model readiness', async () => {
+    const { api } = fakeApi({ ok: true, steps: [] })
+    const el = await mountWith(SpeechPatchesPanel, api)
+    const rows = [...el.querySelectorAll('tbody tr')].map((r) => r.textContent ?? '')
+    expect(rows[0]).toContain('diarize_logic.py')
+    expect(rows[0]).toContain('missing')
+    expect(rows[1]).toContain('drift')
+    expect(rows[2]).toContain('in sync')
+    expect(el.textContent).toContain('2 of 3 need reapplying')
+    expect(el.querySelector('.model')?.textContent).toContain('ready')
+  })
+
+  it('reapply asks first, then shows its steps and the fresh status', async () => {
+    const { api, calls } = fakeApi({
+      ok: true,
+      steps: [
+        { step: 'copy diarizer.py', ok: true, detail: '100 bytes' },
+        { step: 'wait for health', ok: true, detail: 'healthy after 3 s' },
+      ],
+    })
+    const el = await mountWith(SpeechPatchesPanel, api)
+    window.confirm = () => false
+    button(el, 'Reapply').click()
+    await flush()
+    expect(calls).not.toContain('reapplySpeechModels')
+
+    window.confirm = () => true
+    button(el, 'Reapply').click()
+    await flush()
+    expect(calls).toContain('reapplySpeechModels')
+    expect(el.querySelector('.steps')?.textContent).toContain('healthy after 3 s')
+    expect(el.textContent).toContain('All overlays in sync')
+  })
+
+  it('a reapply stopped by a syntax error shows the failing step and its output', async () => {
+    const { api } = fakeApi({
+      ok: false,
+      steps: [
+        { step: 'check Python syntax', ok: false, detail: 'SyntaxError: invalid syntax (/app/asr_app.py, line 9)' },
+      ],
+    })
+    const el = await mountWith(SpeechPatchesPanel, api)
+    window.confirm = () => true
+    button(el, 'Reapply').click()
+    await flush()
+    expect(el.querySelector('.steps')?.textContent).toContain('stopped')
+    expect(el.querySelector('.steps pre')?.textContent).toContain('SyntaxError')
+  })
+})
