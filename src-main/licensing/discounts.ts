@@ -23,6 +23,8 @@ import type { Clock } from '../core/clock'
 import type { AuditLog } from './audit'
 import type { PolicyRow, ProductRow } from './catalog'
 import type { LicensingDb } from './db'
+import { dbOutbox, emitEvent } from './events'
+import type { EventOutbox } from './settlement'
 
 export interface DiscountRow {
   id: string
@@ -46,6 +48,8 @@ export class Discounts {
     private readonly db: LicensingDb,
     private readonly clock: Clock,
     private readonly audit: AuditLog,
+    /** Where code.redeemed goes; defaults to the outbox table of `db`. */
+    private readonly outbox: EventOutbox = dbOutbox(db),
   ) {}
 
   private usage(codeId: string): { pending: number; redeemed: number } {
@@ -287,17 +291,51 @@ export class Discounts {
         r.listedCurrency,
         r.discountValue,
       )
-    if (r.status === 'redeemed') this.syncCount(r.codeId)
+    if (r.status === 'redeemed') {
+      this.syncCount(r.codeId)
+      this.announceRedeemed(id)
+    }
     return id
   }
 
   markRedeemed(invoiceId: string, licenseId: string): void {
     const rows = this.db
       .prepare(
-        `UPDATE discount_redemptions SET status = 'redeemed', license_id = ?, redeemed_at = ? WHERE invoice_id = ? AND status = 'pending' RETURNING discount_code_id`,
+        `UPDATE discount_redemptions SET status = 'redeemed', license_id = ?, redeemed_at = ? WHERE invoice_id = ? AND status = 'pending' RETURNING id, discount_code_id`,
       )
-      .all(licenseId, this.clock.now(), invoiceId) as { discount_code_id: string }[]
-    for (const r of rows) this.syncCount(r.discount_code_id)
+      .all(licenseId, this.clock.now(), invoiceId) as { id: string; discount_code_id: string }[]
+    for (const r of rows) {
+      this.syncCount(r.discount_code_id)
+      this.announceRedeemed(r.id)
+    }
+  }
+
+  /** code.redeemed, inside the transaction that marks the redemption. */
+  private announceRedeemed(redemptionId: string): void {
+    const r = this.db
+      .prepare(
+        `SELECT r.id, r.discount_code_id, c.code, c.kind, r.invoice_id, r.license_id, r.buyer_email
+         FROM discount_redemptions r JOIN discount_codes c ON c.id = r.discount_code_id WHERE r.id = ?`,
+      )
+      .get(redemptionId) as {
+      id: string
+      discount_code_id: string
+      code: string
+      kind: string
+      invoice_id: string
+      license_id: string | null
+      buyer_email: string | null
+    }
+    const data = {
+      redemption_id: r.id,
+      code_id: r.discount_code_id,
+      code: r.code,
+      kind: r.kind,
+      invoice_id: r.invoice_id,
+      license_id: r.license_id,
+      buyer_email: r.buyer_email,
+    }
+    emitEvent(this.outbox, 'code.redeemed', data, this.clock.now())
   }
 
   release(invoiceId: string): void {

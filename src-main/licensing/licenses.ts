@@ -24,8 +24,10 @@ import type { AuditLog } from './audit'
 import type { Catalog, PolicyRow, ProductRow } from './catalog'
 import { immediate, likeContains, type LicensingDb } from './db'
 import type { Discounts } from './discounts'
+import { dbOutbox, emitEvent } from './events'
 import { FLAG_TRIAL, hashFingerprint, isFingerprintBound, type LicensePayload } from './keys/format'
 import type { Issuer } from './keys/issuer'
+import type { EventOutbox } from './settlement'
 import { iso, parseStringList } from './json'
 
 export interface LicenseRow {
@@ -122,15 +124,25 @@ export interface LicenseDeps {
   catalog: Catalog
   discounts: Discounts
   issuer: Issuer
+  /** Where lifecycle events go; defaults to the outbox table of `db`. */
+  outbox?: EventOutbox
 }
+
+const STATUS_EVENTS = {
+  'license.revoke': 'license.revoked',
+  'license.suspend': 'license.suspended',
+  'license.reinstate': 'license.reinstated',
+} as const
 
 export class Licenses {
   private readonly db: LicensingDb
   private readonly clock: Clock
   private readonly q
+  private readonly outbox: EventOutbox
 
   constructor(private readonly deps: LicenseDeps) {
     this.db = deps.db
+    this.outbox = deps.outbox ?? dbOutbox(deps.db)
     this.clock = deps.clock
     const db = this.db
     // The hot path (validate) runs on prepared statements.
@@ -241,7 +253,35 @@ export class Licenses {
       targetId: row.id,
       details: { product: a.product.slug, policy: a.policy.slug, source: a.source, invoice_id: row.invoice_id },
     })
+    this.announceIssued(row, now)
     return { license: row, key: row.license_key }
+  }
+
+  /** license.issued for every source (paid, free redemption, admin comp), in the issuing transaction. */
+  private announceIssued(row: LicenseRow, now: number): void {
+    const inv = row.invoice_id
+      ? (this.db
+          .prepare('SELECT amount_sats, listed_currency, listed_value FROM invoices WHERE id = ?')
+          .get(row.invoice_id) as
+          { amount_sats: number; listed_currency: string | null; listed_value: number | null } | undefined)
+      : undefined
+    emitEvent(
+      this.outbox,
+      'license.issued',
+      {
+        license_id: row.id,
+        product_id: row.product_id,
+        policy_id: row.policy_id,
+        source: row.source,
+        invoice_id: row.invoice_id,
+        amount_sats: inv?.amount_sats ?? 0,
+        listed_currency: inv?.listed_currency ?? null,
+        listed_value: inv?.listed_value ?? null,
+        buyer_email: row.buyer_email,
+        expires_at: row.expires_at === null ? null : iso(row.expires_at),
+      },
+      now,
+    )
   }
 
   // ---- admin ----
@@ -300,20 +340,31 @@ export class Licenses {
     return { license: this.view(license.id), license_key: key }
   }
 
-  private setStatus(id: string, status: LicenseRow['status'], reason: string | null, action: string): LicenseView {
+  private setStatus(
+    id: string,
+    status: LicenseRow['status'],
+    reason: string | null,
+    action: keyof typeof STATUS_EVENTS,
+  ): LicenseView {
     const cur = this.must(id)
     if (cur.status === 'revoked') throw new ApiError('conflict', 'a revoked license stays revoked')
     if (action === 'license.reinstate' && cur.status !== 'suspended')
       throw new ApiError('conflict', 'only a suspended license can be reinstated')
-    this.db
-      .prepare('UPDATE licenses SET status = ?, status_reason = ?, updated_at = ? WHERE id = ?')
-      .run(status, reason, this.clock.now(), id)
-    this.deps.audit.record({
-      actor: 'admin',
-      action,
-      targetType: 'license',
-      targetId: id,
-      details: { from: cur.status, reason },
+    const event = STATUS_EVENTS[action]
+    immediate(this.db, () => {
+      const now = this.clock.now()
+      this.db
+        .prepare('UPDATE licenses SET status = ?, status_reason = ?, updated_at = ? WHERE id = ?')
+        .run(status, reason, now, id)
+      this.deps.audit.record({
+        actor: 'admin',
+        action,
+        targetType: 'license',
+        targetId: id,
+        details: { from: cur.status, reason },
+      })
+      const data = { license_id: id, product_id: cur.product_id, from_status: cur.status, status, reason }
+      emitEvent(this.outbox, event, { ...data, actor: 'admin' }, now)
     })
     return this.view(id)
   }
@@ -366,6 +417,8 @@ export class Licenses {
         targetId: id,
         details: { license_id: m.license_id, reason: why },
       })
+      const data = { machine_id: id, license_id: m.license_id, reason: why, actor }
+      emitEvent(this.outbox, 'machine.deactivated', data, this.clock.now())
     })()
     return machineView(this.db.prepare('SELECT * FROM machines WHERE id = ?').get(id) as MachineRow)
   }
@@ -434,6 +487,13 @@ export class Licenses {
         targetId: id,
         details: { license_id: r.id },
       })
+      const data = {
+        machine_id: id,
+        license_id: r.id,
+        hostname: meta.hostname ?? null,
+        platform: meta.platform ?? null,
+      }
+      emitEvent(this.outbox, 'machine.activated', data, now)
       return { ok: true, machineId: id, created: true }
     })
   }

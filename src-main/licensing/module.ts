@@ -13,6 +13,8 @@ import { adminHandlers } from './adminApi'
 import { buyerHandlers } from './buyerApi'
 import { degradedLicensing } from './degraded'
 import { createPayments } from './payments'
+import { subscriptionHandlers } from './subscriptionHandlers'
+import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './services'
 
 export type LicensingModule = DomainModule<typeof licensingContract> & { health(): ComponentHealth }
@@ -36,7 +38,13 @@ function licensingModule(services: LicensingServices): LicensingModule {
   return {
     name: 'licensing',
     health: () => ({ state: 'ok', reason: null, remedy: null }),
-    handlers: { ...buyer, ...admin, ...payments.handlers },
+    handlers: {
+      ...buyer,
+      ...admin,
+      ...payments.handlers,
+      ...subscriptionHandlers(payments.subscriptions),
+      ...tierChangeHandlers(payments.tierChanges),
+    },
     mountRoutes(router: Router) {
       payments.mountRoutes(router)
     },

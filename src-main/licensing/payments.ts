@@ -13,8 +13,11 @@ import type { ProviderKind } from './providers/types'
 import { Purchases } from './purchase'
 import { readBody } from '../http/body'
 import { Reconciler } from './reconcile'
+import { RenewalWorker } from './renewals'
 import type { LicensingServices } from './services'
 import { Settlement, type LicenseIssuer } from './settlement'
+import { isRecurring, Subscriptions } from './subscriptions'
+import { tierChangeSettleBranch, TierChanges } from './tierChanges'
 import { OutboundWebhooks, type Poster } from './webhooksOut'
 
 const WEBHOOK_BODY_LIMIT = 256 * 1024
@@ -36,6 +39,9 @@ export interface Payments {
   readonly outbox: OutboundWebhooks
   readonly reconciler: Reconciler
   readonly purchases: Purchases
+  readonly subscriptions: Subscriptions
+  readonly renewals: RenewalWorker
+  readonly tierChanges: TierChanges
   mountRoutes(router: Router): void
   start(): void
   stop(): Promise<void>
@@ -52,16 +58,28 @@ interface PaymentParts {
   readonly purchases: Purchases
   readonly inbound: ProviderWebhooks
   readonly reconciler: Reconciler
+  readonly subscriptions: Subscriptions
+  readonly renewals: RenewalWorker
+  readonly tierChanges: TierChanges
 }
 
-/** Settlement issues licenses through the licensing core; a used discount is confirmed or released with it. */
-function settlementOver(services: LicensingServices, log: Logger, outbox: OutboundWebhooks): Settlement {
+/**
+ * Settlement issues licenses through the licensing core (a recurring tier's with its subscription);
+ * a used discount is confirmed or released with it.
+ */
+function settlementOver(
+  services: LicensingServices,
+  log: Logger,
+  outbox: OutboundWebhooks,
+  subscriptions: Subscriptions,
+): Settlement {
   const { db, audit, catalog, licenses, discounts } = services
   const issuer: LicenseIssuer = {
-    issueForInvoice(inv) {
+    issueForInvoice(inv, now) {
       const product = catalog.productRow(inv.product_id)
       if (!product) throw new Error(`invoice ${inv.id} names a missing product`)
       const policy = (inv.policy_id ? catalog.policyRow(inv.policy_id) : undefined) ?? catalog.resolvePolicy(product)
+      if (isRecurring(policy)) return subscriptions.issueRecurring(inv, product, policy, now)
       const { license, key } = licenses.issue({
         product,
         policy,
@@ -90,14 +108,15 @@ function settlementOver(services: LicensingServices, log: Logger, outbox: Outbou
 }
 
 function wirePayments(services: LicensingServices, opts: PaymentsOptions): PaymentParts {
-  const { db, audit, catalog, discounts, pricing } = services
+  const { db, audit, catalog, discounts, pricing, licenses } = services
   const { clock, logger, config } = services.deps
   const log = logger.child('payments')
   const publicUrl = (): string => publicBaseUrl(config)
   const invoices = new InvoiceStore(db)
   const providers = new ProviderConnections(db, clock, log, audit, publicUrl, opts.providerFactory)
   const outbox = new OutboundWebhooks({ db, clock, logger: log.child('webhooks'), audit, post: opts.post })
-  const settlement = settlementOver(services, log, outbox)
+  const subscriptions = new Subscriptions({ db, clock, logger: log.child('subscriptions'), audit, licenses, outbox })
+  const settlement = settlementOver(services, log, outbox, subscriptions)
   const purchases = new Purchases({
     db,
     clock,
@@ -110,9 +129,37 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
     discounts,
     publicUrl,
   })
+  const tierChanges = new TierChanges({ services, purchases, outbox, publicUrl })
+  // Spec 001 §4.3: the tier-change check first, then the subscription renewal; issuance stays last.
+  settlement.addBranch(tierChangeSettleBranch(tierChanges))
+  settlement.addBranch(subscriptions.renewalBranch())
+  const renewals = new RenewalWorker({
+    db,
+    clock,
+    logger: log.child('renewals'),
+    subscriptions,
+    purchases,
+    pricing,
+    settlement,
+    outbox,
+    applyDueDowngrades: (now) => tierChanges.applyDueDowngrades(now),
+  })
   const inbound = new ProviderWebhooks({ logger: log, invoices, providers, settlement })
   const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
-  return { services, log, invoices, providers, outbox, settlement, purchases, inbound, reconciler }
+  return {
+    services,
+    log,
+    invoices,
+    providers,
+    outbox,
+    settlement,
+    purchases,
+    inbound,
+    reconciler,
+    subscriptions,
+    renewals,
+    tierChanges,
+  }
 }
 
 /**
@@ -203,6 +250,11 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
     purchases: p.purchases,
     limits: p.services.deps.limits,
     recover: async (key) => p.services.licenses.recover(key),
+    account: {
+      subscriptionOf: (licenseId) => p.subscriptions.forLicense(licenseId),
+      quote: (input) => p.tierChanges.quote(input),
+      upgrade: (input) => p.tierChanges.upgrade(input),
+    },
     invoiceExtras: (id) => {
       const v = p.invoices.view(id)
       return {
@@ -221,7 +273,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
  */
 export function createPayments(services: LicensingServices, opts: PaymentsOptions = {}): Payments {
   const parts = wirePayments(services, opts)
-  const { providers, settlement, outbox, reconciler, purchases } = parts
+  const { providers, settlement, outbox, reconciler, purchases, subscriptions, renewals, tierChanges } = parts
   return {
     handlers: paymentsHandlers(parts),
     providers,
@@ -229,12 +281,17 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
     outbox,
     reconciler,
     purchases,
+    subscriptions,
+    renewals,
+    tierChanges,
     mountRoutes: (router) => mountPaymentRoutes(router, parts),
     start() {
       outbox.start()
       reconciler.start()
+      renewals.start()
     },
     async stop() {
+      await renewals.stop()
       await reconciler.stop()
       await outbox.stop()
     },

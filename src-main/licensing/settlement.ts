@@ -73,7 +73,7 @@ export class Settlement {
   }
 
   settle(invoiceId: string, by: SettledBy): SettleOutcome {
-    const { db, clock, issuer, outbox } = this.deps
+    const { db, clock, issuer } = this.deps
     const outcome = immediate(db, (): SettleOutcome => {
       const inv = db.prepare('SELECT * FROM invoices WHERE id = ?').get(invoiceId) as InvoiceRow | undefined
       if (!inv) return { kind: 'unknown_invoice' }
@@ -98,20 +98,7 @@ export class Settlement {
       db.prepare('UPDATE invoices SET issued_license_id = ? WHERE id = ?').run(licenseId, inv.id)
       if (inv.discount_code_id) this.deps.discounts.confirm(inv.id, licenseId, now)
       this.audit(inv, by, now, { license_id: licenseId })
-      outbox.enqueue(
-        'license.issued',
-        {
-          license_id: licenseId,
-          invoice_id: inv.id,
-          product_id: inv.product_id,
-          policy_id: inv.policy_id,
-          amount_sats: inv.amount_sats,
-          listed_currency: inv.listed_currency,
-          listed_value: inv.listed_value,
-          buyer_email: inv.buyer_email,
-        },
-        now,
-      )
+      // license.issued (source purchase) is written by Licenses.issue, in this transaction.
       return { kind: 'issued', licenseId }
     })
     if (outcome.kind === 'issued') {

@@ -11,6 +11,7 @@ import type { Clock } from '../core/clock'
 import { redactUrlCredentials, type Logger } from '../core/logger'
 import type { AuditLog } from './audit'
 import type { LicensingDb } from './db'
+import { enqueueEvent, subscribedEvents } from './events'
 import type { EventOutbox } from './settlement'
 
 /** Seconds to wait before attempt n+1 after n failures; after the last, the delivery fails. */
@@ -40,15 +41,6 @@ interface DeliveryRow {
 
 export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
-}
-
-function parseEvents(text: string): string[] {
-  try {
-    const v = JSON.parse(text) as unknown
-    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []
-  } catch {
-    return []
-  }
 }
 
 export type Poster = (
@@ -106,7 +98,7 @@ export class OutboundWebhooks implements EventOutbox {
     return rows.map((r) => ({
       id: r.id,
       url: redactUrlCredentials(r.url),
-      events: parseEvents(r.events),
+      events: subscribedEvents(r.events),
       description: r.description,
       active: r.active === 1,
       created_at: r.created_at,
@@ -186,21 +178,7 @@ export class OutboundWebhooks implements EventOutbox {
 
   /** Writes one delivery per active endpoint subscribed to `event`; call inside the change's transaction. */
   enqueue(event: string, data: Record<string, unknown>, now: number): void {
-    const endpoints = this.deps.db.prepare('SELECT id, events FROM webhook_endpoints WHERE active = 1').all() as {
-      id: string
-      events: string
-    }[]
-    const insert = this.deps.db.prepare(
-      `INSERT INTO webhook_deliveries (id, endpoint_id, event, payload, status, attempts, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
-    )
-    for (const ep of endpoints) {
-      const events = parseEvents(ep.events)
-      if (!events.includes('*') && !events.includes(event)) continue
-      const id = randomUUID()
-      const payload = JSON.stringify({ id, event, created_at: new Date(now).toISOString(), data })
-      insert.run(id, ep.id, event, payload, now, now)
-    }
+    enqueueEvent(this.deps.db, event, data, now)
   }
 
   /** Queues a `webhook.test` delivery to one endpoint, whatever its event filter. */

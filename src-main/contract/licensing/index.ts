@@ -2,15 +2,18 @@ import type { ContractTable } from '../define'
 import { licensingAdminContract } from './admin'
 import { licensingBuyerContract } from './buyer'
 import { licensingPaymentsContract } from './payments'
+import { licensingSubscriptionsContract } from './subscriptions'
 
 export * from './schemas'
 export * from './buyer'
 export * from './admin'
 export * from './payments'
+export * from './subscriptions'
 
 /** The licensing methods (spec 001): buyer API, admin API, and payments, each in its own file. */
 export const licensingContract = {
   ...licensingBuyerContract,
   ...licensingAdminContract,
   ...licensingPaymentsContract,
+  ...licensingSubscriptionsContract,
 } satisfies ContractTable

@@ -119,7 +119,29 @@ export const Secret = z
   .max(256)
   .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces')
 
-export const WebhookEvent = z.string().regex(/^(\*|[a-z_]+\.[a-z_]+)$/, 'an event name like license.issued, or *')
+/** Every event the outbox delivers (README "Outbound events" documents each payload). */
+export const WebhookEventName = z.enum([
+  'license.issued',
+  'license.revoked',
+  'license.suspended',
+  'license.reinstated',
+  'license.tier_changed',
+  'machine.activated',
+  'machine.deactivated',
+  'code.redeemed',
+  'subscription.created',
+  'subscription.renewal_pending',
+  'subscription.renewed',
+  'subscription.renewal_failed',
+  'subscription.cancelled',
+  'subscription.lapsed',
+])
+export type WebhookEventName = z.infer<typeof WebhookEventName>
+
+/** What an endpoint subscribes to: a known event name, or `*` for all of them. */
+export const WebhookEvent = z.union([WebhookEventName, z.literal('*')], {
+  error: `an event name (${WebhookEventName.options.join(', ')}) or *`,
+})
 
 export const WebhookEndpointInput = z.object({
   url: HttpUrl,

@@ -9,6 +9,7 @@ import { m002MultiCurrency } from './002_multi_currency'
 import { m003TiersSubscriptions } from './003_tiers_subscriptions'
 import { m004ProductPriceChecks } from './004_product_price_checks'
 import { m005RedemptionStatus } from './005_redemption_status'
+import { m006SubscriptionFailures } from './006_subscription_failures'
 
 export interface Migration {
   readonly id: number
@@ -24,4 +25,5 @@ export const MIGRATIONS: readonly Migration[] = [
   m003TiersSubscriptions,
   m004ProductPriceChecks,
   m005RedemptionStatus,
+  m006SubscriptionFailures,
 ]

@@ -1,5 +1,14 @@
 import type { Request, Response, Router } from 'express'
-import { PurchaseInput, type PurchaseStatus, type RecoverResponse } from '../../contract/licensing'
+import type { z } from 'zod'
+import {
+  PurchaseInput,
+  type PurchaseStatus,
+  type RecoverResponse,
+  type SubscriptionView,
+  type UpgradeQuote,
+  type UpgradeStarted,
+} from '../../contract/licensing'
+import { priceLine } from '../../contract/licensing/priceLine'
 import { ApiError } from '../../contract/errors'
 import type { Logger } from '../../core/logger'
 import { limitHeaders, type Limits } from '../../core/limits'
@@ -18,7 +27,10 @@ import {
   recoverPage,
   thankYouPage,
   unknownPurchasePage,
+  upgradeQuotePage,
+  type AccountModel,
   type BuyTier,
+  type UpgradeOption,
 } from './views'
 
 const FORM_LIMIT = 32 * 1024
@@ -32,6 +44,17 @@ export interface PagesDeps {
   invoiceExtras(id: string): { product_name: string | null; buyer_email: string | null; buyer_note: string | null }
   recover(key: string): Promise<RecoverResponse>
   limits: Limits
+  /** The subscription state and upgrade path under a licence. */
+  account: BuyerAccountDeps
+}
+
+type TierTarget = { license_key: string; target_policy_slug: string }
+
+/** The same service calls as `/v1/upgrade-quote`, `/v1/upgrade`, and the subscription of a licence. */
+export interface BuyerAccountDeps {
+  subscriptionOf(licenseId: string): z.infer<typeof SubscriptionView> | null
+  quote(input: TierTarget): Promise<z.infer<typeof UpgradeQuote>>
+  upgrade(input: TierTarget): Promise<z.infer<typeof UpgradeStarted>>
 }
 
 function send(res: Response, status: number, body: string): void {
@@ -91,6 +114,69 @@ function buyModel(
   return { product: { slug: product.slug, name: product.name, description: product.description }, tiers }
 }
 
+/** Tiers of the licence's product ranked above its current one (buyers only move up the ladder). */
+function upgradeOptions(catalog: Catalog, productId: string, policySlug: string | null): UpgradeOption[] {
+  const product = catalog.productRow(productId)
+  const current = policySlug ? catalog.policyBySlug(productId, policySlug) : undefined
+  if (!product || !current || current.tier_rank === null) return []
+  const rank = current.tier_rank
+  return catalog
+    .policyRows(productId)
+    .filter((p) => p.active === 1 && p.public === 1 && p.tier_rank !== null && p.tier_rank > rank)
+    .sort((a, b) => (a.tier_rank ?? 0) - (b.tier_rank ?? 0))
+    .map((p) => {
+      const price = effectivePrice(product, p)
+      return {
+        slug: p.slug,
+        name: p.name,
+        price: priceLine({
+          currency: price.currency,
+          value: price.value,
+          isRecurring: p.is_recurring === 1,
+          renewalPeriodDays: p.renewal_period_days,
+          trialDays: 0,
+          durationDays: p.duration_days,
+        }),
+      }
+    })
+}
+
+function accountModel(
+  deps: PagesDeps,
+  l: { license_id: string | null; license_key: string | null; product_id: string; policy_slug: string | null },
+): AccountModel | null {
+  if (!l.license_id || !l.license_key) return null
+  return {
+    key: l.license_key,
+    subscription: deps.account.subscriptionOf(l.license_id),
+    upgrades: upgradeOptions(deps.catalog, l.product_id, l.policy_slug),
+  }
+}
+
+/** The upgrade forms: quote (read-only), then pay (the server recomputes the charge). */
+async function submitUpgrade(deps: PagesDeps, step: 'quote' | 'pay', req: Request, res: Response): Promise<void> {
+  const account = deps.account
+  try {
+    const f = await readForm(req)
+    const input = {
+      license_key: (f.get('key') ?? '').trim().slice(0, 16_384),
+      target_policy_slug: f.get('target') ?? '',
+    }
+    if (step === 'quote') {
+      const quote = await account.quote(input)
+      return send(res, 200, upgradeQuotePage({ key: input.license_key, quote }))
+    }
+    const started = await account.upgrade(input)
+    if (!isHttpUrl(started.checkout_url))
+      throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
+    send(res, 200, checkoutRedirectPage(started.checkout_url, started.invoice_id))
+  } catch (err) {
+    const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
+    if (!(err instanceof ApiError)) deps.logger.error('upgrade page failed', { error: err })
+    send(res, e.status, errorPage('Upgrade', e.message))
+  }
+}
+
 /** A buy-page form post: start the purchase and send the buyer to checkout, or back to the form with the error. */
 async function submitBuyForm(
   deps: PagesDeps,
@@ -133,7 +219,7 @@ async function submitBuyForm(
   }
 }
 
-/** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, and their one stylesheet and script. */
+/** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, the upgrade forms under `/buy/upgrade/`, and their one stylesheet and script. */
 export function mountPages(router: Router, deps: PagesDeps): void {
   const limited = (req: Request, res: Response): boolean => {
     const state = deps.limits.take('public', requestState(res).client.limitKey)
@@ -177,7 +263,7 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     } catch {
       return send(res, 404, unknownPurchasePage(given))
     }
-    send(res, 200, thankYouPage({ ...status, ...deps.invoiceExtras(given) }))
+    send(res, 200, thankYouPage({ ...status, ...deps.invoiceExtras(given) }, accountModel(deps, status)))
   })
 
   router.get('/recover', (req, res) => {
@@ -191,11 +277,21 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     try {
       key = ((await readForm(req)).get('key') ?? '').trim().slice(0, 16_384)
       const result = await deps.recover(key)
-      send(res, 200, recoverPage({ result }))
+      send(res, 200, recoverPage({ result, account: accountModel(deps, result) }))
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
       if (!(err instanceof ApiError)) deps.logger.error('recover page failed', { error: err })
       send(res, e.status, recoverPage({ key, error: e.message }))
     }
+  })
+
+  router.post('/buy/upgrade/quote', async (req, res) => {
+    if (limited(req, res)) return
+    await submitUpgrade(deps, 'quote', req, res)
+  })
+
+  router.post('/buy/upgrade/pay', async (req, res) => {
+    if (limited(req, res)) return
+    await submitUpgrade(deps, 'pay', req, res)
   })
 }

@@ -1,4 +1,11 @@
-import type { PurchaseStatus, RecoverResponse } from '../../contract/licensing'
+import type { z } from 'zod'
+import type {
+  PurchaseStatus,
+  RecoverResponse,
+  SubscriptionView as SubscriptionViewSchema,
+  UpgradeQuote as UpgradeQuoteSchema,
+} from '../../contract/licensing'
+import { priceLine } from '../../contract/licensing/priceLine'
 import { formatMoney } from '../../contract/money'
 import { html, page, type SafeHtml } from './html'
 
@@ -30,9 +37,117 @@ function seats(n: number): string {
 }
 
 function term(t: BuyTier): string {
-  if (t.isRecurring)
-    return `renews every ${t.renewalPeriodDays} days${t.trialDays > 0 ? `, ${t.trialDays}-day free trial` : ''}`
+  if (t.isRecurring) return `subscription, renews every ${t.renewalPeriodDays} days until cancelled`
   return t.durationDays > 0 ? `${t.durationDays} days` : 'perpetual'
+}
+
+type SubscriptionView = z.infer<typeof SubscriptionViewSchema>
+type UpgradeQuote = z.infer<typeof UpgradeQuoteSchema>
+
+/** A tier the licence can move up to, with its price as the buy page words it. */
+export interface UpgradeOption {
+  slug: string
+  name: string
+  price: string
+}
+
+/** What the thank-you and recover pages show about a licence beyond its key. */
+export interface AccountModel {
+  /** The signed key, posted back by the upgrade forms (the buyer already holds it). */
+  key: string
+  subscription: SubscriptionView | null
+  upgrades: UpgradeOption[]
+}
+
+const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
+
+function subscriptionState(s: SubscriptionView): SafeHtml {
+  const price = priceLine({
+    currency: s.listed_currency,
+    value: s.listed_value,
+    isRecurring: true,
+    renewalPeriodDays: s.period_days,
+    trialDays: 0,
+    durationDays: 0,
+  })
+  const state = {
+    active: `Active: renews on ${day(s.next_renewal_at)} (${price}).`,
+    past_due: `Payment due since ${day(s.last_renewal_attempt_at ?? s.next_renewal_at)}: pay the renewal invoice the seller sent to keep the licence.`,
+    cancelled: `Cancelled: no further charge; the licence stays valid until ${day(s.next_renewal_at)}.`,
+    lapsed: 'Lapsed: the subscription ended without renewal payment.',
+  }[s.status]
+  const live = s.status === 'active' || s.status === 'past_due'
+  return html`<section class="card" id="subscription" data-status="${s.status}">
+    <h2>Subscription</h2>
+    <p>${state}</p>
+    ${
+      live
+        ? html`<p class="muted">
+            Cancelling stops further charges and keeps the licence valid until ${day(s.next_renewal_at)}: use “Cancel
+            subscription” in the app, or ask the seller.
+          </p>`
+        : ''
+    }
+  </section>`
+}
+
+function upgradeForm(a: AccountModel): SafeHtml {
+  if (a.upgrades.length === 0) return html``
+  return html`<section class="card" id="upgrade">
+    <h2>Upgrade</h2>
+    <form method="post" action="/buy/upgrade/quote">
+      <input type="hidden" name="key" value="${a.key}" />
+      <fieldset class="tiers" aria-label="Choose a tier">
+        ${a.upgrades.map(
+          (u, i) =>
+            html`<label class="tier">
+              <input type="radio" name="target" value="${u.slug}" ${i === 0 ? html`checked` : ''} required />
+              <strong>${u.name}</strong>
+              <div class="price">${u.price}</div>
+            </label>`,
+        )}
+      </fieldset>
+      <button type="submit">See the price</button>
+    </form>
+  </section>`
+}
+
+/** The subscription state and the upgrade path shown under a licence. */
+export function accountSection(a: AccountModel | null): SafeHtml {
+  if (!a) return html``
+  return html`${a.subscription ? subscriptionState(a.subscription) : ''}${upgradeForm(a)}`
+}
+
+/** The quote for a tier change, then one button to pay it (the amount is recomputed on the server). */
+export function upgradeQuotePage(m: { key: string; quote: UpgradeQuote }): string {
+  const q = m.quote
+  const charge = formatMoney(q.listed_currency, q.proration_charge_value)
+  const body = html`<h1>Upgrade to ${q.to_policy_slug}</h1>
+    <div class="card">
+      <dl>
+        <dt>From</dt>
+        <dd>${q.from_policy_slug ?? 'no tier'}</dd>
+        <dt>To</dt>
+        <dd>${q.to_policy_slug}</dd>
+        <dt>Due now</dt>
+        <dd>${charge}${q.listed_currency !== 'SAT' ? html` (${formatMoney('SAT', q.amount_sats)})` : ''}</dd>
+        <dt>Takes effect</dt>
+        <dd>${q.effective_at.slice(0, 10)}</dd>
+        ${
+          q.next_renewal_value !== null && q.next_renewal_at
+            ? html`<dt>Next renewal</dt>
+                <dd>${formatMoney(q.listed_currency, q.next_renewal_value)} on ${q.next_renewal_at.slice(0, 10)}</dd>`
+            : ''
+        }
+      </dl>
+      <form method="post" action="/buy/upgrade/pay">
+        <input type="hidden" name="key" value="${m.key}" />
+        <input type="hidden" name="target" value="${q.to_policy_slug}" />
+        <button type="submit">Pay ${charge}</button>
+      </form>
+    </div>
+    <p class="muted">Your key stays the same; the new tier applies once the payment confirms.</p>`
+  return page('Upgrade', body)
 }
 
 export function buyPage(m: BuyPageModel): string {
@@ -42,7 +157,7 @@ export function buyPage(m: BuyPageModel): string {
       html`<label class="tier">
         <input type="radio" name="policy" value="${t.slug}" ${t.slug === chosen ? html`checked` : ''} required />
         <strong>${t.name}</strong>${t.highlighted ? html`<span class="badge">Most popular</span>` : ''}
-        <div class="price">${formatMoney(t.currency, t.value)}</div>
+        <div class="price">${priceLine(t)}</div>
         ${t.description ? html`<p>${t.description}</p>` : ''}
         <ul>
           <li>${seats(t.maxMachines)}</li>
@@ -91,6 +206,7 @@ export function checkoutRedirectPage(checkoutUrl: string, invoiceId: string): st
 
 export function thankYouPage(
   p: PurchaseStatus & { product_name: string | null; buyer_email: string | null; buyer_note: string | null },
+  account: AccountModel | null = null,
 ): string {
   const status =
     p.status === 'settled'
@@ -128,6 +244,7 @@ export function thankYouPage(
           : ''
       }
     </dl>
+    ${accountSection(account)}
     <p class="muted">
       Keep your key somewhere safe. If you lose it, <a href="/recover">recover it with any copy of it</a>.
     </p>`
@@ -143,7 +260,12 @@ export function unknownPurchasePage(given: string): string {
   return page('Purchase not found', body)
 }
 
-export function recoverPage(m: { error?: string; key?: string; result?: RecoverResponse }): string {
+export function recoverPage(m: {
+  error?: string
+  key?: string
+  result?: RecoverResponse
+  account?: AccountModel | null
+}): string {
   const r = m.result
   const body = html`<h1>Recover your license</h1>
     <p class="lead">
@@ -154,31 +276,32 @@ export function recoverPage(m: { error?: string; key?: string; result?: RecoverR
     ${
       r
         ? html`<div class="card">
-            <dl>
-              <dt>Product</dt>
-              <dd>${r.product_slug}</dd>
+              <dl>
+                <dt>Product</dt>
+                <dd>${r.product_slug}</dd>
+                ${
+                  r.policy_slug
+                    ? html`<dt>Tier</dt>
+                        <dd>${r.policy_slug}</dd>`
+                    : ''
+                }
+                <dt>Status</dt>
+                <dd>${r.status}</dd>
+                <dt>Expires</dt>
+                <dd>${r.expires_at ?? 'never'}</dd>
+                <dt>Machines</dt>
+                <dd>${r.active_machines} of ${r.max_machines === 0 ? 'unlimited' : r.max_machines}</dd>
+                <dt>Entitlements</dt>
+                <dd>${r.entitlements.length ? r.entitlements.join(', ') : 'none'}</dd>
+              </dl>
               ${
-                r.policy_slug
-                  ? html`<dt>Tier</dt>
-                      <dd>${r.policy_slug}</dd>`
-                  : ''
+                r.license_key
+                  ? html`<pre id="license-key" class="key">${r.license_key}</pre>
+                      <button type="button" data-copy="license-key">Copy key</button>`
+                  : html`<p class="muted">This license is revoked; no new key is issued.</p>`
               }
-              <dt>Status</dt>
-              <dd>${r.status}</dd>
-              <dt>Expires</dt>
-              <dd>${r.expires_at ?? 'never'}</dd>
-              <dt>Machines</dt>
-              <dd>${r.active_machines} of ${r.max_machines === 0 ? 'unlimited' : r.max_machines}</dd>
-              <dt>Entitlements</dt>
-              <dd>${r.entitlements.length ? r.entitlements.join(', ') : 'none'}</dd>
-            </dl>
-            ${
-              r.license_key
-                ? html`<pre id="license-key" class="key">${r.license_key}</pre>
-                    <button type="button" data-copy="license-key">Copy key</button>`
-                : html`<p class="muted">This license is revoked; no new key is issued.</p>`
-            }
-          </div>`
+            </div>
+            ${accountSection(m.account ?? null)}`
         : ''
     }
     <form method="post" action="/recover">

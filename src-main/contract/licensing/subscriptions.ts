@@ -1,0 +1,159 @@
+import { z } from 'zod'
+import { method, type ContractTable } from '../define'
+import { Id } from './admin'
+import { buyerSurface as pub, Currency, KeyText, Reason, Slug } from './schemas'
+
+/**
+ * Subscriptions and tier changes (spec 001, 2.5, 2.6, 3, 4.1, 4.3): the buyer's upgrade quote,
+ * upgrade and cancel (wire-compatible with the Keysat clients: `license_key`, `target_policy_slug`),
+ * and the operator's subscription list, cancel and tier changes.
+ */
+
+/** Buyer bodies carry the signed key as `license_key` (the SDKs' name) or `key`; handlers get `license_key`. */
+const keyFields = { license_key: KeyText.optional(), key: KeyText.optional() }
+const hasKey = (v: { license_key?: string; key?: string }): boolean =>
+  v.license_key !== undefined || v.key !== undefined
+const keyMissing = { message: 'license_key is required', path: ['license_key'] }
+const keyOf = (v: { license_key?: string; key?: string }): string => v.license_key ?? v.key ?? ''
+
+export const TierTargetInput = z
+  .object({ ...keyFields, target_policy_slug: Slug })
+  .refine(hasKey, keyMissing)
+  .transform((v) => ({ license_key: keyOf(v), target_policy_slug: v.target_policy_slug }))
+
+export const BuyerKeyInput = z
+  .object(keyFields)
+  .refine(hasKey, keyMissing)
+  .transform((v) => ({ license_key: keyOf(v) }))
+
+export const SubscriptionStatus = z.enum(['active', 'past_due', 'cancelled', 'lapsed'])
+
+export const UpgradeQuote = z.object({
+  ok: z.literal(true),
+  license_id: z.string(),
+  from_policy_slug: z.string().nullable(),
+  to_policy_slug: z.string(),
+  direction: z.enum(['upgrade', 'downgrade']),
+  listed_currency: Currency,
+  /** Due now, in the smallest unit of the listed currency. */
+  proration_charge_value: z.number(),
+  /** The same in sats at the current rate. */
+  amount_sats: z.number(),
+  /** RFC 3339: when the new entitlements apply (now, or the next renewal for a recurring downgrade). */
+  effective_at: z.string(),
+  /** The charge of the next renewal after the change; null for a perpetual licence. */
+  next_renewal_value: z.number().nullable(),
+  next_renewal_at: z.string().nullable(),
+})
+
+export const UpgradeStarted = z.object({
+  ok: z.literal(true),
+  invoice_id: z.string(),
+  checkout_url: z.string(),
+  amount_sats: z.number(),
+  proration_charge_value: z.number(),
+  listed_currency: Currency,
+  tier_change_id: z.string(),
+  from_policy_slug: z.string().nullable(),
+  to_policy_slug: z.string(),
+  poll_url: z.string(),
+})
+
+export const SubscriptionView = z.object({
+  id: z.string(),
+  license_id: z.string(),
+  product_slug: z.string(),
+  policy_id: z.string(),
+  policy_slug: z.string(),
+  buyer_email: z.string().nullable(),
+  status: SubscriptionStatus,
+  listed_currency: Currency,
+  listed_value: z.number(),
+  period_days: z.number(),
+  next_renewal_at: z.number(),
+  last_renewal_attempt_at: z.number().nullable(),
+  consecutive_failures: z.number(),
+  /** Why renewals are backing off or stopped, for the admin. */
+  failure_reason: z.string().nullable(),
+  cancelled_at: z.number().nullable(),
+  created_at: z.number(),
+  cycles: z.array(
+    z.object({ cycle_number: z.number(), invoice_id: z.string(), status: z.string(), created_at: z.number() }),
+  ),
+})
+
+export const TierChangeView = z.object({
+  id: z.string(),
+  license_id: z.string(),
+  from_policy_slug: z.string().nullable(),
+  to_policy_slug: z.string(),
+  direction: z.string(),
+  listed_currency: Currency,
+  proration_charge_value: z.number(),
+  invoice_id: z.string().nullable(),
+  effective_at: z.number(),
+  applied_at: z.number().nullable(),
+  actor: z.enum(['buyer', 'admin']),
+  reason: z.string(),
+  created_at: z.number(),
+})
+
+export const licensingSubscriptionsContract = {
+  licUpgradeQuote: method({
+    ...pub,
+    summary: 'A read-only quote for moving a licence to another tier',
+    http: 'POST /v1/upgrade-quote',
+    input: TierTargetInput,
+    output: UpgradeQuote,
+  }),
+  licUpgrade: method({
+    ...pub,
+    summary: 'Start a paid tier upgrade: an invoice and a pending tier change (the licence changes when paid)',
+    http: 'POST /v1/upgrade',
+    input: TierTargetInput,
+    output: UpgradeStarted,
+  }),
+  licCancelSubscription: method({
+    ...pub,
+    summary: "Cancel the licence's subscription: no further charge, valid through the current cycle",
+    http: 'POST /v1/subscriptions/cancel',
+    input: BuyerKeyInput,
+    output: z.object({ ok: z.literal(true), status: SubscriptionStatus, already: SubscriptionStatus.nullable() }),
+  }),
+  licAdminSubscriptions: method({
+    summary: 'Subscriptions, newest first, with their cycles',
+    http: 'GET /v1/admin/subscriptions',
+    input: z.object({
+      status: SubscriptionStatus.optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+    }),
+    output: z.object({ subscriptions: z.array(SubscriptionView) }),
+  }),
+  licAdminCancelSubscription: method({
+    summary: 'Cancel a subscription for the buyer',
+    http: 'POST /v1/admin/subscriptions/:id/cancel',
+    input: z.object({ id: Id, reason: Reason.optional() }),
+    output: SubscriptionView,
+  }),
+  licAdminChangeTier: method({
+    summary: 'Move a licence to another tier: now without payment, or with an invoice to forward to the buyer',
+    http: 'POST /v1/admin/licenses/:id/change-tier',
+    input: z.object({
+      id: Id,
+      to_policy_slug: Slug,
+      skip_payment: z.boolean().default(false),
+      reason: Reason.default(''),
+    }),
+    output: z.object({
+      tier_change: TierChangeView,
+      invoice_id: z.string().nullable(),
+      checkout_url: z.string().nullable(),
+    }),
+  }),
+  licAdminTierChanges: method({
+    summary: "A licence's tier-change history, newest first",
+    http: 'GET /v1/admin/licenses/:id/tier-changes',
+    input: z.object({ id: Id }),
+    output: z.object({ tier_changes: z.array(TierChangeView) }),
+  }),
+} satisfies ContractTable

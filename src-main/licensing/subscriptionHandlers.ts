@@ -1,0 +1,23 @@
+/**
+ * Handlers of the subscription methods (contract `licensingSubscriptionsContract`): the buyer's
+ * cancel, the operator's list and cancel. module.ts spreads them in.
+ */
+import type { Handlers } from '../contract/define'
+import type { licensingSubscriptionsContract } from '../contract/licensing'
+import type { Subscriptions } from './subscriptions'
+
+type SubscriptionMethods = Pick<
+  typeof licensingSubscriptionsContract,
+  'licCancelSubscription' | 'licAdminSubscriptions' | 'licAdminCancelSubscription'
+>
+
+export function subscriptionHandlers(subscriptions: Subscriptions): Handlers<SubscriptionMethods> {
+  return {
+    licCancelSubscription: async ({ license_key }) => subscriptions.cancelByKey(license_key),
+    licAdminSubscriptions: async (q) => ({ subscriptions: subscriptions.list(q) }),
+    licAdminCancelSubscription: async ({ id, reason }) => {
+      subscriptions.cancel(id, 'admin', reason ?? null)
+      return subscriptions.view(id)
+    },
+  }
+}

@@ -1,0 +1,324 @@
+/**
+ * Subscriptions (spec 001 §2.5): a recurring tier's licence and its billing record. Created at the
+ * settlement of the purchase (in its transaction), extended when a renewal invoice settles, ended
+ * by a cancel (buyer or operator) or by the lapse sweep. The renewal worker (renewals.ts) bills them.
+ */
+import { randomUUID } from 'node:crypto'
+import type { z } from 'zod'
+import type { SubscriptionStatus as StatusSchema, SubscriptionView as ViewSchema } from '../contract/licensing'
+import { ApiError } from '../contract/errors'
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import type { AuditActor, AuditLog } from './audit'
+import { effectivePrice, type PolicyRow, type ProductRow } from './catalog'
+import { immediate, type LicensingDb } from './db'
+import { emitEvent } from './events'
+import type { InvoiceRow } from './invoices'
+import type { Licenses } from './licenses'
+import type { EventOutbox, SettleBranch } from './settlement'
+
+export const DAY_MS = 86_400_000
+
+export type SubscriptionStatus = z.infer<typeof StatusSchema>
+export type SubscriptionView = z.infer<typeof ViewSchema>
+
+/** A subscription row as stored (migrations 003 and 006). */
+export interface SubscriptionRow {
+  id: string
+  license_id: string
+  policy_id: string
+  status: SubscriptionStatus
+  listed_currency: SubscriptionView['listed_currency']
+  listed_value: number
+  period_days: number
+  next_renewal_at: number
+  last_renewal_attempt_at: number | null
+  consecutive_failures: number
+  failure_reason: string | null
+  cancelled_at: number | null
+  created_at: number
+  updated_at: number
+}
+
+type ViewRow = SubscriptionRow & {
+  product_slug: string
+  policy_slug: string
+  buyer_email: string | null
+}
+
+const VIEW_SELECT = `
+  SELECT s.*, p.slug AS product_slug, pol.slug AS policy_slug, l.buyer_email AS buyer_email
+  FROM subscriptions s
+  JOIN licenses l ON l.id = s.license_id
+  JOIN products p ON p.id = l.product_id
+  JOIN policies pol ON pol.id = s.policy_id`
+
+/** Whether a tier sells as a subscription. */
+export const isRecurring = (policy: PolicyRow): boolean => policy.is_recurring === 1 && policy.renewal_period_days > 0
+
+export class Subscriptions {
+  constructor(
+    private readonly deps: {
+      db: LicensingDb
+      clock: Clock
+      logger: Logger
+      audit: AuditLog
+      licenses: Licenses
+      outbox: EventOutbox
+    },
+  ) {}
+
+  /**
+   * Issues the licence of a settled recurring purchase and its subscription, inside the settle
+   * transaction: expiry at the end of the first cycle (plus the trial days), the tier's listed
+   * price frozen as the renewal charge, cycle 1 tied to the purchase invoice.
+   */
+  issueRecurring(
+    inv: InvoiceRow,
+    product: ProductRow,
+    policy: PolicyRow,
+    now: number,
+  ): { licenseId: string; licenseKey: string } {
+    const { db, licenses, outbox } = this.deps
+    const firstCycleDays = policy.renewal_period_days + policy.trial_days
+    const { license, key } = licenses.issue({
+      product,
+      policy: { ...policy, duration_days: firstCycleDays },
+      source: 'purchase',
+      invoiceId: inv.id,
+      buyerEmail: inv.buyer_email,
+      buyerNote: inv.buyer_note,
+    })
+    const price = effectivePrice(product, policy)
+    const id = randomUUID()
+    const nextRenewalAt = license.expires_at ?? now + firstCycleDays * DAY_MS
+    db.prepare(
+      `INSERT INTO subscriptions (id, license_id, policy_id, status, listed_currency, listed_value, period_days,
+         next_renewal_at, created_at, updated_at)
+       VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)`,
+    ).run(id, license.id, policy.id, price.currency, price.value, policy.renewal_period_days, nextRenewalAt, now, now)
+    db.prepare(
+      'INSERT INTO subscription_invoices (subscription_id, invoice_id, cycle_number, created_at) VALUES (?, ?, 1, ?)',
+    ).run(id, inv.id, now)
+    emitEvent(
+      outbox,
+      'subscription.created',
+      {
+        subscription_id: id,
+        license_id: license.id,
+        product_id: product.id,
+        policy_id: policy.id,
+        invoice_id: inv.id,
+        listed_currency: price.currency,
+        listed_value: price.value,
+        period_days: policy.renewal_period_days,
+        trial_days: policy.trial_days,
+        next_renewal_at: new Date(nextRenewalAt).toISOString(),
+        buyer_email: inv.buyer_email,
+      },
+      now,
+    )
+    return { licenseId: license.id, licenseKey: key }
+  }
+
+  /**
+   * The settle branch for renewal invoices: the subscription is active again, failures reset, the
+   * licence extended by one period. Settlement already makes a repeated settle a no-op (the invoice
+   * is settled once, under the write lock), so the extension happens once.
+   */
+  renewalBranch(): SettleBranch {
+    return {
+      name: 'subscription_renewal',
+      apply: (inv, now) => (inv.kind === 'renewal' ? this.settleRenewal(inv, now) : null),
+    }
+  }
+
+  private settleRenewal(inv: InvoiceRow, now: number): { licenseId: string | null } {
+    const { db, outbox, logger } = this.deps
+    const cycle = db
+      .prepare('SELECT subscription_id, cycle_number FROM subscription_invoices WHERE invoice_id = ?')
+      .get(inv.id) as { subscription_id: string; cycle_number: number } | undefined
+    const sub = cycle ? this.row(cycle.subscription_id) : undefined
+    if (!cycle || !sub) {
+      // A renewal invoice whose claim was rolled back (its checkout was never handed out).
+      logger.warn('a renewal invoice without a cycle settled; no extension', { invoice: inv.id })
+      return { licenseId: null }
+    }
+    const license = db.prepare('SELECT expires_at FROM licenses WHERE id = ?').get(sub.license_id) as
+      { expires_at: number | null } | undefined
+    const paidThrough = license?.expires_at ?? now
+    const expiresAt = paidThrough + sub.period_days * DAY_MS
+    db.prepare('UPDATE licenses SET expires_at = ?, updated_at = ? WHERE id = ?').run(expiresAt, now, sub.license_id)
+    // A cancelled subscription stays cancelled: the payment only extends the licence it was for.
+    const status: SubscriptionStatus = sub.status === 'cancelled' ? 'cancelled' : 'active'
+    const nextRenewalAt = Math.max(sub.next_renewal_at, expiresAt)
+    db.prepare(
+      `UPDATE subscriptions SET status = ?, consecutive_failures = 0, failure_reason = NULL, next_renewal_at = ?,
+         updated_at = ? WHERE id = ?`,
+    ).run(status, nextRenewalAt, now, sub.id)
+    emitEvent(
+      outbox,
+      'subscription.renewed',
+      {
+        subscription_id: sub.id,
+        license_id: sub.license_id,
+        invoice_id: inv.id,
+        cycle_number: cycle.cycle_number,
+        status,
+        expires_at: new Date(expiresAt).toISOString(),
+        next_renewal_at: new Date(nextRenewalAt).toISOString(),
+      },
+      now,
+    )
+    return { licenseId: sub.license_id }
+  }
+
+  row(id: string): SubscriptionRow | undefined {
+    return this.deps.db.prepare('SELECT * FROM subscriptions WHERE id = ?').get(id) as SubscriptionRow | undefined
+  }
+
+  view(id: string): SubscriptionView {
+    const r = this.deps.db.prepare(`${VIEW_SELECT} WHERE s.id = ?`).get(id) as ViewRow | undefined
+    if (!r) throw new ApiError('not_found', 'no such subscription')
+    return this.toView(r)
+  }
+
+  /** The licence's subscription, for the buyer pages; null for a licence without one. */
+  forLicense(licenseId: string): SubscriptionView | null {
+    const r = this.deps.db.prepare('SELECT id FROM subscriptions WHERE license_id = ?').get(licenseId) as
+      { id: string } | undefined
+    return r ? this.view(r.id) : null
+  }
+
+  list(q: { status?: SubscriptionStatus; limit: number }): SubscriptionView[] {
+    const rows = (
+      q.status
+        ? this.deps.db
+            .prepare(`${VIEW_SELECT} WHERE s.status = ? ORDER BY s.created_at DESC, s.id LIMIT ?`)
+            .all(q.status, q.limit)
+        : this.deps.db.prepare(`${VIEW_SELECT} ORDER BY s.created_at DESC, s.id LIMIT ?`).all(q.limit)
+    ) as ViewRow[]
+    return rows.map((r) => this.toView(r))
+  }
+
+  private toView(r: ViewRow): SubscriptionView {
+    const cycles = this.deps.db
+      .prepare(
+        `SELECT si.cycle_number, si.invoice_id, i.status, si.created_at
+         FROM subscription_invoices si JOIN invoices i ON i.id = si.invoice_id
+         WHERE si.subscription_id = ? ORDER BY si.cycle_number`,
+      )
+      .all(r.id) as SubscriptionView['cycles']
+    return {
+      id: r.id,
+      license_id: r.license_id,
+      product_slug: r.product_slug,
+      policy_id: r.policy_id,
+      policy_slug: r.policy_slug,
+      buyer_email: r.buyer_email,
+      status: r.status,
+      listed_currency: r.listed_currency,
+      listed_value: r.listed_value,
+      period_days: r.period_days,
+      next_renewal_at: r.next_renewal_at,
+      last_renewal_attempt_at: r.last_renewal_attempt_at,
+      consecutive_failures: r.consecutive_failures,
+      failure_reason: r.failure_reason,
+      cancelled_at: r.cancelled_at,
+      created_at: r.created_at,
+      cycles,
+    }
+  }
+
+  /** The buyer's cancel: a signed key (401 for anything else), 404 when the licence has no subscription. */
+  cancelByKey(keyText: string): { ok: true; status: SubscriptionStatus; already: SubscriptionStatus | null } {
+    const { license } = this.deps.licenses.authenticate(keyText)
+    const sub = this.deps.db.prepare('SELECT id FROM subscriptions WHERE license_id = ?').get(license.id) as
+      { id: string } | undefined
+    if (!sub) throw new ApiError('not_found', 'this licence has no subscription')
+    return this.cancel(sub.id, 'buyer', null)
+  }
+
+  /**
+   * Stops further charges; the licence stays valid through the cycle already paid. Idempotent:
+   * a subscription already cancelled or lapsed answers `already` with its status.
+   */
+  cancel(
+    id: string,
+    actor: Extract<AuditActor, 'buyer' | 'admin'>,
+    reason: string | null,
+  ): { ok: true; status: SubscriptionStatus; already: SubscriptionStatus | null } {
+    const { db, clock, audit, outbox } = this.deps
+    return immediate(db, () => {
+      const sub = this.row(id)
+      if (!sub) throw new ApiError('not_found', 'no such subscription')
+      if (sub.status === 'cancelled' || sub.status === 'lapsed')
+        return { ok: true as const, status: sub.status, already: sub.status }
+      const now = clock.now()
+      db.prepare("UPDATE subscriptions SET status = 'cancelled', cancelled_at = ?, updated_at = ? WHERE id = ?").run(
+        now,
+        now,
+        id,
+      )
+      audit.record({
+        actor,
+        action: 'subscription.cancel',
+        targetType: 'subscription',
+        targetId: id,
+        details: { license_id: sub.license_id, from_status: sub.status, reason },
+      })
+      emitEvent(
+        outbox,
+        'subscription.cancelled',
+        {
+          subscription_id: id,
+          license_id: sub.license_id,
+          from_status: sub.status,
+          actor,
+          reason,
+          cancelled_at: new Date(now).toISOString(),
+          valid_through: new Date(sub.next_renewal_at).toISOString(),
+        },
+        now,
+      )
+      return { ok: true as const, status: 'cancelled' as const, already: null }
+    })
+  }
+
+  /**
+   * Past-due subscriptions whose paid-through date (the licence expiry, which a claimed but unpaid
+   * cycle does not move) plus the grace period has passed become `lapsed`. Returns how many.
+   */
+  lapseSweep(now: number): number {
+    const { db, outbox, audit } = this.deps
+    return immediate(db, () => {
+      const due = db
+        .prepare(
+          `SELECT s.id, s.license_id, s.next_renewal_at, l.expires_at, l.grace_period_days
+           FROM subscriptions s JOIN licenses l ON l.id = s.license_id
+           WHERE s.status = 'past_due'
+             AND min(s.next_renewal_at, coalesce(l.expires_at, s.next_renewal_at)) + l.grace_period_days * ${DAY_MS} <= ?`,
+        )
+        .all(now) as { id: string; license_id: string; expires_at: number | null; grace_period_days: number }[]
+      const lapse = db.prepare(
+        "UPDATE subscriptions SET status = 'lapsed', updated_at = ? WHERE id = ? AND status = 'past_due'",
+      )
+      for (const s of due) {
+        if (lapse.run(now, s.id).changes !== 1) continue
+        audit.record({ actor: 'system', action: 'subscription.lapse', targetType: 'subscription', targetId: s.id })
+        emitEvent(
+          outbox,
+          'subscription.lapsed',
+          {
+            subscription_id: s.id,
+            license_id: s.license_id,
+            expired_at: s.expires_at === null ? null : new Date(s.expires_at).toISOString(),
+            grace_period_days: s.grace_period_days,
+          },
+          now,
+        )
+      }
+      return due.length
+    })
+  }
+}

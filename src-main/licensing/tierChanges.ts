@@ -1,0 +1,560 @@
+/**
+ * Tier changes (spec 001 §2.6, §4.1, §4.3): the buyer's quote and paid upgrade, the operator's
+ * change-tier (now without payment, with an invoice to forward, or a recurring downgrade deferred
+ * to the cycle end), the history, and the settle branch that applies a paid change.
+ *
+ * Amounts are always recomputed here from the catalog and the licence's subscription; a client
+ * never supplies one. A change keeps the licence id and its signed key: /v1/validate reads the
+ * entitlements from the database, so the new ones show at once.
+ *
+ * The tier_changes `direction` CHECK knows only upgrade/downgrade: an operator's sideways move
+ * (same rank, or out of the ladder at no lower price) is recorded as 'upgrade' with its charge.
+ */
+import { randomUUID } from 'node:crypto'
+import type { z } from 'zod'
+import type { Quote, TierChangeView, UpgradeQuote, UpgradeStarted } from '../contract/licensing'
+import { ApiError } from '../contract/errors'
+import { effectivePrice, type PolicyRow, type ProductRow } from './catalog'
+import { immediate } from './db'
+import type { InvoiceRow } from './invoices'
+import { iso, parseStringList } from './json'
+import type { LicenseRow } from './licenses'
+import type { Purchases } from './purchase'
+import type { LicensingServices } from './services'
+import type { EventOutbox, SettleBranch } from './settlement'
+
+const DAY_MS = 86_400_000
+
+type Direction = 'upgrade' | 'downgrade'
+type Actor = 'buyer' | 'admin'
+
+interface SubscriptionRow {
+  id: string
+  license_id: string
+  policy_id: string
+  status: 'active' | 'past_due' | 'cancelled' | 'lapsed'
+  listed_currency: Quote['listed_currency']
+  listed_value: number
+  period_days: number
+  next_renewal_at: number
+}
+
+interface TierChangeRow {
+  id: string
+  license_id: string
+  from_policy_id: string
+  to_policy_id: string
+  direction: Direction
+  listed_currency: Quote['listed_currency']
+  proration_charge_value: number
+  invoice_id: string | null
+  effective_at: number
+  applied_at: number | null
+  actor: Actor
+  reason: string
+  created_at: number
+}
+
+/** Everything a change is computed from: the licence, its tiers, its live subscription. */
+interface Situation {
+  license: LicenseRow
+  product: ProductRow
+  from: PolicyRow
+  to: PolicyRow
+  subscription: SubscriptionRow | null
+}
+
+/** A priced change (listed currency = the target tier's). */
+interface Priced {
+  direction: Direction
+  charge: number
+  /** True when the charge is a share of the current cycle (a live subscription moving to a recurring tier). */
+  recurring: boolean
+  effectiveAt: number
+  nextRenewalValue: number | null
+  nextRenewalAt: number | null
+}
+
+export type TierChangeViewT = z.infer<typeof TierChangeView>
+
+/**
+ * The share of a price difference still owed for the rest of a cycle, rounded up so the seller is
+ * never undercharged; each tier's price is taken per day of its own period.
+ */
+export function proratedCharge(a: {
+  fromValue: number
+  fromPeriodDays: number
+  toValue: number
+  toPeriodDays: number
+  now: number
+  cycleEnd: number
+}): number {
+  const remaining = BigInt(Math.max(0, a.cycleEnd - a.now))
+  // Exact integer arithmetic: (to/toPeriod − from/fromPeriod) × remaining, over a common denominator.
+  const perDayDiff = BigInt(a.toValue) * BigInt(a.fromPeriodDays) - BigInt(a.fromValue) * BigInt(a.toPeriodDays)
+  if (perDayDiff <= 0n || remaining === 0n) return 0
+  const num = perDayDiff * remaining
+  const den = BigInt(a.fromPeriodDays) * BigInt(a.toPeriodDays) * BigInt(DAY_MS)
+  return Number((num + den - 1n) / den)
+}
+
+export class TierChanges {
+  constructor(
+    private readonly deps: {
+      services: LicensingServices
+      purchases: Purchases
+      outbox: EventOutbox
+      /** Public base URL for the poll link. */
+      publicUrl: () => string
+    },
+  ) {}
+
+  private get db() {
+    return this.deps.services.db
+  }
+
+  private now(): number {
+    return this.deps.services.deps.clock.now()
+  }
+
+  // ---- reading the situation ----
+
+  private liveSubscription(licenseId: string): SubscriptionRow | null {
+    const s = this.db
+      .prepare("SELECT * FROM subscriptions WHERE license_id = ? AND status IN ('active', 'past_due')")
+      .get(licenseId) as SubscriptionRow | undefined
+    return s ?? null
+  }
+
+  private situation(license: LicenseRow, targetSlug: string, actor: Actor): Situation {
+    const { catalog } = this.deps.services
+    const product = catalog.productRow(license.product_id)
+    const from = license.policy_id ? catalog.policyRow(license.policy_id) : undefined
+    if (!product || !from) throw new ApiError('conflict', 'this licence has no tier to change from')
+    const to = catalog.policyBySlug(product.id, targetSlug)
+    // Buyers see only active public tiers; the operator may use any active one.
+    if (!to || to.active !== 1 || (actor === 'buyer' && to.public !== 1))
+      throw new ApiError('not_found', `product ${product.slug} has no tier ${targetSlug}`)
+    if (to.id === from.id) throw new ApiError('bad_input', `the licence is already on tier ${to.slug}`)
+    return { license, product, from, to, subscription: this.liveSubscription(license.id) }
+  }
+
+  /** The buyer's rule: both tiers on the ladder, the target different in rank. */
+  private buyerDirection(s: Situation): Direction {
+    if (s.from.tier_rank === null || s.to.tier_rank === null)
+      throw new ApiError('bad_input', `tier ${s.to.slug} is not on this product's upgrade ladder`)
+    if (s.to.tier_rank === s.from.tier_rank)
+      throw new ApiError('bad_input', `tier ${s.to.slug} does not rank above the current tier`)
+    return s.to.tier_rank > s.from.tier_rank ? 'upgrade' : 'downgrade'
+  }
+
+  /** The operator's rule: rank when both are ranked, else price; a sideways move counts as 'upgrade'. */
+  private async adminDirection(s: Situation): Promise<Direction> {
+    if (s.from.tier_rank !== null && s.to.tier_rank !== null)
+      return s.to.tier_rank < s.from.tier_rank ? 'downgrade' : 'upgrade'
+    const current = await this.currentValueIn(s, effectivePrice(s.product, s.to).currency)
+    return effectivePrice(s.product, s.to).value < current ? 'downgrade' : 'upgrade'
+  }
+
+  /** What the licence pays now, in `currency`: the subscription's snapshot, else the current tier's listed price. */
+  private async currentValueIn(s: Situation, currency: Quote['listed_currency']): Promise<number> {
+    const listed = s.subscription
+      ? { currency: s.subscription.listed_currency, value: s.subscription.listed_value }
+      : effectivePrice(s.product, s.from)
+    return (await this.deps.services.pricing.convert(listed.value, listed.currency, currency, 'down')).value
+  }
+
+  private async price(s: Situation, direction: Direction): Promise<Priced> {
+    const now = this.now()
+    const target = effectivePrice(s.product, s.to)
+    const current = await this.currentValueIn(s, target.currency)
+    const sub = s.subscription
+    const recurring = sub !== null && s.to.is_recurring === 1 && s.to.renewal_period_days > 0
+    if (!recurring) {
+      return {
+        direction,
+        charge: direction === 'upgrade' ? Math.max(0, target.value - current) : 0,
+        recurring: false,
+        effectiveAt: now,
+        nextRenewalValue: null,
+        nextRenewalAt: null,
+      }
+    }
+    const next = { nextRenewalValue: target.value, nextRenewalAt: sub.next_renewal_at }
+    if (direction === 'downgrade')
+      return { direction, charge: 0, recurring: true, effectiveAt: sub.next_renewal_at, ...next }
+    const charge = proratedCharge({
+      fromValue: current,
+      fromPeriodDays: sub.period_days,
+      toValue: target.value,
+      toPeriodDays: s.to.renewal_period_days,
+      now,
+      cycleEnd: sub.next_renewal_at,
+    })
+    return { direction, charge, recurring: true, effectiveAt: now, ...next }
+  }
+
+  /** The invoice quote for a charge: the target tier, its listed currency, converted at the current rate. */
+  private async invoiceQuote(s: Situation, charge: number): Promise<Quote> {
+    const currency = effectivePrice(s.product, s.to).currency
+    const sats = await this.deps.services.pricing.convert(charge, currency, 'SAT', 'up')
+    return {
+      product_id: s.product.id,
+      product_slug: s.product.slug,
+      policy_id: s.to.id,
+      policy_slug: s.to.slug,
+      listed_currency: currency,
+      base_value: charge,
+      discount_code_id: null,
+      discount_code: null,
+      discount_value: 0,
+      listed_value: charge,
+      amount_sats: sats.value,
+      exchange_rate_centibps: sats.rate?.centibps ?? null,
+      exchange_rate_source: sats.rate?.source ?? null,
+      free: charge === 0,
+    }
+  }
+
+  // ---- buyer ----
+
+  /** `POST /v1/upgrade-quote`: read-only. The key is checked before the tier is looked up. */
+  async quote(input: { license_key: string; target_policy_slug: string }): Promise<z.infer<typeof UpgradeQuote>> {
+    const { license } = this.deps.services.licenses.authenticate(input.license_key)
+    const s = this.situation(license, input.target_policy_slug, 'buyer')
+    const priced = await this.price(s, this.buyerDirection(s))
+    const currency = effectivePrice(s.product, s.to).currency
+    const sats = await this.deps.services.pricing.convert(priced.charge, currency, 'SAT', 'up')
+    return {
+      ok: true,
+      license_id: license.id,
+      from_policy_slug: s.from.slug,
+      to_policy_slug: s.to.slug,
+      direction: priced.direction,
+      listed_currency: currency,
+      proration_charge_value: priced.charge,
+      amount_sats: sats.value,
+      effective_at: iso(priced.effectiveAt),
+      next_renewal_value: priced.nextRenewalValue,
+      next_renewal_at: priced.nextRenewalAt === null ? null : iso(priced.nextRenewalAt),
+    }
+  }
+
+  /** `POST /v1/upgrade`: recomputes the quote, opens an invoice and a pending change; the licence waits for payment. */
+  async upgrade(
+    input: { license_key: string; target_policy_slug: string },
+    signal?: AbortSignal,
+  ): Promise<z.infer<typeof UpgradeStarted>> {
+    const { license } = this.deps.services.licenses.authenticate(input.license_key)
+    const s = this.situation(license, input.target_policy_slug, 'buyer')
+    const direction = this.buyerDirection(s)
+    if (direction === 'downgrade')
+      throw new ApiError('bad_input', 'a downgrade is admin-only: ask the seller to change the tier')
+    const priced = await this.price(s, direction)
+    if (priced.charge === 0)
+      throw new ApiError('bad_input', 'this change costs nothing to pay for: it is admin-only, ask the seller')
+    const opened = await this.openChangeInvoice(s, priced, 'buyer', '', signal)
+    return {
+      ok: true,
+      invoice_id: opened.invoiceId,
+      checkout_url: opened.checkoutUrl ?? this.deps.purchases.thankYouUrl(opened.invoiceId),
+      amount_sats: opened.amountSats,
+      proration_charge_value: priced.charge,
+      listed_currency: opened.currency,
+      tier_change_id: opened.tierChangeId,
+      from_policy_slug: s.from.slug,
+      to_policy_slug: s.to.slug,
+      poll_url: `${this.deps.publicUrl()}/v1/purchase/${opened.invoiceId}`,
+    }
+  }
+
+  /** An invoice at the active provider and its pending tier_changes row, written in one transaction. */
+  private async openChangeInvoice(
+    s: Situation,
+    priced: Priced,
+    actor: Actor,
+    reason: string,
+    signal?: AbortSignal,
+  ): Promise<{
+    invoiceId: string
+    checkoutUrl: string | null
+    amountSats: number
+    currency: Quote['listed_currency']
+    tierChangeId: string
+  }> {
+    const quote = await this.invoiceQuote(s, priced.charge)
+    const tierChangeId = randomUUID()
+    const { invoiceId, checkoutUrl } = await this.deps.purchases.openInvoice(
+      {
+        kind: 'upgrade',
+        quote,
+        buyerEmail: s.license.buyer_email,
+        buyerNote: null,
+        redirectUrl: null,
+        alsoInTransaction: (invoiceId, now) =>
+          this.insertChange({ id: tierChangeId, s, priced, invoiceId, actor, reason, effectiveAt: now, now }),
+      },
+      signal,
+    )
+    return { invoiceId, checkoutUrl, amountSats: quote.amount_sats, currency: quote.listed_currency, tierChangeId }
+  }
+
+  private insertChange(a: {
+    id: string
+    s: Situation
+    priced: Priced
+    invoiceId: string | null
+    actor: Actor
+    reason: string
+    effectiveAt: number
+    now: number
+  }): void {
+    this.db
+      .prepare(
+        `INSERT INTO tier_changes (id, license_id, from_policy_id, to_policy_id, direction, listed_currency,
+           proration_charge_value, invoice_id, effective_at, applied_at, actor, reason, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
+      )
+      .run(
+        a.id,
+        a.s.license.id,
+        a.s.from.id,
+        a.s.to.id,
+        a.priced.direction,
+        effectivePrice(a.s.product, a.s.to).currency,
+        a.priced.charge,
+        a.invoiceId,
+        a.effectiveAt,
+        a.actor,
+        a.reason,
+        a.now,
+      )
+  }
+
+  // ---- operator ----
+
+  /**
+   * `POST /v1/admin/licenses/:id/change-tier`. A recurring downgrade is recorded now and applied
+   * at the cycle end (applyDueDowngrades); skip_payment or a zero charge applies at once; a
+   * charge opens an invoice for the operator to forward.
+   */
+  async adminChange(
+    input: { id: string; to_policy_slug: string; skip_payment: boolean; reason: string },
+    signal?: AbortSignal,
+  ): Promise<{ tier_change: TierChangeViewT; invoice_id: string | null; checkout_url: string | null }> {
+    const license = this.deps.services.licenses.row(input.id)
+    if (!license) throw new ApiError('not_found', `no license ${input.id}`)
+    const s = this.situation(license, input.to_policy_slug, 'admin')
+    const priced = await this.price(s, await this.adminDirection(s))
+    const id = randomUUID()
+    if (priced.direction === 'downgrade' && priced.recurring) {
+      immediate(this.db, () => {
+        const now = this.now()
+        this.insertChange({
+          id,
+          s,
+          priced,
+          invoiceId: null,
+          actor: 'admin',
+          reason: input.reason,
+          effectiveAt: priced.effectiveAt,
+          now,
+        })
+        this.audit('admin', 'license.tier_change_scheduled', license.id, { tier_change_id: id, to: s.to.slug })
+      })
+      return { tier_change: this.view(id), invoice_id: null, checkout_url: null }
+    }
+    if (input.skip_payment || priced.charge === 0) {
+      const free = { ...priced, charge: 0 }
+      immediate(this.db, () => {
+        const now = this.now()
+        this.insertChange({
+          id,
+          s,
+          priced: free,
+          invoiceId: null,
+          actor: 'admin',
+          reason: input.reason,
+          effectiveAt: now,
+          now,
+        })
+        this.applyRow(this.row(id), now, 'admin')
+      })
+      return { tier_change: this.view(id), invoice_id: null, checkout_url: null }
+    }
+    const opened = await this.openChangeInvoice(s, priced, 'admin', input.reason, signal)
+    return {
+      tier_change: this.view(opened.tierChangeId),
+      invoice_id: opened.invoiceId,
+      checkout_url: opened.checkoutUrl,
+    }
+  }
+
+  /** `GET /v1/admin/licenses/:id/tier-changes`, newest first. */
+  history(licenseId: string): { tier_changes: TierChangeViewT[] } {
+    if (!this.deps.services.licenses.row(licenseId)) throw new ApiError('not_found', `no license ${licenseId}`)
+    const ids = this.db
+      .prepare('SELECT id FROM tier_changes WHERE license_id = ? ORDER BY created_at DESC, rowid DESC')
+      .pluck()
+      .all(licenseId) as string[]
+    return { tier_changes: ids.map((id) => this.view(id)) }
+  }
+
+  /**
+   * Applies the deferred downgrades whose cycle has ended (the renewal worker calls this each
+   * tick, before billing). Each is claimed and applied in its own transaction, so two workers
+   * apply it once. Returns how many were applied.
+   */
+  applyDueDowngrades(now: number): number {
+    const due = this.db
+      .prepare(
+        `SELECT id FROM tier_changes WHERE applied_at IS NULL AND invoice_id IS NULL AND effective_at <= ?
+         ORDER BY effective_at, id`,
+      )
+      .pluck()
+      .all(now) as string[]
+    let applied = 0
+    for (const id of due) {
+      immediate(this.db, () => {
+        const row = this.row(id)
+        if (row.applied_at !== null) return
+        this.applyRow(row, now, 'system')
+        applied++
+      })
+    }
+    return applied
+  }
+
+  // ---- applying ----
+
+  /** The settle branch's work: a paid change applies now; null when the invoice is not a tier change. */
+  applyForInvoice(invoice: InvoiceRow, now: number): { licenseId: string | null } | null {
+    const row = this.db.prepare('SELECT * FROM tier_changes WHERE invoice_id = ?').get(invoice.id) as
+      TierChangeRow | undefined
+    if (!row) return null
+    if (row.applied_at === null) this.applyRow(row, now, 'system')
+    return { licenseId: row.license_id }
+  }
+
+  /**
+   * Moves the licence (and its live subscription) onto the target tier; inside the caller's
+   * transaction. A licence already on the target is left alone (a redelivered settle).
+   */
+  private applyRow(row: TierChangeRow, now: number, actor: 'admin' | 'system'): void {
+    const { catalog } = this.deps.services
+    const license = this.deps.services.licenses.row(row.license_id)
+    const to = catalog.policyRow(row.to_policy_id)
+    const product = license ? catalog.productRow(license.product_id) : undefined
+    if (!license || !to || !product) throw new Error(`tier change ${row.id} names a missing licence or tier`)
+    this.db.prepare('UPDATE tier_changes SET applied_at = ? WHERE id = ?').run(now, row.id)
+    if (license.policy_id === to.id) return
+    const sub = this.liveSubscription(license.id)
+    const recurring = to.is_recurring === 1 && to.renewal_period_days > 0
+    // A recurring tier keeps the paid-through date (the cycle end); a one-off tier starts its own term.
+    const expiresAt = recurring ? license.expires_at : to.duration_days > 0 ? now + to.duration_days * DAY_MS : null
+    this.db
+      .prepare(
+        `UPDATE licenses SET policy_id = ?, entitlements = ?, max_machines = ?, grace_period_days = ?, expires_at = ?,
+           updated_at = ? WHERE id = ?`,
+      )
+      .run(
+        to.id,
+        JSON.stringify(parseStringList(to.entitlements)),
+        to.max_machines,
+        to.grace_period_days,
+        expiresAt,
+        now,
+        license.id,
+      )
+    if (sub) this.moveSubscription(sub, product, to, recurring, now)
+    this.audit(actor, 'license.tier_change', license.id, {
+      tier_change_id: row.id,
+      from: license.policy_id,
+      to: to.id,
+      direction: row.direction,
+      invoice_id: row.invoice_id,
+    })
+    this.deps.outbox.enqueue(
+      'license.tier_changed',
+      {
+        license_id: license.id,
+        product_id: license.product_id,
+        tier_change_id: row.id,
+        from_policy_id: license.policy_id,
+        to_policy_id: to.id,
+        to_policy_slug: to.slug,
+        direction: row.direction,
+        actor: row.actor,
+        listed_currency: row.listed_currency,
+        proration_charge_value: row.proration_charge_value,
+        invoice_id: row.invoice_id,
+        entitlements: parseStringList(to.entitlements),
+        expires_at: expiresAt === null ? null : iso(expiresAt),
+        buyer_email: license.buyer_email,
+      },
+      now,
+    )
+  }
+
+  /** A recurring target re-prices the subscription from the next renewal on; a one-off target ends it. */
+  private moveSubscription(
+    sub: SubscriptionRow,
+    product: ProductRow,
+    to: PolicyRow,
+    recurring: boolean,
+    now: number,
+  ): void {
+    if (!recurring) {
+      this.db
+        .prepare("UPDATE subscriptions SET status = 'cancelled', cancelled_at = ?, updated_at = ? WHERE id = ?")
+        .run(now, now, sub.id)
+      return
+    }
+    const listed = effectivePrice(product, to)
+    this.db
+      .prepare(
+        `UPDATE subscriptions SET policy_id = ?, listed_currency = ?, listed_value = ?, period_days = ?, updated_at = ?
+         WHERE id = ?`,
+      )
+      .run(to.id, listed.currency, listed.value, to.renewal_period_days, now, sub.id)
+  }
+
+  // ---- rows and views ----
+
+  private row(id: string): TierChangeRow {
+    return this.db.prepare('SELECT * FROM tier_changes WHERE id = ?').get(id) as TierChangeRow
+  }
+
+  private view(id: string): TierChangeViewT {
+    const r = this.db
+      .prepare(
+        `SELECT t.*, f.slug AS from_slug, p.slug AS to_slug FROM tier_changes t
+         LEFT JOIN policies f ON f.id = t.from_policy_id JOIN policies p ON p.id = t.to_policy_id WHERE t.id = ?`,
+      )
+      .get(id) as TierChangeRow & { from_slug: string | null; to_slug: string }
+    return {
+      id: r.id,
+      license_id: r.license_id,
+      from_policy_slug: r.from_slug,
+      to_policy_slug: r.to_slug,
+      direction: r.direction,
+      listed_currency: r.listed_currency,
+      proration_charge_value: r.proration_charge_value,
+      invoice_id: r.invoice_id,
+      effective_at: r.effective_at,
+      applied_at: r.applied_at,
+      actor: r.actor,
+      reason: r.reason,
+      created_at: r.created_at,
+    }
+  }
+
+  private audit(actor: 'admin' | 'system', action: string, licenseId: string, details: Record<string, unknown>): void {
+    this.deps.services.audit.record({ actor, action, targetType: 'license', targetId: licenseId, details })
+  }
+}
+
+/** The tier-change check, registered FIRST on settlement (spec 001 §4.3 rule 4). */
+export function tierChangeSettleBranch(tierChanges: TierChanges): SettleBranch {
+  return { name: 'tier_change', apply: (invoice, now) => tierChanges.applyForInvoice(invoice, now) }
+}
