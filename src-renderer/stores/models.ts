@@ -1,55 +1,18 @@
 import { defineStore } from 'pinia'
 import { computed, reactive, ref } from 'vue'
 import { useApi, type InputOf, type OutputOf } from '../api'
+import { followJob, type FollowedJob } from './jobs'
 import { pushEventFollower } from './pushEvents'
 import type { FitEstimate, RunMode } from '../../src-main/contract/models'
 type SwapStateEvent = Extract<OutputOf<'streamEvents'>, { name: 'swap.state' }>['data']
-import type { JobEvent, JobProgress } from '../../src-main/contract/system'
 
+export type { FollowedJob }
 export type Model = OutputOf<'listModels'>[number]
 export type DiskStatus = OutputOf<'diskStatus'>
 export type DiskRow = DiskStatus['models'][number]
 export type SwapView = OutputOf<'swapState'>
 export type Hardware = OutputOf<'getHardware'>
 type Part = 'catalog' | 'disk' | 'swap' | 'hardware' | 'events'
-
-/** The lines of a job's log kept on screen. */
-const LOG_TAIL = 200
-
-/** A job followed through its own stream: phase, progress, log tail and how it ended. */
-export interface FollowedJob {
-  id: string
-  phase: string
-  state: 'running' | 'succeeded' | 'failed' | 'cancelled'
-  progress: JobProgress | null
-  log: string[]
-  error: string | null
-  started_at: number
-}
-
-export function newJob(id: string, phase: string): FollowedJob {
-  return { id, phase, state: 'running', progress: null, log: [], error: null, started_at: Date.now() }
-}
-
-/** Applies one job stream event; the log keeps its tail only. */
-export function applyJobEvent(job: FollowedJob, ev: JobEvent): void {
-  switch (ev.type) {
-    case 'phase':
-      job.phase = ev.phase
-      break
-    case 'log':
-      job.log.push(ev.line)
-      if (job.log.length > LOG_TAIL) job.log.splice(0, job.log.length - LOG_TAIL)
-      break
-    case 'progress':
-      job.progress = ev.progress
-      break
-    case 'end':
-      job.state = ev.state
-      job.error = ev.error
-      break
-  }
-}
 
 /**
  * The Models view's state: the catalog, weights on disk, the loaded model and any swap, read once
@@ -153,38 +116,20 @@ export const useModelsStore = defineStore('models', () => {
 
   function followSwapJob(id: string, phase: string): void {
     streams.swap?.()
-    const job = reactive(newJob(id, phase))
-    swapJob.value = job
-    streams.swap = useApi().subscribe(
-      'streamJob',
-      { id },
-      {
-        onEvent: (ev) => {
-          applyJobEvent(job, ev)
-          if (ev.type === 'end') void Promise.all([loadCatalog(), loadSwap(), loadDisk()])
-        },
-        onError: (err) => (job.error ??= `the swap's log stopped: ${err.message}`),
-      },
-    )
+    const f = followJob('streamJob', id, phase, 'swap', (ev) => {
+      if (ev.type === 'end') void Promise.all([loadCatalog(), loadSwap(), loadDisk()])
+    })
+    swapJob.value = f.job
+    streams.swap = f.stop
   }
 
   function followDownload(id: string): void {
     streams.download?.()
-    const job = reactive(newJob(id, 'Connecting'))
-    download.value = job
-    streams.download = useApi().subscribe(
-      'streamDownload',
-      { id },
-      {
-        onEvent: (ev) => {
-          applyJobEvent(job, ev)
-          if (ev.type === 'end' && ev.state === 'succeeded') void loadDisk()
-        },
-        onError: (err) => {
-          if (job.state === 'running') job.error = `the download's log stopped: ${err.message}`
-        },
-      },
-    )
+    const f = followJob('streamDownload', id, 'Connecting', 'download', (ev) => {
+      if (ev.type === 'end' && ev.state === 'succeeded') void loadDisk()
+    })
+    download.value = f.job
+    streams.download = f.stop
   }
 
   function apply(ev: OutputOf<'streamEvents'>): void {
