@@ -24,6 +24,8 @@ const LATE_PAYMENT_MS = 24 * 60 * 60 * 1000
 const LIST_SLACK_MS = 10 * 60 * 1000
 /** "Not found" this many times in a row: the provider no longer knows the invoice. */
 const NOT_FOUND_LIMIT = 3
+/** Single look-ups the sweep keeps in flight at once. */
+const LOOKUPS_IN_FLIGHT = 5
 
 export interface ReconcileReport {
   /** Invoices examined: found in a provider's paid list, or looked up one by one. */
@@ -70,14 +72,19 @@ export class Reconciler {
     for (const kind of ProviderKind.options) {
       if (!(await this.listPaid(kind, report, seen))) down.add(kind)
     }
-    for (const inv of this.deps.invoices.pending(this.deps.batch ?? 25)) {
-      if (seen.has(inv.id)) continue
-      report.checked++
-      const kind = ProviderKind.safeParse(inv.provider)
-      const isDown = kind.success && down.has(kind.data)
-      const outcome = await this.check(inv, isDown)
-      count(report, outcome)
-      if (outcome === 'unreachable' && !isDown) report.errors++
+    const batch = this.deps.invoices.pending(this.deps.batch ?? 25).filter((inv) => !seen.has(inv.id))
+    // A few look-ups in flight at once; each one's database writes are synchronous and short.
+    for (let i = 0; i < batch.length; i += LOOKUPS_IN_FLIGHT) {
+      await Promise.all(
+        batch.slice(i, i + LOOKUPS_IN_FLIGHT).map(async (inv) => {
+          report.checked++
+          const kind = ProviderKind.safeParse(inv.provider)
+          const isDown = kind.success && down.has(kind.data)
+          const outcome = await this.check(inv, isDown)
+          count(report, outcome)
+          if (outcome === 'unreachable' && !isDown) report.errors++
+        }),
+      )
     }
     this.deps.providers.forgetDrained()
     if (report.settled + report.flagged + report.expired + report.invalid > 0) {

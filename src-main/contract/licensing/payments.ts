@@ -128,6 +128,8 @@ export const ConnectionView = z.object({
 })
 export const ProvidersStatus = z.object({
   active: ProviderName.nullable(),
+  /** Invoices whose provider record disagreed with ours (under/overpaid, currency or store), for the admin. */
+  flagged_invoices: z.number(),
   btcpay: ConnectionView.extend({ store_id: z.string().nullable(), has_webhook_secret: z.boolean() }),
   zaprite: ConnectionView,
 })

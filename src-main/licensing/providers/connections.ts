@@ -141,8 +141,12 @@ export class ProviderConnections {
     const active = this.activeKind()
     const b = this.btcpayRow()
     const z = this.zapriteRow()
+    const flagged = this.db.prepare('SELECT count(*) AS n FROM invoices WHERE payment_flag IS NOT NULL').get() as {
+      n: number
+    }
     return {
       active,
+      flagged_invoices: flagged.n,
       btcpay: {
         connected: b !== undefined && b.settling_since === null,
         active: active === 'btcpay',
