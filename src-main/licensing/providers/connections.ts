@@ -185,7 +185,8 @@ export class ProviderConnections {
     this.logger.redactor.add(s.apiKey)
     this.logger.redactor.add(s.webhookSecret)
     const old = this.btcpayRow()
-    this.refuseStranding('btcpay', old && (old.base_url !== s.baseUrl || old.store_id !== s.storeId))
+    // The store is the account: a moved server (new URL, same store) keeps serving its invoices.
+    this.refuseStranding('btcpay', old && old.store_id !== s.storeId)
     if (!opts.skipCheck) await this.validate(this.factory.btcpay(s), signal)
     const now = this.clock.now()
     immediate(this.db, () => {
@@ -218,8 +219,9 @@ export class ProviderConnections {
       baseUrl: (input.baseUrl ?? ZAPRITE_DEFAULT_BASE_URL).replace(/\/+$/, ''),
     })
     this.logger.redactor.add(s.apiKey)
+    // A Zaprite key names no organisation we could compare, so a new key is taken as the same
+    // account; orders it no longer knows are closed after three "not found" answers.
     const old = this.zapriteRow()
-    this.refuseStranding('zaprite', old && old.base_url !== s.baseUrl)
     const zaprite = this.factory.zaprite(s)
     await this.validate(zaprite, signal)
     const webhookId = await this.zapriteWebhook(zaprite, old?.base_url === s.baseUrl ? old.webhook_id : null, signal)
@@ -269,15 +271,15 @@ export class ProviderConnections {
   }
 
   /**
-   * Refuses new credentials for another account of `kind` while invoices created through the
-   * stored one are still open: saving them would strand those buyers.
+   * Refuses credentials for another BTCPay store while invoices created through the stored one
+   * are still open: saving them would strand those buyers.
    */
   private refuseStranding(kind: ProviderKind, otherAccount: boolean | undefined): void {
     const open = otherAccount ? this.openInvoices(kind) : 0
     if (open > 0) {
       throw new ApiError(
         'conflict',
-        `${kind} is settling ${open} open invoice(s) for the stored account; wait for them or forget it first`,
+        `${kind} is settling ${open} open invoice(s) for the stored store; wait for them or forget it first`,
       )
     }
   }

@@ -96,6 +96,27 @@ describe('switching providers strands nobody', () => {
     expect(h.payments.providers.status().btcpay.state).toBe('standby')
   })
 
+  it('the same store on a new server URL reconnects while invoices are open', async () => {
+    await connectBtcpay()
+    await h.payments.purchases.start({ product: 'app' })
+    const moved = await new FakeBtcpay({
+      apiKey: btcpay.apiKey,
+      storeId: btcpay.storeId,
+      webhookSecret: btcpay.webhookSecret,
+    }).start()
+    try {
+      const st = await h.payments.providers.connectBtcpay({
+        baseUrl: moved.url,
+        storeId: btcpay.storeId,
+        apiKey: btcpay.apiKey,
+        webhookSecret: btcpay.webhookSecret,
+      })
+      expect(st.btcpay).toMatchObject({ state: 'active', base_url: moved.url })
+    } finally {
+      await moved.stop()
+    }
+  })
+
   it('the admin can forget a settling provider early, with a confirmation', async () => {
     await connectBtcpay()
     await h.payments.purchases.start({ product: 'app' })
