@@ -2,6 +2,10 @@ import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import express from 'express'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { InvoiceQuery } from '../../../src-main/contract/licensing'
+import type { InvoiceRow } from '../../../src-main/licensing/invoices'
+import type { ProviderInvoiceSnapshot } from '../../../src-main/licensing/providers/types'
+import { judgePayment } from '../../../src-main/licensing/settlement'
 import { FakeBtcpay } from '../../fakes/btcpay'
 import { FakeZaprite } from '../../fakes/zaprite'
 import { paymentsHarness, type Harness } from './payments-harness'
@@ -161,5 +165,55 @@ describe('settlement is confirmed at the provider (Zaprite)', () => {
     zaprite.orders.get(s.provider_invoice_id!)!.amount = 1 // edited at Zaprite after creation
     await zaprite.pay(s.provider_invoice_id!, 'PAID')
     expect(row(s.invoice_id)).toMatchObject({ status: 'pending', payment_flag: 'underpaid' })
+  })
+})
+
+describe('judgePayment (the comparison itself)', () => {
+  const inv = (over: Partial<InvoiceRow>): InvoiceRow =>
+    ({
+      id: 'i1',
+      provider: 'zaprite',
+      amount_sats: 50_000,
+      listed_currency: 'USD',
+      listed_value: 4_900,
+      ...over,
+    }) as InvoiceRow
+  const snap = (over: Partial<ProviderInvoiceSnapshot>): ProviderInvoiceSnapshot => ({
+    providerInvoiceId: 'od_1',
+    status: 'settled',
+    providerStatus: 'PAID',
+    localInvoiceId: 'i1',
+    amount: { currency: 'USD', value: 4_900 },
+    paid: { currency: 'USD', value: 4_900 },
+    paidVerdict: null,
+    storeId: null,
+    ...over,
+  })
+
+  it('a fiat item at Zaprite is compared in its own cents', () => {
+    expect(judgePayment(inv({}), snap({}), null)).toEqual({ settle: true, flag: null })
+    expect(judgePayment(inv({}), snap({ paid: { currency: 'USD', value: 4_899 } }), null)).toMatchObject({
+      settle: false,
+      flag: 'underpaid',
+      detail: 'paid 48.99 USD, expected 49.00 USD',
+    })
+    expect(judgePayment(inv({}), snap({ amount: { currency: 'EUR', value: 4_900 }, paid: null }), null)).toMatchObject({
+      settle: false,
+      flag: 'currency_mismatch',
+    })
+  })
+
+  it('a BTCPay record is compared in sats and must name our store', () => {
+    const btc = inv({ provider: 'btcpay', listed_currency: 'USD' })
+    const rec = snap({ amount: { currency: 'BTC', value: 50_000 }, paid: null, storeId: 'S1' })
+    expect(judgePayment(btc, rec, 'S1')).toEqual({ settle: true, flag: null })
+    expect(judgePayment(btc, rec, 'S2')).toMatchObject({ settle: false, flag: 'store_mismatch' })
+    expect(judgePayment(btc, { ...rec, status: 'pending' }, 'S1')).toMatchObject({ settle: false, flag: 'underpaid' })
+  })
+
+  it('the admin filter reads flagged=true from a query string', () => {
+    expect(InvoiceQuery.parse({ flagged: 'true' }).flagged).toBe(true)
+    expect(InvoiceQuery.parse({ flagged: 'false' }).flagged).toBe(false)
+    expect(InvoiceQuery.safeParse({ flagged: 'yes' }).success).toBe(false)
   })
 })
