@@ -23,6 +23,8 @@ export type LimiterName = 'login' | 'credential' | 'public' | 'redeem' | 'health
 export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   readonly summary: string
   readonly http: HttpRoute
+  /** More routes serving the same method (e.g. the spec's provider_a/provider_b paths). */
+  readonly aliases?: readonly HttpRoute[]
   readonly input: I
   readonly output: O
   /** Output is a stream of `output` events: SSE over HTTP, an event channel over IPC. */

@@ -1,4 +1,4 @@
-import { splitRoute, type HttpVerb, type MethodDef } from '../contract/define'
+import { splitRoute, type HttpRoute, type HttpVerb, type MethodDef } from '../contract/define'
 import { ApiError } from '../contract/errors'
 
 export interface RouteEntry {
@@ -27,18 +27,22 @@ export class RouteTable {
 
   constructor(table: Record<string, MethodDef>) {
     for (const [name, def] of Object.entries(table)) {
-      const { verb, path } = splitRoute(def.http)
-      const params = [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] as string)
-      if (params.length === 0) {
-        this.fixed.set(`${verb} ${path}`, { name, def, verb })
-        continue
-      }
-      const source = path
-        .split('/')
-        .map((seg) => (seg.startsWith(':') ? '([^/]+)' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-        .join('/')
-      this.withParams.push({ name, def, verb, params, pattern: new RegExp(`^${source}$`) })
+      for (const route of [def.http, ...(def.aliases ?? [])]) this.add(name, def, route)
     }
+  }
+
+  private add(name: string, def: MethodDef, route: HttpRoute): void {
+    const { verb, path } = splitRoute(route)
+    const params = [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] as string)
+    if (params.length === 0) {
+      this.fixed.set(`${verb} ${path}`, { name, def, verb })
+      return
+    }
+    const source = path
+      .split('/')
+      .map((seg) => (seg.startsWith(':') ? '([^/]+)' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/')
+    this.withParams.push({ name, def, verb, params, pattern: new RegExp(`^${source}$`) })
   }
 
   match(method: string, path: string): RouteMatch | null {

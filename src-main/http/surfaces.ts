@@ -45,6 +45,7 @@ const WEBHOOKS = new Set([
   '/v1/zaprite/webhook',
   '/v1/provider_a/webhook',
   '/v1/provider_b/webhook',
+  '/v1/btcpay/authorize/callback', // BTCPay's key hand-back: its single-use state authorizes it
 ])
 
 const OPEN_API = new Set(['/api/login', '/api/logout', '/api/session', '/api/health'])

@@ -1,5 +1,6 @@
 import type { InvoiceQuery, InvoiceView } from '../contract/licensing'
 import { likeContains, type LicensingDb } from './db'
+import type { PaymentFlag } from './settlement'
 
 /** An invoice row as stored (migrations 001–002). */
 export interface InvoiceRow {
@@ -26,6 +27,12 @@ export interface InvoiceRow {
   updated_at: number
   expires_at: number | null
   settled_at: number | null
+  /** Migration 008: the provider's record disagreed with ours (see settlement.judgePayment). */
+  payment_flag: PaymentFlag | null
+  payment_flag_detail: string | null
+  flagged_at: number | null
+  /** Consecutive "not found" answers from the provider; three close the invoice. */
+  not_found_count: number
 }
 
 export type InvoiceStatus = InvoiceView['status']
@@ -71,6 +78,9 @@ function toView(r: ViewRow): InvoiceView {
     updated_at: r.updated_at,
     expires_at: r.expires_at,
     settled_at: r.settled_at,
+    payment_flag: r.payment_flag,
+    payment_flag_detail: r.payment_flag_detail,
+    flagged_at: r.flagged_at,
   }
 }
 
@@ -100,6 +110,7 @@ export class InvoiceStore {
       where.push('i.status = ?')
       args.push(q.status)
     }
+    if (q.flagged) where.push('i.payment_flag IS NOT NULL')
     if (q.provider) {
       where.push('i.provider = ?')
       args.push(q.provider)
@@ -134,5 +145,43 @@ export class InvoiceStore {
   /** Records that the invoice was looked at (reconciliation order), without changing its state. */
   touch(id: string, now: number): void {
     this.db.prepare('UPDATE invoices SET updated_at = ? WHERE id = ?').run(now, id)
+  }
+
+  /** The provider answered for the invoice: touched, and its run of "not found" answers ends. */
+  found(id: string, now: number): void {
+    this.db.prepare('UPDATE invoices SET updated_at = ?, not_found_count = 0 WHERE id = ?').run(now, id)
+  }
+
+  /** One more "not found" from the provider in a row; answers the new count. */
+  notFound(id: string, now: number): number {
+    const row = this.db
+      .prepare(
+        'UPDATE invoices SET not_found_count = not_found_count + 1, updated_at = ? WHERE id = ? RETURNING not_found_count',
+      )
+      .get(now, id) as { not_found_count: number } | undefined
+    return row?.not_found_count ?? 0
+  }
+
+  /** Open invoices per provider: pending, for the settling state and the reconciliation's list window. */
+  openCount(provider: string): number {
+    return (
+      this.db.prepare("SELECT count(*) AS n FROM invoices WHERE provider = ? AND status = 'pending'").get(provider) as {
+        n: number
+      }
+    ).n
+  }
+
+  /**
+   * The oldest creation time among a provider's invoices that a list of paid ones could still
+   * settle: pending ones, and ones expired within `lateMs` (late payments count). Null: none.
+   */
+  oldestOpen(provider: string, now: number, lateMs: number): number | null {
+    const row = this.db
+      .prepare(
+        `SELECT min(created_at) AS t FROM invoices WHERE provider = ? AND provider_invoice_id IS NOT NULL
+           AND (status = 'pending' OR (status = 'expired' AND expires_at >= ?))`,
+      )
+      .get(provider, now - lateMs) as { t: number | null }
+    return row.t
   }
 }

@@ -8,6 +8,7 @@ import type { Logger } from '../core/logger'
 import { InvoiceStore } from './invoices'
 import { mountPages } from './pages/routes'
 import { ProviderConnections, type ProviderFactory } from './providers/connections'
+import { BtcpayAuthorizations } from './providers/btcpayAuthorize'
 import { ProviderWebhooks } from './providers/inbound'
 import type { ProviderKind } from './providers/types'
 import { Purchases } from './purchase'
@@ -42,6 +43,7 @@ export interface Payments {
   readonly subscriptions: Subscriptions
   readonly renewals: RenewalWorker
   readonly tierChanges: TierChanges
+  readonly btcpayAuth: BtcpayAuthorizations
   mountRoutes(router: Router): void
   start(): void
   stop(): Promise<void>
@@ -61,6 +63,7 @@ interface PaymentParts {
   readonly subscriptions: Subscriptions
   readonly renewals: RenewalWorker
   readonly tierChanges: TierChanges
+  readonly btcpayAuth: BtcpayAuthorizations
 }
 
 /**
@@ -146,6 +149,14 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
   })
   const inbound = new ProviderWebhooks({ logger: log, invoices, providers, settlement })
   const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
+  const btcpayAuth = new BtcpayAuthorizations({
+    db,
+    clock,
+    logger: log,
+    providers,
+    factory: providers.factory,
+    publicUrl,
+  })
   return {
     services,
     log,
@@ -159,6 +170,7 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
     subscriptions,
     renewals,
     tierChanges,
+    btcpayAuth,
   }
 }
 
@@ -209,6 +221,8 @@ function paymentsHandlers(p: PaymentParts): PaymentsHandlers {
         { baseUrl: i.base_url, storeId: i.store_id, apiKey: i.api_key, webhookSecret: i.webhook_secret },
         ctx.signal,
       ),
+    licAdminBtcpayAuthorize: async (i) => p.btcpayAuth.start({ baseUrl: i.base_url, storeId: i.store_id }),
+    licAdminForgetProvider: async ({ provider }) => providers.forget(provider),
     licAdminBtcpayDisconnect: async () => providers.disconnect('btcpay'),
     licAdminBtcpayStatus: async () => providers.status(),
     licAdminZapriteConnect: async (i, ctx) =>
@@ -228,6 +242,33 @@ function paymentsHandlers(p: PaymentParts): PaymentsHandlers {
   }
 }
 
+/**
+ * Where BTCPay sends the operator's browser after consenting (a form POST, or a GET with the
+ * fields in the query). The single-use state authorizes it, not the admin session: a cross-site
+ * POST carries no session cookie. Answers with a redirect back to the admin's provider tab.
+ */
+async function btcpayCallback(p: PaymentParts, req: Request, res: Response): Promise<void> {
+  const back = (outcome: string): void => {
+    res.redirect(303, `/#/licensing?tab=payments&btcpay=${encodeURIComponent(outcome)}`)
+  }
+  if (req.method !== 'GET' && req.method !== 'POST') {
+    res.status(405).json({ ok: false, error: 'method_not_allowed', message: 'GET or POST' })
+    return
+  }
+  try {
+    const query = new URL(req.originalUrl, 'http://callback.invalid').searchParams
+    const fields =
+      req.method === 'POST' ? new URLSearchParams((await readBody(req, WEBHOOK_BODY_LIMIT)).toString('utf8')) : query
+    await p.btcpayAuth.complete(query.get('state'), fields)
+    back('connected')
+  } catch (err) {
+    const msg = err instanceof ApiError ? err.message : 'the authorization could not be completed'
+    if (!(err instanceof ApiError)) p.log.error('BTCPay authorization callback failed', { error: err })
+    else p.log.warn(`BTCPay authorization refused: ${msg}`)
+    back(`error: ${msg}`)
+  }
+}
+
 /** Provider webhooks (raw bodies: BTCPay signs the exact bytes) and the public buy pages. */
 function mountPaymentRoutes(router: Router, p: PaymentParts): void {
   const webhookRoute = (kind: ProviderKind) => async (req: Request, res: Response) => {
@@ -243,6 +284,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
   }
   // The spec's provider_a/provider_b paths are the same handlers.
   router.post(['/v1/btcpay/webhook', '/v1/provider_a/webhook'], webhookRoute('btcpay'))
+  router.all('/v1/btcpay/authorize/callback', (req, res) => void btcpayCallback(p, req, res))
   router.post(['/v1/zaprite/webhook', '/v1/provider_b/webhook'], webhookRoute('zaprite'))
   mountPages(router, {
     logger: p.log.child('pages'),
@@ -273,7 +315,8 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
  */
 export function createPayments(services: LicensingServices, opts: PaymentsOptions = {}): Payments {
   const parts = wirePayments(services, opts)
-  const { providers, settlement, outbox, reconciler, purchases, subscriptions, renewals, tierChanges } = parts
+  const { providers, settlement, outbox, reconciler, purchases, subscriptions, renewals, tierChanges, btcpayAuth } =
+    parts
   return {
     handlers: paymentsHandlers(parts),
     providers,
@@ -284,6 +327,7 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
     subscriptions,
     renewals,
     tierChanges,
+    btcpayAuth,
     mountRoutes: (router) => mountPaymentRoutes(router, parts),
     start() {
       outbox.start()

@@ -3,6 +3,8 @@ import type { Logger } from '../core/logger'
 import { immediate, type LicensingDb } from './db'
 import type { AuditLog } from './audit'
 import type { InvoiceRow } from './invoices'
+import { formatProviderMoney } from './providers/money'
+import type { ProviderInvoiceSnapshot, ProviderMoney } from './providers/types'
 
 /** Issues the license for a settled invoice, inside the caller's transaction (synchronous). */
 export interface LicenseIssuer {
@@ -39,6 +41,53 @@ export interface SettleBranch {
   apply(invoice: InvoiceRow, now: number): { licenseId: string | null } | null
 }
 
+/** Why an invoice needs the admin's eye: the provider's record disagrees with ours. */
+export type PaymentFlag = 'underpaid' | 'overpaid' | 'currency_mismatch' | 'store_mismatch'
+
+/** The verdict on a provider's record of a paid invoice: settle (maybe flagged), or refuse and flag. */
+export type PaymentVerdict =
+  | { settle: true; flag: null }
+  | { settle: true; flag: 'overpaid'; detail: string }
+  | { settle: false; flag: PaymentFlag; detail: string }
+
+/** What we charged, in the unit the provider was asked to charge: sats (as BTC) or the listed fiat cents. */
+export function expectedCharge(inv: InvoiceRow): ProviderMoney {
+  const fiat = inv.provider === 'zaprite' && (inv.listed_currency === 'USD' || inv.listed_currency === 'EUR')
+  return fiat && inv.listed_value !== null
+    ? { currency: inv.listed_currency!, value: inv.listed_value }
+    : { currency: 'BTC', value: inv.amount_sats }
+}
+
+/**
+ * Compares the provider's record with the local invoice. A different store or currency is never
+ * ours to settle; less than we charged waits (the buyer may top up) and is flagged with both
+ * amounts; more settles (the buyer paid) and is flagged so the admin can refund.
+ */
+export function judgePayment(
+  inv: InvoiceRow,
+  snap: ProviderInvoiceSnapshot,
+  expectedStoreId: string | null,
+): PaymentVerdict {
+  const want = expectedCharge(inv)
+  if (expectedStoreId !== null && snap.storeId !== null && snap.storeId !== expectedStoreId) {
+    return { settle: false, flag: 'store_mismatch', detail: `invoice belongs to store ${snap.storeId}` }
+  }
+  if (snap.amount.currency !== want.currency || (snap.paid && snap.paid.currency !== want.currency)) {
+    const theirs = snap.paid?.currency ?? snap.amount.currency
+    return { settle: false, flag: 'currency_mismatch', detail: `charged in ${theirs}, expected ${want.currency}` }
+  }
+  // Without a reported total, a settled record means its own amount was paid.
+  const paid = snap.paid ?? (snap.status === 'settled' ? snap.amount : null)
+  const both = (p: ProviderMoney | null) =>
+    `paid ${p ? formatProviderMoney(p) : 'an unreported amount'}, expected ${formatProviderMoney(want)}`
+  if (paid === null || paid.value < want.value || (snap.paidVerdict === 'under' && paid.value <= want.value)) {
+    return { settle: false, flag: 'underpaid', detail: both(paid) }
+  }
+  if (paid.value > want.value || snap.paidVerdict === 'over')
+    return { settle: true, flag: 'overpaid', detail: both(paid) }
+  return { settle: true, flag: null }
+}
+
 export interface SettledBy {
   readonly actor: 'provider' | 'system' | 'admin' | 'buyer'
   /** e.g. `btcpay webhook InvoiceSettled`, `reconcile`, `zero-amount purchase`. */
@@ -72,13 +121,60 @@ export class Settlement {
     this.branches.push(branch)
   }
 
-  settle(invoiceId: string, by: SettledBy): SettleOutcome {
+  /**
+   * Settles an invoice whose provider record was just re-fetched, after comparing it with ours:
+   * settles (flagging an overpayment) or only flags it. `outcome` names what happened.
+   */
+  settleConfirmed(
+    invoiceId: string,
+    snap: ProviderInvoiceSnapshot,
+    expectedStoreId: string | null,
+    by: SettledBy,
+  ): SettleOutcome | { kind: 'refused'; flag: PaymentFlag } {
+    const inv = this.deps.db.prepare('SELECT * FROM invoices WHERE id = ?').get(invoiceId) as InvoiceRow | undefined
+    if (!inv) return { kind: 'unknown_invoice' }
+    if (inv.status === 'settled') return { kind: 'already_settled', licenseId: inv.issued_license_id }
+    const verdict = judgePayment(inv, snap, expectedStoreId)
+    if (!verdict.settle) {
+      this.flag(inv.id, verdict.flag, verdict.detail, by)
+      return { kind: 'refused', flag: verdict.flag }
+    }
+    return this.settle(inv.id, by, verdict.flag ? { flag: verdict.flag, detail: verdict.detail } : undefined)
+  }
+
+  /** Records a disagreement on the invoice for the admin (once per kind and detail), logged and audited. */
+  flag(invoiceId: string, flag: PaymentFlag, detail: string, by: SettledBy): void {
+    const { db, clock, logger } = this.deps
+    const changed = immediate(db, () => {
+      const now = clock.now()
+      const n = db
+        .prepare(
+          `UPDATE invoices SET payment_flag = ?, payment_flag_detail = ?, flagged_at = ?, updated_at = ?
+           WHERE id = ? AND (payment_flag IS NOT ? OR payment_flag_detail IS NOT ?)`,
+        )
+        .run(flag, detail, now, now, invoiceId, flag, detail).changes
+      if (n === 1) this.writeAudit('invoice.flagged', invoiceId, by, now, { flag, detail })
+      return n === 1
+    })
+    if (changed) logger.warn(`invoice flagged: ${flag}`, { invoice: invoiceId, detail, via: by.via })
+  }
+
+  settle(invoiceId: string, by: SettledBy, flagged?: { flag: PaymentFlag; detail: string }): SettleOutcome {
     const { db, clock, issuer } = this.deps
     const outcome = immediate(db, (): SettleOutcome => {
       const inv = db.prepare('SELECT * FROM invoices WHERE id = ?').get(invoiceId) as InvoiceRow | undefined
       if (!inv) return { kind: 'unknown_invoice' }
       if (inv.status === 'settled') return { kind: 'already_settled', licenseId: inv.issued_license_id }
       const now = clock.now()
+      if (flagged) {
+        db.prepare('UPDATE invoices SET payment_flag = ?, payment_flag_detail = ?, flagged_at = ? WHERE id = ?').run(
+          flagged.flag,
+          flagged.detail,
+          now,
+          inv.id,
+        )
+        this.writeAudit('invoice.flagged', inv.id, by, now, { flag: flagged.flag, detail: flagged.detail })
+      }
       // Late payments count: an invoice we expired locally, or one the provider had called
       // invalid, still settles when the provider now says it is paid.
       db.prepare("UPDATE invoices SET status = 'settled', settled_at = ?, updated_at = ? WHERE id = ?").run(
@@ -101,6 +197,12 @@ export class Settlement {
       // license.issued (source purchase) is written by Licenses.issue, in this transaction.
       return { kind: 'issued', licenseId }
     })
+    if (flagged && outcome.kind !== 'already_settled' && outcome.kind !== 'unknown_invoice') {
+      this.deps.logger.warn(`invoice settled and flagged: ${flagged.flag}`, {
+        invoice: invoiceId,
+        detail: flagged.detail,
+      })
+    }
     if (outcome.kind === 'issued') {
       this.deps.logger.info('invoice settled, license issued', {
         invoice: invoiceId,

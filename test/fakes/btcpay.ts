@@ -12,6 +12,24 @@ export interface FakeBtcpayInvoice {
   metadata: Record<string, unknown>
   redirectURL: string | null
   checkoutLink: string
+  /** Unix seconds, as Greenfield reports it. */
+  createdTime: number
+  /** What the buyer has paid so far, a BTC decimal string (the payment-methods `totalPaid`). */
+  totalPaid: string
+}
+
+/** A webhook registered through the Greenfield store webhooks API. */
+export interface FakeBtcpayWebhook {
+  id: string
+  url: string
+  secret: string
+  enabled: boolean
+}
+
+/** The Greenfield permissions an authorization request asked for, and the key the consent created. */
+export interface FakeBtcpayGrant {
+  apiKey: string
+  permissions: string[]
 }
 
 /**
@@ -26,6 +44,12 @@ export class FakeBtcpay extends LoopbackFake {
   readonly invoices = new Map<string, FakeBtcpayInvoice>()
   /** Where `pay()` delivers its webhooks; set it to Tandem's /v1/btcpay/webhook. */
   webhookUrl: string | null = null
+  /** Webhooks registered over the API, by id. */
+  readonly webhooks = new Map<string, FakeBtcpayWebhook>()
+  /** Keys created by the authorization flow; each works like `apiKey`. */
+  readonly grants: FakeBtcpayGrant[] = []
+  /** Time source for `createdTime` (tests pass their injected clock). */
+  now: () => number = () => Date.now()
   private seq = 0
 
   constructor(opts: { apiKey?: string; storeId?: string; webhookSecret?: string } = {}) {
@@ -35,10 +59,53 @@ export class FakeBtcpay extends LoopbackFake {
     this.webhookSecret = opts.webhookSecret ?? `whsec-${randomBytes(8).toString('hex')}`
   }
 
+  /** Sets the state; `Settled` also marks the full amount paid unless `setPaid` said otherwise. */
   setStatus(id: string, status: FakeBtcpayStatus): void {
+    const inv = this.invoice(id)
+    inv.status = status
+    if (status === 'Settled' && Number(inv.totalPaid) === 0) inv.totalPaid = inv.amount
+  }
+
+  /** What the buyer paid (BTC decimal string), e.g. less than the amount for an underpayment. */
+  setPaid(id: string, totalPaid: string): void {
+    this.invoice(id).totalPaid = totalPaid
+  }
+
+  private invoice(id: string): FakeBtcpayInvoice {
     const inv = this.invoices.get(id)
     if (!inv) throw new Error(`no fake invoice ${id}`)
-    inv.status = status
+    return inv
+  }
+
+  /**
+   * The operator consents on the authorization page: a key with the requested permissions is
+   * created and the browser is sent to `redirect` with `apiKey`, `permissions` and `userId`
+   * (form-posted, as BTCPay does). Answers what Tandem's callback answered.
+   */
+  async consent(
+    authorizeUrl: string,
+    opts: { via?: string } = {},
+  ): Promise<{ status: number; location: string | null; grant: FakeBtcpayGrant }> {
+    const u = new URL(authorizeUrl)
+    const permissions = u.searchParams.getAll('permissions')
+    const target = u.searchParams.get('redirect')
+    if (!target) throw new Error('authorization request without a redirect')
+    // `via`: the origin that actually serves PUBLIC_URL (as a reverse proxy would).
+    const redirect = opts.via ? `${opts.via}${new URL(target).pathname}${new URL(target).search}` : target
+    const grant = { apiKey: `granted-${randomBytes(12).toString('hex')}`, permissions }
+    this.grants.push(grant)
+    const form = new URLSearchParams({ apiKey: grant.apiKey, userId: 'user-fake-1' })
+    // With selectiveStores the operator picks the store; the granted permissions name it.
+    const selective = u.searchParams.get('selectiveStores') === 'true'
+    for (const p of permissions) form.append('permissions', selective && !p.includes(':') ? `${p}:${this.storeId}` : p)
+    const res = await fetch(redirect, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+      redirect: 'manual',
+    })
+    await res.text()
+    return { status: res.status, location: res.headers.get('location'), grant }
   }
 
   /** The buyer pays: the invoice settles and a signed InvoiceSettled goes to `webhookUrl`. */
@@ -72,14 +139,16 @@ export class FakeBtcpay extends LoopbackFake {
     body: string,
     opts: { signature?: string | null; url?: string } = {},
   ): Promise<{ status: number; text: string }> {
-    const url = opts.url ?? this.webhookUrl
+    const url = opts.url ?? this.webhookUrl ?? [...this.webhooks.values()].at(-1)?.url
     if (!url) throw new Error('FakeBtcpay.webhookUrl is not set')
     const sig = opts.signature === undefined ? this.sign(body) : opts.signature
     return postRaw(url, body, sig === null ? {} : { 'BTCPay-Sig': sig })
   }
 
+  /** Signs with the secret of the webhook registered over the API, else the preset one. */
   sign(body: string): string {
-    return `sha256=${createHmac('sha256', this.webhookSecret).update(body).digest('hex')}`
+    const secret = [...this.webhooks.values()].at(-1)?.secret ?? this.webhookSecret
+    return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
   }
 
   protected handle(req: RecordedRequest, url: URL): FakeReply {
@@ -88,10 +157,24 @@ export class FakeBtcpay extends LoopbackFake {
       const inv = this.invoices.get(checkout[1]!)
       return inv ? { status: 200, body: `<html><body>Pay ${inv.amount} BTC</body></html>` } : { status: 404, body: '' }
     }
-    if (req.headers.authorization !== `token ${this.apiKey}`) return { status: 401, body: { code: 'unauthenticated' } }
+    if (url.pathname === '/api-keys/authorize' && req.method === 'GET') {
+      return { status: 200, body: '<html><body>Authorize application</body></html>' }
+    }
+    if (!this.authorized(req.headers.authorization)) return { status: 401, body: { code: 'unauthenticated' } }
+    const hooks = url.pathname.match(/^\/api\/v1\/stores\/([^/]+)\/webhooks$/)
+    if (hooks && req.method === 'POST' && decodeURIComponent(hooks[1]!) === this.storeId) return this.addWebhook(req)
+    const pm = url.pathname.match(/^\/api\/v1\/stores\/([^/]+)\/invoices\/([^/]+)\/payment-methods$/)
+    if (pm && req.method === 'GET' && decodeURIComponent(pm[1]!) === this.storeId) {
+      const inv = this.invoices.get(decodeURIComponent(pm[2]!))
+      if (!inv) return { status: 404, body: { code: 'invoice-not-found' } }
+      const due = Math.max(0, Number(inv.amount) - Number(inv.totalPaid)).toFixed(8)
+      const paid = { totalPaid: inv.totalPaid, paymentMethodPaid: inv.totalPaid, due }
+      return { status: 200, body: [{ paymentMethodId: 'BTC-CHAIN', currency: 'BTC', amount: inv.amount, ...paid }] }
+    }
     const m = url.pathname.match(/^\/api\/v1\/stores\/([^/]+)(\/invoices(?:\/([^/]+))?)?$/)
     if (!m || decodeURIComponent(m[1]!) !== this.storeId) return { status: 404, body: { code: 'store-not-found' } }
     if (!m[2] && req.method === 'GET') return { status: 200, body: { id: this.storeId, name: 'Fake store' } }
+    if (m[2] && !m[3] && req.method === 'GET') return { status: 200, body: this.listInvoices(url.searchParams) }
     if (m[2] && !m[3] && req.method === 'POST') {
       const input = JSON.parse(req.body) as {
         amount: string
@@ -109,6 +192,8 @@ export class FakeBtcpay extends LoopbackFake {
         metadata: input.metadata ?? {},
         redirectURL: input.checkout?.redirectURL ?? null,
         checkoutLink: `${this.url}/i/${id}`,
+        createdTime: Math.floor(this.now() / 1000),
+        totalPaid: '0.00000000',
       }
       this.invoices.set(id, inv)
       return { status: 200, body: inv }
@@ -118,5 +203,32 @@ export class FakeBtcpay extends LoopbackFake {
       return inv ? { status: 200, body: inv } : { status: 404, body: { code: 'invoice-not-found' } }
     }
     return { status: 404, body: { code: 'not-found' } }
+  }
+
+  private authorized(header: string | undefined): boolean {
+    return header === `token ${this.apiKey}` || this.grants.some((g) => header === `token ${g.apiKey}`)
+  }
+
+  /** Greenfield's store invoice list: `status` (repeatable), `startDate`/`endDate` (unix s), `skip`, `take`. */
+  private listInvoices(q: URLSearchParams): FakeBtcpayInvoice[] {
+    const statuses = q.getAll('status')
+    const start = q.has('startDate') ? Number(q.get('startDate')) : -Infinity
+    const end = q.has('endDate') ? Number(q.get('endDate')) : Infinity
+    const skip = Number(q.get('skip') ?? '0')
+    const take = Number(q.get('take') ?? '1000000')
+    return [...this.invoices.values()]
+      .filter(
+        (i) => (statuses.length === 0 || statuses.includes(i.status)) && i.createdTime >= start && i.createdTime <= end,
+      )
+      .sort((a, b) => b.createdTime - a.createdTime)
+      .slice(skip, skip + take)
+  }
+
+  private addWebhook(req: RecordedRequest): FakeReply {
+    const input = JSON.parse(req.body) as { url?: string; secret?: string; enabled?: boolean }
+    if (!input.url || !input.secret) return { status: 422, body: [{ path: 'url', message: 'url and secret required' }] }
+    const hook = { id: `wh_${++this.seq}`, url: input.url, secret: input.secret, enabled: input.enabled ?? true }
+    this.webhooks.set(hook.id, hook)
+    return { status: 200, body: { id: hook.id, url: hook.url, enabled: hook.enabled } }
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { LoopbackFake, postRaw, type FakeReply, type RecordedRequest } from './loopback'
 
-export type FakeZapriteStatus = 'PENDING' | 'PROCESSING' | 'PAID' | 'COMPLETE' | 'OVERPAID' | 'UNDERPAID'
+export type FakeZapriteStatus = 'PENDING' | 'PROCESSING' | 'PAID' | 'COMPLETE' | 'OVERPAID' | 'UNDERPAID' | 'EXPIRED'
 
 export interface FakeZapriteOrder {
   id: string
@@ -13,6 +13,16 @@ export interface FakeZapriteOrder {
   label: string | null
   checkoutUrl: string
   customerData: Record<string, unknown> | null
+  /** ISO time the order was created. */
+  createdAt: string
+  /** What the buyer paid, in the order's smallest unit; null until something is paid. */
+  paidAmount: number | null
+}
+
+export interface FakeZapriteWebhook {
+  id: string
+  url: string
+  events: string[]
 }
 
 /**
@@ -23,6 +33,11 @@ export class FakeZaprite extends LoopbackFake {
   readonly apiKey: string
   readonly orders = new Map<string, FakeZapriteOrder>()
   webhookUrl: string | null = null
+  readonly webhooks = new Map<string, FakeZapriteWebhook>()
+  /** False: `POST /v1/webhooks` answers 404, like an API that does not offer registration. */
+  webhookApi = true
+  /** Time source for `createdAt` (tests pass their injected clock). */
+  now: () => number = () => Date.now()
   private seq = 0
 
   constructor(opts: { apiKey?: string } = {}) {
@@ -30,10 +45,19 @@ export class FakeZaprite extends LoopbackFake {
     this.apiKey = opts.apiKey ?? `zap-key-${randomBytes(8).toString('hex')}`
   }
 
+  /** Sets the state; paid states also record the full amount paid unless `setPaid` said otherwise. */
   setStatus(id: string, status: FakeZapriteStatus): void {
     const o = this.orders.get(id)
     if (!o) throw new Error(`no fake order ${id}`)
     o.status = status
+    if ((status === 'PAID' || status === 'COMPLETE') && o.paidAmount === null) o.paidAmount = o.amount
+  }
+
+  /** What the buyer paid, in the order's smallest unit. */
+  setPaid(id: string, paidAmount: number): void {
+    const o = this.orders.get(id)
+    if (!o) throw new Error(`no fake order ${id}`)
+    o.paidAmount = paidAmount
   }
 
   /** The buyer pays: the order turns PAID and an `order.change` event goes to `webhookUrl`. */
@@ -63,9 +87,22 @@ export class FakeZaprite extends LoopbackFake {
     }
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) return { status: 401, body: { message: 'Unauthorized' } }
     if (url.pathname === '/v1/orders' && req.method === 'GET') {
+      // Newest first, paged with `page` (from 1) and `limit`.
       const limit = Number(url.searchParams.get('limit') ?? '20')
-      const items = [...this.orders.values()].slice(0, limit)
-      return { status: 200, body: { items, meta: { pagesCount: 1, itemsCount: this.orders.size } } }
+      const page = Number(url.searchParams.get('page') ?? '1')
+      const all = [...this.orders.values()].reverse()
+      const items = all.slice((page - 1) * limit, page * limit)
+      const pagesCount = Math.max(1, Math.ceil(all.length / limit))
+      return { status: 200, body: { items, meta: { pagesCount, itemsCount: all.length } } }
+    }
+    if (url.pathname === '/v1/webhooks' && req.method === 'POST') {
+      if (!this.webhookApi) return { status: 404, body: { message: 'Not found' } }
+      const input = JSON.parse(req.body) as { url?: string; events?: string[] }
+      if (!input.url) return { status: 400, body: { code: 'BAD_REQUEST', message: 'url is required' } }
+      const hook = { id: `wh_${++this.seq}`, url: input.url, events: input.events ?? [] }
+      this.webhooks.set(hook.id, hook)
+      this.webhookUrl ??= hook.url
+      return { status: 200, body: hook }
     }
     if (url.pathname === '/v1/orders' && req.method === 'POST') {
       const input = JSON.parse(req.body) as Partial<FakeZapriteOrder>
@@ -83,6 +120,8 @@ export class FakeZaprite extends LoopbackFake {
         label: input.label ?? null,
         checkoutUrl: `${this.url}/checkout/${id}`,
         customerData: (input.customerData as Record<string, unknown> | undefined) ?? null,
+        createdAt: new Date(this.now()).toISOString(),
+        paidAmount: null,
       }
       this.orders.set(id, order)
       return { status: 200, body: order }

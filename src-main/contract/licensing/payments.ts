@@ -83,6 +83,11 @@ export const InvoiceView = z.object({
   updated_at: z.number(),
   expires_at: z.number().nullable(),
   settled_at: z.number().nullable(),
+  /** The provider's record disagreed with ours: underpaid (not settled), overpaid (settled), currency or store mismatch (refused). */
+  payment_flag: z.enum(['underpaid', 'overpaid', 'currency_mismatch', 'store_mismatch']).nullable(),
+  /** Both amounts, or what did not match. */
+  payment_flag_detail: z.string().nullable(),
+  flagged_at: z.number().nullable(),
 })
 export type InvoiceView = z.infer<typeof InvoiceView>
 
@@ -92,6 +97,12 @@ export const InvoiceQuery = z.object({
   product: z.string().max(64).optional(),
   /** Matches the invoice id, the provider's id, or part of the buyer's email. */
   q: z.string().max(200).optional(),
+  /** Only invoices flagged for the admin (amount, currency or store disagreed with the provider). */
+  flagged: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .or(z.boolean())
+    .optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
   offset: z.coerce.number().int().min(0).default(0),
 })
@@ -105,9 +116,20 @@ export const ConnectionView = z.object({
   connected_at: z.number().nullable(),
   /** Where the provider must send its webhooks. */
   webhook_url: z.string(),
+  /**
+   * `active` takes new purchases; `standby` is connected but not active; `settling` was
+   * disconnected or replaced and keeps its credentials read-only until its open invoices close.
+   */
+  state: z.enum(['active', 'standby', 'settling', 'disconnected']),
+  /** Invoices still pending at this provider (what "settling N open invoices" counts). */
+  open_invoices: z.number(),
+  /** The id of the webhook Tandem registered at the provider, when it could. */
+  webhook_id: z.string().nullable(),
 })
 export const ProvidersStatus = z.object({
   active: ProviderName.nullable(),
+  /** Invoices whose provider record disagreed with ours (under/overpaid, currency or store), for the admin. */
+  flagged_invoices: z.number(),
   btcpay: ConnectionView.extend({ store_id: z.string().nullable(), has_webhook_secret: z.boolean() }),
   zaprite: ConnectionView,
 })
@@ -216,7 +238,7 @@ export const licensingPaymentsContract = {
     http: 'POST /v1/admin/invoices/:id/recheck',
     input: z.object({ id: Id }),
     output: z.object({
-      outcome: z.enum(['settled', 'expired', 'invalid', 'pending', 'unreachable', 'not_pending']),
+      outcome: z.enum(['settled', 'flagged', 'expired', 'invalid', 'pending', 'unreachable', 'not_pending']),
       invoice: InvoiceView,
     }),
   }),
@@ -235,6 +257,7 @@ export const licensingPaymentsContract = {
   licAdminBtcpayConnect: method({
     summary: 'Check BTCPay Server credentials against the store, then save them and make BTCPay active',
     http: 'POST /v1/admin/btcpay/connect',
+    aliases: ['POST /v1/admin/provider_a/connect'],
     input: z.object({
       base_url: HttpUrl,
       store_id: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, _ and -'),
@@ -244,32 +267,61 @@ export const licensingPaymentsContract = {
     output: ProvidersStatus,
   }),
   licAdminBtcpayDisconnect: method({
-    summary: 'Forget the BTCPay Server credentials',
+    summary:
+      'Disconnect BTCPay Server; with open invoices it keeps settling them read-only, else its credentials are cleared',
     http: 'POST /v1/admin/btcpay/disconnect',
+    aliases: ['POST /v1/admin/provider_a/disconnect'],
     input: z.object({}),
     output: ProvidersStatus,
   }),
   licAdminBtcpayStatus: method({
     summary: 'BTCPay Server connection snapshot',
     http: 'GET /v1/admin/btcpay/status',
+    aliases: ['GET /v1/admin/provider_a/status'],
     input: z.object({}),
+    output: ProvidersStatus,
+  }),
+  licAdminBtcpayAuthorize: method({
+    summary:
+      "Start connecting BTCPay by authorization: the address of the server's API-key page asking for exactly the permissions Tandem needs",
+    http: 'POST /v1/admin/btcpay/authorize',
+    aliases: ['POST /v1/admin/provider_a/authorize'],
+    input: z.object({
+      base_url: HttpUrl,
+      /** Omitted: the operator picks the store on BTCPay's page. */
+      store_id: blankToUndefined(z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, _ and -')),
+    }),
+    output: z.object({ authorize_url: z.string(), expires_at: z.number(), permissions: z.array(z.string()) }),
+  }),
+  licAdminForgetProvider: method({
+    summary: 'Forget a settling or standby provider now, even with open invoices (they can then only expire)',
+    http: 'POST /v1/admin/providers/:provider/forget',
+    input: z.object({
+      provider: ProviderName,
+      confirm: z.literal(true, {
+        error: 'confirm: true is required; open invoices of this provider can no longer settle',
+      }),
+    }),
     output: ProvidersStatus,
   }),
   licAdminZapriteConnect: method({
     summary: 'Validate a Zaprite API key by listing orders, then save it and make Zaprite active (spec: provider_b)',
     http: 'POST /v1/admin/zaprite/connect',
+    aliases: ['POST /v1/admin/provider_b/connect'],
     input: z.object({ api_key: Secret, base_url: HttpUrl.optional() }),
     output: ProvidersStatus,
   }),
   licAdminZapriteDisconnect: method({
-    summary: 'Clear the stored Zaprite credentials',
+    summary: 'Disconnect Zaprite; with open orders it keeps settling them read-only, else its credentials are cleared',
     http: 'POST /v1/admin/zaprite/disconnect',
+    aliases: ['POST /v1/admin/provider_b/disconnect'],
     input: z.object({}),
     output: ProvidersStatus,
   }),
   licAdminZapriteStatus: method({
     summary: 'Zaprite connection snapshot (read-only)',
     http: 'GET /v1/admin/zaprite/status',
+    aliases: ['GET /v1/admin/provider_b/status'],
     input: z.object({}),
     output: ProvidersStatus,
   }),

@@ -1,6 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
+import { ApiError } from '../../contract/errors'
 import { joinUrl, providerJson } from './http'
+import { parseProviderMoney } from './money'
 import {
   ProviderInvoiceId,
   WebhookRejected,
@@ -9,6 +11,7 @@ import {
   type CreatedCheckout,
   type PaymentProvider,
   type ProviderInvoiceSnapshot,
+  type ProviderMoney,
   type ProviderInvoiceStatus,
   type WebhookHint,
 } from './types'
@@ -16,10 +19,45 @@ import {
 /** The Greenfield invoice subset we read. */
 const GreenfieldInvoice = z.object({
   id: ProviderInvoiceId,
-  status: z.string(),
+  storeId: z.string().max(128).nullish(),
+  status: z.string().max(64),
+  additionalStatus: z.string().max(64).nullish(),
+  amount: z.union([z.string().max(40), z.number()]),
+  currency: z.string().max(12),
   checkoutLink: z.string().optional(),
   metadata: z.record(z.string(), z.unknown()).nullish(),
 })
+type GreenfieldInvoice = z.infer<typeof GreenfieldInvoice>
+
+/** One entry of `/invoices/{id}/payment-methods`: `totalPaid` is the whole invoice's, in this method's currency. */
+const PaymentMethod = z.object({
+  currency: z.string().max(12),
+  totalPaid: z.union([z.string().max(40), z.number()]),
+})
+
+/** Invoices listed per page by the reconciliation's list call, and the most pages read per tick. */
+const LIST_PAGE = 200
+const LIST_MAX_PAGES = 25
+
+/**
+ * What Tandem's BTCPay key may do, and nothing more: read the store (credential check), create and
+ * read invoices, and register its webhook.
+ */
+export const BTCPAY_PERMISSIONS = [
+  'btcpay.store.canviewstoresettings',
+  'btcpay.store.cancreateinvoice',
+  'btcpay.store.canviewinvoices',
+  'btcpay.store.webhooks.canmodifywebhooks',
+] as const
+
+/** The invoice events Tandem subscribes to when it registers its own webhook. */
+const WEBHOOK_EVENTS = [
+  'InvoiceSettled',
+  'InvoiceProcessing',
+  'InvoicePaymentSettled',
+  'InvoiceExpired',
+  'InvoiceInvalid',
+]
 
 const WebhookBody = z.object({
   type: z.string().max(64),
@@ -118,12 +156,71 @@ export class BtcpayProvider implements PaymentProvider {
       { method: 'GET', url: this.invoicesUrl(`/${encodeURIComponent(id)}`), authorization: this.auth, signal },
       GreenfieldInvoice,
     )
-    const orderId = inv.metadata?.orderId
-    return {
-      status: mapBtcpayStatus(inv.status),
-      providerStatus: inv.status,
-      localInvoiceId: typeof orderId === 'string' ? orderId : null,
+    const snap = this.snapshot(inv)
+    // The paid total lives on the payment methods; only worth a second call once money arrived.
+    const paidSomething = snap.status === 'settled' || snap.paidVerdict !== null
+    return paidSomething ? { ...snap, paid: await this.totalPaid(id, snap.amount.currency, signal) } : snap
+  }
+
+  /** Settled invoices created since `sinceMs`: Greenfield's list filtered by status and start date, paged. */
+  async listPaid(sinceMs: number, signal?: AbortSignal): Promise<ProviderInvoiceSnapshot[]> {
+    const out: ProviderInvoiceSnapshot[] = []
+    const startDate = String(Math.max(0, Math.floor(sinceMs / 1000)))
+    for (let page = 0; page < LIST_MAX_PAGES; page++) {
+      const q = new URLSearchParams({
+        status: 'Settled',
+        startDate,
+        skip: String(page * LIST_PAGE),
+        take: String(LIST_PAGE),
+      })
+      const items = await providerJson(
+        'BTCPay',
+        { method: 'GET', url: this.invoicesUrl(`?${q.toString()}`), authorization: this.auth, signal },
+        z.array(z.unknown()),
+      )
+      for (const item of items) {
+        const inv = GreenfieldInvoice.safeParse(item)
+        if (inv.success) out.push(this.snapshot(inv.data))
+      }
+      if (items.length < LIST_PAGE) break
     }
+    return out
+  }
+
+  private snapshot(inv: GreenfieldInvoice): ProviderInvoiceSnapshot {
+    const orderId = inv.metadata?.orderId
+    const amount = parseProviderMoney(inv.amount, inv.currency)
+    if (!amount) throw new ApiError('upstream_error', 'BTCPay answered an invoice amount that is not a decimal')
+    const extra = inv.additionalStatus ?? ''
+    return {
+      providerInvoiceId: inv.id,
+      status: mapBtcpayStatus(inv.status),
+      providerStatus: extra && extra !== 'None' ? `${inv.status} (${extra})` : inv.status,
+      localInvoiceId: typeof orderId === 'string' ? orderId : null,
+      amount,
+      paid: null,
+      paidVerdict: extra === 'PaidOver' ? 'over' : extra === 'PaidPartial' ? 'under' : null,
+      storeId: inv.storeId ?? null,
+    }
+  }
+
+  private async totalPaid(id: string, currency: string, signal?: AbortSignal): Promise<ProviderMoney | null> {
+    const methods = await providerJson(
+      'BTCPay',
+      {
+        method: 'GET',
+        url: this.invoicesUrl(`/${encodeURIComponent(id)}/payment-methods`),
+        authorization: this.auth,
+        signal,
+      },
+      z.array(PaymentMethod),
+    )
+    let best: ProviderMoney | null = null
+    for (const m of methods) {
+      const paid = parseProviderMoney(m.totalPaid, m.currency)
+      if (paid && paid.currency === currency && (!best || paid.value > best.value)) best = paid
+    }
+    return best ?? (methods.length === 0 ? null : { currency, value: 0 })
   }
 
   parseWebhook(headers: Readonly<Record<string, string | string[] | undefined>>, rawBody: Buffer): WebhookHint {
@@ -147,6 +244,28 @@ export class BtcpayProvider implements PaymentProvider {
       claimed: EVENT_CLAIMS[body.data.type] ?? 'ignored',
       eventType: body.data.type,
     }
+  }
+
+  /** Registers Tandem's webhook at the store with `secret`; answers BTCPay's webhook id. */
+  async registerWebhook(url: string, secret: string, signal?: AbortSignal): Promise<string> {
+    const hook = await providerJson(
+      'BTCPay',
+      {
+        method: 'POST',
+        url: joinUrl(this.settings.baseUrl, `/api/v1/stores/${encodeURIComponent(this.settings.storeId)}/webhooks`),
+        authorization: this.auth,
+        signal,
+        body: {
+          enabled: true,
+          automaticRedelivery: true,
+          url,
+          secret,
+          authorizedEvents: { everything: false, specificEvents: WEBHOOK_EVENTS },
+        },
+      },
+      z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/) }),
+    )
+    return hook.id
   }
 
   async verifyCredentials(signal?: AbortSignal): Promise<void> {

@@ -1,6 +1,7 @@
 import { ApiError } from '../../contract/errors'
 import type { Logger } from '../../core/logger'
 import type { InvoiceStore } from '../invoices'
+import { applyProviderRecord } from '../providerRecord'
 import type { Settlement, SettledBy } from '../settlement'
 import type { ProviderConnections } from './connections'
 import { WebhookRejected, type ProviderKind } from './types'
@@ -53,26 +54,16 @@ export class ProviderWebhooks {
     }
     const inv = invoices.byProviderRef(kind, hint.providerInvoiceId)
     const by: SettledBy = { actor: 'provider', via: `${kind} webhook ${hint.eventType}` }
-
-    if (kind === 'btcpay') {
-      // A signed event for an invoice we never made (another app on the same store): acknowledge, ignore.
-      if (!inv) return done('ignored_unknown_invoice')
-      switch (hint.claimed) {
-        case 'settled':
-          return done(settlement.settle(inv.id, by).kind)
-        case 'expired':
-        case 'invalid':
-          return done(settlement.markUnpaid(inv.id, hint.claimed, by) ? hint.claimed : 'unchanged')
-        case 'processing':
-          break // confirmations may be complete already: ask below
-        default:
-          return done('ignored_event')
-      }
-    } else {
-      if (!inv) return reject(404, 'not_found', 'the order does not resolve to a local invoice')
-      if (inv.status === 'settled') return done('already_settled')
+    if (!inv) {
+      // BTCPay: a signed event for an invoice we never made (another app on the same store): acknowledge, ignore.
+      return kind === 'btcpay'
+        ? done('ignored_unknown_invoice')
+        : reject(404, 'not_found', 'the order does not resolve to a local invoice')
     }
+    if (kind === 'btcpay' && hint.claimed === 'ignored') return done('ignored_event')
+    if (inv.status === 'settled') return done('already_settled')
 
+    // Even a signed event is only a hint: the invoice re-fetched from the provider decides.
     let snapshot
     try {
       snapshot = await provider.getInvoice(hint.providerInvoiceId)
@@ -88,14 +79,7 @@ export class ProviderWebhooks {
     if (kind === 'zaprite' && snapshot.localInvoiceId === null) {
       return reject(409, 'conflict', 'the order carries no externalUniqId')
     }
-    switch (snapshot.status) {
-      case 'settled':
-        return done(settlement.settle(inv.id, { ...by, via: `${by.via} (confirmed ${snapshot.providerStatus})` }).kind)
-      case 'expired':
-      case 'invalid':
-        return done(settlement.markUnpaid(inv.id, snapshot.status, by) ? snapshot.status : 'unchanged')
-      default:
-        return done('still_pending')
-    }
+    const outcome = applyProviderRecord(settlement, inv, snapshot, providers.expectedStoreId(kind), by)
+    return done(outcome === 'pending' ? 'still_pending' : outcome)
   }
 }

@@ -30,12 +30,28 @@ export interface CreatedCheckout {
   readonly checkoutUrl: string
 }
 
+/** An amount in the smallest unit of `currency` (`BTC` amounts are in sats). */
+export interface ProviderMoney {
+  readonly currency: string
+  readonly value: number
+}
+
 export interface ProviderInvoiceSnapshot {
+  /** The provider's id for this invoice/order. */
+  readonly providerInvoiceId: string
   readonly status: ProviderInvoiceStatus
   /** The provider's own word for the state (e.g. `Settled`, `OVERPAID`), for the admin. */
   readonly providerStatus: string
   /** Our invoice id as the provider echoes it back, when it does. */
   readonly localInvoiceId: string | null
+  /** What the provider's record charges. */
+  readonly amount: ProviderMoney
+  /** What the buyer has paid, when the provider says (null: not reported). */
+  readonly paid: ProviderMoney | null
+  /** The provider's own verdict on the payment's size, when its status carries one. */
+  readonly paidVerdict: 'over' | 'under' | null
+  /** The store (BTCPay) the record belongs to; null where the provider has no such notion. */
+  readonly storeId: string | null
 }
 
 /** What an inbound webhook asks us to look at. Webhooks are hints: the handler re-checks state. */
@@ -69,6 +85,11 @@ export interface PaymentProvider {
   parseWebhook(headers: Readonly<Record<string, string | string[] | undefined>>, rawBody: Buffer): WebhookHint
   /** Checks the credentials with a cheap authenticated read; throws ApiError when refused. */
   verifyCredentials(signal?: AbortSignal): Promise<void>
+  /**
+   * Invoices/orders created since `sinceMs` that the provider counts as paid (settled, or
+   * underpaid so they can be flagged), in as few list calls as its API allows.
+   */
+  listPaid(sinceMs: number, signal?: AbortSignal): Promise<ProviderInvoiceSnapshot[]>
 }
 
 /** Connection settings as stored (secrets included: never returned to the renderer). */

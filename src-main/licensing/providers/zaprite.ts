@@ -1,5 +1,7 @@
 import { z } from 'zod'
+import { ApiError } from '../../contract/errors'
 import { joinUrl, providerJson } from './http'
+import { parseProviderMoney } from './money'
 import {
   ProviderInvoiceId,
   WebhookRejected,
@@ -14,10 +16,43 @@ import {
 
 const ZapriteOrder = z.object({
   id: ProviderInvoiceId,
-  status: z.string(),
+  status: z.string().max(64),
+  amount: z.union([z.number(), z.string().max(40)]),
+  currency: z.string().max(12),
   checkoutUrl: z.string().optional(),
   externalUniqId: z.string().nullish(),
+  createdAt: z.string().max(64).nullish(),
+  /** What the buyer paid, in the order's smallest unit, when Zaprite reports it. */
+  paidAmount: z.union([z.number(), z.string().max(40)]).nullish(),
 })
+type ZapriteOrder = z.infer<typeof ZapriteOrder>
+
+const OrderPage = z.object({
+  items: z.array(z.unknown()),
+  meta: z.object({ pagesCount: z.number().int().nonnegative() }).partial().optional(),
+})
+
+const LIST_PAGE = 100
+const LIST_MAX_PAGES = 25
+/** Order states that carry money (so reconciliation settles or flags them). */
+const PAID_STATES = new Set(['PAID', 'COMPLETE', 'OVERPAID', 'UNDERPAID'])
+/** The order events Tandem's registered webhook asks for. */
+const WEBHOOK_EVENTS = [
+  'order.change',
+  'order.paid',
+  'order.complete',
+  'order.overpaid',
+  'order.underpaid',
+  'order.expired',
+]
+
+/** Zaprite amounts are integers in the smallest unit already (cents, sats). */
+function orderMoney(value: number | string, currency: string) {
+  const money = parseProviderMoney(value, 'SATS')
+  return money
+    ? { currency: currency.toUpperCase() === 'SATS' ? 'BTC' : currency.toUpperCase(), value: money.value }
+    : null
+}
 
 /** Zaprite order states → ours. Only PAID, COMPLETE and OVERPAID settle; UNDERPAID waits for a top-up. */
 export function mapZapriteStatus(status: string): ProviderInvoiceStatus {
@@ -43,6 +78,23 @@ const ORDER_EVENTS: Record<string, WebhookHint['claimed']> = {
   'order.expired': 'expired',
   'order.cancelled': 'invalid',
   'order.invalid': 'invalid',
+}
+
+function snapshotOf(order: ZapriteOrder): ProviderInvoiceSnapshot {
+  const amount = orderMoney(order.amount, order.currency)
+  if (!amount) throw new ApiError('upstream_error', 'Zaprite answered an order amount that is not an integer')
+  const paid =
+    order.paidAmount === null || order.paidAmount === undefined ? null : orderMoney(order.paidAmount, order.currency)
+  return {
+    providerInvoiceId: order.id,
+    status: mapZapriteStatus(order.status),
+    providerStatus: order.status,
+    localInvoiceId: order.externalUniqId ?? null,
+    amount,
+    paid,
+    paidVerdict: order.status === 'OVERPAID' ? 'over' : order.status === 'UNDERPAID' ? 'under' : null,
+    storeId: null,
+  }
 }
 
 function pick(obj: unknown, ...path: string[]): unknown {
@@ -106,10 +158,58 @@ export class ZapriteProvider implements PaymentProvider {
       },
       ZapriteOrder,
     )
-    return {
-      status: mapZapriteStatus(order.status),
-      providerStatus: order.status,
-      localInvoiceId: order.externalUniqId ?? null,
+    return snapshotOf(order)
+  }
+
+  /** Paid orders created since `sinceMs`, from the order list (newest first), paged until older ones. */
+  async listPaid(sinceMs: number, signal?: AbortSignal): Promise<ProviderInvoiceSnapshot[]> {
+    const out: ProviderInvoiceSnapshot[] = []
+    for (let page = 1; page <= LIST_MAX_PAGES; page++) {
+      const q = new URLSearchParams({ page: String(page), limit: String(LIST_PAGE) })
+      const res = await providerJson(
+        'Zaprite',
+        {
+          method: 'GET',
+          url: joinUrl(this.settings.baseUrl, `/v1/orders?${q.toString()}`),
+          authorization: this.auth,
+          signal,
+        },
+        OrderPage,
+      )
+      let older = false
+      for (const item of res.items) {
+        const order = ZapriteOrder.safeParse(item)
+        if (!order.success) continue
+        const created = order.data.createdAt ? Date.parse(order.data.createdAt) : NaN
+        if (Number.isFinite(created) && created < sinceMs) older = true
+        else if (PAID_STATES.has(order.data.status)) out.push(snapshotOf(order.data))
+      }
+      if (older || res.items.length < LIST_PAGE || page >= (res.meta?.pagesCount ?? page)) break
+    }
+    return out
+  }
+
+  /**
+   * Registers Tandem's webhook for order events; null when this Zaprite API offers no webhook
+   * registration (the operator then adds the URL in Zaprite's settings).
+   */
+  async registerWebhook(url: string, signal?: AbortSignal): Promise<string | null> {
+    try {
+      const hook = await providerJson(
+        'Zaprite',
+        {
+          method: 'POST',
+          url: joinUrl(this.settings.baseUrl, '/v1/webhooks'),
+          authorization: this.auth,
+          signal,
+          body: { url, events: WEBHOOK_EVENTS },
+        },
+        z.object({ id: z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/) }),
+      )
+      return hook.id
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'upstream_not_found') return null
+      throw err
     }
   }
 

@@ -92,10 +92,12 @@ describe('BTCPay Server', () => {
       checkout: { redirectURL: 'http://127.0.0.1:9/thank-you?invoice=local-1', redirectAutomatically: true },
     })
     btcpay.setStatus(created.providerInvoiceId, 'Processing')
-    expect(await provider().getInvoice(created.providerInvoiceId)).toEqual({
+    expect(await provider().getInvoice(created.providerInvoiceId)).toMatchObject({
       status: 'pending',
       providerStatus: 'Processing',
       localInvoiceId: 'local-1',
+      amount: { currency: 'BTC', value: 123_456 },
+      storeId: btcpay.storeId,
     })
   })
 
@@ -166,10 +168,12 @@ describe('Zaprite', () => {
     })
     expect(zaprite.requests.at(-1)!.headers.authorization).toBe(`Bearer ${zaprite.apiKey}`)
     zaprite.setStatus(usd.providerInvoiceId, 'OVERPAID')
-    expect(await provider().getInvoice(usd.providerInvoiceId)).toEqual({
+    expect(await provider().getInvoice(usd.providerInvoiceId)).toMatchObject({
       status: 'settled',
       providerStatus: 'OVERPAID',
       localInvoiceId: 'local-usd',
+      amount: { currency: 'USD', value: 2500 },
+      paidVerdict: 'over',
     })
   })
 

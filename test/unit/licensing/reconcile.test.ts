@@ -118,3 +118,105 @@ describe('reconciliation', () => {
     expect(h.payments.purchases.poll(s.invoice_id).status).toBe('expired')
   })
 })
+
+describe('reconciliation by list', () => {
+  /** `n` pending BTCPay invoices nobody will pay, straight into the database and the fake. */
+  function junk(n: number): void {
+    const { productId, policyId } = product
+    const now = h.clock.now()
+    const insert = h.services.db.prepare(
+      `INSERT INTO invoices (id, kind, product_id, policy_id, provider, provider_invoice_id, amount_sats, status,
+         created_at, updated_at, expires_at) VALUES (?, 'purchase', ?, ?, 'btcpay', ?, 10000, 'pending', ?, ?, ?)`,
+    )
+    h.services.db.transaction(() => {
+      for (let i = 0; i < n; i++) {
+        const id = `JunkInv${i}`
+        btcpay.invoices.set(id, {
+          id,
+          storeId: btcpay.storeId,
+          amount: '0.00010000',
+          currency: 'BTC',
+          status: 'New',
+          metadata: { orderId: `junk-${i}` },
+          redirectURL: null,
+          checkoutLink: `${btcpay.url}/i/${id}`,
+          createdTime: Math.floor(now / 1000),
+          totalPaid: '0.00000000',
+        })
+        insert.run(`junk-${i}`, productId, policyId, id, now, now - 1, now + 24 * HOUR)
+      }
+    })()
+  }
+  let product: { productId: string; policyId: string }
+
+  beforeEach(() => {
+    btcpay.now = () => h.clock.now()
+    const p = h.services.db.prepare("SELECT id FROM products WHERE slug = 'app'").get() as { id: string }
+    const pol = h.services.db.prepare('SELECT id FROM policies WHERE product_id = ?').get(p.id) as { id: string }
+    product = { productId: p.id, policyId: pol.id }
+  })
+
+  it('a paid invoice whose webhook was lost settles on the next tick despite 1,000 junk pending invoices', async () => {
+    await connectBtcpay()
+    junk(1000)
+    h.clock.advance(1000)
+    const paid = await h.payments.purchases.start({ product: 'app' })
+    btcpay.setStatus(paid.provider_invoice_id!, 'Settled') // no webhook
+    const before = btcpay.requests.length
+    h.clock.advance(60_000) // the worker's interval
+    const report = await h.payments.reconciler.tick()
+    expect(h.payments.purchases.poll(paid.invoice_id).status).toBe('settled')
+    expect(report).toMatchObject({ listed: 1, settled: 1 })
+    const calls = btcpay.requests.slice(before)
+    const lists = calls.filter((r) => /\/invoices\?/.test(r.path))
+    expect(lists).toHaveLength(1)
+    expect(new URL(lists[0]!.path, btcpay.url).searchParams.get('status')).toBe('Settled')
+    // One list call, the paid invoice confirmed (2 calls), and a bounded batch of single look-ups.
+    expect(calls.length).toBeLessThanOrEqual(1 + 2 + 25)
+  })
+
+  it('an invoice the provider no longer knows is invalid after three "not found" in a row, logged once', async () => {
+    await connectBtcpay()
+    const s = await h.payments.purchases.start({ product: 'app' })
+    btcpay.invoices.delete(s.provider_invoice_id!)
+    const warnings = () => h.logs.lines.filter((l) => l.includes(s.invoice_id)).length
+    await h.payments.reconciler.tick()
+    await h.payments.reconciler.tick()
+    expect(h.payments.purchases.poll(s.invoice_id).status).toBe('pending')
+    expect(warnings()).toBe(0)
+    const third = await h.payments.reconciler.tick()
+    expect(third.invalid).toBe(1)
+    expect(h.payments.purchases.poll(s.invoice_id).status).toBe('invalid')
+    expect(h.logs.lines.filter((l) => l.includes('no longer knows') && l.includes(s.invoice_id))).toHaveLength(1)
+    await h.payments.reconciler.tick()
+    expect(h.logs.lines.filter((l) => l.includes('no longer knows'))).toHaveLength(1)
+  })
+
+  it('a "found" answer in between starts the count again', async () => {
+    await connectBtcpay()
+    const s = await h.payments.purchases.start({ product: 'app' })
+    const record = btcpay.invoices.get(s.provider_invoice_id!)!
+    btcpay.invoices.delete(record.id)
+    await h.payments.reconciler.tick()
+    await h.payments.reconciler.tick()
+    btcpay.invoices.set(record.id, record)
+    await h.payments.reconciler.tick()
+    btcpay.invoices.delete(record.id)
+    await h.payments.reconciler.tick()
+    await h.payments.reconciler.tick()
+    expect(h.payments.purchases.poll(s.invoice_id).status).toBe('pending')
+  })
+
+  it('Zaprite: one order-list call settles a paid order with no webhook', async () => {
+    zaprite.now = () => h.clock.now()
+    await h.payments.providers.connectZaprite({ apiKey: zaprite.apiKey, baseUrl: zaprite.url })
+    const paid = await h.payments.purchases.start({ product: 'app' })
+    for (let i = 0; i < 30; i++) await h.payments.purchases.start({ product: 'app' })
+    zaprite.setStatus(paid.provider_invoice_id!, 'PAID')
+    const before = zaprite.requests.length
+    const report = await h.payments.reconciler.tick()
+    expect(report).toMatchObject({ listed: 1, settled: 1 })
+    expect(zaprite.requests.slice(before).filter((r) => r.path.startsWith('/v1/orders?'))).toHaveLength(1)
+    expect(h.payments.purchases.poll(paid.invoice_id).status).toBe('settled')
+  })
+})

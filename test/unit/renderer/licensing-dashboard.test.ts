@@ -50,7 +50,7 @@ describe('licensing dashboard', () => {
     disconnect.click()
     await flush()
     expect(calls).not.toContain('licAdminBtcpayDisconnect')
-    expect(el.querySelector('[role="alertdialog"]')?.textContent).toContain('Forget the BTCPay credentials?')
+    expect(el.querySelector('[role="alertdialog"]')?.textContent).toContain('Disconnect BTCPay?')
 
     const confirm = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Confirm')!
     confirm.click()
