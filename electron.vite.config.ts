@@ -40,7 +40,9 @@ export default defineConfig({
     build: {
       target: 'node20',
       outDir: 'out/main',
-      rollupOptions: { input: { index: resolve(__dirname, 'src-main/index.ts') } },
+      rollupOptions: {
+        input: { index: resolve(__dirname, 'src-main/index.ts'), cli: resolve(__dirname, 'src-main/cli/index.ts') },
+      },
     },
     plugins: [bundledCatalog(), asrOverlays()],
   },
