@@ -28,6 +28,7 @@ export default tseslint.config(
       'playwright-report/**',
       '.tandem-data/**',
       'overlays/**',
+      'javascript/**',
     ],
   },
   js.configs.recommended,

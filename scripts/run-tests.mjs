@@ -32,6 +32,8 @@ for (const [name, args] of [
   ['format', ['prettier', '--check', '.']],
   ['typecheck:main', ['tsc', '-p', 'tsconfig.node.json', '--noEmit']],
   ['typecheck:renderer', ['vue-tsc', '-p', 'tsconfig.web.json', '--noEmit']],
+  // The StartOS package against @start9labs/start-sdk's types.
+  ['typecheck:startos', ['tsc', '-p', 'startos/tsconfig.json', '--noEmit']],
   ['build', ['electron-vite', 'build']],
 ]) {
   const ok = run(name, npx, args)
