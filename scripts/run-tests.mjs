@@ -40,6 +40,12 @@ for (const [name, args] of [
   results.push({ suite: name, passed: ok ? 1 : 0, failed: ok ? 0 : 1 })
 }
 
+// hadolint lints the Dockerfile where it is installed (.ci/run installs it when Debian provides it).
+if (spawnSync('hadolint', ['--version'], { stdio: 'ignore' }).status === 0) {
+  const ok = run('hadolint', 'hadolint', ['Dockerfile'])
+  results.push({ suite: 'hadolint', passed: ok ? 1 : 0, failed: ok ? 0 : 1 })
+} else process.stdout.write('\n=== hadolint: not installed here, Dockerfile lint skipped\n')
+
 fs.rmSync('test-results/vitest.json', { force: true })
 const vitestOk = run('vitest', npx, [
   'vitest',
