@@ -29,6 +29,7 @@ export default tseslint.config(
       '.tandem-data/**',
       'overlays/**',
       'javascript/**',
+      '.electron-native/**',
     ],
   },
   js.configs.recommended,

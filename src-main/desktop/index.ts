@@ -1,5 +1,6 @@
 import path from 'node:path'
 import { app, BrowserWindow, screen, session, shell } from 'electron'
+import { electronSqliteBinding, SQLITE_BINDING_ENV } from '../core/nativeBinding'
 import { startDaemon, type RunningDaemon } from '../headless'
 import { registerIpc } from './ipc'
 import { createTray } from './tray'
@@ -22,11 +23,13 @@ export async function runDesktop(): Promise<void> {
     return
   }
   await app.whenReady()
+  // The bundle's own files, from the app root (package.json's folder, or app.asar when packaged).
+  const root = app.getAppPath()
+  const binding = electronSqliteBinding(root)
+  if (binding !== null) process.env[SQLITE_BINDING_ENV] = binding
   const userData = app.getPath('userData')
   const daemon = await startDaemon({ dataDir: userData })
   const disposeIpc = registerIpc(daemon.core)
-  // The bundle's own files, from the app root (package.json's folder, or app.asar when packaged).
-  const root = app.getAppPath()
   const stateFile = path.join(userData, WINDOW_STATE_FILE)
   const warn = (msg: string): void => daemon.core.logger.warn(msg)
 
