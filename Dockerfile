@@ -33,7 +33,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/out ./out
 COPY --from=build /app/resources ./resources
 COPY --from=build /app/bin ./bin
-RUN ln -s /app/bin/tandem.cjs /usr/local/bin/tandem
+RUN ln -s /app/bin/tandem.mjs /usr/local/bin/tandem
 USER tandem
 VOLUME ["/data"]
 EXPOSE 9999

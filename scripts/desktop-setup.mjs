@@ -30,7 +30,11 @@ export function prepareNativeApp(root) {
   fs.cpSync(source, target, { recursive: true, filter: (p) => p !== nodeBuild && !p.startsWith(nodeBuild + path.sep) })
   fs.writeFileSync(
     path.join(dir, 'package.json'),
-    JSON.stringify({ name: 'tandem-electron-native', private: true, dependencies: { [NATIVE_MODULE]: version } }, null, 2),
+    JSON.stringify(
+      { name: 'tandem-electron-native', private: true, dependencies: { [NATIVE_MODULE]: version } },
+      null,
+      2,
+    ),
   )
   return path.join(target, 'build', 'Release', 'better_sqlite3.node')
 }
@@ -41,13 +45,20 @@ async function main() {
   const electronDir = path.dirname(require.resolve('electron/package.json'))
   const electronVersion = JSON.parse(fs.readFileSync(path.join(electronDir, 'package.json'), 'utf8')).version
 
-  process.stdout.write(`1/2 Electron ${electronVersion}: running its installer (downloads the binary for ${process.platform}-${process.arch})\n`)
+  process.stdout.write(
+    `1/2 Electron ${electronVersion}: running its installer (downloads the binary for ${process.platform}-${process.arch})\n`,
+  )
   const env = { ...process.env }
   delete env.ELECTRON_SKIP_BINARY_DOWNLOAD
-  const install = spawnSync(process.execPath, [path.join(electronDir, 'install.js')], { stdio: 'inherit', env, cwd: electronDir })
+  const install = spawnSync(process.execPath, [path.join(electronDir, 'install.js')], {
+    stdio: 'inherit',
+    env,
+    cwd: electronDir,
+  })
   if (install.status !== 0) throw new Error(`Electron's installer failed (exit ${install.status ?? install.signal})`)
   const binary = require('electron')
-  if (typeof binary !== 'string' || !fs.existsSync(binary)) throw new Error('the Electron binary is still missing after its installer ran')
+  if (typeof binary !== 'string' || !fs.existsSync(binary))
+    throw new Error('the Electron binary is still missing after its installer ran')
   process.stdout.write(`    ${binary}\n`)
 
   process.stdout.write(`2/2 ${NATIVE_MODULE}: building for Electron ${electronVersion} into ${NATIVE_DIR}/\n`)

@@ -86,10 +86,7 @@ export type StoredConfig = z.infer<typeof StoredConfig>
 export const CONFIG_KEYS = Object.keys(StoredConfig.shape) as (keyof StoredConfig)[]
 
 /** The saved form, on the data volume beside Tandem's own state (`/data/startos-config.json`). */
-export const configFile = FileHelper.json(
-  { base: sdk.volumes.main, subpath: 'startos-config.json' },
-  StoredConfig,
-)
+export const configFile = FileHelper.json({ base: sdk.volumes.main, subpath: 'startos-config.json' }, StoredConfig)
 
 /** Where the daemon keeps its data inside the container, and the paths spec 000 §2.1 fixes. */
 export const FIXED_ENV = {

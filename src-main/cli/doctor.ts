@@ -93,16 +93,17 @@ async function checkNode(deps: DoctorDeps, node: NodeName): Promise<DoctorCheck[
   try {
     script = probeScript(node === 'node1' ? launcherDir : null)
   } catch (err) {
-    return [
-      fail(node, 'launcher', (err as Error).message, 'set LAUNCHER_DIR to an absolute path or $HOME/<path>'),
-    ]
+    return [fail(node, 'launcher', (err as Error).message, 'set LAUNCHER_DIR to an absolute path or $HOME/<path>')]
   }
   let out: string
   try {
     const res = await deps.pool.exec(target, script, { timeoutMs: PROBE_TIMEOUT_MS, fresh: true, signal: deps.signal })
     out = res.stdout
   } catch (err) {
-    return [...connectFailure(node, where, target, err), ...nodeCheckNames(node).map((c) => skip(node, c, 'not checked: no SSH session'))]
+    return [
+      ...connectFailure(node, where, target, err),
+      ...nodeCheckNames(node).map((c) => skip(node, c, 'not checked: no SSH session')),
+    ]
   }
   const sections = splitSections(out)
   return [
@@ -144,10 +145,20 @@ function connectFailure(node: NodeName, where: string, target: SshTarget, err: u
     return [
       ok(node, 'reachable', `ssh ${where} answers`),
       ok(node, 'host key', 'trusted (known_hosts.json)'),
-      fail(node, 'ssh key', message, `authorize Tandem's key on ${node}: run the command \`tandem ssh-key\` prints for it`),
+      fail(
+        node,
+        'ssh key',
+        message,
+        `authorize Tandem's key on ${node}: run the command \`tandem ssh-key\` prints for it`,
+      ),
     ]
   return [
-    fail(node, 'reachable', `ssh ${where}: ${message}`, 'run `tandem doctor` again; if it persists, check sshd on the node'),
+    fail(
+      node,
+      'reachable',
+      `ssh ${where}: ${message}`,
+      'run `tandem doctor` again; if it persists, check sshd on the node',
+    ),
     skip(node, 'host key', 'not checked'),
     skip(node, 'ssh key', 'not checked'),
   ]
@@ -190,7 +201,12 @@ function dockerCheck(node: NodeName, target: SshTarget, text: string): DoctorChe
   const lines = text.split('\n').map((l) => l.trim())
   if (lines.includes('docker-ok')) return ok(node, 'docker', `docker answers for ${target.user}`)
   if (lines.includes('docker-missing'))
-    return fail(node, 'docker', 'docker is not installed', `install Docker on ${node} (and the NVIDIA container toolkit)`)
+    return fail(
+      node,
+      'docker',
+      'docker is not installed',
+      `install Docker on ${node} (and the NVIDIA container toolkit)`,
+    )
   const why = lines.filter((l) => l !== '' && l !== 'docker-denied').join(' ') || 'docker ps failed'
   if (/permission denied/i.test(why))
     return fail(
@@ -203,7 +219,10 @@ function dockerCheck(node: NodeName, target: SshTarget, text: string): DoctorChe
 }
 
 function gpuCheck(node: NodeName, text: string): DoctorCheck {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '')
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
   if (lines.includes('nvidia-smi-missing'))
     return fail(node, 'nvidia-smi', 'nvidia-smi is not installed', `install the NVIDIA driver on ${node}`)
   const exit = lines.find((l) => l.startsWith('exit='))
@@ -225,7 +244,10 @@ function gpuCheck(node: NodeName, text: string): DoctorCheck {
 }
 
 function launcherChecks(launcherDir: string, text: string): DoctorCheck[] {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '')
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
   if (lines.includes('dir-missing') || lines.length === 0)
     return [
       fail(
@@ -242,12 +264,11 @@ function launcherChecks(launcherDir: string, text: string): DoctorCheck[] {
   const found = ok('node1', 'launcher', `checkout at ${dir}`)
   if (missing.length === 0 && noexec.length === 0)
     return [found, ok('node1', 'launcher scripts', LAUNCHER_SCRIPTS.join(', '))]
-  const problems = [
-    ...missing.map((s) => `${s} missing`),
-    ...noexec.map((s) => `${s} not executable`),
-  ].join(', ')
+  const problems = [...missing.map((s) => `${s} missing`), ...noexec.map((s) => `${s} not executable`)].join(', ')
   const fixes = [
-    ...(missing.length > 0 ? [`restore the checkout (cd ${dir} && git status && git checkout -- ${missing.join(' ')})`] : []),
+    ...(missing.length > 0
+      ? [`restore the checkout (cd ${dir} && git status && git checkout -- ${missing.join(' ')})`]
+      : []),
     ...(noexec.length > 0 ? [`chmod +x ${noexec.join(' ')} in ${dir}`] : []),
   ].join('; ')
   return [found, fail('node1', 'launcher scripts', problems, fixes)]

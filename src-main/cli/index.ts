@@ -1,5 +1,5 @@
 /**
- * Entry of the `tandem` command (bin/tandem.cjs loads the built copy). `serve` leaves the daemon
+ * Entry of the `tandem` command (bin/tandem.mjs loads the built copy). `serve` leaves the daemon
  * running, so the exit status is set rather than forced.
  */
 import { runHeadless } from '../headless'

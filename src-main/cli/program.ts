@@ -45,7 +45,10 @@ function buildProgram(io: CliIo, setStatus: (code: number) => void): Command {
   const program = new Command('tandem')
     .description('Tandem: control plane for a two-node GPU cluster and a licensing shop, on port 9999.')
     .version(VERSION, '-V, --version', 'print the version (x.y.z:r) and exit')
-    .option('--data-dir <dir>', 'data directory (default: DATA_DIR, else /data when writable, else ~/.local/share/tandem)')
+    .option(
+      '--data-dir <dir>',
+      'data directory (default: DATA_DIR, else /data when writable, else ~/.local/share/tandem)',
+    )
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError()
@@ -70,7 +73,9 @@ function buildProgram(io: CliIo, setStatus: (code: number) => void): Command {
     .command('admin-token')
     .description('print the admin token (the dashboard login and the Bearer token of the control API)')
     .option('--rotate', 'replace it with a new token; every admin session ends')
-    .action(async (opts: { rotate?: boolean }) => setStatus(await adminTokenCommand(config(), io, opts.rotate === true)))
+    .action(async (opts: { rotate?: boolean }) =>
+      setStatus(await adminTokenCommand(config(), io, opts.rotate === true)),
+    )
 
   program
     .command('ssh-key')
@@ -129,7 +134,9 @@ function sshKeyCommand(config: Config, io: CliIo, json: boolean): number {
   }
   const lines = [view.public_key, `# fingerprint ${view.fingerprint}`]
   if (view.nodes.length === 0)
-    lines.push('# no node configured yet: set NODE1_HOST/NODE1_USER and NODE2_HOST/NODE2_USER to get a command per node')
+    lines.push(
+      '# no node configured yet: set NODE1_HOST/NODE1_USER and NODE2_HOST/NODE2_USER to get a command per node',
+    )
   for (const n of view.nodes)
     lines.push(
       '',
@@ -147,7 +154,11 @@ async function doctorCommand(config: Config, io: CliIo, json: boolean): Promise<
   const redactor = new Redactor()
   redactor.add(config.registryApiKey)
   const logger = createLogger({ redactor, level: 'error', sink: { write: (line) => io.err(`${line}\n`) } })
-  const hostKeys = new HostKeyStore(config.paths.knownHosts, () => systemClock.now(), (m) => io.err(`warning: ${m}\n`))
+  const hostKeys = new HostKeyStore(
+    config.paths.knownHosts,
+    () => systemClock.now(),
+    (m) => io.err(`warning: ${m}\n`),
+  )
   const pool = new SshPool({ privateKey: key.privateKey, hostKeys, clock: systemClock, logger: logger.child('ssh') })
   try {
     const checks = await runDoctor({ config, pool, services: new ServiceDirectory(config) })

@@ -11,7 +11,15 @@ export const SQLITE_BINDING_ENV = 'TANDEM_SQLITE_BINDING'
 
 /** The Electron build of better-sqlite3 in a source checkout, or null (packaged apps have theirs in place). */
 export function electronSqliteBinding(appRoot: string): string | null {
-  const file = path.join(appRoot, ELECTRON_NATIVE_DIR, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')
+  const file = path.join(
+    appRoot,
+    ELECTRON_NATIVE_DIR,
+    'node_modules',
+    'better-sqlite3',
+    'build',
+    'Release',
+    'better_sqlite3.node',
+  )
   return fs.existsSync(file) ? file : null
 }
 

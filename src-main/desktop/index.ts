@@ -4,13 +4,7 @@ import { electronSqliteBinding, SQLITE_BINDING_ENV } from '../core/nativeBinding
 import { startDaemon, type RunningDaemon } from '../headless'
 import { registerIpc } from './ipc'
 import { createTray } from './tray'
-import {
-  fitToDisplays,
-  loadWindowState,
-  saveWindowState,
-  WINDOW_STATE_FILE,
-  type WindowState,
-} from './windowState'
+import { fitToDisplays, loadWindowState, saveWindowState, WINDOW_STATE_FILE, type WindowState } from './windowState'
 
 /**
  * The desktop shell: the same daemon as headless mode (it still serves the LAN on PORT), plus one

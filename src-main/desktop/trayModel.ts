@@ -38,12 +38,10 @@ export function trayMenu(lines: readonly NodeLine[]): TrayItem[] {
   return [
     { kind: 'action', label: 'Open dashboard', action: 'open' },
     { kind: 'separator' },
-    ...lines.map(
-      (l): TrayItem => ({
-        kind: 'status',
-        label: `${l.node}${l.target ? ` (${l.target.user}@${l.target.host})` : ''}: ${stateWord[l.state]}`,
-      }),
-    ),
+    ...lines.map((l): TrayItem => ({
+      kind: 'status',
+      label: `${l.node}${l.target ? ` (${l.target.user}@${l.target.host})` : ''}: ${stateWord[l.state]}`,
+    })),
     { kind: 'separator' },
     { kind: 'action', label: 'Quit Tandem', action: 'quit' },
   ]

@@ -26,7 +26,9 @@ export function loadWindowState(file: string, warn: (msg: string) => void): Wind
   const read = readStateFile(file, (text) => WindowState.parse(JSON.parse(text)))
   if (read.kind === 'ok') return read.value
   if (read.kind === 'corrupt')
-    warn(`window state ${file} is unreadable (${read.error}); using the default size${read.keptAs ? `, kept as ${read.keptAs}` : ''}`)
+    warn(
+      `window state ${file} is unreadable (${read.error}); using the default size${read.keptAs ? `, kept as ${read.keptAs}` : ''}`,
+    )
   return { ...DEFAULT_WINDOW_STATE }
 }
 
@@ -51,10 +53,7 @@ export function fitToDisplays(state: WindowState, workAreas: readonly Area[]): W
   const { x, y } = state
   // The top 32 px strip of the window (its title bar) must overlap a display by at least 64 px.
   const visible = workAreas.some(
-    (a) =>
-      y >= a.y &&
-      y + 32 <= a.y + a.height &&
-      Math.min(x + fitted.width, a.x + a.width) - Math.max(x, a.x) >= 64,
+    (a) => y >= a.y && y + 32 <= a.y + a.height && Math.min(x + fitted.width, a.x + a.width) - Math.max(x, a.x) >= 64,
   )
   return visible ? { ...fitted, x, y } : fitted
 }

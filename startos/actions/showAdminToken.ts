@@ -19,9 +19,7 @@ export const showAdminToken = sdk.Action.withoutInput(
       title: 'Admin token',
       message: token === null ? 'Tandem generates its admin token on its first start. Start the service first.' : null,
       result:
-        token === null
-          ? null
-          : { type: 'single' as const, value: token, copyable: true, qr: false, masked: true },
+        token === null ? null : { type: 'single' as const, value: token, copyable: true, qr: false, masked: true },
     }
   },
 )

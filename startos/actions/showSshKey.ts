@@ -50,7 +50,9 @@ export const showSshKey = sdk.Action.withoutInput(
         type: 'group' as const,
         value: [
           single('Public key', view.fingerprint, view.public_key),
-          ...view.nodes.map((n) => single(`${n.node} (${n.user}@${n.host})`, `or on ${n.node} itself: ${n.remote_command}`, n.command)),
+          ...view.nodes.map((n) =>
+            single(`${n.node} (${n.user}@${n.host})`, `or on ${n.node} itself: ${n.remote_command}`, n.command),
+          ),
         ],
       },
     }

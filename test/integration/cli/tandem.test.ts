@@ -76,7 +76,9 @@ describe('tandem against the simulated cluster', () => {
     expect(r.out).toContain('[ok]   node1 nvidia-smi: NVIDIA GB10, unified memory')
     expect(r.out).toContain('[ok]   node2 docker: docker answers for spark')
     expect(r.out).toContain('[ok]   node1 launcher scripts: launch-cluster.sh, hf-download.sh, build-and-copy.sh')
-    expect(r.out).toMatch(/\[ok\] {3}llm {3}llm port \d+: http:\/\/127\.0\.0\.1:\d+\/health answers \(model Qwen\/Qwen3-8B\)/)
+    expect(r.out).toMatch(
+      /\[ok\] {3}llm {3}llm port \d+: http:\/\/127\.0\.0\.1:\d+\/health answers \(model Qwen\/Qwen3-8B\)/,
+    )
     expect(r.code).toBe(0)
   })
 
@@ -128,12 +130,12 @@ describe('tandem against the simulated cluster', () => {
       expect(lines.at(-1)).toMatch(/^\d+ checks? failed$/)
       for (const line of lines.slice(0, -1)) expect(line).toMatch(/^\[(ok|FAIL|skip)\]\s+(node1|node2|llm|asr|tts) /)
       for (const line of lines.filter((l) => l.startsWith('[FAIL]'))) expect(line).toContain(' -> fix: ')
-      expect(r.out).toMatch(/\[FAIL\] node2 reachable: ssh spark@127\.0\.0\.1:\d+: .* -> fix: check that the node is powered on/)
+      expect(r.out).toMatch(
+        /\[FAIL\] node2 reachable: ssh spark@127\.0\.0\.1:\d+: .* -> fix: check that the node is powered on/,
+      )
       expect(r.out).toContain('[skip] node2 docker: not checked: no SSH session')
       expect(r.out).toContain('[ok]   node1 reachable')
-      expect(r.out).toContain(
-        '[FAIL] node1 launcher scripts: hf-download.sh missing -> fix: restore the checkout',
-      )
+      expect(r.out).toContain('[FAIL] node1 launcher scripts: hf-download.sh missing -> fix: restore the checkout')
 
       const j = await tandem(['doctor', '--json'], env)
       expect(j.code).toBe(1)

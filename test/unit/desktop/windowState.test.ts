@@ -19,7 +19,13 @@ describe('window state in userData', () => {
     const warnings: string[] = []
     expect(loadWindowState(file, (m) => warnings.push(m))).toEqual(DEFAULT_WINDOW_STATE)
     saveWindowState(file, { width: 1000, height: 700, x: 40, y: 30, maximized: true })
-    expect(loadWindowState(file, (m) => warnings.push(m))).toEqual({ width: 1000, height: 700, x: 40, y: 30, maximized: true })
+    expect(loadWindowState(file, (m) => warnings.push(m))).toEqual({
+      width: 1000,
+      height: 700,
+      x: 40,
+      y: 30,
+      maximized: true,
+    })
     expect(warnings).toEqual([])
   })
 

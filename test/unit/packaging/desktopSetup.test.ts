@@ -33,8 +33,12 @@ describe('npm run desktop:setup', () => {
     const nodeBuild = write('node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'built for Node')
     const target: string = prepareNativeApp(root)
     expect(NATIVE_DIR).toBe('.electron-native')
-    expect(target).toBe(path.join(root, '.electron-native/node_modules/better-sqlite3/build/Release/better_sqlite3.node'))
-    expect(fs.existsSync(path.join(root, '.electron-native/node_modules/better-sqlite3/src/better_sqlite3.cpp'))).toBe(true)
+    expect(target).toBe(
+      path.join(root, '.electron-native/node_modules/better-sqlite3/build/Release/better_sqlite3.node'),
+    )
+    expect(fs.existsSync(path.join(root, '.electron-native/node_modules/better-sqlite3/src/better_sqlite3.cpp'))).toBe(
+      true,
+    )
     expect(fs.existsSync(path.join(root, '.electron-native/node_modules/better-sqlite3/build'))).toBe(false)
     expect(JSON.parse(fs.readFileSync(path.join(root, '.electron-native/package.json'), 'utf8')).dependencies).toEqual({
       'better-sqlite3': '12.11.1',
@@ -45,7 +49,10 @@ describe('npm run desktop:setup', () => {
 
   it('the desktop shell loads the Electron build only under Electron and only when it exists', () => {
     expect(electronSqliteBinding(root)).toBeNull()
-    const built = write('.electron-native/node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'electron build')
+    const built = write(
+      '.electron-native/node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+      'electron build',
+    )
     expect(electronSqliteBinding(root)).toBe(built)
 
     expect(sqliteOptions({ [SQLITE_BINDING_ENV]: built })).toEqual({})

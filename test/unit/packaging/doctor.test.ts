@@ -52,16 +52,23 @@ describe('tandem doctor findings', () => {
       formatDoctorLine(checks.find((c) => c.subject === subject && c.check === check)!)
     expect(line('node1', 'docker')).toContain('spark may not use docker: permission denied')
     expect(line('node1', 'docker')).toContain('-> fix: on node1: sudo usermod -aG docker spark')
-    expect(line('node1', 'nvidia-smi')).toBe('[ok]   node1 nvidia-smi: NVIDIA RTX 6000, 49140 MiB dedicated memory (not unified)')
-    expect(line('node1', 'launcher')).toContain('[FAIL] node1 launcher: no launcher checkout at $HOME/spark-vllm-docker')
+    expect(line('node1', 'nvidia-smi')).toBe(
+      '[ok]   node1 nvidia-smi: NVIDIA RTX 6000, 49140 MiB dedicated memory (not unified)',
+    )
+    expect(line('node1', 'launcher')).toContain(
+      '[FAIL] node1 launcher: no launcher checkout at $HOME/spark-vllm-docker',
+    )
     expect(line('node1', 'launcher scripts')).toBe('[skip] node1 launcher scripts: not checked: no checkout')
     expect(line('node2', 'nvidia-smi')).toBe('[ok]   node2 nvidia-smi: NVIDIA GB10, unified memory')
-    expect(line('llm', 'llm port 9')).toMatch(/^\[FAIL\] llm {3}llm port 9: http:\/\/127\.0\.0\.1:9\/health: .* -> fix: load a model/)
+    expect(line('llm', 'llm port 9')).toMatch(
+      /^\[FAIL\] llm {3}llm port 9: http:\/\/127\.0\.0\.1:9\/health: .* -> fix: load a model/,
+    )
     expect(doctorExitCode(checks)).toBe(1)
   })
 
   it('a refused key, a changed host key and a broken driver say what to do', async () => {
-    const gpuBroken = '@@hostname\nb2\n@@docker\ndocker-ok\n@@gpu\nNVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.\nexit=9\n'
+    const gpuBroken =
+      '@@hostname\nb2\n@@docker\ndocker-ok\n@@gpu\nNVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.\nexit=9\n'
     const auth = new SshError('auth', 'spark@127.0.0.1:22: the node refused the key')
     let checks = await runDoctor({
       config,

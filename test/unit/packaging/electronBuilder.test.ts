@@ -26,9 +26,9 @@ const config = parse(fs.readFileSync(path.join(root, 'electron-builder.yml'), 'u
 function globTest(glob: string): (file: string) => boolean {
   const re = glob
     .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*\*\/?/g, '\u0000')
+    .replace(/\*\*\/?/g, '<DEEP>')
     .replace(/\*/g, '[^/]*')
-    .replace(/\u0000/g, '.*')
+    .replace(/<DEEP>/g, '.*')
   const rx = new RegExp(`^${re}$`)
   return (file) => rx.test(file)
 }
@@ -88,7 +88,14 @@ describe('electron-builder configuration', () => {
   })
 
   it('packages the main entry, the preload, the renderer and the icons', () => {
-    for (const file of [pkg.main, 'out/preload/index.js', 'out/renderer/index.html', 'out/main/cli.js', 'resources/icon.png', 'package.json'])
+    for (const file of [
+      pkg.main,
+      'out/preload/index.js',
+      'out/renderer/index.html',
+      'out/main/cli.js',
+      'resources/icon.png',
+      'package.json',
+    ])
       expect(packaged(file), file).toBe(true)
     expect(packaged('out/main/index.js.map')).toBe(false)
     expect(packaged('src-main/index.ts')).toBe(false)
@@ -118,6 +125,8 @@ describe('electron-builder configuration', () => {
       expect([head.readUInt32BE(16), head.readUInt32BE(20)]).toEqual([1024, 1024])
     }
     for (const script of ['dist:linux', 'dist:mac', 'dist:win'])
-      expect((pkg.scripts as Record<string, string>)[script]).toMatch(/^npm run build && electron-builder --(linux|mac|win) /)
+      expect((pkg.scripts as Record<string, string>)[script]).toMatch(
+        /^npm run build && electron-builder --(linux|mac|win) /,
+      )
   })
 })

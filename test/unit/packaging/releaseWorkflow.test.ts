@@ -22,7 +22,9 @@ const scripts = pkg.scripts as Record<string, string>
 /** The step commands of a job with the matrix values of one include entry filled in. */
 function commands(job: string, vars: Record<string, string> = {}): string[] {
   return workflow.jobs[job]!.steps.flatMap((s) =>
-    s.run === undefined ? [] : [s.run.replace(/\$\{\{\s*matrix\.([\w-]+)\s*\}\}/g, (_m, k: string) => vars[k] ?? `<${k}>`)],
+    s.run === undefined
+      ? []
+      : [s.run.replace(/\$\{\{\s*matrix\.([\w-]+)\s*\}\}/g, (_m, k: string) => vars[k] ?? `<${k}>`)],
   )
 }
 
@@ -31,12 +33,16 @@ const npmRuns = (cmd: string): string[] => [...cmd.matchAll(/npm run ([\w:.-]+)/
 
 describe('release workflow', () => {
   it('matches the schema of the workflow syntax it uses', () => {
-    const schema = JSON.parse(fs.readFileSync(path.join(root, 'test/fixtures/schemas/release-workflow.schema.json'), 'utf8'))
+    const schema = JSON.parse(
+      fs.readFileSync(path.join(root, 'test/fixtures/schemas/release-workflow.schema.json'), 'utf8'),
+    )
     const validate = new Ajv({ allErrors: true }).compile(schema)
     expect(validate(workflow), JSON.stringify(validate.errors, null, 2)).toBe(true)
     // The schema refuses what it does not know (a typo'd key, a step without uses or run).
     expect(validate({ ...workflow, job: {} })).toBe(false)
-    expect(validate({ ...workflow, jobs: { x: { 'runs-on': 'ubuntu-latest', steps: [{ name: 'nothing' }] } } })).toBe(false)
+    expect(validate({ ...workflow, jobs: { x: { 'runs-on': 'ubuntu-latest', steps: [{ name: 'nothing' }] } } })).toBe(
+      false,
+    )
   })
 
   it('runs on a version tag', () => {
@@ -61,7 +67,11 @@ describe('release workflow', () => {
     expect(include[0]!.test).toBe('test')
     const upload = workflow.jobs.desktop!.steps.find((s) => s.uses?.startsWith('actions/upload-artifact@'))
     expect(upload?.with?.path).toBe('${{ matrix.installers }}')
-    expect(include.map((i) => i.installers?.trim())).toEqual(['dist/*.AppImage\ndist/*.deb', 'dist/*.dmg', 'dist/*.exe'])
+    expect(include.map((i) => i.installers?.trim())).toEqual([
+      'dist/*.AppImage\ndist/*.deb',
+      'dist/*.dmg',
+      'dist/*.exe',
+    ])
   })
 
   it('every npm script a step names exists in package.json', () => {

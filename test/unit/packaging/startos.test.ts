@@ -69,7 +69,11 @@ describe('StartOS package', () => {
     expect(binds[0]?.params).toMatchObject({ internalPort: 9999 })
     const exported = calls
       .filter((c) => c.method === 'exportServiceInterface')
-      .map((c) => ({ id: c.params.id, type: c.params.type, path: (c.params.addressInfo as { suffix?: string })?.suffix }))
+      .map((c) => ({
+        id: c.params.id,
+        type: c.params.type,
+        path: (c.params.addressInfo as { suffix?: string })?.suffix,
+      }))
     expect(exported).toEqual([
       { id: 'ui', type: 'ui', path: '' },
       { id: 'api', type: 'api', path: '/api/endpoints' },
@@ -132,7 +136,9 @@ describe('StartOS package', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-startos-'))
     dataDirs.push(dataDir)
     // The container's /data, here a temp directory: the fixed paths move with it.
-    const inContainer = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace(/^\/data(?=\/|$)/, dataDir)]))
+    const inContainer = Object.fromEntries(
+      Object.entries(env).map(([k, v]) => [k, v.replace(/^\/data(?=\/|$)/, dataDir)]),
+    )
     const config = loadConfig({ env: inContainer })
     expect(config.warnings).toEqual([])
     expect(config.asr.ssh).toMatchObject({ host: '10.0.0.12', user: 'ops' })
@@ -148,8 +154,14 @@ describe('StartOS package', () => {
 
   it('names the licensing webhook URL of each provider for every address of the web interface', () => {
     expect(webhookUrls(['http://tandem.local:9999/', 'http://abc.onion'])).toEqual([
-      { provider: 'BTCPay Server', urls: ['http://tandem.local:9999/v1/btcpay/webhook', 'http://abc.onion/v1/btcpay/webhook'] },
-      { provider: 'Zaprite', urls: ['http://tandem.local:9999/v1/zaprite/webhook', 'http://abc.onion/v1/zaprite/webhook'] },
+      {
+        provider: 'BTCPay Server',
+        urls: ['http://tandem.local:9999/v1/btcpay/webhook', 'http://abc.onion/v1/btcpay/webhook'],
+      },
+      {
+        provider: 'Zaprite',
+        urls: ['http://tandem.local:9999/v1/zaprite/webhook', 'http://abc.onion/v1/zaprite/webhook'],
+      },
     ])
   })
 })
