@@ -40,7 +40,12 @@ export default defineConfig({
     build: {
       target: 'node20',
       outDir: 'out/main',
-      rollupOptions: { input: { index: resolve(__dirname, 'src-main/index.ts') } },
+      rollupOptions: {
+        input: { index: resolve(__dirname, 'src-main/index.ts'), cli: resolve(__dirname, 'src-main/cli/index.ts') },
+        // Shared chunks beside the entries: code that finds its files from __dirname (renderer,
+        // catalogs, overlays) sees out/main/ whichever entry loaded it.
+        output: { chunkFileNames: '[name]-[hash].js' },
+      },
     },
     plugins: [bundledCatalog(), asrOverlays()],
   },

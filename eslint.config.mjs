@@ -28,6 +28,8 @@ export default tseslint.config(
       'playwright-report/**',
       '.tandem-data/**',
       'overlays/**',
+      'javascript/**',
+      '.electron-native/**',
     ],
   },
   js.configs.recommended,

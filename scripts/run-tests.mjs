@@ -32,11 +32,19 @@ for (const [name, args] of [
   ['format', ['prettier', '--check', '.']],
   ['typecheck:main', ['tsc', '-p', 'tsconfig.node.json', '--noEmit']],
   ['typecheck:renderer', ['vue-tsc', '-p', 'tsconfig.web.json', '--noEmit']],
+  // The StartOS package against @start9labs/start-sdk's types.
+  ['typecheck:startos', ['tsc', '-p', 'startos/tsconfig.json', '--noEmit']],
   ['build', ['electron-vite', 'build']],
 ]) {
   const ok = run(name, npx, args)
   results.push({ suite: name, passed: ok ? 1 : 0, failed: ok ? 0 : 1 })
 }
+
+// hadolint lints the Dockerfile where it is installed (.ci/run installs it when Debian provides it).
+if (spawnSync('hadolint', ['--version'], { stdio: 'ignore' }).status === 0) {
+  const ok = run('hadolint', 'hadolint', ['Dockerfile'])
+  results.push({ suite: 'hadolint', passed: ok ? 1 : 0, failed: ok ? 0 : 1 })
+} else process.stdout.write('\n=== hadolint: not installed here, Dockerfile lint skipped\n')
 
 fs.rmSync('test-results/vitest.json', { force: true })
 const vitestOk = run('vitest', npx, [

@@ -34,8 +34,8 @@ export async function startDaemon(opts: { env?: NodeJS.ProcessEnv; dataDir?: str
   }
 }
 
-export async function runHeadless(): Promise<void> {
-  const daemon = await startDaemon()
+export async function runHeadless(opts: { env?: NodeJS.ProcessEnv } = {}): Promise<void> {
+  const daemon = await startDaemon({ env: opts.env })
   const { core, http } = daemon
   const where = core.adminTokenSource === 'file' ? `in ${core.config.paths.adminTokenFile}` : 'from ADMIN_TOKEN'
   core.logger.info(`Tandem listening on ${http.url} (bind ${core.config.bind}:${http.port}); admin token ${where}`)

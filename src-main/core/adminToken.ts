@@ -20,9 +20,24 @@ export function ensureAdminToken(
   } catch {
     // missing: generate below
   }
+  return { token: writeNewAdminToken(file), source: 'file' }
+}
+
+/**
+ * Replaces the generated token with a new one and ends every admin session (the session store
+ * keeps only sessions issued under the current token). A running daemon keeps the token it read
+ * at start until it restarts.
+ */
+export function rotateAdminToken(file: string, sessionsFile: string): string {
+  const token = writeNewAdminToken(file)
+  fs.rmSync(sessionsFile, { force: true })
+  return token
+}
+
+function writeNewAdminToken(file: string): string {
   const token = randomBytes(24).toString('base64url')
   atomicWriteFile(file, token + '\n', { mode: 0o600 })
-  return { token, source: 'file' }
+  return token
 }
 
 /** Constant-time comparison of two secrets of any length. */

@@ -11,6 +11,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
+import { sqliteOptions } from '../core/nativeBinding'
 import { MIGRATIONS, type Migration } from './migrations'
 
 export type LicensingDb = Database.Database
@@ -46,7 +47,7 @@ export function openLicensingDb(file: string, opts: OpenOptions = {}): Licensing
       fs.closeSync(fs.openSync(file, 'a', 0o600))
       fs.chmodSync(file, 0o600)
     }
-    db = new Database(file)
+    db = new Database(file, sqliteOptions())
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = FULL')
     db.pragma('foreign_keys = ON')

@@ -6,7 +6,7 @@ import type { CoreDeps, DomainModule } from '../core/module'
 import { HostKeyStore } from '../ssh/hostKeys'
 import { ensureServiceKey, type ServiceKey } from '../ssh/keys'
 import { SshPool, type SshTarget } from '../ssh/pool'
-import { shq } from '../ssh/quote'
+import { sshKeyView } from '../ssh/authorize'
 import { normalizeMac, type NodeName } from '../contract/schemas'
 import { ConnectivityStore } from './connectivity'
 import { hostKeyHandlers } from './hostKeyHandlers'
@@ -122,12 +122,6 @@ export async function createNodesModule(
   }
 }
 
-/** Appends the key to ~/.ssh/authorized_keys on the node, once, with the right modes. */
-export function authorizeCommand(publicKey: string): string {
-  const line = shq(publicKey)
-  return `umask 077 && mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && (grep -qxF ${line} ~/.ssh/authorized_keys || printf '%s\\n' ${line} >> ~/.ssh/authorized_keys)`
-}
-
 interface WakeDeps {
   readonly pool: SshPool
   readonly connectivity: ConnectivityStore
@@ -168,29 +162,5 @@ async function wakeNode(d: WakeDeps, node: NodeName, given: string | undefined) 
     via: outcome.via,
     relay: outcome.via === 'relay' ? relayName : null,
     attempts: outcome.attempts,
-  }
-}
-
-/** Tandem's public key and, per configured node, the command that authorizes it there. */
-function sshKeyView(serviceKey: ServiceKey, targets: Readonly<Record<NodeName, SshTarget | null>>) {
-  return {
-    public_key: serviceKey.publicKey,
-    fingerprint: serviceKey.fingerprint,
-    nodes: (['node1', 'node2'] as const).flatMap((node) => {
-      const t = targets[node]
-      if (!t) return []
-      const remote = authorizeCommand(serviceKey.publicKey)
-      const portFlag = t.port === 22 ? '' : `-p ${t.port} `
-      return [
-        {
-          node,
-          host: t.host,
-          user: t.user,
-          port: t.port,
-          remote_command: remote,
-          command: `ssh ${portFlag}${shq(`${t.user}@${t.host}`)} ${shq(remote)}`,
-        },
-      ]
-    }),
   }
 }

@@ -1,9 +1,11 @@
-import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import ssh2 from 'ssh2'
 import { atomicWriteFile } from '../core/files'
+import { fingerprintOfLine } from './fingerprint'
+
+export { fingerprintOfBlob, fingerprintOfLine } from './fingerprint'
 
 /** The service's own SSH identity, generated once into `DATA_DIR/ssh/` (DESIGN.md, SSH). */
 export interface ServiceKey {
@@ -83,14 +85,4 @@ function readOrNull(file: string): string | null {
   } catch {
     return null
   }
-}
-
-/** OpenSSH-style fingerprint of a public key blob: `SHA256:<base64 without padding>`. */
-export function fingerprintOfBlob(blob: Buffer): string {
-  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`
-}
-
-export function fingerprintOfLine(line: string): string {
-  const b64 = line.trim().split(/\s+/)[1] ?? ''
-  return fingerprintOfBlob(Buffer.from(b64, 'base64'))
 }

@@ -1,3 +1,4 @@
+import path from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
 
 // Electron stand-ins that record what the desktop shell asks for.
@@ -9,6 +10,7 @@ const fake = vi.hoisted(() => {
   }[] = []
   const appHandlers = new Map<string, (...a: unknown[]) => unknown>()
   const opened: string[] = []
+  const trays: { menu: { label?: string }[] }[] = []
   let permission: ((wc: unknown, p: string, cb: (ok: boolean) => void) => void) | null = null
   class BrowserWindow {
     static getAllWindows = () => windows
@@ -35,6 +37,7 @@ const fake = vi.hoisted(() => {
   }
   return {
     windows,
+    trays,
     opened,
     appHandlers,
     getPermission: () => permission,
@@ -43,11 +46,27 @@ const fake = vi.hoisted(() => {
         requestSingleInstanceLock: () => true,
         whenReady: () => Promise.resolve(),
         getPath: () => '',
+        getAppPath: () => process.cwd(),
         on: (ev: string, fn: (...a: unknown[]) => unknown) => appHandlers.set(ev, fn),
         quit: () => undefined,
         exit: () => undefined,
       },
       BrowserWindow,
+      screen: { getAllDisplays: () => [{ workArea: { x: 0, y: 0, width: 1920, height: 1080 } }] },
+      nativeImage: { createFromPath: () => ({ isEmpty: () => true }) },
+      Menu: { buildFromTemplate: (t: { label?: string }[]) => t },
+      Tray: class {
+        menu: { label?: string }[] = []
+        constructor() {
+          trays.push(this)
+        }
+        setToolTip() {}
+        setContextMenu(m: { label?: string }[]) {
+          this.menu = m
+        }
+        on() {}
+        destroy() {}
+      },
       session: {
         defaultSession: {
           setPermissionRequestHandler: (fn: typeof permission) => (permission = fn),
@@ -83,6 +102,8 @@ describe('desktop window hardening', () => {
       webSecurity: true,
     })
     expect(String(win.opts.webPreferences.preload)).toMatch(/preload[/\\]index\.js$/)
+    expect(String(win.opts.webPreferences.preload)).toBe(path.join(process.cwd(), 'out', 'preload', 'index.js'))
+    expect(fake.trays[0]?.menu.map((i) => i.label)).toContain('Quit Tandem')
 
     let prevented = false
     win.handlers.get('will-navigate')!({ preventDefault: () => (prevented = true) }, 'https://evil.example')

@@ -1,0 +1,154 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli, type CliIo } from '../../../src-main/cli/program'
+import { systemClock } from '../../../src-main/core/clock'
+import { createLogger } from '../../../src-main/core/logger'
+import { SessionStore } from '../../../src-main/core/sessions'
+import { VERSION } from '../../../src-main/core/version'
+import { ensureServiceKey } from '../../../src-main/ssh/keys'
+import { startFullSim, type FullSim } from '../../sim/full'
+
+interface Run {
+  code: number
+  out: string
+  err: string
+}
+
+async function tandem(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  let out = ''
+  let err = ''
+  const io: CliIo = { env, out: (t) => (out += t), err: (t) => (err += t) }
+  const code = await runCli(args, io)
+  return { code, out, err }
+}
+
+interface DoctorJson {
+  version: string
+  ok: boolean
+  checks: { subject: string; check: string; status: 'ok' | 'fail' | 'skip'; detail: string; fix: string | null }[]
+}
+
+const statusOf = (r: DoctorJson, subject: string, check: string) =>
+  r.checks.find((c) => c.subject === subject && c.check === check)?.status
+
+describe('tandem against the simulated cluster', () => {
+  let sim: FullSim
+  let dataDir: string
+  let env: NodeJS.ProcessEnv
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-cli-'))
+    // The key `tandem` will use is the one in DATA_DIR/ssh, authorised on both simulated nodes.
+    const key = ensureServiceKey(path.join(dataDir, 'ssh'))
+    sim = await startFullSim({ authorizedKeys: [key.publicKey] })
+    env = { ...sim.env(), DATA_DIR: dataDir, PATH: process.env.PATH }
+  })
+  afterAll(async () => {
+    await sim?.close()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('--version prints x.y.z:r from the one version source', async () => {
+    const r = await tandem(['--version'], env)
+    expect(r.code).toBe(0)
+    expect(r.out.trim()).toBe(VERSION)
+    expect(VERSION).toMatch(/^\d+\.\d+\.\d+:\d+$/)
+  })
+
+  it('every command has --help', async () => {
+    for (const cmd of ['serve', 'admin-token', 'ssh-key', 'doctor']) {
+      const r = await tandem([cmd, '--help'], env)
+      expect(r.code, cmd).toBe(0)
+      expect(r.out, cmd).toContain(`Usage: tandem ${cmd}`)
+    }
+    const unknown = await tandem(['frobnicate'], env)
+    expect(unknown.code).toBe(1)
+    expect(unknown.err).toContain("unknown command 'frobnicate'")
+  })
+
+  it('doctor passes every check on a healthy cluster', async () => {
+    const r = await tandem(['doctor'], env)
+    expect(r.err).toBe('')
+    expect(r.out).toContain('all checks passed')
+    expect(r.out).toMatch(/\[ok\] {3}node1 reachable: ssh spark@127\.0\.0\.1:\d+ \(spark-a1\)/)
+    expect(r.out).toContain('[ok]   node1 nvidia-smi: NVIDIA GB10, unified memory')
+    expect(r.out).toContain('[ok]   node2 docker: docker answers for spark')
+    expect(r.out).toContain('[ok]   node1 launcher scripts: launch-cluster.sh, hf-download.sh, build-and-copy.sh')
+    expect(r.out).toMatch(
+      /\[ok\] {3}llm {3}llm port \d+: http:\/\/127\.0\.0\.1:\d+\/health answers \(model Qwen\/Qwen3-8B\)/,
+    )
+    expect(r.code).toBe(0)
+  })
+
+  it('ssh-key prints the public key and a command per configured node', async () => {
+    const r = await tandem(['ssh-key'], env)
+    expect(r.code).toBe(0)
+    const pub = fs.readFileSync(path.join(dataDir, 'ssh', 'id_ed25519.pub'), 'utf8').trim()
+    expect(r.out.split('\n')[0]).toBe(pub)
+    for (const node of [sim.cluster.node1, sim.cluster.node2])
+      expect(r.out).toContain(`ssh -p ${node.port} 'spark@127.0.0.1' 'umask 077 && mkdir -p ~/.ssh`)
+    const json = JSON.parse((await tandem(['ssh-key', '--json'], env)).out) as { nodes: { node: string }[] }
+    expect(json.nodes.map((n) => n.node)).toEqual(['node1', 'node2'])
+  })
+
+  it('admin-token prints the daemon token; --rotate replaces it and ends every session', async () => {
+    const first = await tandem(['admin-token'], env)
+    expect(first.code).toBe(0)
+    const token = first.out.trim()
+    expect(fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()).toBe(token)
+    expect((await tandem(['admin-token'], env)).out.trim()).toBe(token)
+
+    const logger = createLogger({ level: 'error', sink: { write: () => undefined } })
+    const sessionsFile = path.join(dataDir, 'sessions.json')
+    const before = new SessionStore({ file: sessionsFile, adminToken: token, clock: systemClock, logger })
+    const cookie = before.issue().value
+
+    const rotated = await tandem(['admin-token', '--rotate'], env)
+    expect(rotated.code).toBe(0)
+    const fresh = rotated.out.trim()
+    expect(fresh).not.toBe(token)
+    expect(fresh.length).toBeGreaterThanOrEqual(16)
+    expect(fs.statSync(path.join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600)
+    const after = new SessionStore({ file: sessionsFile, adminToken: fresh, clock: systemClock, logger })
+    expect(after.verify(cookie)).toBe(false)
+
+    const pinned = await tandem(['admin-token', '--rotate'], { ...env, ADMIN_TOKEN: 'a-configured-token-123456' })
+    expect(pinned.code).toBe(1)
+    expect(pinned.err).toContain('ADMIN_TOKEN is set')
+    expect(pinned.err).not.toContain('a-configured-token-123456')
+  })
+
+  it('doctor with node2 down and a launcher script missing: one line per check, a fix per failure, exit 1', async () => {
+    fs.rmSync(path.join(sim.cluster.node1.home, 'spark-vllm-docker', 'hf-download.sh'))
+    await sim.cluster.node2.down()
+    try {
+      const r = await tandem(['doctor'], env)
+      expect(r.code).toBe(1)
+      const lines = r.out.trim().split('\n')
+      expect(lines.at(-1)).toMatch(/^\d+ checks? failed$/)
+      for (const line of lines.slice(0, -1)) expect(line).toMatch(/^\[(ok|FAIL|skip)\]\s+(node1|node2|llm|asr|tts) /)
+      for (const line of lines.filter((l) => l.startsWith('[FAIL]'))) expect(line).toContain(' -> fix: ')
+      expect(r.out).toMatch(
+        /\[FAIL\] node2 reachable: ssh spark@127\.0\.0\.1:\d+: .* -> fix: check that the node is powered on/,
+      )
+      expect(r.out).toContain('[skip] node2 docker: not checked: no SSH session')
+      expect(r.out).toContain('[ok]   node1 reachable')
+      expect(r.out).toContain('[FAIL] node1 launcher scripts: hf-download.sh missing -> fix: restore the checkout')
+
+      const j = await tandem(['doctor', '--json'], env)
+      expect(j.code).toBe(1)
+      const report = JSON.parse(j.out) as DoctorJson
+      expect(report.ok).toBe(false)
+      expect(report.version).toBe(VERSION)
+      expect(statusOf(report, 'node2', 'reachable')).toBe('fail')
+      expect(statusOf(report, 'node2', 'nvidia-smi')).toBe('skip')
+      expect(statusOf(report, 'node1', 'launcher scripts')).toBe('fail')
+      expect(statusOf(report, 'node1', 'docker')).toBe('ok')
+      expect(report.checks.filter((c) => c.status === 'fail').every((c) => c.fix !== null)).toBe(true)
+    } finally {
+      await sim.cluster.node2.up()
+    }
+  })
+})
