@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express'
-import type { licensingPaymentsContract } from '../contract/licensing'
+import { Currency, type licensingPaymentsContract } from '../contract/licensing'
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import { publicBaseUrl } from '../config/publicUrl'
@@ -13,6 +13,7 @@ import type { ProviderKind } from './providers/types'
 import { Purchases } from './purchase'
 import { readBody } from '../http/body'
 import { Reconciler } from './reconcile'
+import { recoverByInvoice } from './recovery'
 import { RenewalWorker } from './renewals'
 import type { LicensingServices } from './services'
 import { Settlement, type LicenseIssuer } from './settlement'
@@ -128,6 +129,7 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
     pricing,
     discounts,
     publicUrl,
+    redirectAllowlist: config.redirectAllowlist,
   })
   const tierChanges = new TierChanges({ services, purchases, outbox, publicUrl })
   // Spec 001 §4.3: the tier-change check first, then the subscription renewal; issuance stays last.
@@ -250,6 +252,13 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
     purchases: p.purchases,
     limits: p.services.deps.limits,
     recover: async (key) => p.services.licenses.recover(key),
+    recoverByInvoice: async (invoiceId, email) => recoverByInvoice(p.services, invoiceId, email),
+    priceable: async (currency) =>
+      Currency.safeParse(currency).success &&
+      p.services.pricing.toSats(1, Currency.parse(currency)).then(
+        () => true,
+        () => false,
+      ),
     account: {
       subscriptionOf: (licenseId) => p.subscriptions.forLicense(licenseId),
       quote: (input) => p.tierChanges.quote(input),

@@ -2,6 +2,7 @@ import type { Request, Response, Router } from 'express'
 import type { z } from 'zod'
 import {
   PurchaseInput,
+  RecoverInput,
   type PurchaseStatus,
   type RecoverResponse,
   type SubscriptionView,
@@ -43,6 +44,10 @@ export interface PagesDeps {
   /** Details the thank-you page shows beside the poll answer. */
   invoiceExtras(id: string): { product_name: string | null; buyer_email: string | null; buyer_note: string | null }
   recover(key: string): Promise<RecoverResponse>
+  /** Recover by the invoice id and the e-mail given at checkout (same 404 for every mismatch). */
+  recoverByInvoice(invoiceId: string, email: string): Promise<RecoverResponse>
+  /** Whether a price in this currency can be turned into sats now (a rate is available). */
+  priceable(currency: string): Promise<boolean>
   limits: Limits
   /** The subscription state and upgrade path under a licence. */
   account: BuyerAccountDeps
@@ -81,6 +86,21 @@ function isHttpUrl(u: string | null): u is string {
   } catch {
     return false
   }
+}
+
+const PRICE_UNAVAILABLE =
+  'The price is temporarily unavailable: no exchange rate could be fetched right now. Please try again in a minute.'
+
+/** The buy page's model, with `priceUnavailable` when a fiat tier cannot be converted to sats right now. */
+async function buyPageModel(
+  deps: PagesDeps,
+  slug: string,
+): Promise<(NonNullable<ReturnType<typeof buyModel>> & { priceUnavailable: boolean }) | null> {
+  const model = buyModel(deps.catalog, slug)
+  if (!model) return null
+  const fiat = [...new Set(model.tiers.map((t) => t.currency).filter((c) => c === 'USD' || c === 'EUR'))]
+  const ok = await Promise.all(fiat.map((c) => deps.priceable(c)))
+  return { ...model, priceUnavailable: ok.includes(false) }
 }
 
 /** The buy page's model: an active product and its public tiers, cheapest first; null when there is none. */
@@ -215,8 +235,25 @@ async function submitBuyForm(
   } catch (err) {
     const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
     if (!(err instanceof ApiError)) deps.logger.error('buy page failed', { error: err })
-    send(res, e.status, buyPage({ ...model, form, error: e.message }))
+    const unavailable = e.code === 'rate_unavailable'
+    if (unavailable) res.setHeader('Retry-After', e.headers['Retry-After'] ?? '60')
+    send(
+      res,
+      e.status,
+      buyPage({ ...model, form, error: unavailable ? PRICE_UNAVAILABLE : e.message, priceUnavailable: unavailable }),
+    )
   }
+}
+
+type RecoverForm = { key?: string; invoice_id?: string; email?: string }
+
+/** The recover form: a key, or the invoice id and e-mail (validated like the API's input). */
+async function recoverFromForm(deps: PagesDeps, form: RecoverForm): Promise<RecoverResponse> {
+  if (form.key) return deps.recover(form.key)
+  const input = RecoverInput.safeParse({ invoice_id: form.invoice_id || undefined, email: form.email || undefined })
+  if (!input.success || !input.data.invoice_id || !input.data.email)
+    throw new ApiError('bad_input', 'Paste your license key, or give the invoice id and the e-mail you paid with.')
+  return deps.recoverByInvoice(input.data.invoice_id, input.data.email)
 }
 
 /** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, the upgrade forms under `/buy/upgrade/`, and their one stylesheet and script. */
@@ -238,16 +275,16 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     res.type('application/javascript').send(PAGES_JS)
   })
 
-  router.get('/buy/:slug', (req, res) => {
+  router.get('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return
-    const model = buyModel(deps.catalog, String(req.params.slug))
+    const model = await buyPageModel(deps, String(req.params.slug))
     if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
-    send(res, 200, buyPage(model))
+    send(res, 200, buyPage(model.priceUnavailable ? { ...model, error: PRICE_UNAVAILABLE } : model))
   })
 
   router.post('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return
-    const model = buyModel(deps.catalog, String(req.params.slug))
+    const model = await buyPageModel(deps, String(req.params.slug))
     if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
     await submitBuyForm(deps, model, req, res)
   })
@@ -273,15 +310,23 @@ export function mountPages(router: Router, deps: PagesDeps): void {
 
   router.post('/recover', async (req, res) => {
     if (limited(req, res)) return
-    let key = ''
+    const slow = deps.limits.take('recover', requestState(res).client.limitKey)
+    if (!slow.ok) {
+      for (const [k, v] of Object.entries(limitHeaders(slow))) res.setHeader(k, v)
+      return send(res, 429, recoverPage({ error: 'Too many recovery attempts from your address; try again in a minute.' }))
+    }
+    const form: RecoverForm = {}
     try {
-      key = ((await readForm(req)).get('key') ?? '').trim().slice(0, 16_384)
-      const result = await deps.recover(key)
+      const f = await readForm(req)
+      form.key = (f.get('key') ?? '').trim().slice(0, 16_384)
+      form.invoice_id = (f.get('invoice_id') ?? '').trim().slice(0, 64)
+      form.email = (f.get('email') ?? '').trim().slice(0, 254)
+      const result = await recoverFromForm(deps, form)
       send(res, 200, recoverPage({ result, account: accountModel(deps, result) }))
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
       if (!(err instanceof ApiError)) deps.logger.error('recover page failed', { error: err })
-      send(res, e.status, recoverPage({ key, error: e.message }))
+      send(res, e.status, recoverPage({ ...form, error: e.message }))
     }
   })
 
