@@ -113,7 +113,7 @@ export const RecoverInput = z
     license_key: KeyText.optional(),
     key: KeyText.optional(),
     invoice_id: Uuid.optional(),
-    email: Email.optional(),
+    email: z.string().trim().pipe(Email).optional(),
   })
   .refine((r) => (r.license_key ?? r.key) !== undefined || (r.invoice_id !== undefined && r.email !== undefined), {
     message: 'send license_key, or invoice_id and email',
