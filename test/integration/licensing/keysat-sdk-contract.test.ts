@@ -278,7 +278,10 @@ describe('Keysat TS SDK 0.1.0 field contract', () => {
     const v = verifier.verifyWithTime(key, Math.floor(Date.now() / 1000))
     expect(v.licenseId).toBe(polled.licenseId)
     expect(v.productId).toBe(polled.productId)
-    expect(() => verifier.verify(key.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')))).toThrow(/bad_/)
+    // One character changed in the middle of the signature.
+    const sigStart = key.lastIndexOf('-') + 10
+    const tampered = key.slice(0, sigStart) + (key[sigStart] === 'A' ? 'B' : 'A') + key.slice(sigStart + 1)
+    expect(() => verifier.verify(tampered)).toThrow(/bad_signature/)
 
     const fp = 'sdk-machine-1'
     expect(await sdk.activate(key, fp, { hostname: 'box' })).toMatchObject({ ok: true, activeCount: 1, maxMachines: 2 })
