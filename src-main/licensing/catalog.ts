@@ -519,7 +519,8 @@ export class Catalog {
     const value = patch.price_value ?? cur.price_value
     return this.policyRows(id).map((r) => {
       const before = effectivePrice(cur, r)
-      const pin = currency !== cur.price_currency && r.price_currency_override === null && r.price_value_override !== null
+      const pin =
+        currency !== cur.price_currency && r.price_currency_override === null && r.price_value_override !== null
       const after = pin
         ? before
         : { currency: r.price_currency_override ?? currency, value: r.price_value_override ?? value }

@@ -169,7 +169,8 @@ export class Pricing {
     listed: { currency: Currency; value: number },
     baseSats: number,
   ): Promise<{ value: number; sats: number }> {
-    const sameUnit = codeCurrency === listed.currency || (isSatsCurrency(codeCurrency) && isSatsCurrency(listed.currency))
+    const sameUnit =
+      codeCurrency === listed.currency || (isSatsCurrency(codeCurrency) && isSatsCurrency(listed.currency))
     if (sameUnit && codeValue >= listed.value) return { value: listed.value, sats: baseSats }
     const { sats } = await this.toSats(codeValue, codeCurrency)
     if (sats >= baseSats) return { value: listed.value, sats: baseSats }

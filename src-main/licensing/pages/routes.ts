@@ -313,7 +313,11 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     const slow = deps.limits.take('recover', requestState(res).client.limitKey)
     if (!slow.ok) {
       for (const [k, v] of Object.entries(limitHeaders(slow))) res.setHeader(k, v)
-      return send(res, 429, recoverPage({ error: 'Too many recovery attempts from your address; try again in a minute.' }))
+      return send(
+        res,
+        429,
+        recoverPage({ error: 'Too many recovery attempts from your address; try again in a minute.' }),
+      )
     }
     const form: RecoverForm = {}
     try {

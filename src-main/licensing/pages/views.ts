@@ -248,7 +248,8 @@ export function thankYouPage(
     </dl>
     ${accountSection(account)}
     <p class="muted">
-      Keep your key somewhere safe. If you lose it, <a href="/recover">recover it</a> with any copy of it, or with this invoice id and your e-mail address.
+      Keep your key somewhere safe. If you lose it, <a href="/recover">recover it</a> with any copy of it, or with this
+      invoice id and your e-mail address.
     </p>`
   return page('Thank you', body, { script: true })
 }
@@ -273,8 +274,8 @@ export function recoverPage(m: {
   const r = m.result
   const body = html`<h1>Recover your license</h1>
     <p class="lead">
-      Paste any copy of your license key, or give the invoice id from your receipt and the e-mail address you paid
-      with, to see your license and get a freshly signed key with your current entitlements.
+      Paste any copy of your license key, or give the invoice id from your receipt and the e-mail address you paid with,
+      to see your license and get a freshly signed key with your current entitlements.
     </p>
     ${m.error ? html`<p class="error" role="alert">${m.error}</p>` : ''}
     ${
@@ -284,7 +285,7 @@ export function recoverPage(m: {
                 <dt>Product</dt>
                 <dd>${r.product_name}</dd>
                 ${
-                  r.policy_name ?? r.policy_slug
+                  (r.policy_name ?? r.policy_slug)
                     ? html`<dt>Tier</dt>
                         <dd>${r.policy_name ?? r.policy_slug ?? ''}</dd>`
                     : ''

@@ -23,7 +23,8 @@ function str(raw: Raw, field: string): string {
 }
 function num(raw: Raw, field: string): number {
   const v = raw[field]
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${field}: expected a number, got ${JSON.stringify(v)}`)
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw new Error(`${field}: expected a number, got ${JSON.stringify(v)}`)
   return v
 }
 function optStr(raw: Raw, field: string): string | undefined {
@@ -63,7 +64,11 @@ class SdkContractClient {
     const raw = await this.call(`/v1/products/${encodeURIComponent(slug)}/policies`)
     const product = raw.product as Raw
     return {
-      product: { slug: str(product, 'slug'), name: str(product, 'name'), basePriceSats: num(product, 'base_price_sats') },
+      product: {
+        slug: str(product, 'slug'),
+        name: str(product, 'name'),
+        basePriceSats: num(product, 'base_price_sats'),
+      },
       policies: (raw.policies as Raw[]).map((p) => ({
         slug: str(p, 'slug'),
         name: str(p, 'name'),
@@ -233,7 +238,12 @@ beforeAll(async () => {
     api_key: btcpay.apiKey,
     webhook_secret: btcpay.webhookSecret,
   })
-  const p = await admin('/v1/admin/products', { slug: 'sdkapp', name: 'SDK App', price_currency: 'USD', price_value: 2500 })
+  const p = await admin('/v1/admin/products', {
+    slug: 'sdkapp',
+    name: 'SDK App',
+    price_currency: 'USD',
+    price_value: 2500,
+  })
   await admin(`/v1/admin/products/${String(p.id)}/policies`, {
     slug: 'lite',
     name: 'Lite',

@@ -60,7 +60,13 @@ describe('prices on the wire', () => {
     await tier(p.id, { slug: 'pro', name: 'Pro', tier_rank: 3, price_value_override: 4999 })
     await tier(p.id, { slug: 'plus', name: 'Plus', tier_rank: 2, price_value_override: 999 })
     await tier(p.id, { slug: 'basic', name: 'Basic', tier_rank: 1, price_value_override: 999 })
-    await tier(p.id, { slug: 'sats', name: 'Sats', tier_rank: 4, price_currency_override: 'SAT', price_value_override: 500 })
+    await tier(p.id, {
+      slug: 'sats',
+      name: 'Sats',
+      tier_rank: 4,
+      price_currency_override: 'SAT',
+      price_value_override: 500,
+    })
     const res = await fetch(`${d.url}/v1/products/usdapp/policies`)
     const body = (await res.json()) as {
       product: { base_price_sats: number; price_currency: string }
@@ -124,7 +130,12 @@ describe('the purchase answer', () => {
     const res = await post(`${d.url}/v1/discount-codes/preview`, { product: 'satapp', code: 'preview20' })
     const out = (await res.json()) as Json
     expect(res.status, JSON.stringify(out)).toBe(200)
-    expect(out).toMatchObject({ amount_sats: 8000, base_price_sats: 10_000, discount_applied_sats: 2000, kind: 'percent' })
+    expect(out).toMatchObject({
+      amount_sats: 8000,
+      base_price_sats: 10_000,
+      discount_applied_sats: 2000,
+      kind: 'percent',
+    })
     const codes = await admin<{ id: string; pending_count: number }[]>('/v1/admin/discount-codes')
     expect(codes.find((x) => x.id === c.id)?.pending_count).toBe(0)
     const bad = await post(`${d.url}/v1/discount-codes/preview`, { product: 'satapp', code: 'NOPE' })

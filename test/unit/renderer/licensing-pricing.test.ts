@@ -110,19 +110,13 @@ describe('over-cap codes', () => {
   })
 
   it('shows "over cap by N" with the invoices, and nothing for a code within its cap', async () => {
-    const over = await mountWith(
-      defineComponent({
-        setup: () => () => h(DiscountOverCap, { discount: code(2, ['aaaaaaaa-1111-4111-8111-111111111111', 'bbbbbbbb-2222']) }),
-      }),
-      fakeApi([]),
-    )
+    const over = await mountWith(DiscountOverCap, fakeApi([]), {
+      discount: code(2, ['aaaaaaaa-1111-4111-8111-111111111111', 'bbbbbbbb-2222']),
+    })
     expect(over.textContent).toContain('over cap by 2')
     expect(over.querySelectorAll('li')).toHaveLength(2)
     expect(over.querySelector('li')?.getAttribute('title')).toBe('aaaaaaaa-1111-4111-8111-111111111111')
-    const within = await mountWith(
-      defineComponent({ setup: () => () => h(DiscountOverCap, { discount: code(0, []) }) }),
-      fakeApi([]),
-    )
+    const within = await mountWith(DiscountOverCap, fakeApi([]), { discount: code(0, []) })
     expect(within.querySelector('[data-testid="over-cap"]')).toBeNull()
   })
 })
