@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express'
-import { Currency, type licensingPaymentsContract } from '../contract/licensing'
+import type { licensingPaymentsContract } from '../contract/licensing'
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import { publicBaseUrl } from '../config/publicUrl'
@@ -253,11 +253,10 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
     limits: p.services.deps.limits,
     recover: async (key) => p.services.licenses.recover(key),
     recoverByInvoice: async (invoiceId, email) => recoverByInvoice(p.services, invoiceId, email),
-    priceable: async (currency) =>
-      Currency.safeParse(currency).success &&
-      p.services.pricing.toSats(1, Currency.parse(currency)).then(
-        () => true,
-        () => false,
+    satsOf: (currency, value) =>
+      p.services.pricing.toSats(value, currency).then(
+        (r) => r.sats,
+        () => null,
       ),
     account: {
       subscriptionOf: (licenseId) => p.subscriptions.forLicense(licenseId),

@@ -3,6 +3,7 @@ import type { z } from 'zod'
 import {
   PurchaseInput,
   RecoverInput,
+  type Currency,
   type PurchaseStatus,
   type RecoverResponse,
   type SubscriptionView,
@@ -46,8 +47,8 @@ export interface PagesDeps {
   recover(key: string): Promise<RecoverResponse>
   /** Recover by the invoice id and the e-mail given at checkout (same 404 for every mismatch). */
   recoverByInvoice(invoiceId: string, email: string): Promise<RecoverResponse>
-  /** Whether a price in this currency can be turned into sats now (a rate is available). */
-  priceable(currency: string): Promise<boolean>
+  /** A listed price in sats (a rate fetched on demand), or null when no rate is available now. */
+  satsOf(currency: Currency, value: number): Promise<number | null>
   limits: Limits
   /** The subscription state and upgrade path under a licence. */
   account: BuyerAccountDeps
@@ -91,16 +92,24 @@ function isHttpUrl(u: string | null): u is string {
 const PRICE_UNAVAILABLE =
   'The price is temporarily unavailable: no exchange rate could be fetched right now. Please try again in a minute.'
 
-/** The buy page's model, with `priceUnavailable` when a fiat tier cannot be converted to sats right now. */
+/**
+ * The buy page's model: tiers by ascending price in sats, then rank (the order of the public tier
+ * list), and `priceUnavailable` when a tier cannot be converted to sats right now.
+ */
 async function buyPageModel(
   deps: PagesDeps,
   slug: string,
 ): Promise<(NonNullable<ReturnType<typeof buyModel>> & { priceUnavailable: boolean }) | null> {
   const model = buyModel(deps.catalog, slug)
   if (!model) return null
-  const fiat = [...new Set(model.tiers.map((t) => t.currency).filter((c) => c === 'USD' || c === 'EUR'))]
-  const ok = await Promise.all(fiat.map((c) => deps.priceable(c)))
-  return { ...model, priceUnavailable: ok.includes(false) }
+  const sats = await Promise.all(model.tiers.map((t) => deps.satsOf(t.currency, t.value)))
+  if (sats.includes(null)) return { ...model, priceUnavailable: true }
+  const last = Number.MAX_SAFE_INTEGER
+  const tiers = model.tiers
+    .map((t, i) => ({ t, sats: sats[i] ?? 0 }))
+    .sort((a, b) => a.sats - b.sats || (a.t.tierRank ?? last) - (b.t.tierRank ?? last))
+    .map(({ t }) => t)
+  return { ...model, tiers, priceUnavailable: false }
 }
 
 /** The buy page's model: an active product and its public tiers, cheapest first; null when there is none. */
@@ -128,9 +137,9 @@ function buyModel(
         renewalPeriodDays: p.renewal_period_days,
         trialDays: p.trial_days,
         highlighted: p.highlighted === 1,
+        tierRank: p.tier_rank,
       }
     })
-    .sort((a, b) => a.value - b.value)
   return { product: { slug: product.slug, name: product.name, description: product.description }, tiers }
 }
 

@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import type {
+  Currency,
   PurchaseStatus,
   RecoverResponse,
   SubscriptionView as SubscriptionViewSchema,
@@ -13,7 +14,7 @@ export interface BuyTier {
   slug: string
   name: string
   description: string
-  currency: string
+  currency: Currency
   value: number
   entitlements: string[]
   maxMachines: number
@@ -22,6 +23,7 @@ export interface BuyTier {
   renewalPeriodDays: number
   trialDays: number
   highlighted: boolean
+  tierRank?: number | null
 }
 
 export interface BuyPageModel {

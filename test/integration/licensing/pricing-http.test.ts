@@ -65,7 +65,7 @@ describe('prices on the wire', () => {
       name: 'Sats',
       tier_rank: 4,
       price_currency_override: 'SAT',
-      price_value_override: 500,
+      price_value_override: 50_000,
     })
     const res = await fetch(`${d.url}/v1/products/usdapp/policies`)
     const body = (await res.json()) as {
@@ -74,9 +74,15 @@ describe('prices on the wire', () => {
     }
     expect(res.status).toBe(200)
     expect(body.product.base_price_sats).toBe(fiatToSats(1999, usdRate()))
-    expect(body.policies.map((x) => x.slug)).toEqual(['sats', 'basic', 'plus', 'default', 'pro'])
+    // 50,000 sats is about $48.60 at the fake rate: between $19.99 and $49.99.
+    expect(fiatToSats(4999, usdRate())).toBeGreaterThan(50_000)
+    expect(body.policies.map((x) => x.slug)).toEqual(['basic', 'plus', 'default', 'sats', 'pro'])
+    // The buy page lists them in the same order.
+    const page = await (await fetch(`${d.url}/buy/usdapp`)).text()
+    const order = [...page.matchAll(/name="policy" value="([a-z]+)"/g)].map((m) => m[1])
+    expect(order).toEqual(['basic', 'plus', 'default', 'sats', 'pro'])
     expect(body.policies.find((x) => x.slug === 'default')).toMatchObject({ price_sats: 1999, price_currency: 'USD' })
-    expect(body.policies.find((x) => x.slug === 'sats')).toMatchObject({ price_sats: 500, price_currency: 'SAT' })
+    expect(body.policies.find((x) => x.slug === 'sats')).toMatchObject({ price_sats: 50_000, price_currency: 'SAT' })
   })
 
   it('no rate source answering: 503 with Retry-After, and the buy page says the price is unavailable', async () => {
