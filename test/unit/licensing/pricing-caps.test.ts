@@ -62,6 +62,41 @@ describe('set_price codes and the undiscounted price in sats', () => {
     })
   })
 
+  it('every discount kind on every currency: base and discount in sats add up, never negative', async () => {
+    const { f, product, code } = fixture()
+    const eurRate = toCentibps(fake.kraken.rates.EUR.toFixed(5))
+    const sats = (currency: string, v: number) =>
+      currency === 'USD' ? fiatToSats(v, usdRate()) : currency === 'EUR' ? fiatToSats(v, eurRate) : v
+    const tiers = [
+      ['t-sat', 'SAT', 40_000],
+      ['t-btc', 'BTC', 40_000],
+      ['t-usd', 'USD', 4000],
+      ['t-eur', 'EUR', 4000],
+    ] as const
+    for (const [slug, currency, value] of tiers) product({ slug, price_currency: currency, price_value: value })
+    const codes = [
+      ['P25', 'percent', 25, 'SAT'],
+      ['OFFSAT', 'fixed_sats', 5000, 'SAT'],
+      ['OFFUSD', 'fixed_sats', 500, 'USD'],
+      ['SETSAT', 'set_price', 7000, 'SAT'],
+      ['SETUSD', 'set_price', 700, 'USD'],
+      ['SETEUR', 'set_price', 700, 'EUR'],
+    ] as const
+    for (const [c, kind, value, currency] of codes) code({ code: c, kind, value, discount_currency: currency })
+    for (const [slug, currency, value] of tiers) {
+      for (const [c, kind, codeValue, codeCurrency] of codes) {
+        const q = await f.pricing.quote({ productSlug: slug, code: c })
+        const label = `${slug} ${c}`
+        expect(q.base_price_sats, label).toBe(sats(currency, value))
+        expect(q.amount_sats, label).toBeGreaterThan(0)
+        expect(q.amount_sats, label).toBeLessThanOrEqual(q.base_price_sats)
+        expect(q.discount_value, label).toBeGreaterThanOrEqual(0)
+        if (kind === 'set_price') expect(q.amount_sats, label).toBe(sats(codeCurrency, codeValue))
+        else expect(q.amount_sats, label).toBe(sats(currency, q.listed_value))
+      }
+    }
+  })
+
   it('preview prices a code without reserving a use', async () => {
     const { f, product, code } = fixture()
     product({ slug: 'app', price_value: 10_000 })
