@@ -51,7 +51,8 @@ export class Pricing {
 
   /** Minor units of `currency` → sats, rounded up; fetches a rate when none is cached (503 when no source answers). */
   async toSats(value: number, currency: Currency): Promise<{ sats: number; rate: Rate | null }> {
-    if (isSatsCurrency(currency)) return { sats: value, rate: null }
+    // Zero is zero in every currency: a free tier never waits for a rate.
+    if (isSatsCurrency(currency) || value === 0) return { sats: value, rate: null }
     const rate = await this.rates.rate(currency as FiatCurrency)
     return { sats: fiatToSats(value, rate.centibps), rate }
   }

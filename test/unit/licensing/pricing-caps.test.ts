@@ -97,6 +97,21 @@ describe('set_price codes and the undiscounted price in sats', () => {
     }
   })
 
+  it('a free fiat tier never waits for a rate', async () => {
+    const { f, product } = fixture()
+    product({ slug: 'freeusd', price_currency: 'USD', price_value: 0 })
+    for (const s of [fake.kraken, fake.coinbase, fake.coingecko]) s.failWith = 500
+    try {
+      expect(await f.pricing.quote({ productSlug: 'freeusd' })).toMatchObject({
+        amount_sats: 0,
+        base_price_sats: 0,
+        free: true,
+      })
+    } finally {
+      for (const s of [fake.kraken, fake.coinbase, fake.coingecko]) s.failWith = null
+    }
+  })
+
   it('preview prices a code without reserving a use', async () => {
     const { f, product, code } = fixture()
     product({ slug: 'app', price_value: 10_000 })
