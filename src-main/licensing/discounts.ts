@@ -344,7 +344,11 @@ export class Discounts {
    */
   markRedeemed(invoiceId: string, licenseId: string): void {
     const now = this.clock.now()
-    this.releaseLapsed()
+    // Lapse first, so each row's status below is what the cap count sees.
+    const codes = this.db
+      .prepare('SELECT DISTINCT discount_code_id AS id FROM discount_redemptions WHERE invoice_id = ?')
+      .all(invoiceId) as { id: string }[]
+    for (const c of codes) this.releaseLapsed(c.id)
     const rows = this.db
       .prepare(
         `SELECT r.id, r.discount_code_id, r.status, c.code, c.max_redemptions FROM discount_redemptions r
