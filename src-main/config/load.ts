@@ -77,6 +77,10 @@ export interface Config {
   readonly rateSources: readonly string[]
   /** Licensing public API requests per minute per client address; 0 = unlimited. */
   readonly licensingRateLimit: number
+  /** Origins a purchase's redirect_url may point at, besides PUBLIC_URL and the product's return URL prefix. */
+  readonly redirectAllowlist: readonly string[]
+  /** How long an unpaid checkout holds a capped discount code's use. */
+  readonly discountReservationMs: number
   readonly paths: DataPaths
   /** Each setting's effective raw value and where it came from. */
   readonly settings: Readonly<Record<SettingName, { value: string; source: SettingSource }>>
@@ -230,6 +234,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     scrubTerms: list('SCRUB_TERMS'),
     rateSources: list('RATE_SOURCES').map((u) => u.replace(/\/+$/, '')),
     licensingRateLimit: num('LICENSING_RATE_LIMIT'),
+    redirectAllowlist: list('REDIRECT_ALLOWLIST').map((u) => u.replace(/\/+$/, '')),
+    discountReservationMs: num('DISCOUNT_RESERVATION_MINUTES') * 60_000,
     paths: {
       dataDir,
       settingsFile,

@@ -152,6 +152,19 @@ export const SETTINGS = {
     default: '600',
     description: 'Licensing public API requests per minute per client address (burst of the same size); 0 = no limit',
   },
+  REDIRECT_ALLOWLIST: {
+    group: 'licensing',
+    kind: 'list',
+    default: '',
+    description:
+      "Comma list of origins (https://shop.example) a purchase's redirect_url may point at, besides PUBLIC_URL and the product's return URL prefix",
+  },
+  DISCOUNT_RESERVATION_MINUTES: {
+    group: 'licensing',
+    kind: 'int',
+    default: '30',
+    description: 'How long an unpaid checkout holds a use of a capped discount code before it is released',
+  },
   CONNECTIVITY_LOG: {
     group: 'paths',
     kind: 'path',
@@ -216,6 +229,15 @@ const port = z.coerce.number().int().min(1).max(65535)
 const hostLike = z.string().regex(/^[A-Za-z0-9._:-]*$/, 'host may hold letters, digits, dots, dashes and colons only')
 const userLike = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$|^$/, 'a POSIX user name')
 const containerLike = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a container name')
+/** An http(s) origin: scheme, host and optional port, nothing after it. */
+const isOrigin = (u: string): boolean => {
+  try {
+    const url = new URL(u)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === u.replace(/\/+$/, '')
+  } catch {
+    return false
+  }
+}
 
 /** Per-setting validators: a value that fails falls back to the default with one warning. */
 export const settingValidators: Record<SettingName, z.ZodType> = {
@@ -275,6 +297,13 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
       'comma list of http(s) URLs',
     ),
   LICENSING_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
+  REDIRECT_ALLOWLIST: z
+    .string()
+    .refine(
+      (s) => s.split(',').every((u) => u.trim() === '' || isOrigin(u.trim())),
+      'comma list of http(s) origins (scheme://host[:port], no path)',
+    ),
+  DISCOUNT_RESERVATION_MINUTES: z.coerce.number().int().min(1).max(1440),
   CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),

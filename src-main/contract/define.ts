@@ -18,7 +18,7 @@ export type ErrorStyle = 'control' | 'licensing' | 'openai'
  * The named per-address limiters (core/limits.ts). A method names one in `limit`; `credential`
  * counts failed credentials on every credentialed surface and is not named by methods.
  */
-export type LimiterName = 'login' | 'credential' | 'public' | 'redeem' | 'health-event'
+export type LimiterName = 'login' | 'credential' | 'public' | 'redeem' | 'recover' | 'health-event'
 
 export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   readonly summary: string

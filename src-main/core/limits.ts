@@ -53,6 +53,8 @@ export class Limits {
       this.limiters.set('public', perMinute(opts.publicPerMinute))
       // Codes can be guessed: redeem stays slow whatever the public limit.
       this.limiters.set('redeem', perMinute(Math.min(10, opts.publicPerMinute)))
+      // An invoice id and an e-mail can be guessed too: recover is as slow.
+      this.limiters.set('recover', perMinute(Math.min(10, opts.publicPerMinute)))
     }
   }
 

@@ -11,6 +11,7 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
     licAdminProduct: async ({ id }) => catalog.getProduct(id),
     licAdminCreateProduct: async (input) => catalog.createProduct(input),
     licAdminUpdateProduct: async ({ id, ...patch }) => catalog.updateProduct(id, patch),
+    licAdminProductPriceEffect: async ({ id, ...change }) => catalog.previewProductChange(id, change),
     licAdminDeleteProduct: async ({ id }) => {
       catalog.deleteProduct(id)
       return { ok: true }

@@ -4,29 +4,35 @@
  */
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import type { PublicPolicy, licensingBuyerContract } from '../contract/licensing'
-import { effectivePrice, isSatsCurrency, productView, type PolicyRow, type ProductRow } from './catalog'
+import type { PublicPolicy, RecoverInput, RecoverResponse, licensingBuyerContract } from '../contract/licensing'
+import { effectivePrice, productView, type PolicyRow, type ProductRow } from './catalog'
 import { iso, parseCatalog, parseStringList } from './json'
-import { fiatToSats, type FiatCurrency } from './rates'
+import { recoverByInvoice } from './recovery'
 import type { LicensingServices } from './services'
+
+/** `{license_key}` / `{key}` or `{invoice_id, email}` (the contract guarantees one of them). */
+export function recoverBy(s: LicensingServices, a: RecoverInput): RecoverResponse {
+  const key = a.license_key ?? a.key
+  if (key !== undefined) return s.licenses.recover(key)
+  if (a.invoice_id === undefined || a.email === undefined)
+    throw new ApiError('bad_input', 'send license_key, or invoice_id and email')
+  return recoverByInvoice(s, a.invoice_id, a.email)
+}
 
 const DAY_S = 86_400
 
 export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBuyerContract> {
   const { catalog, licenses } = s
 
-  /** Sats for a listed price: the value for SAT/BTC, a cached-rate conversion for fiat (0 when no rate is known yet). */
-  const satsOf = (currency: ProductRow['price_currency'], value: number): number => {
-    if (isSatsCurrency(currency)) return value
-    const r = s.rates.cached(currency as FiatCurrency)
-    return r ? fiatToSats(value, r.centibps) : 0
-  }
+  /** Sats for a listed price, at a rate fetched on demand when none is cached (503 rate_unavailable when no source answers). */
+  const satsOf = async (currency: ProductRow['price_currency'], value: number): Promise<number> =>
+    (await s.pricing.toSats(value, currency)).sats
 
-  const publicProduct = (p: ProductRow) => {
+  const publicProduct = async (p: ProductRow) => {
     const v = productView(p)
     return {
       ...v,
-      base_price_sats: satsOf(p.price_currency, p.price_value),
+      base_price_sats: await satsOf(p.price_currency, p.price_value),
       created_at: iso(p.created_at),
       updated_at: iso(p.updated_at),
     }
@@ -38,13 +44,14 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
     return p
   }
 
+  /** `price_sats` is the listed currency's smallest unit (sats, or cents for USD/EUR), as the SDKs document it. */
   const publicPolicy = (p: ProductRow, r: PolicyRow): PublicPolicy => {
     const price = effectivePrice(p, r)
     return {
       slug: r.slug,
       name: r.name,
       description: r.description,
-      price_sats: satsOf(price.currency, price.value),
+      price_sats: price.value,
       price_currency: price.currency,
       price_value: price.value,
       duration_seconds: r.duration_days * DAY_S,
@@ -59,25 +66,40 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
     }
   }
 
+  /** Public tiers by ascending price (compared in sats across currencies), then rank, then name. */
+  const publicPolicies = async (p: ProductRow): Promise<PublicPolicy[]> => {
+    const rows = catalog.policyRows(p.id).filter((r) => r.active === 1 && r.public === 1)
+    const priced = await Promise.all(
+      rows.map(async (r) => {
+        const price = effectivePrice(p, r)
+        return { r, sats: await satsOf(price.currency, price.value) }
+      }),
+    )
+    priced.sort(
+      (a, b) =>
+        a.sats - b.sats ||
+        (a.r.tier_rank ?? Number.MAX_SAFE_INTEGER) - (b.r.tier_rank ?? Number.MAX_SAFE_INTEGER) ||
+        a.r.name.localeCompare(b.r.name),
+    )
+    return priced.map(({ r }) => publicPolicy(p, r))
+  }
+
   return {
     licPubkey: async () => ({ public_key_pem: s.issuer.publicKeyPem }),
     licProducts: async () => {
       const rows = s.db.prepare('SELECT * FROM products WHERE active = 1 ORDER BY name').all() as ProductRow[]
-      return { products: rows.map(publicProduct) }
+      return { products: await Promise.all(rows.map(publicProduct)) }
     },
     licProduct: async ({ slug }) => publicProduct(activeProduct(slug)),
     licProductPolicies: async ({ slug }) => {
       const p = activeProduct(slug)
-      const policies = catalog
-        .policyRows(p.id)
-        .filter((r) => r.active === 1 && r.public === 1)
-        .map((r) => publicPolicy(p, r))
+      const policies = await publicPolicies(p)
       return {
         product: {
           slug: p.slug,
           name: p.name,
           description: p.description,
-          base_price_sats: satsOf(p.price_currency, p.price_value),
+          base_price_sats: await satsOf(p.price_currency, p.price_value),
           price_currency: p.price_currency,
           price_value: p.price_value,
           entitlements_catalog: parseCatalog(p.entitlements_catalog),
@@ -97,6 +119,8 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
     licMachineActivate: async (a, ctx) => licenses.activate(a, ctx.clientIp),
     licMachineHeartbeat: async (a, ctx) => licenses.heartbeat(a, ctx.clientIp),
     licMachineDeactivate: async (a) => licenses.deactivate(a),
-    licRecover: async ({ key }) => licenses.recover(key),
+    licRecover: async (a) => recoverBy(s, a),
+    licDiscountPreview: async (a) =>
+      s.pricing.preview({ productSlug: a.product, policy: a.policy_slug ?? a.policy, code: a.code }),
   }
 }

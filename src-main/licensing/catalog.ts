@@ -15,6 +15,7 @@ import {
   type ProductInput,
   type ProductPatch,
   type ProductView,
+  type TierPriceEffect,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
@@ -32,6 +33,7 @@ export interface ProductRow {
   price_value: number
   entitlements_catalog: string
   active: number
+  return_url_prefix: string | null
   created_at: number
   updated_at: number
 }
@@ -84,6 +86,7 @@ export function productView(r: ProductRow): ProductView {
     price_sats: r.price_sats,
     entitlements_catalog: parseCatalog(r.entitlements_catalog),
     active: b(r.active),
+    return_url_prefix: r.return_url_prefix,
     created_at: r.created_at,
     updated_at: r.updated_at,
   }
@@ -199,7 +202,7 @@ export class Catalog {
   }
 
   /** Creates the product and a `default` tier (perpetual, one machine) so it can be sold at once. */
-  createProduct(input: ProductInput): ProductView {
+  createProduct(input: Omit<ProductInput, 'return_url_prefix'> & { return_url_prefix?: string | null }): ProductView {
     const now = this.clock.now()
     const id = randomUUID()
     const sats = isSatsCurrency(input.price_currency) ? input.price_value : 0
@@ -207,8 +210,8 @@ export class Catalog {
       this.db.transaction(() => {
         this.db
           .prepare(
-            `INSERT INTO products (id, slug, name, description, price_sats, price_currency, price_value, entitlements_catalog, active, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            `INSERT INTO products (id, slug, name, description, price_sats, price_currency, price_value, entitlements_catalog, active, return_url_prefix, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           )
           .run(
             id,
@@ -220,6 +223,7 @@ export class Catalog {
             input.price_value,
             JSON.stringify(input.entitlements_catalog),
             input.active ? 1 : 0,
+            input.return_url_prefix ?? null,
             now,
             now,
           )
@@ -256,6 +260,7 @@ export class Catalog {
           ? JSON.stringify(patch.entitlements_catalog)
           : cur.entitlements_catalog,
       active: patch.active !== undefined ? (patch.active ? 1 : 0) : cur.active,
+      return_url_prefix: patch.return_url_prefix !== undefined ? patch.return_url_prefix : cur.return_url_prefix,
     }
     const sats = isSatsCurrency(next.price_currency) ? next.price_value : 0
     try {
@@ -263,7 +268,7 @@ export class Catalog {
         this.db
           .prepare(
             `UPDATE products SET slug = ?, name = ?, description = ?, price_currency = ?, price_value = ?, price_sats = ?,
-             entitlements_catalog = ?, active = ?, updated_at = ? WHERE id = ?`,
+             entitlements_catalog = ?, active = ?, return_url_prefix = ?, updated_at = ? WHERE id = ?`,
           )
           .run(
             next.slug,
@@ -274,17 +279,18 @@ export class Catalog {
             sats,
             next.entitlements_catalog,
             next.active,
+            next.return_url_prefix ?? null,
             this.clock.now(),
             id,
           )
-        // Policies that inherit the currency may have changed between sats and fiat.
+        const pinned = this.pinOverrides(cur, next.price_currency)
         this.syncPolicySats(id)
         this.audit.record({
           actor: 'admin',
           action: 'product.update',
           targetType: 'product',
           targetId: id,
-          details: { changed: Object.keys(patch) },
+          details: { changed: Object.keys(patch), ...(pinned.length > 0 ? { pinned_tiers: pinned } : {}) },
         })
       })()
     } catch (err) {
@@ -500,6 +506,49 @@ export class Catalog {
       if (unknown.length > 0)
         throw new ApiError('bad_input', `entitlements not in the product's catalog: ${unknown.join(', ')}`)
     }
+  }
+
+  /**
+   * What a product change would do to its tiers' prices, before it is saved: a currency change
+   * pins every tier that prices its own value in the inherited currency (it keeps its currency and
+   * value); tiers inheriting the product's price follow the new price.
+   */
+  previewProductChange(id: string, patch: Pick<ProductPatch, 'price_currency' | 'price_value'>): TierPriceEffect[] {
+    const cur = this.mustProduct(id)
+    const currency = patch.price_currency ?? cur.price_currency
+    const value = patch.price_value ?? cur.price_value
+    return this.policyRows(id).map((r) => {
+      const before = effectivePrice(cur, r)
+      const pin =
+        currency !== cur.price_currency && r.price_currency_override === null && r.price_value_override !== null
+      const after = pin
+        ? before
+        : { currency: r.price_currency_override ?? currency, value: r.price_value_override ?? value }
+      return {
+        policy_id: r.id,
+        slug: r.slug,
+        name: r.name,
+        before,
+        after,
+        pinned: pin,
+        changed: before.currency !== after.currency || before.value !== after.value,
+      }
+    })
+  }
+
+  /**
+   * On a currency change, tiers whose value override inherited the old currency get that currency
+   * pinned, so a 5,000-sat tier stays 5,000 sats instead of becoming $50.00. Returns their slugs.
+   */
+  private pinOverrides(cur: ProductRow, nextCurrency: Currency): string[] {
+    if (nextCurrency === cur.price_currency) return []
+    const rows = this.db
+      .prepare(
+        `UPDATE policies SET price_currency_override = ?, updated_at = ?
+         WHERE product_id = ? AND price_currency_override IS NULL AND price_value_override IS NOT NULL RETURNING slug`,
+      )
+      .all(cur.price_currency, this.clock.now(), cur.id) as { slug: string }[]
+    return rows.map((r) => r.slug)
   }
 
   private syncPolicySats(productId: string): void {

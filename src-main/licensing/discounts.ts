@@ -6,7 +6,12 @@
  *
  * Uses are reservations: `reserve` (pending, when an invoice is created, inside the caller's
  * transaction; it re-checks the cap) → `markRedeemed` (settled) or `release` (expired/invalid).
- * The cap counts pending and redeemed uses, so unpaid invoices cannot overshoot it.
+ * The cap counts pending and redeemed uses, so unpaid invoices cannot overshoot it. A reservation
+ * lapses after `reservationMs` unpaid (DISCOUNT_RESERVATION_MINUTES, 30 by default): every read of
+ * a code's usage first releases its lapsed reservations, on the injected clock, so abandoned
+ * checkouts stop holding a launch code. Every settled invoice that used a code counts, late
+ * payments included; one that lands after its reservation lapsed and the cap was taken meanwhile
+ * is honoured (the buyer paid) and flagged `over_cap` for the admin.
  * Error codes: discount_not_found 404, discount_expired 400, discount_exhausted 409,
  *   discount_not_applicable 400 (other product or tier), discount_wrong_kind 400.
  */
@@ -43,6 +48,8 @@ export interface DiscountRow {
   updated_at: number
 }
 
+export const DEFAULT_RESERVATION_MS = 30 * 60_000
+
 export class Discounts {
   constructor(
     private readonly db: LicensingDb,
@@ -50,9 +57,25 @@ export class Discounts {
     private readonly audit: AuditLog,
     /** Where code.redeemed goes; defaults to the outbox table of `db`. */
     private readonly outbox: EventOutbox = dbOutbox(db),
+    private readonly reservationMs: number = DEFAULT_RESERVATION_MS,
   ) {}
 
+  /**
+   * Releases reservations held longer than `reservationMs` by invoices still unpaid (all codes, or
+   * one); returns how many. Their invoices stay payable: a late payment is counted on settle.
+   */
+  releaseLapsed(codeId?: string): number {
+    const cutoff = this.clock.now() - this.reservationMs
+    return this.db
+      .prepare(
+        `UPDATE discount_redemptions SET status = 'cancelled'
+         WHERE status = 'pending' AND coalesce(reserved_at, redeemed_at) <= ? AND (? IS NULL OR discount_code_id = ?)`,
+      )
+      .run(cutoff, codeId ?? null, codeId ?? null).changes
+  }
+
   private usage(codeId: string): { pending: number; redeemed: number } {
+    this.releaseLapsed(codeId)
     return this.db
       .prepare(
         `SELECT coalesce(sum(status = 'pending'), 0) AS pending, coalesce(sum(status = 'redeemed'), 0) AS redeemed
@@ -63,6 +86,7 @@ export class Discounts {
 
   view(r: DiscountRow): DiscountView {
     const u = this.usage(r.id)
+    const overBy = r.max_redemptions === null ? 0 : Math.max(0, u.redeemed - r.max_redemptions)
     return {
       id: r.id,
       code: r.code,
@@ -74,12 +98,26 @@ export class Discounts {
       max_redemptions: r.max_redemptions,
       redemption_count: u.redeemed,
       pending_count: u.pending,
+      over_cap_by: overBy,
+      over_cap_invoices: overBy > 0 ? this.overCapInvoices(r.id) : [],
       expires_at: r.expires_at,
       active: r.active === 1,
       note: r.note,
       created_at: r.created_at,
       updated_at: r.updated_at,
     }
+  }
+
+  /** Settled invoices whose payment landed after the code's cap was taken (late payments). */
+  private overCapInvoices(codeId: string): string[] {
+    return (
+      this.db
+        .prepare(
+          `SELECT invoice_id FROM discount_redemptions WHERE discount_code_id = ? AND over_cap = 1 AND status = 'redeemed'
+           AND invoice_id IS NOT NULL ORDER BY redeemed_at`,
+        )
+        .all(codeId) as { invoice_id: string }[]
+    ).map((x) => x.invoice_id)
   }
 
   row(id: string): DiscountRow | undefined {
@@ -277,8 +315,8 @@ export class Discounts {
     const id = randomUUID()
     this.db
       .prepare(
-        `INSERT INTO discount_redemptions (id, discount_code_id, invoice_id, license_id, buyer_email, redeemed_at, status, listed_currency, discount_value)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO discount_redemptions (id, discount_code_id, invoice_id, license_id, buyer_email, redeemed_at, reserved_at, status, listed_currency, discount_value)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         id,
@@ -286,6 +324,7 @@ export class Discounts {
         r.invoiceId,
         r.licenseId ?? null,
         r.buyerEmail ?? null,
+        this.clock.now(),
         this.clock.now(),
         r.status ?? 'pending',
         r.listedCurrency,
@@ -298,13 +337,50 @@ export class Discounts {
     return id
   }
 
+  /**
+   * Counts the invoice's use on settle, inside the settle transaction. A reservation released
+   * meanwhile (lapsed, or the invoice expired) still counts: the buyer paid. When the cap was
+   * taken by others in the meantime, the use is flagged over cap and audited, never hidden.
+   */
   markRedeemed(invoiceId: string, licenseId: string): void {
+    const now = this.clock.now()
+    // Lapse first, so each row's status below is what the cap count sees.
+    const codes = this.db
+      .prepare('SELECT DISTINCT discount_code_id AS id FROM discount_redemptions WHERE invoice_id = ?')
+      .all(invoiceId) as { id: string }[]
+    for (const c of codes) this.releaseLapsed(c.id)
     const rows = this.db
       .prepare(
-        `UPDATE discount_redemptions SET status = 'redeemed', license_id = ?, redeemed_at = ? WHERE invoice_id = ? AND status = 'pending' RETURNING id, discount_code_id`,
+        `SELECT r.id, r.discount_code_id, r.status, c.code, c.max_redemptions FROM discount_redemptions r
+         JOIN discount_codes c ON c.id = r.discount_code_id
+         WHERE r.invoice_id = ? AND r.status IN ('pending', 'cancelled')`,
       )
-      .all(licenseId, this.clock.now(), invoiceId) as { id: string; discount_code_id: string }[]
+      .all(invoiceId) as {
+      id: string
+      discount_code_id: string
+      status: 'pending' | 'cancelled'
+      code: string
+      max_redemptions: number | null
+    }[]
     for (const r of rows) {
+      const u = this.usage(r.discount_code_id)
+      // A pending reservation already holds its slot; a released one needs a free slot now.
+      const taken = u.redeemed + u.pending - (r.status === 'pending' ? 1 : 0)
+      const over = r.max_redemptions !== null && taken >= r.max_redemptions
+      this.db
+        .prepare(
+          `UPDATE discount_redemptions SET status = 'redeemed', license_id = ?, redeemed_at = ?, over_cap = ? WHERE id = ?`,
+        )
+        .run(licenseId, now, over ? 1 : 0, r.id)
+      if (over) {
+        this.audit.record({
+          actor: 'system',
+          action: 'discount.over_cap',
+          targetType: 'discount_code',
+          targetId: r.discount_code_id,
+          details: { code: r.code, invoice_id: invoiceId, max_redemptions: r.max_redemptions },
+        })
+      }
       this.syncCount(r.discount_code_id)
       this.announceRedeemed(r.id)
     }

@@ -592,17 +592,30 @@ export class Licenses {
   }
 
   recover(keyText: string): RecoverResponse {
-    const { license: r } = this.authenticate(keyText)
+    return this.recoverLicense(this.authenticate(keyText).license, 'key')
+  }
+
+  /** The recover answer for a licence the caller has proved they hold (by its key, or its invoice and e-mail). */
+  recoverLicense(r: LicenseRow, via: 'key' | 'invoice_email'): RecoverResponse {
     const v = this.view(r.id)
     const exp = this.expiry(r, this.clock.now())
-    this.deps.audit.record({ actor: 'buyer', action: 'license.recover', targetType: 'license', targetId: r.id })
+    this.deps.audit.record({
+      actor: 'buyer',
+      action: 'license.recover',
+      targetType: 'license',
+      targetId: r.id,
+      details: { via },
+    })
+    const policy = r.policy_id ? this.deps.catalog.policyRow(r.policy_id) : undefined
     return {
       ok: true,
       license_id: r.id,
       license_key: r.status === 'revoked' ? null : this.freshKey(r),
       product_id: r.product_id,
       product_slug: v.product_slug,
+      product_name: v.product_name,
       policy_slug: v.policy_slug,
+      policy_name: policy?.name ?? null,
       status: r.status,
       issued_at: iso(r.issued_at),
       expires_at: r.expires_at === null ? null : iso(r.expires_at),

@@ -14,6 +14,7 @@ import type { ProviderKind } from './providers/types'
 import { Purchases } from './purchase'
 import { readBody } from '../http/body'
 import { Reconciler } from './reconcile'
+import { recoverByInvoice } from './recovery'
 import { RenewalWorker } from './renewals'
 import type { LicensingServices } from './services'
 import { Settlement, type LicenseIssuer } from './settlement'
@@ -131,6 +132,7 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
     pricing,
     discounts,
     publicUrl,
+    redirectAllowlist: config.redirectAllowlist,
   })
   const tierChanges = new TierChanges({ services, purchases, outbox, publicUrl })
   // Spec 001 §4.3: the tier-change check first, then the subscription renewal; issuance stays last.
@@ -292,6 +294,12 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
     purchases: p.purchases,
     limits: p.services.deps.limits,
     recover: async (key) => p.services.licenses.recover(key),
+    recoverByInvoice: async (invoiceId, email) => recoverByInvoice(p.services, invoiceId, email),
+    satsOf: (currency, value) =>
+      p.services.pricing.toSats(value, currency).then(
+        (r) => r.sats,
+        () => null,
+      ),
     account: {
       subscriptionOf: (licenseId) => p.subscriptions.forLicense(licenseId),
       quote: (input) => p.tierChanges.quote(input),

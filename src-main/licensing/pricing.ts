@@ -4,15 +4,20 @@
  * at the current rate, rounded up so the buyer is never undercharged. SAT and BTC are both counted
  * in sats and convert as the identity, with no rate.
  *
- * A discount in another currency than the tier's is converted into the tier's currency at the
- * current rate, rounded in the seller's favour (an amount off rounds down, a set price rounds up).
+ * An amount-off discount in another currency than the tier's is converted into the tier's currency
+ * at the current rate, rounded down (in the seller's favour). A set price is converted to sats once,
+ * straight from the code's own currency (rounded up), so a 5,000-sat code charges exactly 5,000 sats
+ * on a USD tier; the tier-currency figure beside it is derived from those sats.
  * Errors: not_found (product/tier), the discount codes' errors, rate_unavailable (503).
  */
-import type { Currency, Quote } from '../contract/licensing'
+import type { Currency, DiscountPreview, Quote } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import { type Catalog, effectivePrice, isSatsCurrency } from './catalog'
 import type { Discounts } from './discounts'
 import { fiatToSats, satsToFiat, type FiatCurrency, type Rate, type RateService } from './rates'
+
+/** A quote with the undiscounted price in sats beside it (the purchase answer's `base_price_sats`). */
+export type PricedQuote = Quote & { base_price_sats: number }
 
 export class Pricing {
   constructor(
@@ -44,12 +49,20 @@ export class Pricing {
     return { value: satsToFiat(sats, toRate.centibps, round), rate: toRate }
   }
 
+  /** Minor units of `currency` → sats, rounded up; fetches a rate when none is cached (503 when no source answers). */
+  async toSats(value: number, currency: Currency): Promise<{ sats: number; rate: Rate | null }> {
+    // Zero is zero in every currency: a free tier never waits for a rate.
+    if (isSatsCurrency(currency) || value === 0) return { sats: value, rate: null }
+    const rate = await this.rates.rate(currency as FiatCurrency)
+    return { sats: fiatToSats(value, rate.centibps), rate }
+  }
+
   async quote(q: {
     productSlug: string
     policy?: string | null
     code?: string | null
     includeHidden?: boolean
-  }): Promise<Quote> {
+  }): Promise<PricedQuote> {
     const product = this.catalog.productBySlug(q.productSlug)
     if (!product || (product.active !== 1 && !q.includeHidden))
       throw new ApiError('not_found', `no product ${q.productSlug}`)
@@ -57,7 +70,9 @@ export class Pricing {
     if (policy.public !== 1 && !q.includeHidden)
       throw new ApiError('not_found', `product ${product.slug} has no tier ${policy.slug}`)
     const listed = effectivePrice(product, policy)
+    const base = await this.toSats(listed.value, listed.currency)
     let value = listed.value
+    let amountSats = base.sats
     let discountId: string | null = null
     let discountCode: string | null = null
     if (q.code && q.code.trim() !== '') {
@@ -68,22 +83,21 @@ export class Pricing {
         })
       discountId = d.id
       discountCode = d.code
-      if (d.kind === 'percent') {
-        value = listed.value - Math.floor((listed.value * d.value) / 100)
-      } else if (d.kind === 'fixed_sats') {
-        const off = await this.convert(d.value, d.discount_currency, listed.currency, 'down')
-        value = Math.max(0, listed.value - off.value)
+      if (d.kind === 'set_price') {
+        const set = await this.setPrice(d.value, d.discount_currency, listed, base.sats)
+        value = set.value
+        amountSats = set.sats
       } else {
-        const price = await this.convert(d.value, d.discount_currency, listed.currency, 'up')
-        value = Math.min(listed.value, price.value)
+        if (d.kind === 'percent') {
+          value = listed.value - Math.floor((listed.value * d.value) / 100)
+        } else {
+          const off = await this.convert(d.value, d.discount_currency, listed.currency, 'down')
+          value = Math.max(0, listed.value - off.value)
+        }
+        amountSats = value === listed.value ? base.sats : (await this.toSats(value, listed.currency)).sats
       }
     }
-    let amountSats = value
-    let rate: Rate | null = null
-    if (!isSatsCurrency(listed.currency) && value > 0) {
-      rate = await this.rates.rate(listed.currency as FiatCurrency)
-      amountSats = fiatToSats(value, rate.centibps)
-    }
+    const rate = isSatsCurrency(listed.currency) ? null : base.rate
     return {
       product_id: product.id,
       product_slug: product.slug,
@@ -96,10 +110,75 @@ export class Pricing {
       discount_value: listed.value - value,
       listed_value: value,
       amount_sats: amountSats,
+      base_price_sats: base.sats,
       exchange_rate_centibps: rate?.centibps ?? null,
       exchange_rate_source: rate?.source ?? null,
-      free: value === 0,
+      free: amountSats === 0,
     }
+  }
+
+  /** `POST /v1/discount-codes/preview`: the quote a purchase with this code would get, nothing reserved. */
+  async preview(q: { productSlug: string; policy?: string | null; code: string }): Promise<DiscountPreview> {
+    const product = this.catalog.productBySlug(q.productSlug)
+    if (!product || product.active !== 1) throw new ApiError('not_found', `no product ${q.productSlug}`)
+    const policy = this.catalog.resolvePolicy(product, q.policy)
+    if (policy.public !== 1) throw new ApiError('not_found', `product ${product.slug} has no tier ${policy.slug}`)
+    const d = this.discounts.check(q.code, product, policy)
+    if (d.kind === 'free_license') {
+      const listed = effectivePrice(product, policy)
+      const base = await this.toSats(listed.value, listed.currency)
+      return {
+        product: product.slug,
+        policy_slug: policy.slug,
+        code: d.code,
+        kind: d.kind,
+        listed_currency: listed.currency,
+        base_value: listed.value,
+        discount_value: listed.value,
+        listed_value: 0,
+        base_price_sats: base.sats,
+        discount_applied_sats: base.sats,
+        amount_sats: 0,
+        free: true,
+      }
+    }
+    const quote = await this.quote(q)
+    return {
+      product: quote.product_slug,
+      policy_slug: quote.policy_slug,
+      code: d.code,
+      kind: d.kind,
+      listed_currency: quote.listed_currency,
+      base_value: quote.base_value,
+      discount_value: quote.discount_value,
+      listed_value: quote.listed_value,
+      base_price_sats: quote.base_price_sats,
+      discount_applied_sats: quote.base_price_sats - quote.amount_sats,
+      amount_sats: quote.amount_sats,
+      free: quote.free,
+    }
+  }
+
+  /**
+   * A set-price code: its amount in sats, rounded once from the code's own currency; never above
+   * the listed price. The listed-currency figure is the code's value when the currencies match,
+   * else derived from those sats (rounded up).
+   */
+  private async setPrice(
+    codeValue: number,
+    codeCurrency: Currency,
+    listed: { currency: Currency; value: number },
+    baseSats: number,
+  ): Promise<{ value: number; sats: number }> {
+    const sameUnit =
+      codeCurrency === listed.currency || (isSatsCurrency(codeCurrency) && isSatsCurrency(listed.currency))
+    if (sameUnit && codeValue >= listed.value) return { value: listed.value, sats: baseSats }
+    const { sats } = await this.toSats(codeValue, codeCurrency)
+    if (sats >= baseSats) return { value: listed.value, sats: baseSats }
+    if (sameUnit) return { value: codeValue, sats }
+    if (isSatsCurrency(listed.currency)) return { value: sats, sats }
+    const rate = await this.rates.rate(listed.currency as FiatCurrency)
+    return { value: Math.min(listed.value, satsToFiat(sats, rate.centibps, 'up')), sats }
   }
 }
 

@@ -10,7 +10,8 @@ import type { ProviderConnections } from './providers/connections'
 import type { ListedPrice } from './providers/types'
 import type { Catalog } from './catalog'
 import type { Discounts } from './discounts'
-import { invoiceRateColumns, type Pricing } from './pricing'
+import { invoiceRateColumns, type PricedQuote, type Pricing } from './pricing'
+import { assertRedirectAllowed } from './redirects'
 import type { Settlement } from './settlement'
 
 /** How long a local invoice waits for payment before reconciliation expires it. */
@@ -39,11 +40,21 @@ export class Purchases {
       discounts: Discounts
       /** Public base URL for poll and thank-you links. */
       publicUrl: () => string
+      /** REDIRECT_ALLOWLIST: origins a redirect_url may point at besides the product's prefix and publicUrl. */
+      redirectAllowlist?: readonly string[]
     },
   ) {}
 
   async start(input: PurchaseInput, signal?: AbortSignal): Promise<PurchaseSession> {
     signal?.throwIfAborted()
+    if (input.redirect_url) {
+      const product = this.deps.catalog.productBySlug(input.product)
+      assertRedirectAllowed(input.redirect_url, {
+        productPrefix: product?.return_url_prefix ?? null,
+        publicUrl: this.deps.publicUrl(),
+        allowlist: this.deps.redirectAllowlist ?? [],
+      })
+    }
     const quote = await this.deps.pricing.quote({
       productSlug: input.product,
       policy: input.policy ?? input.policy_slug,
@@ -59,7 +70,7 @@ export class Purchases {
       },
       signal,
     )
-    return this.session(invoiceId)
+    return this.session(invoiceId, quote)
   }
 
   /**
@@ -169,16 +180,23 @@ export class Purchases {
     return `${this.deps.publicUrl()}/thank-you?invoice=${invoiceId}`
   }
 
-  private session(id: string): PurchaseSession {
+  /**
+   * The purchase answer. `btcpay_invoice_id` is always a string (the SDKs declare it one): a
+   * zero-total purchase has no provider invoice and answers `free-<invoice id>`, as Keysat does.
+   * `base_price_sats` is the undiscounted price and `discount_applied_sats` what the code took off.
+   */
+  private session(id: string, quote: PricedQuote): PurchaseSession {
     const inv = this.deps.invoices.get(id) as InvoiceRow
     return {
       invoice_id: id,
-      btcpay_invoice_id: inv.provider_invoice_id,
+      btcpay_invoice_id: inv.provider_invoice_id ?? `free-${id}`,
       provider: inv.provider === 'btcpay' || inv.provider === 'zaprite' ? inv.provider : 'free',
       provider_invoice_id: inv.provider_invoice_id,
       // A settled zero-total purchase has no checkout: the thank-you page shows its key.
       checkout_url: inv.checkout_url ?? this.thankYouUrl(id),
       amount_sats: inv.amount_sats,
+      base_price_sats: quote.base_price_sats,
+      discount_applied_sats: Math.max(0, quote.base_price_sats - inv.amount_sats),
       listed_currency: asCurrency(inv.listed_currency),
       listed_value: inv.listed_value ?? inv.amount_sats,
       exchange_rate_centibps: inv.exchange_rate_centibps,

@@ -38,7 +38,7 @@ export function createLicensingServices(
   const audit = new AuditLog(db, clock)
   const issuer = Issuer.loadOrCreate(config.paths.licensingKeyDir, logger)
   const catalog = new Catalog(db, clock, audit)
-  const discounts = new Discounts(db, clock, audit)
+  const discounts = new Discounts(db, clock, audit, undefined, config.discountReservationMs)
   const rates = new RateService({
     baseUrls: config.rateSources,
     clock,

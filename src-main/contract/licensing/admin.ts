@@ -19,6 +19,7 @@ import {
   RateSourceView,
   RateView,
   Reason,
+  ReturnUrlPrefix,
   Slug,
   patchOf,
 } from './schemas'
@@ -38,10 +39,24 @@ export const ProductInput = z.object({
   price_value: MinorUnits.default(0),
   entitlements_catalog: z.array(EntitlementDef).max(255).default([]),
   active: z.boolean().default(true),
+  return_url_prefix: ReturnUrlPrefix.nullable().default(null),
 })
 export type ProductInput = z.infer<typeof ProductInput>
 export const ProductPatch = patchOf(ProductInput)
 export type ProductPatch = z.infer<typeof ProductPatch>
+
+const ListedPrice = z.object({ currency: Currency, value: z.number() })
+/** One tier's listed price before and after a product change; `pinned` keeps its own currency. */
+export const TierPriceEffect = z.object({
+  policy_id: z.string(),
+  slug: z.string(),
+  name: z.string(),
+  before: ListedPrice,
+  after: ListedPrice,
+  pinned: z.boolean(),
+  changed: z.boolean(),
+})
+export type TierPriceEffect = z.infer<typeof TierPriceEffect>
 
 export const PolicyFields = z.object({
   slug: Slug,
@@ -145,6 +160,12 @@ export const licensingAdminContract = {
     http: 'PATCH /v1/admin/products/:id',
     input: ProductPatch.extend({ id: Id }),
     output: ProductView,
+  }),
+  licAdminProductPriceEffect: method({
+    summary: "What a product price change would do to its tiers' prices, before saving",
+    http: 'POST /v1/admin/products/:id/price-effect',
+    input: z.object({ id: Id, price_currency: Currency.optional(), price_value: MinorUnits.optional() }),
+    output: z.array(TierPriceEffect),
   }),
   licAdminDeleteProduct: method({
     summary: 'Delete a product that never sold (otherwise deactivate it)',

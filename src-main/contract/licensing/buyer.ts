@@ -12,6 +12,8 @@ import {
   Note,
   Platform,
   Reason,
+  Slug,
+  Uuid,
 } from './schemas'
 
 /** The buyer API: wire-compatible with the Keysat client SDKs (snake_case fields, RFC 3339 times). */
@@ -35,7 +37,10 @@ export const PublicPolicy = z.object({
   slug: z.string(),
   name: z.string(),
   description: z.string(),
-  /** Effective price in sats: the listed price converted at the cached rate (0 until a rate is known). */
+  /**
+   * Effective price in the smallest unit of the tier's listed currency (sats for SAT/BTC, cents for
+   * USD/EUR), as the Keysat SDKs document `PublicPolicy.priceSats`; `price_currency` says which.
+   */
   price_sats: z.number(),
   price_currency: Currency,
   price_value: z.number(),
@@ -85,7 +90,9 @@ export const RecoverResponse = z.object({
   license_key: z.string().nullable(),
   product_id: z.string(),
   product_slug: z.string(),
+  product_name: z.string(),
   policy_slug: z.string().nullable(),
+  policy_name: z.string().nullable(),
   status: LicenseStatus,
   issued_at: z.string(),
   expires_at: z.string().nullable(),
@@ -96,6 +103,47 @@ export const RecoverResponse = z.object({
   active_machines: z.number(),
 })
 export type RecoverResponse = z.infer<typeof RecoverResponse>
+
+/**
+ * `{license_key}` (`key` is the older name, kept as an alias), or Keysat's `{invoice_id, email}`:
+ * the e-mail the buyer gave when paying that invoice.
+ */
+export const RecoverInput = z
+  .object({
+    license_key: KeyText.optional(),
+    key: KeyText.optional(),
+    invoice_id: Uuid.optional(),
+    email: z.string().trim().pipe(Email).optional(),
+  })
+  .refine((r) => (r.license_key ?? r.key) !== undefined || (r.invoice_id !== undefined && r.email !== undefined), {
+    message: 'send license_key, or invoice_id and email',
+  })
+export type RecoverInput = z.infer<typeof RecoverInput>
+
+export const DiscountPreviewInput = z.object({
+  product: Slug,
+  code: z.string().trim().min(1).max(64),
+  policy_slug: Slug.optional(),
+  policy: Slug.optional(),
+})
+
+/** A discount code applied to a tier, priced like a purchase (nothing reserved). */
+export const DiscountPreview = z.object({
+  product: z.string(),
+  policy_slug: z.string(),
+  code: z.string(),
+  kind: z.enum(['percent', 'fixed_sats', 'set_price', 'free_license']),
+  /** Smallest unit of listed_currency. */
+  listed_currency: Currency,
+  base_value: z.number(),
+  discount_value: z.number(),
+  listed_value: z.number(),
+  base_price_sats: z.number(),
+  discount_applied_sats: z.number(),
+  amount_sats: z.number(),
+  free: z.boolean(),
+})
+export type DiscountPreview = z.infer<typeof DiscountPreview>
 
 /** The SDKs send null for what they do not know. */
 export const ValidateInput = z.object({
@@ -205,9 +253,18 @@ export const licensingBuyerContract = {
   }),
   licRecover: method({
     ...pub,
-    summary: "A license's current state and a freshly signed key, by its signed key",
+    summary:
+      "A license's current state and a freshly signed key, by its signed key or by the invoice id and the buyer's e-mail",
     http: 'POST /v1/recover',
-    input: z.object({ key: KeyText }),
+    limit: 'recover',
+    input: RecoverInput,
     output: RecoverResponse,
+  }),
+  licDiscountPreview: method({
+    ...pub,
+    summary: 'What a discount code makes of a tier price, without reserving a use',
+    http: 'POST /v1/discount-codes/preview',
+    input: DiscountPreviewInput,
+    output: DiscountPreview,
   }),
 } satisfies ContractTable

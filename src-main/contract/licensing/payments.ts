@@ -24,12 +24,16 @@ export type PurchaseInput = z.infer<typeof PurchaseInput>
 
 export const PurchaseSession = z.object({
   invoice_id: z.string(),
-  /** The provider's invoice/order id under the name the Keysat clients read. */
-  btcpay_invoice_id: z.string().nullable(),
+  /** The provider's invoice/order id under the name the Keysat clients read; `free-<invoice id>` for a zero total. */
+  btcpay_invoice_id: z.string(),
   provider: z.enum(['btcpay', 'zaprite', 'free']),
   provider_invoice_id: z.string().nullable(),
   checkout_url: z.string(),
   amount_sats: z.number(),
+  /** The tier's price before any discount, in sats. */
+  base_price_sats: z.number(),
+  /** base_price_sats − amount_sats: what the discount code took off, in sats. */
+  discount_applied_sats: z.number(),
   listed_currency: Currency,
   listed_value: z.number(),
   exchange_rate_centibps: z.number().nullable(),

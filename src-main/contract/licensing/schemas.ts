@@ -37,6 +37,12 @@ export function patchOf<S extends z.ZodRawShape>(o: z.ZodObject<S>) {
   }>
 }
 
+/** Where a product's buyers may be sent back after paying: an http(s) URL without credentials. */
+export const ReturnUrlPrefix = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'no user name or password in the URL')
+
 export const EntitlementDef = z.object({
   slug: EntitlementSlug,
   name: z.string().max(200),
@@ -55,6 +61,8 @@ export const ProductView = z.object({
   price_sats: z.number(),
   entitlements_catalog: z.array(EntitlementDef),
   active: z.boolean(),
+  /** redirect_url must start with this (or be on PUBLIC_URL / REDIRECT_ALLOWLIST); null = none configured. */
+  return_url_prefix: z.string().nullable(),
   created_at: z.number(),
   updated_at: z.number(),
 })
@@ -149,6 +157,10 @@ export const DiscountView = z.object({
   redemption_count: z.number(),
   /** Reserved by unpaid invoices. */
   pending_count: z.number(),
+  /** Settled uses beyond max_redemptions (late payments honoured after their reservation lapsed). */
+  over_cap_by: z.number(),
+  /** The settled invoices that went over the cap. */
+  over_cap_invoices: z.array(z.string()),
   expires_at: z.number().nullable(),
   active: z.boolean(),
   note: z.string(),

@@ -10,6 +10,7 @@ import { m003TiersSubscriptions } from './003_tiers_subscriptions'
 import { m004ProductPriceChecks } from './004_product_price_checks'
 import { m005RedemptionStatus } from './005_redemption_status'
 import { m006SubscriptionFailures } from './006_subscription_failures'
+import { m007PricingCapsRedirects } from './007_pricing_caps_redirects'
 import { m008PaymentChecks } from './008_payment_checks'
 
 export interface Migration {
@@ -27,5 +28,6 @@ export const MIGRATIONS: readonly Migration[] = [
   m004ProductPriceChecks,
   m005RedemptionStatus,
   m006SubscriptionFailures,
+  m007PricingCapsRedirects,
   m008PaymentChecks,
 ]

@@ -2,6 +2,8 @@ import type { Request, Response, Router } from 'express'
 import type { z } from 'zod'
 import {
   PurchaseInput,
+  RecoverInput,
+  type Currency,
   type PurchaseStatus,
   type RecoverResponse,
   type SubscriptionView,
@@ -43,6 +45,10 @@ export interface PagesDeps {
   /** Details the thank-you page shows beside the poll answer. */
   invoiceExtras(id: string): { product_name: string | null; buyer_email: string | null; buyer_note: string | null }
   recover(key: string): Promise<RecoverResponse>
+  /** Recover by the invoice id and the e-mail given at checkout (same 404 for every mismatch). */
+  recoverByInvoice(invoiceId: string, email: string): Promise<RecoverResponse>
+  /** A listed price in sats (a rate fetched on demand), or null when no rate is available now. */
+  satsOf(currency: Currency, value: number): Promise<number | null>
   limits: Limits
   /** The subscription state and upgrade path under a licence. */
   account: BuyerAccountDeps
@@ -83,6 +89,29 @@ function isHttpUrl(u: string | null): u is string {
   }
 }
 
+const PRICE_UNAVAILABLE =
+  'The price is temporarily unavailable: no exchange rate could be fetched right now. Please try again in a minute.'
+
+/**
+ * The buy page's model: tiers by ascending price in sats, then rank (the order of the public tier
+ * list), and `priceUnavailable` when a tier cannot be converted to sats right now.
+ */
+async function buyPageModel(
+  deps: PagesDeps,
+  slug: string,
+): Promise<(NonNullable<ReturnType<typeof buyModel>> & { priceUnavailable: boolean }) | null> {
+  const model = buyModel(deps.catalog, slug)
+  if (!model) return null
+  const sats = await Promise.all(model.tiers.map((t) => deps.satsOf(t.currency, t.value)))
+  if (sats.includes(null)) return { ...model, priceUnavailable: true }
+  const last = Number.MAX_SAFE_INTEGER
+  const tiers = model.tiers
+    .map((t, i) => ({ t, sats: sats[i] ?? 0 }))
+    .sort((a, b) => a.sats - b.sats || (a.t.tierRank ?? last) - (b.t.tierRank ?? last))
+    .map(({ t }) => t)
+  return { ...model, tiers, priceUnavailable: false }
+}
+
 /** The buy page's model: an active product and its public tiers, cheapest first; null when there is none. */
 function buyModel(
   catalog: Catalog,
@@ -108,9 +137,9 @@ function buyModel(
         renewalPeriodDays: p.renewal_period_days,
         trialDays: p.trial_days,
         highlighted: p.highlighted === 1,
+        tierRank: p.tier_rank,
       }
     })
-    .sort((a, b) => a.value - b.value)
   return { product: { slug: product.slug, name: product.name, description: product.description }, tiers }
 }
 
@@ -215,8 +244,25 @@ async function submitBuyForm(
   } catch (err) {
     const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
     if (!(err instanceof ApiError)) deps.logger.error('buy page failed', { error: err })
-    send(res, e.status, buyPage({ ...model, form, error: e.message }))
+    const unavailable = e.code === 'rate_unavailable'
+    if (unavailable) res.setHeader('Retry-After', e.headers['Retry-After'] ?? '60')
+    send(
+      res,
+      e.status,
+      buyPage({ ...model, form, error: unavailable ? PRICE_UNAVAILABLE : e.message, priceUnavailable: unavailable }),
+    )
   }
+}
+
+type RecoverForm = { key?: string; invoice_id?: string; email?: string }
+
+/** The recover form: a key, or the invoice id and e-mail (validated like the API's input). */
+async function recoverFromForm(deps: PagesDeps, form: RecoverForm): Promise<RecoverResponse> {
+  if (form.key) return deps.recover(form.key)
+  const input = RecoverInput.safeParse({ invoice_id: form.invoice_id || undefined, email: form.email || undefined })
+  if (!input.success || !input.data.invoice_id || !input.data.email)
+    throw new ApiError('bad_input', 'Paste your license key, or give the invoice id and the e-mail you paid with.')
+  return deps.recoverByInvoice(input.data.invoice_id, input.data.email)
 }
 
 /** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, the upgrade forms under `/buy/upgrade/`, and their one stylesheet and script. */
@@ -238,16 +284,16 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     res.type('application/javascript').send(PAGES_JS)
   })
 
-  router.get('/buy/:slug', (req, res) => {
+  router.get('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return
-    const model = buyModel(deps.catalog, String(req.params.slug))
+    const model = await buyPageModel(deps, String(req.params.slug))
     if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
-    send(res, 200, buyPage(model))
+    send(res, 200, buyPage(model.priceUnavailable ? { ...model, error: PRICE_UNAVAILABLE } : model))
   })
 
   router.post('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return
-    const model = buyModel(deps.catalog, String(req.params.slug))
+    const model = await buyPageModel(deps, String(req.params.slug))
     if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
     await submitBuyForm(deps, model, req, res)
   })
@@ -273,15 +319,27 @@ export function mountPages(router: Router, deps: PagesDeps): void {
 
   router.post('/recover', async (req, res) => {
     if (limited(req, res)) return
-    let key = ''
+    const slow = deps.limits.take('recover', requestState(res).client.limitKey)
+    if (!slow.ok) {
+      for (const [k, v] of Object.entries(limitHeaders(slow))) res.setHeader(k, v)
+      return send(
+        res,
+        429,
+        recoverPage({ error: 'Too many recovery attempts from your address; try again in a minute.' }),
+      )
+    }
+    const form: RecoverForm = {}
     try {
-      key = ((await readForm(req)).get('key') ?? '').trim().slice(0, 16_384)
-      const result = await deps.recover(key)
+      const f = await readForm(req)
+      form.key = (f.get('key') ?? '').trim().slice(0, 16_384)
+      form.invoice_id = (f.get('invoice_id') ?? '').trim().slice(0, 64)
+      form.email = (f.get('email') ?? '').trim().slice(0, 254)
+      const result = await recoverFromForm(deps, form)
       send(res, 200, recoverPage({ result, account: accountModel(deps, result) }))
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
       if (!(err instanceof ApiError)) deps.logger.error('recover page failed', { error: err })
-      send(res, e.status, recoverPage({ key, error: e.message }))
+      send(res, e.status, recoverPage({ ...form, error: e.message }))
     }
   })
 

@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import type {
+  Currency,
   PurchaseStatus,
   RecoverResponse,
   SubscriptionView as SubscriptionViewSchema,
@@ -13,7 +14,7 @@ export interface BuyTier {
   slug: string
   name: string
   description: string
-  currency: string
+  currency: Currency
   value: number
   entitlements: string[]
   maxMachines: number
@@ -22,6 +23,7 @@ export interface BuyTier {
   renewalPeriodDays: number
   trialDays: number
   highlighted: boolean
+  tierRank?: number | null
 }
 
 export interface BuyPageModel {
@@ -30,6 +32,8 @@ export interface BuyPageModel {
   /** What the buyer typed, shown again after an error. */
   form?: { policy?: string; buyer_email?: string; code?: string; buyer_note?: string }
   error?: string
+  /** No exchange rate right now: the tiers show, buying waits. */
+  priceUnavailable?: boolean
 }
 
 function seats(n: number): string {
@@ -186,7 +190,7 @@ export function buyPage(m: BuyPageModel): string {
             <input type="text" id="code" name="code" maxlength="64" autocomplete="off" value="${m.form?.code ?? ''}" />
             <label class="field" for="buyer_note">Note to the seller (optional)</label>
             <textarea id="buyer_note" name="buyer_note" maxlength="1000">${m.form?.buyer_note ?? ''}</textarea>
-            <button type="submit">Continue to payment</button>
+            <button type="submit" ${m.priceUnavailable ? html`disabled` : ''}>Continue to payment</button>
           </form>`
     }
     <p class="muted"><a href="/recover">Lost your key? Recover it here.</a></p>`
@@ -246,7 +250,8 @@ export function thankYouPage(
     </dl>
     ${accountSection(account)}
     <p class="muted">
-      Keep your key somewhere safe. If you lose it, <a href="/recover">recover it with any copy of it</a>.
+      Keep your key somewhere safe. If you lose it, <a href="/recover">recover it</a> with any copy of it, or with this
+      invoice id and your e-mail address.
     </p>`
   return page('Thank you', body, { script: true })
 }
@@ -263,26 +268,28 @@ export function unknownPurchasePage(given: string): string {
 export function recoverPage(m: {
   error?: string
   key?: string
+  invoice_id?: string
+  email?: string
   result?: RecoverResponse
   account?: AccountModel | null
 }): string {
   const r = m.result
   const body = html`<h1>Recover your license</h1>
     <p class="lead">
-      Paste any copy of your license key to see its current state and get a freshly signed key with your current
-      entitlements.
+      Paste any copy of your license key, or give the invoice id from your receipt and the e-mail address you paid with,
+      to see your license and get a freshly signed key with your current entitlements.
     </p>
     ${m.error ? html`<p class="error" role="alert">${m.error}</p>` : ''}
     ${
       r
-        ? html`<div class="card">
+        ? html`<div class="card" id="recovered">
               <dl>
                 <dt>Product</dt>
-                <dd>${r.product_slug}</dd>
+                <dd>${r.product_name}</dd>
                 ${
-                  r.policy_slug
+                  (r.policy_name ?? r.policy_slug)
                     ? html`<dt>Tier</dt>
-                        <dd>${r.policy_slug}</dd>`
+                        <dd>${r.policy_name ?? r.policy_slug ?? ''}</dd>`
                     : ''
                 }
                 <dt>Status</dt>
@@ -304,9 +311,27 @@ export function recoverPage(m: {
             ${accountSection(m.account ?? null)}`
         : ''
     }
-    <form method="post" action="/recover">
+    <form method="post" action="/recover" id="recover-by-key" class="card">
+      <h2>With a copy of your key</h2>
       <label class="field" for="key">License key</label>
       <textarea id="key" name="key" required maxlength="16384" spellcheck="false">${m.key ?? ''}</textarea>
+      <button type="submit">Recover</button>
+    </form>
+    <form method="post" action="/recover" id="recover-by-invoice" class="card">
+      <h2>With your invoice and e-mail</h2>
+      <label class="field" for="invoice_id">Invoice id (from your receipt or thank-you page)</label>
+      <input
+        type="text"
+        id="invoice_id"
+        name="invoice_id"
+        required
+        maxlength="64"
+        autocomplete="off"
+        spellcheck="false"
+        value="${m.invoice_id ?? ''}"
+      />
+      <label class="field" for="email">E-mail address you paid with</label>
+      <input type="email" id="email" name="email" required maxlength="254" value="${m.email ?? ''}" />
       <button type="submit">Recover</button>
     </form>`
   return page('Recover your license', body, { script: true })

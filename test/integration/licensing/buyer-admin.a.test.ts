@@ -98,7 +98,7 @@ describe('licensing admin API', () => {
       expect.arrayContaining([expect.objectContaining({ currency: 'USD', centibps: rate, source: 'kraken' })]),
     )
     expect((rates.body.sources as { name: string }[]).map((s) => s.name)).toEqual(['kraken', 'coinbase', 'coingecko'])
-    // The public tier list reports sats for a fiat tier (what the client SDKs read), not cents.
+    // The public tier list reports the listed unit (cents for USD), as the client SDKs document price_sats; the product's base price is sats.
     const tiers = (await (await fetch(d.url + '/v1/products/usd-app/policies')).json()) as {
       product: { base_price_sats: number }
       policies: { price_sats: number; price_currency: string; price_value: number }[]
@@ -106,7 +106,7 @@ describe('licensing admin API', () => {
     expect(tiers.policies[0]).toMatchObject({
       price_currency: 'USD',
       price_value: 1999,
-      price_sats: fiatToSats(1999, rate),
+      price_sats: 1999,
     })
     expect(tiers.product.base_price_sats).toBe(fiatToSats(1999, rate))
   })

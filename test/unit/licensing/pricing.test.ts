@@ -36,13 +36,14 @@ describe('catalog', () => {
     expect(policies.map((x) => x.slug)).toEqual(['default'])
     const pro = policy(p.id, { slug: 'pro', tier_rank: 2, price_value_override: 9000 })
     expect(pro).toMatchObject({ price_currency: 'SAT', price_value: 9000, price_sats_override: 9000 })
-    // Switching the product to USD: the inheriting override now means cents, so its sats mirror goes away.
+    // Switching the product to USD: the override keeps its own currency (pinned to SAT), never repriced as cents.
     const usd = f.catalog.updateProduct(p.id, { price_currency: 'USD', price_value: 1999 })
     expect(usd).toMatchObject({ price_sats: 0, price_value: 1999 })
     expect(f.catalog.getPolicy(pro.id)).toMatchObject({
-      price_currency: 'USD',
+      price_currency: 'SAT',
+      price_currency_override: 'SAT',
       price_value: 9000,
-      price_sats_override: null,
+      price_sats_override: 9000,
     })
     // A currency override without a value is refused; with one, it applies.
     expect(() =>

@@ -8,11 +8,15 @@ import { initBackend, type BackendApi } from '../../../src-renderer/api'
  */
 const mounted: App[] = []
 
-export async function mountWith(component: Component, api: BackendApi): Promise<HTMLElement> {
+export async function mountWith(
+  component: Component,
+  api: BackendApi,
+  props?: Record<string, unknown>,
+): Promise<HTMLElement> {
   initBackend(() => undefined, api)
   const el = document.createElement('div')
   document.body.appendChild(el)
-  const app = createApp(component).use(createPinia())
+  const app = createApp(component, props).use(createPinia())
   app.mount(el)
   mounted.push(app)
   await flush()
