@@ -8,6 +8,17 @@ import { ClientGone, readBody } from '../http/body'
 import { sendError } from '../http/respond'
 
 /**
+ * Where chat and completions wait while the llm is being swapped: resolves when the request may be
+ * forwarded, throws (503 with Retry-After) when it may not, and gives up when `signal` aborts (the
+ * client went away). `model` is the request's `model`, for swaps on demand.
+ */
+export interface LlmGate {
+  admit(model: string | null, signal: AbortSignal): Promise<void>
+  /** True when `admit` would let the request through at once (then no waiting is set up at all). */
+  isOpen?(model: string | null): boolean
+}
+
+/**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
  * untouched once they parse as a JSON object. `stream: true` answers are piped chunk by chunk with
  * backpressure and no buffering; the client's disconnect aborts the upstream call.
@@ -19,8 +30,8 @@ export interface ForwardOptions {
   readonly logger: Logger
   /** The request-log entry: told when the headers went out and whether the answer streams. */
   readonly exchange?: { markHeaders(): void; markStreamed(): void }
-  /** Waits until the request may go upstream (a model swap); aborted when the client leaves. */
-  admit?(model: string | null, signal: AbortSignal): Promise<void>
+  /** Where the request waits until it may go upstream (a model swap). */
+  readonly gate?: LlmGate
 }
 
 export async function forwardJson(
@@ -32,9 +43,10 @@ export async function forwardJson(
   const raw = await readBody(req, opts.bodyLimit)
   const body = parseJsonObject(raw)
   const streaming = body.stream === true
-  if (opts.admit) {
+  const gate = opts.gate
+  if (gate) {
     const model = typeof body.model === 'string' ? body.model : null
-    await admitOrLeave(res, (signal) => opts.admit!(model, signal))
+    if (gate.isOpen?.(model) !== true) await admitOrLeave(res, (signal) => gate.admit(model, signal))
   }
   return new Promise<void>((resolve, reject) => new Relay(res, up, opts, streaming, resolve, reject).send(raw))
 }
@@ -58,9 +70,10 @@ const ERROR_BODY_LIMIT = 64 * 1024
 /**
  * One relayed request, as the undici handler of its upstream call. One object per request holds
  * what closures and listeners per event would otherwise hold, and its deadline's callback is shared.
- * Event streams are coalesced: the chunks that arrive in one event-loop turn go out as one write
- * (the upstream sends a tiny chunk per token, and a write per token would cost a syscall each on
- * both sides). Backpressure: the upstream is paused while the client's socket is full.
+ * Answers are coalesced: the chunks parsed from one read of the upstream's socket go out as one
+ * write (an event stream carries a tiny chunk per token, and a write per token would cost a
+ * syscall each on both sides; a small whole answer goes out with its headers in one write).
+ * Backpressure: the upstream is paused while the client's socket is full.
  */
 class Relay implements Dispatcher.DispatchHandler {
   private mode = Mode.Waiting
@@ -159,27 +172,20 @@ class Relay implements Dispatcher.DispatchHandler {
     this.opts.exchange?.markHeaders()
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.mode !== Mode.Relaying) {
       if (this.kept < ERROR_BODY_LIMIT) this.chunks.push(chunk.subarray(0, ERROR_BODY_LIMIT - this.kept))
       this.kept += chunk.length
       return
     }
-    if (this.sse) {
-      this.chunks.push(chunk)
-      if (!this.flushScheduled) {
-        this.flushScheduled = true
-        setImmediate(flushRelay, this)
-      }
-      return
-    }
-    if (!this.res.write(chunk)) {
-      controller.pause()
-      this.res.once('drain', this.onDrain)
+    this.chunks.push(chunk)
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      process.nextTick(flushRelay, this)
     }
   }
 
-  /** Writes the event-stream chunks gathered in this turn as one write. */
+  /** Writes the chunks gathered from one read of the upstream's socket as one write. */
   flush(): void {
     this.flushScheduled = false
     const res = this.res

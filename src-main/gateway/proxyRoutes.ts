@@ -3,19 +3,12 @@ import type { Router } from 'express'
 import type { Logger } from '../core/logger'
 import { sendJson } from '../http/respond'
 import type { ModelLists } from './modelLists'
-import { forwardJson, JSON_BODY_LIMIT } from './proxy'
+import { forwardJson, JSON_BODY_LIMIT, type LlmGate } from './proxy'
 import type { RawRoute } from './rawRoute'
 import { embeddingsPath } from './search'
 import type { Upstream, UpstreamName } from './upstreams'
 
-/**
- * Where chat and completions wait while the llm is being swapped: resolves when the request may be
- * forwarded, throws (503 with Retry-After) when it may not, and gives up when `signal` aborts (the
- * client went away). `model` is the request's `model`, for swaps on demand.
- */
-export interface LlmGate {
-  admit(model: string | null, signal: AbortSignal): Promise<void>
-}
+export type { LlmGate } from './proxy'
 
 export interface ProxyRouteDeps {
   readonly route: RawRoute
@@ -31,7 +24,6 @@ export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse) =
 
 /** The OpenAI-shaped JSON routes forwarded verbatim, by exact path (all POST). */
 export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> {
-  const gate = d.gate
   const forward = (p: string, name: 'llm' | 'embeddings'): RelayRoute =>
     d.route(p, async (req, res, exchange) => {
       const up = d.need(name)
@@ -41,7 +33,7 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
         bodyLimit: JSON_BODY_LIMIT,
         logger: d.logger,
         exchange,
-        admit: name === 'llm' && gate ? (model, signal) => gate.admit(model, signal) : undefined,
+        gate: name === 'llm' ? d.gate : undefined,
       })
     })
   return new Map([

@@ -34,7 +34,18 @@ export class RequestLog {
   ) {}
 
   add(e: Omit<RequestEntry, 'seq' | 'at'>): RequestEntry {
-    const entry = { ...e, seq: ++this.seq, at: this.clock.now() }
+    const entry: RequestEntry = {
+      seq: ++this.seq,
+      at: this.clock.now(),
+      method: e.method,
+      path: e.path,
+      status: e.status,
+      latency_ms: e.latency_ms,
+      ttfb_ms: e.ttfb_ms,
+      bytes: e.bytes,
+      streamed: e.streamed,
+      aborted: e.aborted,
+    }
     // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
     this.ring[(entry.seq - 1) % this.capacity] = entry
     this.total++
