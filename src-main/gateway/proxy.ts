@@ -119,7 +119,9 @@ class Relay implements Dispatcher.DispatchHandler {
   /** The deadline passed: the upstream call is cancelled with a 504 (or an error event mid-stream). */
   expire(): void {
     const minutes = Math.round(this.opts.timeoutMs / 60000)
-    this.abort(new ApiError('upstream_timeout', `${this.up.name} did not finish within ${minutes} min`, { status: 504 }))
+    this.abort(
+      new ApiError('upstream_timeout', `${this.up.name} did not finish within ${minutes} min`, { status: 504 }),
+    )
   }
 
   /** Cancels the upstream call (deadline, client gone); the reason reaches onResponseError. */
@@ -243,7 +245,9 @@ class Relay implements Dispatcher.DispatchHandler {
     const rest = this.takeChunks()
     if (rest) res.write(rest)
     const message =
-      reason instanceof ApiError ? reason.message : `${this.up.name} closed the connection before the answer was complete`
+      reason instanceof ApiError
+        ? reason.message
+        : `${this.up.name} closed the connection before the answer was complete`
     res.end(`\n\nevent: error\ndata: ${JSON.stringify({ error: { message, type: 'upstream_error', code: 502 } })}\n\n`)
   }
 

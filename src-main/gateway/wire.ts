@@ -169,7 +169,14 @@ export function safeHeaders(
   const out: http.OutgoingHttpHeaders = {}
   for (const k in headers) {
     const v = headers[k]
-    if (v === undefined || HOP_BY_HOP.has(k) || drop.includes(k) || k === 'set-cookie' || k === 'server' || k === 'date')
+    if (
+      v === undefined ||
+      HOP_BY_HOP.has(k) ||
+      drop.includes(k) ||
+      k === 'set-cookie' ||
+      k === 'server' ||
+      k === 'date'
+    )
       continue
     out[k] = v
   }

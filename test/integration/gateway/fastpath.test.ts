@@ -142,8 +142,10 @@ function makeCases(n: number): Case[] {
     let path = pick(['/v1/chat/completions', '/v1/completions', '/v1/embeddings'])
     let text: string
     let key = KEY
-    if (roll < 0.03) text = '{"model": "x", "messages": [' // malformed: 400, nothing goes upstream
-    else if (roll < 0.05) text = '[1, 2, 3]' // not an object: 400
+    if (roll < 0.03)
+      text = '{"model": "x", "messages": [' // malformed: 400, nothing goes upstream
+    else if (roll < 0.05)
+      text = '[1, 2, 3]' // not an object: 400
     else if (roll < 0.06) text = ''
     else {
       const c = path === '/v1/embeddings' ? 'embed' : pick(CASES)
@@ -185,10 +187,15 @@ function send(base: string, c: Case): Promise<string> {
     const req = http.request(base + c.path, { method: 'POST', headers, agent: false })
     req.on('response', (res) => {
       const chunks: Buffer[] = []
-      const head = [`${res.statusCode} ${res.statusMessage}`, ...pairs(res.rawHeaders).filter((h) => !/^date:/i.test(h))]
+      const head = [
+        `${res.statusCode} ${res.statusMessage}`,
+        ...pairs(res.rawHeaders).filter((h) => !/^date:/i.test(h)),
+      ]
       res.on('data', (b: Buffer) => chunks.push(b))
       res.on('end', () => resolve(`${head.join('\n')}\n\n${Buffer.concat(chunks).toString('base64')}`))
-      res.on('error', (err) => resolve(`${head.join('\n')}\n\nCUT ${err.message} after ${Buffer.concat(chunks).length}`))
+      res.on('error', (err) =>
+        resolve(`${head.join('\n')}\n\nCUT ${err.message} after ${Buffer.concat(chunks).length}`),
+      )
     })
     req.on('error', (err) => resolve(`ERROR ${err.message}`))
     for (const p of c.pieces.slice(0, -1)) req.write(p)
