@@ -367,12 +367,12 @@ const pctOf = (x: number): string => `${(100 * x).toFixed(0)} %`
 /** Replaces the text between `<!-- name:start -->` and `<!-- name:end -->` in a doc, when both are there. */
 function writeSection(doc: string, name: string, text: string): void {
   if (!fs.existsSync(doc)) return
-  const re = new RegExp(`(<!-- ${name}:start -->\n)[\\s\\S]*?(\n<!-- ${name}:end -->)`)
+  const re = new RegExp(`(<!-- ${name}:start -->\n)[\\s\\S]*?(<!-- ${name}:end -->)`)
   const old = fs.readFileSync(doc, 'utf8')
   if (re.test(old))
     fs.writeFileSync(
       doc,
-      old.replace(re, (_m, a: string, b: string) => a + text + b),
+      old.replace(re, (_m, a: string, b: string) => `${a}${text}\n${b}`),
     )
 }
 
