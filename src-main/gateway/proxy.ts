@@ -97,7 +97,7 @@ class Relay implements Dispatcher.DispatchHandler {
   ) {
     this.timer = setTimeout(expire, opts.timeoutMs, this)
     this.timer.unref()
-    res.once('close', this.onClientClose)
+    res.on('close', this.onClientClose) // removed in finish(); `once` would allocate a wrapper per request
   }
 
   send(raw: Buffer): void {

@@ -105,7 +105,7 @@ export class Exchange {
   ) {
     this.socket = req.socket
     this.written0 = req.socket.bytesWritten
-    res.once('close', this.record)
+    res.on('close', this.record) // a response closes once
   }
 
   /** The response's headers were just written (time to first byte). */
