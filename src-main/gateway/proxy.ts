@@ -86,6 +86,8 @@ class Relay implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = []
   private kept = 0
   private flushScheduled = false
+  /** Paused until the client's socket drains. */
+  private draining = false
 
   constructor(
     private readonly res: http.ServerResponse,
@@ -136,7 +138,8 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 
   private readonly onDrain = (): void => {
-    this.controller?.resume()
+    this.draining = false
+    if (this.mode !== Mode.Done) this.controller?.resume()
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -194,7 +197,8 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.chunks.length === 0 || res.destroyed || res.writableEnded) return
     const out = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)
     this.chunks = []
-    if (!res.write(out)) {
+    if (!res.write(out) && !this.draining) {
+      this.draining = true
       this.controller?.pause()
       res.once('drain', this.onDrain)
     }

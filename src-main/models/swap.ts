@@ -187,11 +187,6 @@ export class SwapManager implements SwapStatus {
     return { job_id: record.id }
   }
 
-  /**
-   * The gateway's hold (spec: chat and completions wait while a swap loads): resolves when the
-   * request may go on, throws 503 with Retry-After past SWAP_HOLD_S or when the swap left no
-   * model loaded, and rejects with the signal's reason when the client goes away.
-   */
   /** True when `admit` would return at once: nothing loading, and no swap on demand to start for `model`. */
   isOpen(model: string | null): boolean {
     if (this.swapping !== null) return false
@@ -199,6 +194,11 @@ export class SwapManager implements SwapStatus {
     return this.current !== null && (this.current.served === model || this.current.key === model)
   }
 
+  /**
+   * The gateway's hold (spec: chat and completions wait while a swap loads): resolves when the
+   * request may go on, throws 503 with Retry-After past SWAP_HOLD_S or when the swap left no
+   * model loaded, and rejects with the signal's reason when the client goes away.
+   */
   async admit(model: string | null, signal: AbortSignal): Promise<void> {
     if (this.deps.config.models.onDemand && model !== null && this.swapping === null) await this.onDemand(model)
     const s = this.swapping

@@ -28,8 +28,24 @@ interface RecordingUpstream {
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r))
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
+/** Bytes the upstream has written of its big stream so far (the backpressure test reads it). */
+const bigStream = { written: 0, total: 64 * 1024 * 1024 }
+
+/** Writes `bigStream.total` bytes of events as fast as the connection takes them. */
+async function writeBigStream(res: http.ServerResponse): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream' })
+  const event = Buffer.from(`data: ${'x'.repeat(1024 * 1024 - 8)}\n\n`)
+  bigStream.written = 0
+  while (bigStream.written < bigStream.total) {
+    bigStream.written += event.length
+    if (!res.write(event)) await new Promise((r) => res.once('drain', r))
+  }
+  res.end('data: [DONE]\n\n')
+}
+
 /** Answers by the body's `x_case`, so the same request gets the same answer from both upstreams. */
 async function answer(c: string, id: number, res: http.ServerResponse): Promise<void> {
+  if (c === 'sse-big') return writeBigStream(res)
   const event = (n: number): string => `data: ${JSON.stringify({ id, n, choices: [{ text: `tök ${n}` }] })}\n\n`
   if (c === 'json' || c === 'embed') {
     const body = JSON.stringify({ id, object: c === 'embed' ? 'list' : 'chat.completion', data: [id, 'é'] })
@@ -296,6 +312,45 @@ describe('fast path and router path', () => {
     } finally {
       await new Promise((r) => server.close(r))
     }
+  })
+
+  it('holds the upstream back while the client does not read, and delivers every byte once it does', async () => {
+    const body = JSON.stringify({ x_id: 6000, x_case: 'sse-big', stream: true })
+    const got = await new Promise<{ whileStopped: number; received: number; tail: string }>((resolve, reject) => {
+      const req = http.request(fast.daemon.url + '/v1/chat/completions', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-length': Buffer.byteLength(body) },
+      })
+      req.on('response', (res) => {
+        res.pause()
+        // The client reads nothing until the upstream has stopped writing (bounded: 100 samples).
+        let last = -1
+        let stable = 0
+        let samples = 0
+        const watch = setInterval(() => {
+          samples++
+          stable = bigStream.written === last && last > 0 ? stable + 1 : 0
+          last = bigStream.written
+          if (stable < 3 && samples < 100) return
+          clearInterval(watch)
+          const whileStopped = bigStream.written
+          let received = 0
+          let tail = ''
+          res.on('data', (c: Buffer) => {
+            received += c.length
+            tail = (tail + c.toString('latin1')).slice(-20)
+          })
+          res.on('end', () => resolve({ whileStopped, received, tail }))
+          res.resume()
+        }, 50)
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+    // Socket buffers on both sides hold a few MB; nothing like the whole 64 MB answer is buffered in Tandem.
+    expect(got.whileStopped).toBeLessThan(bigStream.total / 4)
+    expect(got.received).toBe(bigStream.total + 'data: [DONE]\n\n'.length)
+    expect(got.tail.endsWith('data: [DONE]\n\n')).toBe(true)
   })
 
   it('sends the same bytes upstream and the same answers back for 1,000 requests', async () => {
