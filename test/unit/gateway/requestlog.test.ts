@@ -48,7 +48,7 @@ describe('request log exchange', () => {
     release()
     expect(await streamed.text()).toBe('data: [DONE]\n\n')
     await (await fetch(url + '/whole')).text()
-    for (let i = 0; i < 100 && log.totalCount < 2; i++) await new Promise((r) => setTimeout(r, 10))
+    for (let i = 0; i < 500 && log.totalCount < 2; i++) await new Promise((r) => setTimeout(r, 10))
     const [whole, stream] = log.list(10)
     expect(stream).toMatchObject({ path: '/stream', status: 200, streamed: true, aborted: false })
     expect(stream!.ttfb_ms).not.toBeNull()
@@ -59,15 +59,18 @@ describe('request log exchange', () => {
 
   it('records a client that left before any answer as 499 with no first byte', async () => {
     const log = new RequestLog(new ManualClock(), 10)
+    let arrived: () => void = () => undefined
+    const seen = new Promise<void>((r) => (arrived = r))
     const url = await serve((req, res) => {
       log.watch(req, res, '/v1/chat/completions')
+      arrived()
     })
     const ac = new AbortController()
     const pending = fetch(url, { method: 'POST', body: '{}', signal: ac.signal }).catch(() => null)
-    await new Promise((r) => setTimeout(r, 50))
+    await seen
     ac.abort()
     await pending
-    for (let i = 0; i < 100 && log.totalCount === 0; i++) await new Promise((r) => setTimeout(r, 10))
+    for (let i = 0; i < 500 && log.totalCount === 0; i++) await new Promise((r) => setTimeout(r, 10))
     expect(log.list(1)[0]).toMatchObject({ status: 499, ttfb_ms: null, aborted: true })
   })
 })
