@@ -36,6 +36,8 @@ function child(
 }
 
 async function startNginx(upstreamPort: number): Promise<{ url: string; stop(): Promise<void> }> {
+  if (!fs.existsSync('/usr/sbin/nginx'))
+    throw new Error("the gateway bench compares against Debian's nginx: install it first (apt-get install nginx-light)")
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-nginx-'))
   fs.chmodSync(dir, 0o755)
   const port = await freePort()
