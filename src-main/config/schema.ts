@@ -140,6 +140,13 @@ export const SETTINGS = {
     description:
       'OpenAI voice names for tts voices, e.g. alloy=Multivoice.EN-US.Aria,echo=Multivoice.EN-GB.Harry; names not listed are picked from the voice list (English first)',
   },
+  GATEWAY_FAST_PATH: {
+    group: 'gateway',
+    kind: 'string',
+    default: 'on',
+    description:
+      'on: /v1 chat, completions and embeddings are dispatched before the general router; off: through it (a debugging switch, same answers)',
+  },
   RATE_SOURCES: {
     group: 'licensing',
     kind: 'list',
@@ -290,6 +297,7 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   SCRUB_TERMS: z.string(),
   // Checked entry by entry by the gateway (gateway/speech.ts): a malformed entry is reported and skipped, not the whole list.
   TTS_VOICE_ALIASES: z.string(),
+  GATEWAY_FAST_PATH: z.enum(['on', 'off']),
   RATE_SOURCES: z
     .string()
     .refine(

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Router } from 'express'
 import type { ContractTable, Handlers } from '../contract/define'
 
@@ -11,6 +12,11 @@ export interface DomainModule<C extends ContractTable> {
   readonly handlers: Handlers<C>
   /** Mounted after the auth and origin middleware; which surface a path belongs to is decided in http/surfaces.ts. */
   mountRoutes?(router: Router): void
+  /**
+   * Hot POST routes by exact path, also mounted by `mountRoutes`: the fast path (http/fastPath.ts)
+   * serves them before the general router, after the same surface and credential checks.
+   */
+  readonly fastRoutes?: ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>>
   start?(): Promise<void> | void
   stop?(): Promise<void> | void
 }

@@ -9,7 +9,7 @@ import type { DeepHealthHook, ProbedService } from './deepHealth'
 import { infoHandlers } from './handlers'
 import { ModelLists } from './modelLists'
 import { playgroundHandlers } from './playground'
-import { mountProxyRoutes, type LlmGate } from './proxyRoutes'
+import { mountProxyRoutes, relayRoutes, type LlmGate } from './proxyRoutes'
 import { rawRoute } from './rawRoute'
 import { RequestLog } from './requestLog'
 import { ScrubSessions } from './scrub'
@@ -93,6 +93,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   )
   const probe = (service: ProbedService) => (reason: string) => deps.deepHealth.requestProbe(service, reason)
   const route = rawRoute({ log, logger, drainMs: opts.uploadIdleMs })
+  const relayed = relayRoutes({ route, need, proxyTimeoutMs: opts.proxyTimeoutMs, logger, gate: deps.llmGate })
 
   return {
     name: 'gateway',
@@ -101,15 +102,9 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       ...playgroundHandlers({ need, lists, voices, spool, probe }),
     },
     requestLog: log,
+    fastRoutes: relayed,
     mountRoutes(router: Router) {
-      mountProxyRoutes(router, {
-        route,
-        need,
-        lists,
-        proxyTimeoutMs: opts.proxyTimeoutMs,
-        logger,
-        gate: deps.llmGate,
-      })
+      mountProxyRoutes(router, relayed, { route, lists })
       mountAudioRoutes(router, {
         route,
         need,

@@ -1,10 +1,22 @@
 import type http from 'node:http'
+import type { Dispatcher } from 'undici'
 import { ApiError } from '../contract/errors'
 import type { Logger } from '../core/logger'
 import type { Upstream } from './upstreams'
-import { callUpstream, MiB, parseJsonObject, passHeaders, readText, upstreamDetail, UpstreamUnreachable } from './wire'
+import { describeNetError, MiB, parseJsonObject, safeHeaders, upstreamDetail } from './wire'
 import { ClientGone, readBody } from '../http/body'
 import { sendError } from '../http/respond'
+
+/**
+ * Where chat and completions wait while the llm is being swapped: resolves when the request may be
+ * forwarded, throws (503 with Retry-After) when it may not, and gives up when `signal` aborts (the
+ * client went away). `model` is the request's `model`, for swaps on demand.
+ */
+export interface LlmGate {
+  admit(model: string | null, signal: AbortSignal): Promise<void>
+  /** True when `admit` would let the request through at once (then no waiting is set up at all). */
+  isOpen?(model: string | null): boolean
+}
 
 /**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
@@ -16,10 +28,10 @@ export interface ForwardOptions {
   readonly timeoutMs: number
   readonly bodyLimit: number
   readonly logger: Logger
-  /** Called once the answer is known to be a stream (request log). */
-  onStreamed?(): void
-  /** Waits until the request may go upstream (a model swap); aborted when the client leaves. */
-  admit?(body: Record<string, unknown>, signal: AbortSignal): Promise<void>
+  /** The request-log entry: told when the headers went out and whether the answer streams. */
+  readonly exchange?: { markHeaders(): void; markStreamed(): void }
+  /** Where the request waits until it may go upstream (a model swap). */
+  readonly gate?: LlmGate
 }
 
 export async function forwardJson(
@@ -31,103 +43,262 @@ export async function forwardJson(
   const raw = await readBody(req, opts.bodyLimit)
   const body = parseJsonObject(raw)
   const streaming = body.stream === true
-  if (opts.admit) await admitOrLeave(res, (signal) => opts.admit!(body, signal))
-
-  const ac = new AbortController()
-  const onClientGone = (): void => {
-    if (!res.writableFinished) ac.abort(new Error('client disconnected'))
+  const gate = opts.gate
+  if (gate) {
+    const model = typeof body.model === 'string' ? body.model : null
+    if (gate.isOpen?.(model) !== true) await admitOrLeave(res, (signal) => gate.admit(model, signal))
   }
-  res.once('close', onClientGone)
-  const timer = setTimeout(
-    () =>
-      ac.abort(
-        new ApiError('upstream_timeout', `${up.name} did not finish within ${Math.round(opts.timeoutMs / 60000)} min`, {
-          status: 504,
-        }),
-      ),
-    opts.timeoutMs,
-  )
-  timer.unref()
-  const done = (): void => {
-    clearTimeout(timer)
-    res.off('close', onClientGone)
+  return new Promise<void>((resolve, reject) => new Relay(res, up, opts, streaming, resolve, reject).send(raw))
+}
+
+/** What the relay is doing with the upstream's answer. */
+const enum Mode {
+  /** No answer yet: a failure now is an error answer of our own (502, 504). */
+  Waiting,
+  /** Passing the answer on as it arrives. */
+  Relaying,
+  /** Reading an upstream error body, to answer it as one SSE `error` event (a stream was asked for). */
+  StreamError,
+  /** Reading an upstream error body, to answer it in OpenAI's error shape. */
+  PlainError,
+  Done,
+}
+
+/** Bytes of an upstream error body kept for the client's error answer. */
+const ERROR_BODY_LIMIT = 64 * 1024
+
+/**
+ * One relayed request, as the undici handler of its upstream call. One object per request holds
+ * what closures and listeners per event would otherwise hold, and its deadline's callback is shared.
+ * Answers are coalesced: the chunks parsed from one read of the upstream's socket go out as one
+ * write (an event stream carries a tiny chunk per token, and a write per token would cost a
+ * syscall each on both sides; a small whole answer goes out with its headers in one write).
+ * Backpressure: the upstream is paused while the client's socket is full.
+ */
+class Relay implements Dispatcher.DispatchHandler {
+  private mode = Mode.Waiting
+  private controller: Dispatcher.DispatchController | null = null
+  private abortReason: Error | null = null
+  private readonly timer: NodeJS.Timeout
+  private status = 0
+  private sse = false
+  private headers: Record<string, string | string[]> = {}
+  private chunks: Buffer[] = []
+  private kept = 0
+  private flushScheduled = false
+  /** Paused until the client's socket drains. */
+  private draining = false
+
+  constructor(
+    private readonly res: http.ServerResponse,
+    private readonly up: Upstream,
+    private readonly opts: ForwardOptions,
+    private readonly streaming: boolean,
+    private readonly resolve: () => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.timer = setTimeout(expire, opts.timeoutMs, this)
+    this.timer.unref()
+    res.on('close', this.onClientClose) // removed in finish(); `once` would allocate a wrapper per request
   }
 
-  let upRes: http.IncomingMessage
-  try {
-    upRes = await callUpstream(up, {
-      method: 'POST',
-      path: opts.path,
-      headers: { 'content-type': 'application/json', accept: streaming ? 'text/event-stream' : 'application/json' },
-      body: raw,
-      signal: ac.signal,
-    })
-  } catch (err) {
-    done()
-    if (err instanceof UpstreamUnreachable) throw new ApiError('upstream_unreachable', err.message)
-    if (err instanceof ApiError) throw err
-    if (res.destroyed) return
-    throw new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${(err as Error).message}`)
+  send(raw: Buffer): void {
+    this.up.pool.dispatch(
+      {
+        method: 'POST',
+        path: this.up.target.basePath + this.opts.path,
+        headers: {
+          'content-type': 'application/json',
+          accept: this.streaming ? 'text/event-stream' : 'application/json',
+          'content-length': String(raw.length),
+        },
+        body: raw,
+      },
+      this,
+    )
   }
-  const status = upRes.statusCode ?? 502
 
-  if (streaming && status !== 200) {
-    // Spec 1, 6.1: exactly one SSE event named `error` carrying the upstream's error, then the end.
-    opts.onStreamed?.()
-    let text: string
-    try {
-      text = await readText(upRes)
-    } catch {
-      text = ''
+  /** The deadline passed: the upstream call is cancelled with a 504 (or an error event mid-stream). */
+  expire(): void {
+    const minutes = Math.round(this.opts.timeoutMs / 60000)
+    this.abort(
+      new ApiError('upstream_timeout', `${this.up.name} did not finish within ${minutes} min`, { status: 504 }),
+    )
+  }
+
+  /** Cancels the upstream call (deadline, client gone); the reason reaches onResponseError. */
+  private abort(reason: Error): void {
+    if (this.abortReason !== null || this.mode === Mode.Done) return
+    this.abortReason = reason
+    this.controller?.abort(reason)
+  }
+
+  private readonly onClientClose = (): void => {
+    if (!this.res.writableFinished) this.abort(new ClientGone())
+  }
+
+  private readonly onDrain = (): void => {
+    this.draining = false
+    if (this.mode !== Mode.Done) this.controller?.resume()
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.abortReason !== null) controller.abort(this.abortReason)
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: Record<string, string | string[]>,
+  ): void {
+    if (status < 200) return // an informational answer: the real one follows
+    this.status = status
+    this.headers = headers
+    if (this.streaming && status !== 200) {
+      this.opts.exchange?.markStreamed()
+      this.mode = Mode.StreamError
+      return
     }
-    done()
-    res.writeHead(200, sseHeaders())
-    res.end(`event: error\ndata: ${errorEventData(status, text, up.name)}\n\n`)
-    return
+    const type = headers['content-type']
+    this.sse = this.streaming || (typeof type === 'string' && type.startsWith('text/event-stream'))
+    // An upstream's error answer: in OpenAI's shape, so the official clients show its message.
+    if (!this.sse && status >= 400) {
+      this.mode = Mode.PlainError
+      return
+    }
+    this.mode = Mode.Relaying
+    const res = this.res
+    if (this.sse) {
+      this.opts.exchange?.markStreamed()
+      res.writeHead(status, { ...safeHeaders(headers, ['content-length']), ...sseHeaders() })
+      res.flushHeaders()
+    } else res.writeHead(status, safeHeaders(headers))
+    this.opts.exchange?.markHeaders()
   }
 
-  const isSse = streaming || String(upRes.headers['content-type'] ?? '').startsWith('text/event-stream')
-  // An upstream's error answer: in OpenAI's shape, so the official clients show its message.
-  if (!isSse && status >= 400) return answerUpstreamError(res, upRes, up).finally(done)
-  if (isSse) opts.onStreamed?.()
-  res.writeHead(status, isSse ? { ...passHeaders(upRes, ['content-length']), ...sseHeaders() } : passHeaders(upRes))
-  if (isSse) res.flushHeaders()
-
-  await new Promise<void>((resolve) => {
-    let finished = false
-    const finish = (): void => {
-      if (finished) return
-      finished = true
-      done()
-      resolve()
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.mode !== Mode.Relaying) {
+      if (this.kept < ERROR_BODY_LIMIT) this.chunks.push(chunk.subarray(0, ERROR_BODY_LIMIT - this.kept))
+      this.kept += chunk.length
+      return
     }
-    const flushNow = isSse ? relayCoalesced(upRes, res, finish) : null
-    if (!isSse) upRes.pipe(res, { end: false })
-    upRes.once('end', () => {
-      if (!isSse) {
-        res.end()
-        finish()
-      }
-    })
-    upRes.once('error', () => undefined)
-    upRes.once('close', () => {
-      if (upRes.complete || res.destroyed) return finish()
-      // The upstream went away mid-answer: end the client's stream with an error, never leave it hanging.
-      upRes.unpipe(res)
-      flushNow?.()
-      const reason: unknown = ac.signal.reason
-      const message =
-        reason instanceof ApiError ? reason.message : `${up.name} closed the connection before the answer was complete`
-      opts.logger.warn('upstream ended mid-response', { path: opts.path, upstream: up.name })
-      if (isSse)
-        res.end(
-          `\n\nevent: error\ndata: ${JSON.stringify({ error: { message, type: 'upstream_error', code: 502 } })}\n\n`,
-        )
-      else res.destroy()
-      finish()
-    })
-    res.once('close', finish)
-  })
+    this.chunks.push(chunk)
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      process.nextTick(flushRelay, this)
+    }
+  }
+
+  /** Writes the chunks gathered from one read of the upstream's socket as one write. */
+  flush(): void {
+    this.flushScheduled = false
+    const res = this.res
+    if (this.chunks.length === 0 || res.destroyed || res.writableEnded) return
+    const out = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)
+    this.chunks = []
+    if (!res.write(out) && !this.draining) {
+      this.draining = true
+      this.controller?.pause()
+      res.once('drain', this.onDrain)
+    }
+  }
+
+  onResponseEnd(): void {
+    const res = this.res
+    const mode = this.mode
+    this.finish()
+    this.resolve()
+    if (res.destroyed || res.writableEnded) return
+    if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
+    if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
+    // The last bytes and the end of the body in one write.
+    res.end(this.takeChunks())
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    const mode = this.mode
+    if (mode === Mode.Done) return
+    this.finish()
+    const res = this.res
+    const reason = this.abortReason ?? err
+    if (mode === Mode.Waiting) {
+      if (reason instanceof ClientGone || res.destroyed) return this.resolve()
+      if (reason instanceof ApiError) return this.reject(reason)
+      const up = this.up
+      return this.reject(
+        new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${describeNetError(err)}`),
+      )
+    }
+    this.resolve()
+    if (res.destroyed || res.writableEnded) return
+    // The error body could not be read whole: answer with what there is.
+    if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
+    if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
+    this.endMidAnswer(reason)
+  }
+
+  /** The upstream went away mid-answer: end the client's stream with an error, never leave it hanging. */
+  private endMidAnswer(reason: Error): void {
+    const res = this.res
+    this.opts.logger.warn('upstream ended mid-response', { path: this.opts.path, upstream: this.up.name })
+    if (!this.sse) {
+      res.destroy()
+      return
+    }
+    const rest = this.takeChunks()
+    if (rest) res.write(rest)
+    const message =
+      reason instanceof ApiError
+        ? reason.message
+        : `${this.up.name} closed the connection before the answer was complete`
+    res.end(`\n\nevent: error\ndata: ${JSON.stringify({ error: { message, type: 'upstream_error', code: 502 } })}\n\n`)
+  }
+
+  /** Spec 1, 6.1: exactly one SSE event named `error` carrying the upstream's error, then the end. */
+  private answerStreamError(text: string): void {
+    this.res.writeHead(200, sseHeaders())
+    this.opts.exchange?.markHeaders()
+    this.res.end(`event: error\ndata: ${errorEventData(this.status, text, this.up.name)}\n\n`)
+  }
+
+  /** An upstream's error answer in OpenAI's shape; passed on as it is when it already has that shape. */
+  private answerPlainError(text: string): void {
+    const res = this.res
+    if (hasErrorObject(text)) {
+      res.writeHead(this.status, safeHeaders(this.headers, ['content-length']))
+      res.end(text)
+      return
+    }
+    const detail = `${this.up.name} answered HTTP ${this.status}: ${upstreamDetail(text)}`
+    sendError(res, new ApiError('upstream_error', detail, { status: this.status }), 'openai')
+  }
+
+  private takeChunks(): Buffer | undefined {
+    const c = this.chunks
+    this.chunks = []
+    return c.length === 0 ? undefined : c.length === 1 ? c[0] : Buffer.concat(c)
+  }
+
+  private errorText(): string {
+    return this.takeChunks()?.toString('utf8') ?? ''
+  }
+
+  /** Ends the relay once: the deadline and the listeners on the client's response go. */
+  private finish(): void {
+    this.mode = Mode.Done
+    clearTimeout(this.timer)
+    this.res.off('close', this.onClientClose)
+    this.res.off('drain', this.onDrain)
+  }
+}
+
+function flushRelay(relay: Relay): void {
+  relay.flush()
+}
+
+function expire(relay: Relay): void {
+  relay.expire()
 }
 
 /** Waits at the gate; a client that leaves meanwhile is released and nothing goes upstream. */
@@ -144,60 +315,12 @@ async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal
   if (left.signal.aborted || res.destroyed) throw new ClientGone()
 }
 
-/**
- * Pipes an event stream, joining the chunks that arrive in one event-loop turn into one write:
- * the upstream sends one tiny chunk per token, and a write per token would cost a syscall each
- * on both sides. Backpressure: the upstream pauses while the client's socket is full.
- */
-function relayCoalesced(src: http.IncomingMessage, res: http.ServerResponse, onEnd: () => void): () => void {
-  let pending: Buffer[] = []
-  let scheduled = false
-  const flush = (): void => {
-    scheduled = false
-    if (pending.length === 0 || res.destroyed || res.writableEnded) return
-    const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending)
-    pending = []
-    if (!res.write(out)) {
-      src.pause()
-      res.once('drain', () => src.resume())
-    }
-  }
-  src.on('data', (c: Buffer) => {
-    pending.push(c)
-    if (!scheduled) {
-      scheduled = true
-      setImmediate(flush)
-    }
-  })
-  src.once('end', () => {
-    // The last bytes and the end of the chunked body in one write.
-    const rest = pending.length === 0 ? undefined : Buffer.concat(pending)
-    pending = []
-    if (!res.destroyed && !res.writableEnded) res.end(rest)
-    onEnd()
-  })
-  return flush
-}
-
 export function sseHeaders(): http.OutgoingHttpHeaders {
   return {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
   }
-}
-
-/** An upstream's error answer in OpenAI's shape; passed on as it is when it already has that shape. */
-async function answerUpstreamError(res: http.ServerResponse, upRes: http.IncomingMessage, up: Upstream): Promise<void> {
-  const status = upRes.statusCode ?? 502
-  const text = await readText(upRes).catch(() => '')
-  if (hasErrorObject(text)) {
-    res.writeHead(status, passHeaders(upRes, ['content-length']))
-    res.end(text)
-    return
-  }
-  const detail = `${up.name} answered HTTP ${status}: ${upstreamDetail(text)}`
-  sendError(res, new ApiError('upstream_error', detail, { status }), 'openai')
 }
 
 /** True when a body is already OpenAI's error shape: a JSON object with an `error` object. */

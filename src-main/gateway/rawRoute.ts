@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express'
+import type http from 'node:http'
 import { ApiError } from '../contract/errors'
 import type { Logger } from '../core/logger'
 import { ClientGone } from '../http/body'
@@ -6,11 +6,17 @@ import { answerUnfinished, armBodyDeadline } from '../http/bodyDeadline'
 import { sendError } from '../http/respond'
 import { styleFor } from '../http/requestState'
 import { surfaceOf } from '../http/surfaces'
-import type { RequestLog } from './requestLog'
+import type { Exchange, RequestLog } from './requestLog'
 
-/** A gateway route outside the contract (proxies, uploads); `streamed` marks a streamed answer in the request log. */
-export type RawHandler = (req: Request, res: Response, streamed: () => void) => Promise<void>
-export type RawRoute = (routePath: string, fn: RawHandler) => (req: Request, res: Response) => Promise<void>
+/**
+ * A gateway route outside the contract (proxies, uploads). Plain Node request and response, so the
+ * same handler serves the Express router and the fast path; `exchange` is its request-log entry.
+ */
+export type RawHandler = (req: http.IncomingMessage, res: http.ServerResponse, exchange: Exchange) => Promise<void>
+export type RawRoute = (
+  routePath: string,
+  fn: RawHandler,
+) => (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>
 
 export interface RawRouteDeps {
   readonly log: RequestLog
@@ -21,22 +27,24 @@ export interface RawRouteDeps {
 
 /** Wraps a raw route: request log, error bodies, and silence when the client already left. */
 export function rawRoute(deps: RawRouteDeps): RawRoute {
-  return (routePath, fn) => async (req, res) => {
-    const watch = deps.log.watch(req, res, routePath)
-    try {
-      await fn(req, res, watch.markStreamed)
-    } catch (err) {
-      if (err instanceof ClientGone || res.destroyed) return
-      if (!(err instanceof ApiError)) deps.logger.error(`${routePath} failed`, { error: err })
-      else if (err.status >= 500) deps.logger.warn(`${routePath}: ${err.message}`)
-      // OpenAI's error shape on /v1, the control shape on /api/audio/*.
-      const style = styleFor(surfaceOf(req.path), req.path)
-      if (!req.complete && err instanceof ApiError && err.status === 408) answerUnfinished(req, res, err, style)
-      else sendError(res, err, style)
+  return (routePath, fn) => {
+    // OpenAI's error shape on /v1, the control shape on /api/audio/*: known when the route is made.
+    const style = styleFor(surfaceOf(routePath), routePath)
+    return async (req, res) => {
+      const exchange = deps.log.watch(req, res, routePath)
+      try {
+        await fn(req, res, exchange)
+      } catch (err) {
+        if (err instanceof ClientGone || res.destroyed) return
+        if (!(err instanceof ApiError)) deps.logger.error(`${routePath} failed`, { error: err })
+        else if (err.status >= 500) deps.logger.warn(`${routePath}: ${err.message}`)
+        if (!req.complete && err instanceof ApiError && err.status === 408) answerUnfinished(req, res, err, style)
+        else sendError(res, err, style)
+      }
+      // A body still arriving after the answer (a refused or relayed upload) is read and dropped by
+      // Node; closing at once could reset the connection before the client reads the answer. A
+      // client that goes on sending for longer than `drainMs` is cut off.
+      if (!req.complete) armBodyDeadline(req, res, deps.drainMs)
     }
-    // A body still arriving after the answer (a refused or relayed upload) is read and dropped by
-    // Node; closing at once could reset the connection before the client reads the answer. A
-    // client that goes on sending for longer than `drainMs` is cut off.
-    if (!req.complete) armBodyDeadline(req, res, deps.drainMs)
   }
 }

@@ -34,7 +34,18 @@ export class RequestLog {
   ) {}
 
   add(e: Omit<RequestEntry, 'seq' | 'at'>): RequestEntry {
-    const entry = { ...e, seq: ++this.seq, at: this.clock.now() }
+    const entry: RequestEntry = {
+      seq: ++this.seq,
+      at: this.clock.now(),
+      method: e.method,
+      path: e.path,
+      status: e.status,
+      latency_ms: e.latency_ms,
+      ttfb_ms: e.ttfb_ms,
+      bytes: e.bytes,
+      streamed: e.streamed,
+      aborted: e.aborted,
+    }
     // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
     this.ring[(entry.seq - 1) % this.capacity] = entry
     this.total++
@@ -67,38 +78,60 @@ export class RequestLog {
     return this.total
   }
 
-  /**
-   * Watches one raw-route exchange and records it when the response ends or the client leaves.
-   * Bytes are the socket's written-bytes delta: HTTP/1.1 exchanges on a socket are sequential.
-   */
-  watch(req: http.IncomingMessage, res: http.ServerResponse, path: string): { markStreamed(): void } {
-    const t0 = performance.now()
-    const sock = req.socket
-    const written0 = sock.bytesWritten
-    let ttfb: number | null = null
-    let streamed = false
-    const writeHead = res.writeHead.bind(res) as (...a: unknown[]) => http.ServerResponse
-    res.writeHead = ((...args: unknown[]) => {
-      if (ttfb === null) ttfb = performance.now() - t0
-      return writeHead(...args)
-    }) as typeof res.writeHead
-    res.once('close', () => {
-      this.add({
-        method: req.method ?? 'GET',
-        path,
-        status: res.headersSent ? res.statusCode : 499,
-        latency_ms: round(performance.now() - t0),
-        ttfb_ms: ttfb === null ? null : round(ttfb),
-        bytes: Math.max(0, sock.bytesWritten - written0),
-        streamed,
-        aborted: !res.writableFinished,
-      })
+  /** Starts recording one raw-route exchange; it is added to the log when the response closes. */
+  watch(req: http.IncomingMessage, res: http.ServerResponse, path: string): Exchange {
+    return new Exchange(this, req, res, path)
+  }
+}
+
+/**
+ * One gateway request on its way through: the route marks when its headers went out and whether
+ * the answer is a stream, and `record` (on the response's close) is the one place a finished
+ * request lands in the log. No wrapper around `res.writeHead`: routes that stream say so.
+ * Bytes are the socket's written-bytes delta: HTTP/1.1 exchanges on a socket are sequential.
+ */
+export class Exchange {
+  private readonly t0 = performance.now()
+  private readonly socket: http.IncomingMessage['socket']
+  private readonly written0: number
+  private headersAt = -1
+  private streamed = false
+
+  constructor(
+    private readonly log: RequestLog,
+    private readonly req: http.IncomingMessage,
+    private readonly res: http.ServerResponse,
+    private readonly path: string,
+  ) {
+    this.socket = req.socket
+    this.written0 = req.socket.bytesWritten
+    res.on('close', this.record) // a response closes once
+  }
+
+  /** The response's headers were just written (time to first byte). */
+  markHeaders(): void {
+    if (this.headersAt < 0) this.headersAt = performance.now()
+  }
+
+  markStreamed(): void {
+    this.streamed = true
+  }
+
+  private readonly record = (): void => {
+    const { res } = this
+    const end = performance.now()
+    // An answer written whole (JSON, errors) sends its headers with its body: first byte ≈ end.
+    const headersAt = this.headersAt >= 0 ? this.headersAt : res.headersSent ? end : -1
+    this.log.add({
+      method: this.req.method ?? 'GET',
+      path: this.path,
+      status: res.headersSent ? res.statusCode : 499,
+      latency_ms: round(end - this.t0),
+      ttfb_ms: headersAt < 0 ? null : round(headersAt - this.t0),
+      bytes: Math.max(0, this.socket.bytesWritten - this.written0),
+      streamed: this.streamed,
+      aborted: !res.writableFinished,
     })
-    return {
-      markStreamed: () => {
-        streamed = true
-      },
-    }
   }
 }
 

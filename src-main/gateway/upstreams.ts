@@ -1,5 +1,6 @@
 import http from 'node:http'
 import https from 'node:https'
+import { Pool } from 'undici'
 import type { ServiceDirectory, ServiceName } from '../core/serviceDirectory'
 
 /** The services the gateway forwards to. */
@@ -10,6 +11,8 @@ export interface Upstream {
   /** Origin (and base path for embeddings/vector), without a trailing slash. */
   readonly base: string
   readonly agent: http.Agent
+  /** Keep-alive connections for the relayed JSON routes (chat, completions, embeddings). */
+  readonly pool: Pool
   /** The parsed base, so a call builds no URL object (this is the hot path of every proxied request). */
   readonly target: {
     readonly https: boolean
@@ -20,12 +23,14 @@ export interface Upstream {
 }
 
 /**
- * One keep-alive agent per upstream: proxied requests reuse connections, so the gateway adds no
- * TCP handshake per call. Where each upstream lives comes from the service directory.
+ * Per upstream, one keep-alive agent (uploads, model lists, health) and one undici pool (the relayed
+ * JSON routes, where the client's per-request cost shows): proxied requests reuse connections, so
+ * the gateway adds no TCP handshake per call. Where each upstream lives comes from the service directory.
  */
 export class Upstreams {
   private readonly cache = new Map<UpstreamName, Upstream>()
   private readonly agents: http.Agent[] = []
+  private readonly pools: Pool[] = []
 
   constructor(private readonly services: ServiceDirectory) {}
 
@@ -46,10 +51,18 @@ export class Upstreams {
     }
     const agent = secure ? new https.Agent(opts) : new http.Agent(opts)
     this.agents.push(agent)
+    const pool = new Pool(u.origin, {
+      connections: opts.maxSockets,
+      // The relay keeps its own deadline (the 30-minute timeout); undici's 5-minute defaults would cut a long generation.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    })
+    this.pools.push(pool)
     const up: Upstream = {
       name,
       base,
       agent,
+      pool,
       target: {
         https: secure,
         hostname: u.hostname.replace(/^\[|\]$/g, ''),
@@ -64,6 +77,8 @@ export class Upstreams {
   destroy(): void {
     for (const a of this.agents) a.destroy()
     this.agents.length = 0
+    for (const p of this.pools) p.destroy().catch(() => undefined)
+    this.pools.length = 0
     this.cache.clear()
   }
 }

@@ -157,9 +157,18 @@ const HOP_BY_HOP = new Set([
 ])
 
 /** Upstream response headers safe to pass to the client. */
-export function passHeaders(res: http.IncomingMessage, drop: string[] = []): http.OutgoingHttpHeaders {
+export function passHeaders(res: http.IncomingMessage, drop: readonly string[] = []): http.OutgoingHttpHeaders {
+  return safeHeaders(res.headers, drop)
+}
+
+/** The headers of a response record (lower-case names) that may go on to the client. */
+export function safeHeaders(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  drop: readonly string[] = [],
+): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {}
-  for (const [k, v] of Object.entries(res.headers)) {
+  for (const k in headers) {
+    const v = headers[k]
     if (
       v === undefined ||
       HOP_BY_HOP.has(k) ||

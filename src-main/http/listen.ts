@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { Core } from '../core/app'
 import { addressMatcher, limitKeyOf } from '../core/netAddress'
 import { armBodyDeadline } from './bodyDeadline'
+import { createFastPath } from './fastPath'
 import { createHttpApp, type HttpAppOptions } from './server'
 
 export interface RunningServer {
@@ -50,6 +51,7 @@ export async function startHttpServer(
     ...given,
   }
   const app = createHttpApp(core, appOptions)
+  const fast = createFastPath(core)
   const server = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
     // Node's request timeout is server-wide; bodies are bounded per request below instead.
@@ -62,7 +64,8 @@ export async function startHttpServer(
   // One listener: an emit with several listeners copies the listener list on every request.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     armBodyDeadline(req, res, limits.bodyTimeoutMs)
-    app(req, res)
+    // The hot /v1 relays skip the router's chain; everything else, and all of it when the switch is off, takes it.
+    if (fast === null || !fast(req, res)) app(req, res)
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)

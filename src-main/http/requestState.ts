@@ -1,4 +1,4 @@
-import type { Response } from 'express'
+import type { ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import type { ClientAddress } from './clientAddress'
 import type { Surface } from './surfaces'
@@ -11,8 +11,13 @@ export interface RequestState {
   isAdmin: () => boolean
 }
 
-export function requestState(res: Response): RequestState {
-  return res.locals as RequestState
+/**
+ * The request's state, kept in `res.locals`: Express's place for it on routed requests, and the
+ * same field on a fast-path response that never meets Express.
+ */
+export function requestState(res: ServerResponse): RequestState {
+  const r = res as ServerResponse & { locals?: RequestState }
+  return (r.locals ??= Object.create(null) as RequestState)
 }
 
 /** The error shape a request gets when no contract method declares one: by surface and path. */

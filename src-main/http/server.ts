@@ -4,11 +4,10 @@ import type { Core } from '../core/app'
 import { toPublicError } from '../core/invoke'
 import type { Logger } from '../core/logger'
 import { clientAddressResolver } from './clientAddress'
+import { edgeGate } from './edge'
 import { contractRoutes } from './middleware/contractRoutes'
-import { credentialsGate } from './middleware/credentials'
 import { defaultRendererDir, mountDashboard } from './middleware/dashboard'
 import { originGuard } from './middleware/originGuard'
-import { surfaceAndClient } from './middleware/surface'
 import { sendError } from './respond'
 import { requestState, styleFor } from './requestState'
 
@@ -65,8 +64,8 @@ function lastResort(logger: Logger): ErrorRequestHandler {
 }
 
 /**
- * The HTTP face of Tandem, as the named steps every request passes in order: its surface and
- * client address, credentials, the same-origin guard, contract routes (each method's own rate
+ * The HTTP face of Tandem, as the named steps every request passes in order: the edge (its surface
+ * and client address, credentials; shared with the fast path, http/fastPath.ts), the same-origin guard, contract routes (each method's own rate
  * limit is spent in the shared pipeline), the domains' own routes, the dashboard, and 404.
  */
 export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Express {
@@ -75,8 +74,11 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
   app.set('etag', false)
   app.use(
     inOrder(
-      surfaceAndClient(clientAddressResolver(core.config.trustedProxies)),
-      credentialsGate(core.credentials, core.sessions),
+      edgeGate({
+        resolveClient: clientAddressResolver(core.config.trustedProxies),
+        credentials: core.credentials,
+        sessions: core.sessions,
+      }),
       originGuard(),
       contractRoutes(core),
     ),

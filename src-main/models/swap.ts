@@ -187,6 +187,13 @@ export class SwapManager implements SwapStatus {
     return { job_id: record.id }
   }
 
+  /** True when `admit` would return at once: nothing loading, and no swap on demand to start for `model`. */
+  isOpen(model: string | null): boolean {
+    if (this.swapping !== null) return false
+    if (!this.deps.config.models.onDemand || model === null) return true
+    return this.current !== null && (this.current.served === model || this.current.key === model)
+  }
+
   /**
    * The gateway's hold (spec: chat and completions wait while a swap loads): resolves when the
    * request may go on, throws 503 with Retry-After past SWAP_HOLD_S or when the swap left no

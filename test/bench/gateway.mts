@@ -1,7 +1,10 @@
-// Gateway bench (issue 4): direct vs Debian nginx vs Tandem in front of the same fake llm, at 1, 16
-// and 64 concurrent clients; a 200 MB upload through /v1/audio/transcriptions with Tandem's peak
+// Gateway bench (issues 4, 15): direct vs Debian nginx vs Tandem in front of the same fake llm, at 1,
+// 16 and 64 concurrent clients; a 200 MB upload through /v1/audio/transcriptions with Tandem's peak
 // RSS growth; and the scrub corpus's precision and recall. Loopback only, every loop bounded.
-// Run: npx tsx test/bench/gateway.mts   (writes the table into docs/benchmarks.md, Gateway section)
+// Run: npx tsx test/bench/gateway.mts   (prints each target beside its ratio, met / not met, and
+//      writes the tables into docs/benchmarks.md, Gateway section)
+//      npx tsx test/bench/gateway.mts --profile   (Tandem alone under --cpu-prof, fast path on and
+//      off: where a relayed request's CPU time goes, written into docs/gateway-profile.md)
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
@@ -9,6 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, runDaemonChild, spawnChild } from './lib/child'
+import { profileOf, summarizeProfile, type ProfileSummary } from './lib/cpuProfile'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
@@ -32,6 +36,8 @@ function child(
 }
 
 async function startNginx(upstreamPort: number): Promise<{ url: string; stop(): Promise<void> }> {
+  if (!fs.existsSync('/usr/sbin/nginx'))
+    throw new Error("the gateway bench compares against Debian's nginx: install it first (apt-get install nginx-light)")
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-nginx-'))
   fs.chmodSync(dir, 0o755)
   const port = await freePort()
@@ -284,13 +290,9 @@ async function scrubScores(): Promise<{
   return { precision: tp / (tp + fp || 1), recall: tp / (tp + fn || 1), examples: corpus.examples.length, tp, fp, fn }
 }
 
-async function main(): Promise<void> {
-  const loadBefore = os.loadavg()[0]!
-  const up = await child(['--role=upstream'])
-  const llmPort = up.info.llm as number
-  const asrPort = up.info.asr as number
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
-  const tandem = await child(['--role=tandem'], {
+/** Tandem's environment in front of the fake upstreams. */
+async function tandemEnv(llmPort: number, asrPort: number, dataDir: string): Promise<NodeJS.ProcessEnv> {
+  return {
     PORT: String(await freePort()),
     BIND: '127.0.0.1',
     DATA_DIR: dataDir,
@@ -302,11 +304,91 @@ async function main(): Promise<void> {
     ASR_PORT: String(asrPort),
     RATE_SOURCES: 'http://127.0.0.1:9',
     LOG_LEVEL: 'warn',
+  }
+}
+
+type Results = Record<string, Record<number, { plain: Load; stream: Load }>>
+
+/** Issue 15's targets, each measured value beside its target (ratios within this one run). */
+function targetRows(
+  r: Results,
+  uploadGrowthMb: number,
+): { what: string; value: string; target: string; met: boolean }[] {
+  const t = r.tandem!
+  const rows: { what: string; value: string; target: string; met: boolean }[] = []
+  for (const c of [16, 64]) {
+    const ratio = t[c]!.plain.rps / r.nginx![c]!.plain.rps
+    rows.push({
+      what: `non-stream req/s vs nginx, ${c} clients`,
+      value: pctOf(ratio),
+      target: '≥ 75 %',
+      met: ratio >= 0.75,
+    })
+  }
+  for (const [c, limit] of [
+    [1, 1],
+    [16, 1.5],
+  ] as const) {
+    const added = t[c]!.plain.p50 - r.direct![c]!.plain.p50
+    rows.push({
+      what: `added p50 over direct, ${c} client${c > 1 ? 's' : ''}`,
+      value: `${added.toFixed(2)} ms`,
+      target: `< ${limit} ms`,
+      met: added < limit,
+    })
+  }
+  for (const c of [16, 64]) {
+    const ratio = t[c]!.stream.chunksPerS / r.nginx![c]!.stream.chunksPerS
+    rows.push({
+      what: `stream chunks/s vs nginx, ${c} clients`,
+      value: pctOf(ratio),
+      target: '≥ 90 %',
+      met: ratio >= 0.9,
+    })
+  }
+  for (const c of [1, 16, 64]) {
+    const gap = t[c]!.stream.ttfbP50 - r.nginx![c]!.stream.ttfbP50
+    rows.push({
+      what: `stream TTFB p50 minus nginx's, ${c} client${c > 1 ? 's' : ''}`,
+      value: `${gap.toFixed(2)} ms`,
+      target: '≤ 0.5 ms',
+      met: gap <= 0.5,
+    })
+  }
+  rows.push({
+    what: '200 MB upload, Tandem RSS growth',
+    value: `${uploadGrowthMb.toFixed(1)} MB`,
+    target: '< 64 MB',
+    met: uploadGrowthMb < 64,
   })
+  return rows
+}
+
+const pctOf = (x: number): string => `${(100 * x).toFixed(0)} %`
+
+/** Replaces the text between `<!-- name:start -->` and `<!-- name:end -->` in a doc, when both are there. */
+function writeSection(doc: string, name: string, text: string): void {
+  if (!fs.existsSync(doc)) return
+  const re = new RegExp(`(<!-- ${name}:start -->\n)[\\s\\S]*?(<!-- ${name}:end -->)`)
+  const old = fs.readFileSync(doc, 'utf8')
+  if (re.test(old))
+    fs.writeFileSync(
+      doc,
+      old.replace(re, (_m, a: string, b: string) => `${a}${text}\n${b}`),
+    )
+}
+
+async function main(): Promise<void> {
+  const loadBefore = os.loadavg()[0]!
+  const up = await child(['--role=upstream'])
+  const llmPort = up.info.llm as number
+  const asrPort = up.info.asr as number
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
+  const tandem = await child(['--role=tandem'], await tandemEnv(llmPort, asrPort, dataDir))
   const nginx = await startNginx(llmPort)
   const targets = { direct: `http://127.0.0.1:${llmPort}`, nginx: nginx.url, tandem: tandem.info.url as string }
   const rows: string[] = []
-  const results: Record<string, Record<number, { plain: Load; stream: Load }>> = {}
+  const results: Results = {}
   try {
     // Other work on the machine comes in bursts: each case runs ROUNDS times, interleaved across the
     // three targets in a rotating order, and the table shows the median round.
@@ -335,6 +417,8 @@ async function main(): Promise<void> {
     const added = (c: number): string => (results.tandem![c]!.plain.p50 - results.direct![c]!.plain.p50).toFixed(2)
     const ratio = (c: number): string =>
       ((100 * results.tandem![c]!.stream.chunksPerS) / results.nginx![c]!.stream.chunksPerS).toFixed(0)
+    const growthMb = (upload.peak - upload.before) / 2 ** 20
+    const goals = targetRows(results, growthMb)
     const table = [
       `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, nginx 1 worker; median of ${ROUNDS} interleaved rounds; load average before the run ${loadBefore.toFixed(1)}.`,
       '',
@@ -347,17 +431,21 @@ async function main(): Promise<void> {
       `| Tandem added p50 latency over direct (ms) | ${added(1)} | ${added(16)} | ${added(64)} |`,
       `| Tandem stream throughput vs nginx | ${ratio(1)} % | ${ratio(16)} % | ${ratio(64)} % |`,
       '',
-      `200 MB upload through \`/v1/audio/transcriptions\`: HTTP ${upload.status} in ${upload.seconds.toFixed(1)} s; Tandem RSS ${(upload.before / 2 ** 20).toFixed(0)} MB before, peak ${(upload.peak / 2 ** 20).toFixed(0)} MB, growth **${((upload.peak - upload.before) / 2 ** 20).toFixed(1)} MB**.`,
+      '| target (issue 15) | measured | target | |',
+      '|---|---|---|---|',
+      ...goals.map((g) => `| ${g.what} | ${g.value} | ${g.target} | ${g.met ? 'met' : 'not met'} |`),
+      '',
+      `200 MB upload through \`/v1/audio/transcriptions\`: HTTP ${upload.status} in ${upload.seconds.toFixed(1)} s; Tandem RSS ${(upload.before / 2 ** 20).toFixed(0)} MB before, peak ${(upload.peak / 2 ** 20).toFixed(0)} MB, growth **${growthMb.toFixed(1)} MB**.`,
       '',
       `Scrub corpus (${scrub.examples} examples): precision ${(100 * scrub.precision).toFixed(1)} %, recall ${(100 * scrub.recall).toFixed(1)} % (TP ${scrub.tp}, FP ${scrub.fp}, FN ${scrub.fn}).`,
     ].join('\n')
     console.log(table)
-    const doc = path.join(ROOT, 'docs', 'benchmarks.md')
-    if (fs.existsSync(doc)) {
-      const text = fs.readFileSync(doc, 'utf8')
-      const re = /(<!-- bench:start -->\n)[\s\S]*?(\n<!-- bench:end -->)/
-      if (re.test(text)) fs.writeFileSync(doc, text.replace(re, `$1${table}$2`))
-    }
+    console.log('\ntargets (issue 15):')
+    for (const g of goals)
+      console.log(
+        `  ${g.what.padEnd(44)} ${g.value.padStart(9)}   target ${g.target.padEnd(9)} ${g.met ? 'met' : 'NOT MET'}`,
+      )
+    writeSection(path.join(ROOT, 'docs', 'benchmarks.md'), 'bench', table)
   } finally {
     agent.destroy()
     await nginx.stop()
@@ -368,7 +456,76 @@ async function main(): Promise<void> {
   }
 }
 
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n)
+
+/**
+ * Tandem alone in front of the fake llm, under --cpu-prof, with the fast path on and then off: 16
+ * clients, non-stream then stream. Self time per stage inside each load's window, per request.
+ */
+async function profileRun(): Promise<void> {
+  const up = await child(['--role=upstream'])
+  const profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-prof-'))
+  const plainN = 12_000
+  const streamN = 480
+  const runs: { mode: string; plain: ProfileSummary; stream: ProfileSummary; rps: number }[] = []
+  try {
+    for (const mode of ['on', 'off'] as const) {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
+      process.env.BENCH_CPU_PROF = profDir
+      const env = {
+        ...(await tandemEnv(up.info.llm as number, up.info.asr as number, dataDir)),
+        GATEWAY_FAST_PATH: mode,
+      }
+      const tandem = await child(['--role=tandem'], env)
+      delete process.env.BENCH_CPU_PROF
+      const url = tandem.info.url as string
+      await load(url, 16, 2000, false) // warm up: JIT, connections
+      const p0 = monotonicUs()
+      const plain = await load(url, 16, plainN, false, 60_000)
+      const p1 = monotonicUs()
+      await load(url, 16, streamN, true, 60_000)
+      const p2 = monotonicUs()
+      tandem.proc.stdin!.end()
+      await new Promise((r) => tandem.proc.once('exit', r))
+      fs.rmSync(dataDir, { recursive: true, force: true })
+      const file = profileOf(profDir, tandem.proc.pid!)
+      if (file === null) throw new Error('the Tandem child wrote no CPU profile')
+      runs.push({ mode, plain: summarizeProfile(file, p0, p1), stream: summarizeProfile(file, p1, p2), rps: plain.rps })
+    }
+  } finally {
+    agent.destroy()
+    up.proc.stdin!.end()
+    await new Promise((r) => up.proc.once('exit', r))
+    fs.rmSync(profDir, { recursive: true, force: true })
+  }
+  const [on, off] = runs as [(typeof runs)[0], (typeof runs)[0]]
+  const us = (s: ProfileSummary, stage: string, n: number): string =>
+    ((1000 * (s.stages.find((x) => x.stage === stage)?.ms ?? 0)) / n).toFixed(1)
+  const stages = [...new Set([...on.plain.stages, ...off.plain.stages].map((s) => s.stage))]
+  const lines = [
+    `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg()[0]!.toFixed(1)}; 16 clients, ${plainN} non-stream requests then ${streamN} streams (200 tokens each) per mode; CPU self time inside each load's window, divided by the requests in it.`,
+    '',
+    '| stage | fast path: µs per request | router (GATEWAY_FAST_PATH=off): µs per request | fast path: µs per stream |',
+    '|---|---:|---:|---:|',
+    ...stages.map(
+      (st) => `| ${st} | ${us(on.plain, st, plainN)} | ${us(off.plain, st, plainN)} | ${us(on.stream, st, streamN)} |`,
+    ),
+    `| **busy CPU in all** | **${((1000 * on.plain.busyMs) / plainN).toFixed(1)}** | **${((1000 * off.plain.busyMs) / plainN).toFixed(1)}** | **${((1000 * on.stream.busyMs) / streamN).toFixed(1)}** |`,
+    '',
+    `Requests per second in these windows (Tandem alone, profiler on): fast path ${on.rps.toFixed(0)}, router ${off.rps.toFixed(0)}.`,
+    '',
+    'Top frames by self time, fast path, non-stream window:',
+    '',
+    '| frame | ms | µs per request |',
+    '|---|---:|---:|',
+    ...on.plain.top.map((f) => `| \`${f.frame}\` | ${f.ms.toFixed(0)} | ${((1000 * f.ms) / plainN).toFixed(1)} |`),
+  ].join('\n')
+  console.log(lines)
+  writeSection(path.join(ROOT, 'docs', 'gateway-profile.md'), 'profile', lines)
+}
+
 // Dispatch last: everything above is initialised by now.
 if (role === 'upstream') await runUpstream()
 else if (role === 'tandem') await runDaemonChild()
+else if (process.argv.includes('--profile')) await profileRun()
 else await main()

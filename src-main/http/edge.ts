@@ -1,0 +1,36 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { RequestHandler } from 'express'
+import type { Credentials } from '../core/credentials'
+import type { SessionStore } from '../core/sessions'
+import type { ClientAddress } from './clientAddress'
+import { checkCredentials } from './middleware/credentials'
+import { enterSurface } from './middleware/surface'
+import { sendError } from './respond'
+import { requestState, styleFor } from './requestState'
+
+export interface EdgeDeps {
+  readonly resolveClient: (req: IncomingMessage) => ClientAddress
+  readonly credentials: Credentials
+  readonly sessions: SessionStore
+}
+
+/**
+ * The one place every request passes first, on the router and on the fast path alike: its surface
+ * and client address, baseline headers and CORS, then credentials. True when the request may go
+ * on; false when it was answered here (a preflight, a 401, a 429).
+ */
+export function admitAtEdge(edge: EdgeDeps, req: IncomingMessage, res: ServerResponse, path: string): boolean {
+  const st = requestState(res)
+  if (!enterSurface(req, res, path, st, edge.resolveClient)) return false
+  const refused = checkCredentials(edge.credentials, edge.sessions, req, st)
+  if (refused === null) return true
+  sendError(res, refused, styleFor(st.surface, path))
+  return false
+}
+
+/** The edge as the router's first step. */
+export function edgeGate(edge: EdgeDeps): RequestHandler {
+  return (req, res, next) => {
+    if (admitAtEdge(edge, req, res, req.path)) next()
+  }
+}
