@@ -77,6 +77,8 @@ export interface Config {
   readonly rateSources: readonly string[]
   /** Licensing public API requests per minute per client address; 0 = unlimited. */
   readonly licensingRateLimit: number
+  /** Validation log retention: days (0 = no age limit) and rows (0 = no row limit). */
+  readonly validationLog: { readonly retentionDays: number; readonly maxRows: number }
   readonly paths: DataPaths
   /** Each setting's effective raw value and where it came from. */
   readonly settings: Readonly<Record<SettingName, { value: string; source: SettingSource }>>
@@ -230,6 +232,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     scrubTerms: list('SCRUB_TERMS'),
     rateSources: list('RATE_SOURCES').map((u) => u.replace(/\/+$/, '')),
     licensingRateLimit: num('LICENSING_RATE_LIMIT'),
+    validationLog: { retentionDays: num('VALIDATION_LOG_RETENTION_DAYS'), maxRows: num('VALIDATION_LOG_MAX_ROWS') },
     paths: {
       dataDir,
       settingsFile,
