@@ -7,6 +7,7 @@ import { systemClock, type Clock } from './clock'
 import { Credentials } from './credentials'
 import type { AnyHandler, Dispatcher } from './invoke'
 import { Limits } from './limits'
+import { CallerScope } from './callerScope'
 import { SessionStore } from './sessions'
 import { ServiceDirectory } from './serviceDirectory'
 import { systemHandlers } from './systemHandlers'
@@ -76,7 +77,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     clock,
     logger: logger.child('sessions'),
   })
-  const shared = { config, clock, logger, jobs, events, limits }
+  const callers = new CallerScope()
+  const shared = { config, clock, logger, jobs, events, limits, callers }
   // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
   const services = new ServiceDirectory(config)
   const nodes = await createNodesModule({ ...shared, services })
@@ -122,7 +124,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     adminToken: admin.token,
     adminTokenSource: admin.source,
     handlers,
-    dispatcher: { handlers: handlers as unknown as Record<string, AnyHandler>, limits, logger },
+    dispatcher: { handlers: handlers as unknown as Record<string, AnyHandler>, limits, logger, callers },
     modules,
     limits,
     credentials,

@@ -37,7 +37,8 @@ export function createLicensingServices(
   const { config, clock } = deps
   const logger = deps.logger.child('licensing')
   const db = openLicensingDb(config.paths.licensingDb, { now: () => clock.now() })
-  const audit = new AuditLog(db, clock)
+  const callers = deps.callers
+  const audit = new AuditLog(db, clock, callers ? () => callers.current() : undefined)
   const issuer = Issuer.loadOrCreate(config.paths.licensingKeyDir, logger)
   const catalog = new Catalog(db, clock, audit)
   const discounts = new Discounts(db, clock, audit)
