@@ -11,6 +11,7 @@ import { CallerScope } from './callerScope'
 import { SessionStore } from './sessions'
 import { ServiceDirectory } from './serviceDirectory'
 import { systemHandlers } from './systemHandlers'
+import { docsHandlers } from './docsHandlers'
 import { createLogger, Redactor, type Logger } from './logger'
 import { EventBus, eventHandlers } from './events'
 import type { DomainModule } from './module'
@@ -112,6 +113,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ...gateway.handlers,
     ...licensing.handlers,
     ...eventHandlers(events),
+    ...docsHandlers(config),
   } satisfies ContractHandlers
 
   let started = false
