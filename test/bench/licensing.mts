@@ -177,7 +177,6 @@ function printValidationLog(dataDir: string, sent: number): void {
 }
 
 async function main(): Promise<void> {
-  let logged: { sent: number; dataDir: string } | null = null
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-lic-'))
   try {
     const t0 = Date.now()
@@ -195,6 +194,7 @@ async function main(): Promise<void> {
       },
     })
     const url = info.url as string
+    let sent: number
     try {
       const plain = keys.map((key) => JSON.stringify({ key, product_slug: 'bench' }))
       const withFp = keys.map((key, n) => JSON.stringify({ key, product_slug: 'bench', fingerprint: `machine-${n}` }))
@@ -226,13 +226,12 @@ async function main(): Promise<void> {
         )
       const main = rows[0]![1]
       console.log(`\ntarget ≥ 3000 rps and p99 < 10 ms: ${main.rps >= 3000 && main.p99 < 10 ? 'met' : 'NOT met'}`)
-      const sent = rows.reduce((n, [, r]) => n + r.all, 0)
-      logged = { sent, dataDir }
+      sent = rows.reduce((n, [, r]) => n + r.all, 0)
     } finally {
       proc.stdin!.end()
       await new Promise((r) => proc.once('exit', r))
     }
-    if (logged) printValidationLog(logged.dataDir, logged.sent)
+    printValidationLog(dataDir, sent)
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true })
   }
