@@ -5,12 +5,14 @@
  *
  * Off the hot path: `record` only appends to a buffer; the buffer is written in batches (one
  * transaction each, with the per-day counts the Overview chart reads) when it fills or on a short
- * timer, through a second connection with synchronous=NORMAL so no batch waits for an fsync (the
- * log is diagnostics, not money: the last moments of it may be lost in a power cut, the database
- * stays consistent). Retention by age and by row count is enforced in small steps.
+ * timer. A batch commits with synchronous=NORMAL, switched for that one transaction on the shared
+ * connection, so no batch waits for an fsync: the log is diagnostics, not money, and the last
+ * moments of it may be lost in a power cut (the database stays consistent; every other commit
+ * keeps synchronous=FULL). The same connection, not a second one: a write from another connection
+ * would empty this one's page cache and slow every validate after it. Retention by age and by row
+ * count is enforced in small steps.
  */
 import { createHash } from 'node:crypto'
-import Database from 'better-sqlite3'
 import type { ValidationEntry, ValidationKind } from '../contract/licensing'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
@@ -109,26 +111,19 @@ export class ValidationLog implements ValidationRecorder {
   private insertedSincePrune = 0
   private closed = false
   private timers: NodeJS.Timeout[] = []
-  private readonly writer: LicensingDb
-  private readonly ownsWriter: boolean
+  /** The connection's own synchronous level, restored after each batch. */
+  private readonly synchronous: number
   private readonly batchSize: number
   private readonly maxPending: number
   private readonly pruneChunk: number
   private readonly w
 
   constructor(private readonly o: ValidationLogOptions) {
-    this.batchSize = o.batchSize ?? 256
+    this.batchSize = o.batchSize ?? 128
     this.maxPending = o.maxPending ?? 20_000
     this.pruneChunk = o.pruneChunk ?? 5_000
-    // An in-memory database cannot be opened twice: tests that use one share the connection.
-    this.ownsWriter = !o.db.memory
-    this.writer = this.ownsWriter ? new Database(o.db.name) : o.db
-    if (this.ownsWriter) {
-      this.writer.pragma('journal_mode = WAL')
-      this.writer.pragma('synchronous = NORMAL')
-      this.writer.pragma('busy_timeout = 5000')
-    }
-    const w = this.writer
+    this.synchronous = Number(o.db.pragma('synchronous', { simple: true }))
+    const w = o.db
     this.w = {
       insert: w.prepare(
         `INSERT INTO validation_log (at, kind, license_id, key_hash, ok, result, fingerprint_hash, client_ip, user_agent)
@@ -187,8 +182,10 @@ export class ValidationLog implements ValidationRecorder {
       this.o.logger.warn('validation log fell behind; calls were not recorded', { dropped: this.dropped })
       this.dropped = 0
     }
+    const db = this.o.db
     try {
-      this.writer.transaction(() => {
+      db.pragma('synchronous = NORMAL')
+      db.transaction(() => {
         const counts = new Map<string, { day: string; kind: string; result: string; n: number }>()
         for (const p of batch) {
           this.w.insert.run(
@@ -210,7 +207,9 @@ export class ValidationLog implements ValidationRecorder {
         }
         for (const c of counts.values()) this.w.count.run(c.day, c.kind, c.result, c.n)
       })()
+      db.pragma(`synchronous = ${this.synchronous}`)
     } catch (err) {
+      db.pragma(`synchronous = ${this.synchronous}`)
       this.o.logger.error('validation log batch could not be written', {
         rows: batch.length,
         error: err instanceof Error ? err.message : String(err),
@@ -332,13 +331,12 @@ export class ValidationLog implements ValidationRecorder {
     this.timers.push(setInterval(() => this.pruneInBackground(), PRUNE_EVERY_MS).unref())
   }
 
-  /** Writes what is waiting and stops; the main connection is closed by its owner. */
+  /** Writes what is waiting and stops; the connection is closed by its owner. */
   close(): void {
     if (this.closed) return
     for (const t of this.timers) clearInterval(t)
     this.timers = []
     this.flush()
     this.closed = true
-    if (this.ownsWriter) this.writer.close()
   }
 }

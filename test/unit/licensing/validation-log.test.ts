@@ -39,7 +39,7 @@ const fpHex = (fp: string) => hashFingerprint(fp).toString('hex')
 
 describe('validation log', () => {
   it('records every validate with the license, result, fingerprint hash, address and user agent', () => {
-    const { log, licenses, issue } = setup()
+    const { f, log, licenses, issue } = setup()
     const { license, key } = issue()
     licenses.validate({ key, fingerprint: 'machine-1' }, caller)
     licenses.validate({ key: 'LIC1-garbage' }, caller)
@@ -49,6 +49,8 @@ describe('validation log', () => {
     expect(log.pending()).toBe(3)
     expect(log.flush()).toBe(3)
     expect(log.pending()).toBe(0)
+    // The batch committed without an fsync; every other commit keeps synchronous=FULL (2).
+    expect(f.db.pragma('synchronous', { simple: true })).toBe(2)
     const rows = log.list({ limit: 10 })
     expect(rows.map((r) => [r.kind, r.ok, r.result])).toEqual([
       ['validate', false, 'suspended'],
