@@ -68,7 +68,8 @@ export class AuditLog {
       JSON.stringify(scrubDetails(r.details ?? {})),
       c?.via ?? null,
       c?.clientIp ?? null,
-      cleanUserAgent(c?.userAgent),
+      // A user agent is the caller's text: passwords inside URLs are masked as in details.
+      c?.userAgent ? cleanUserAgent(scrub.redact(c.userAgent)) : null,
     )
   }
 

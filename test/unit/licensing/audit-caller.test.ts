@@ -22,6 +22,9 @@ describe('audit log caller', () => {
       audit.record({ actor: 'system', action: 'worker.inside' })
     })
     scope.run(ctx({ via: 'ipc' }), () => audit.record({ actor: 'buyer', action: 'from.window' }))
+    scope.run(ctx({ userAgent: 'probe https://ops:hunter2@mirror.example/' }), () =>
+      audit.record({ actor: 'admin', action: 'ua.with.password' }),
+    )
     audit.record({ actor: 'admin', action: 'outside' })
     const byAction = Object.fromEntries(audit.list({ limit: 10 }).map((e) => [e.action, e]))
     expect(byAction['after.await']).toMatchObject({
@@ -32,5 +35,7 @@ describe('audit log caller', () => {
     expect(byAction['worker.inside']).toMatchObject({ via: null, client_ip: null, user_agent: null })
     expect(byAction['from.window']).toMatchObject({ via: 'ipc', client_ip: null, user_agent: null })
     expect(byAction['outside']).toMatchObject({ via: null, client_ip: null })
+    expect(byAction['ua.with.password']!.user_agent).toContain('mirror.example')
+    expect(byAction['ua.with.password']!.user_agent).not.toContain('hunter2')
   })
 })
