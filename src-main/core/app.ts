@@ -45,6 +45,8 @@ export interface Core {
   readonly limits: Limits
   readonly credentials: Credentials
   readonly sessions: SessionStore
+  /** Who is calling, for the audit log: entered per contract call and per HTTP domain route. */
+  readonly callers: CallerScope
   start(): Promise<void>
   stop(): Promise<void>
 }
@@ -131,6 +133,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     limits,
     credentials,
     sessions,
+    callers,
     async start() {
       for (const m of modules) await m.start?.()
       started = true

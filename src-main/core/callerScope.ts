@@ -17,7 +17,7 @@ export interface Caller {
 export class CallerScope {
   private readonly store = new AsyncLocalStorage<Caller>()
 
-  run<T>(ctx: CallContext, fn: () => T): T {
+  run<T>(ctx: Pick<CallContext, 'via' | 'clientIp' | 'userAgent'>, fn: () => T): T {
     return this.store.run({ via: ctx.via, clientIp: ctx.clientIp ?? null, userAgent: ctx.userAgent ?? null }, fn)
   }
 

@@ -95,6 +95,13 @@ describe('validation log over HTTP', () => {
   })
 
   it('puts the client address, user agent and transport on admin and buyer audit entries', async () => {
+    // A buyer action through an HTML page (not a contract method) is attributed the same way.
+    const page = await fetch(`${d.url}/recover`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'User-Agent': 'Mozilla/5.0 (page)' },
+      body: new URLSearchParams({ key }).toString(),
+    })
+    expect(page.status).toBe(200)
     await admin(`/v1/admin/licenses/${licenseId}/suspend`, 'POST', { reason: 'audit test' })
     await admin(`/v1/admin/licenses/${licenseId}/reinstate`, 'POST', {})
     const audit = (await admin('/v1/admin/audit?limit=200')).body as Record<string, unknown>[]
@@ -103,6 +110,12 @@ describe('validation log over HTTP', () => {
       via: 'http',
       client_ip: '127.0.0.1',
       user_agent: 'operator-script/3',
+    })
+    expect(audit.find((e) => e.action === 'license.recover')).toMatchObject({
+      actor: 'buyer',
+      via: 'http',
+      client_ip: '127.0.0.1',
+      user_agent: 'Mozilla/5.0 (page)',
     })
     expect(audit.find((e) => e.action === 'machine.activate')).toMatchObject({
       actor: 'buyer',
