@@ -81,6 +81,8 @@ export interface Config {
   readonly redirectAllowlist: readonly string[]
   /** How long an unpaid checkout holds a capped discount code's use. */
   readonly discountReservationMs: number
+  /** Validation log retention: days (0 = no age limit) and rows (0 = no row limit). */
+  readonly validationLog: { readonly retentionDays: number; readonly maxRows: number }
   readonly paths: DataPaths
   /** Each setting's effective raw value and where it came from. */
   readonly settings: Readonly<Record<SettingName, { value: string; source: SettingSource }>>
@@ -236,6 +238,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     licensingRateLimit: num('LICENSING_RATE_LIMIT'),
     redirectAllowlist: list('REDIRECT_ALLOWLIST').map((u) => u.replace(/\/+$/, '')),
     discountReservationMs: num('DISCOUNT_RESERVATION_MINUTES') * 60_000,
+    validationLog: { retentionDays: num('VALIDATION_LOG_RETENTION_DAYS'), maxRows: num('VALIDATION_LOG_MAX_ROWS') },
     paths: {
       dataDir,
       settingsFile,

@@ -172,6 +172,18 @@ export const SETTINGS = {
     default: '30',
     description: 'How long an unpaid checkout holds a use of a capped discount code before it is released',
   },
+  VALIDATION_LOG_RETENTION_DAYS: {
+    group: 'licensing',
+    kind: 'int',
+    default: '90',
+    description: 'Days the validation log keeps each validate/activate/heartbeat/deactivate call; 0 = no age limit',
+  },
+  VALIDATION_LOG_MAX_ROWS: {
+    group: 'licensing',
+    kind: 'int',
+    default: '1000000',
+    description: 'Most calls the validation log keeps (the oldest go first); 0 = no row limit',
+  },
   CONNECTIVITY_LOG: {
     group: 'paths',
     kind: 'path',
@@ -312,6 +324,8 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
       'comma list of http(s) origins (scheme://host[:port], no path)',
     ),
   DISCOUNT_RESERVATION_MINUTES: z.coerce.number().int().min(1).max(1440),
+  VALIDATION_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500),
+  VALIDATION_LOG_MAX_ROWS: z.coerce.number().int().min(0).max(1_000_000_000),
   CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
   SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),

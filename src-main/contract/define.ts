@@ -61,6 +61,8 @@ export interface CallContext {
   readonly clientIp?: string
   /** What per-address limits count under (the address, or its IPv6 /64); undefined over IPC. */
   readonly limitKey?: string
+  /** The caller's User-Agent header, for the logs that record who called; undefined over IPC. */
+  readonly userAgent?: string
   /** Response headers the pipeline adds over HTTP (RateLimit-*); ignored over IPC. */
   readonly setHeaders?: (headers: Record<string, string>) => void
   /** Aborted when the caller goes away (HTTP client disconnect, IPC unsubscribe). */

@@ -7,9 +7,11 @@ import { systemClock, type Clock } from './clock'
 import { Credentials } from './credentials'
 import type { AnyHandler, Dispatcher } from './invoke'
 import { Limits } from './limits'
+import { CallerScope } from './callerScope'
 import { SessionStore } from './sessions'
 import { ServiceDirectory } from './serviceDirectory'
 import { systemHandlers } from './systemHandlers'
+import { docsHandlers } from './docsHandlers'
 import { createLogger, Redactor, type Logger } from './logger'
 import { EventBus, eventHandlers } from './events'
 import type { DomainModule } from './module'
@@ -43,6 +45,8 @@ export interface Core {
   readonly limits: Limits
   readonly credentials: Credentials
   readonly sessions: SessionStore
+  /** Who is calling, for the audit log: entered per contract call and per HTTP domain route. */
+  readonly callers: CallerScope
   start(): Promise<void>
   stop(): Promise<void>
 }
@@ -76,7 +80,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     clock,
     logger: logger.child('sessions'),
   })
-  const shared = { config, clock, logger, jobs, events, limits }
+  const callers = new CallerScope()
+  const shared = { config, clock, logger, jobs, events, limits, callers }
   // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
   const services = new ServiceDirectory(config)
   const nodes = await createNodesModule({ ...shared, services })
@@ -110,6 +115,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ...gateway.handlers,
     ...licensing.handlers,
     ...eventHandlers(events),
+    ...docsHandlers(config),
   } satisfies ContractHandlers
 
   let started = false
@@ -122,11 +128,12 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     adminToken: admin.token,
     adminTokenSource: admin.source,
     handlers,
-    dispatcher: { handlers: handlers as unknown as Record<string, AnyHandler>, limits, logger },
+    dispatcher: { handlers: handlers as unknown as Record<string, AnyHandler>, limits, logger, callers },
     modules,
     limits,
     credentials,
     sessions,
+    callers,
     async start() {
       for (const m of modules) await m.start?.()
       started = true

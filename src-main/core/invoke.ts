@@ -2,6 +2,7 @@ import type { z } from 'zod'
 import { contract, type MethodName } from '../contract'
 import { routeParams, type CallContext, type MethodDef } from '../contract/define'
 import { ApiError } from '../contract/errors'
+import type { CallerScope } from './callerScope'
 import { limitHeaders, rateLimitedError, type Limits } from './limits'
 import type { Logger } from './logger'
 
@@ -18,6 +19,8 @@ export interface Dispatcher {
   readonly handlers: Readonly<Record<string, AnyHandler>>
   readonly limits: Limits
   readonly logger: Logger
+  /** Where handlers (and the audit log below them) find who is calling. */
+  readonly callers?: CallerScope
 }
 
 export function methodDef(name: string): MethodDef {
@@ -116,7 +119,9 @@ export async function invokeMethod(
   if (limited) return limited.answer
   const parsed = inputOrAnswer(def, rawInput)
   if ('answer' in parsed) return parsed.answer
-  const out = await (handlerOf(d, name)(parsed.input, ctx) as Promise<unknown>)
+  const handler = handlerOf(d, name)
+  const call = () => handler(parsed.input, ctx) as Promise<unknown>
+  const out = await (d.callers ? d.callers.run(ctx, call) : call())
   return shapeOutput(def, name, out, d.logger)
 }
 
@@ -129,7 +134,9 @@ export function openStream(d: Dispatcher, name: string, rawInput: unknown, ctx: 
   if (!def.stream) throw new ApiError('bad_input', `${name} is not a stream`)
   spendLimit(d, def, ctx)
   const input = parseInput(def, rawInput)
-  const source = handlerOf(d, name)(input, ctx) as AsyncIterable<unknown>
+  const handler = handlerOf(d, name)
+  const call = () => handler(input, ctx) as AsyncIterable<unknown>
+  const source = d.callers ? d.callers.run(ctx, call) : call()
   return (async function* shaped() {
     for await (const item of source) {
       if (ctx.signal.aborted) return

@@ -30,4 +30,6 @@ export interface CoreDeps {
   /** The named per-address limiters (methods declare theirs; HTML pages use the same ones). */
   readonly limits: import('./limits').Limits
   readonly events: import('./events').EventBus
+  /** Who is calling the contract method in progress (for the audit log); absent in tests that build one module. */
+  readonly callers?: import('./callerScope').CallerScope
 }

@@ -20,9 +20,19 @@ export interface HttpAppOptions {
   rendererDir?: string | null
 }
 
-/** HTTP-only domain routes (proxies, uploads, webhooks, pages), mounted behind the same gates. */
+/**
+ * HTTP-only domain routes (proxies, uploads, webhooks, pages), mounted behind the same gates. Each
+ * runs as a call of its client, like a contract method, so a buyer action taken through a page is
+ * audited with the caller's address and user agent.
+ */
 function domainRoutes(core: Core): RequestHandler {
   const router = express.Router()
+  router.use((req, res, next) =>
+    core.callers.run(
+      { via: 'http', clientIp: requestState(res).client.ip, userAgent: req.headers['user-agent'] },
+      next,
+    ),
+  )
   for (const m of core.modules) m.mountRoutes?.(router)
   return router
 }

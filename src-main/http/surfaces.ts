@@ -36,6 +36,7 @@ const LICENSING_PUBLIC_EXACT = new Set([
   '/v1/upgrade-quote',
   '/v1/upgrade',
   '/v1/subscriptions/cancel',
+  '/v1/openapi.json',
   '/thank-you',
   '/recover',
 ])

@@ -2,11 +2,15 @@
  * The licensing audit log: who did what to which record, when (injected clock), newest first.
  * Never put a secret in `details` (API keys, webhook secrets, private keys); as a second line of
  * defence, passwords inside URLs and credential-named fields are masked on the way in and out.
+ * An admin or buyer action also records how it came (HTTP or the desktop window), and over HTTP the
+ * client address and user agent, from the contract call in progress.
  */
 import type { AuditEntry } from '../contract/licensing'
+import type { Caller } from '../core/callerScope'
 import type { Clock } from '../core/clock'
 import { Redactor } from '../core/logger'
 import type { LicensingDb } from './db'
+import { cleanUserAgent } from './validationLog'
 
 export type AuditActor = AuditEntry['actor']
 
@@ -33,6 +37,9 @@ interface AuditRow {
   target_type: string | null
   target_id: string | null
   details: string
+  via: 'http' | 'ipc' | null
+  client_ip: string | null
+  user_agent: string | null
 }
 
 export class AuditLog {
@@ -40,13 +47,18 @@ export class AuditLog {
   constructor(
     private readonly db: LicensingDb,
     private readonly clock: Clock,
+    /** The caller of the contract call in progress, if any (core/callerScope.ts). */
+    private readonly caller: () => Caller | undefined = () => undefined,
   ) {
     this.insert = db.prepare(
-      'INSERT INTO audit_log (at, actor, action, target_type, target_id, details) VALUES (?, ?, ?, ?, ?, ?)',
+      `INSERT INTO audit_log (at, actor, action, target_type, target_id, details, via, client_ip, user_agent)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
   }
 
   record(r: AuditRecord): void {
+    // System and provider entries come from workers and webhooks: whoever's call they ran inside is not their author.
+    const c = r.actor === 'admin' || r.actor === 'buyer' ? this.caller() : undefined
     this.insert.run(
       this.clock.now(),
       r.actor,
@@ -54,6 +66,10 @@ export class AuditLog {
       r.targetType ?? null,
       r.targetId ?? null,
       JSON.stringify(scrubDetails(r.details ?? {})),
+      c?.via ?? null,
+      c?.clientIp ?? null,
+      // A user agent is the caller's text: passwords inside URLs are masked as in details.
+      c?.userAgent ? cleanUserAgent(scrub.redact(c.userAgent)) : null,
     )
   }
 

@@ -2,11 +2,12 @@
  * Handlers of the buyer API (contract `licensingBuyerContract`), wire-compatible with the Keysat
  * client SDKs. Their per-address limits are declared in the contract and spent by the pipeline.
  */
-import type { Handlers } from '../contract/define'
+import type { CallContext, Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { PublicPolicy, RecoverInput, RecoverResponse, licensingBuyerContract } from '../contract/licensing'
 import { effectivePrice, productView, type PolicyRow, type ProductRow } from './catalog'
 import { iso, parseCatalog, parseStringList } from './json'
+import type { ClientInfo } from './licenses'
 import { recoverByInvoice } from './recovery'
 import type { LicensingServices } from './services'
 
@@ -20,6 +21,9 @@ export function recoverBy(s: LicensingServices, a: RecoverInput): RecoverRespons
 }
 
 const DAY_S = 86_400
+
+/** The caller as the validation log records it. */
+const clientOf = (ctx: CallContext): ClientInfo => ({ ip: ctx.clientIp, userAgent: ctx.userAgent })
 
 export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBuyerContract> {
   const { catalog, licenses } = s
@@ -115,10 +119,10 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
         buyerEmail: a.buyer_email,
         buyerNote: a.buyer_note,
       }),
-    licValidate: async (a, ctx) => licenses.validate(a, ctx.clientIp),
-    licMachineActivate: async (a, ctx) => licenses.activate(a, ctx.clientIp),
-    licMachineHeartbeat: async (a, ctx) => licenses.heartbeat(a, ctx.clientIp),
-    licMachineDeactivate: async (a) => licenses.deactivate(a),
+    licValidate: async (a, ctx) => licenses.validate(a, clientOf(ctx)),
+    licMachineActivate: async (a, ctx) => licenses.activate(a, clientOf(ctx)),
+    licMachineHeartbeat: async (a, ctx) => licenses.heartbeat(a, clientOf(ctx)),
+    licMachineDeactivate: async (a, ctx) => licenses.deactivate(a, clientOf(ctx)),
     licRecover: async (a) => recoverBy(s, a),
     licDiscountPreview: async (a) =>
       s.pricing.preview({ productSlug: a.product, policy: a.policy_slug ?? a.policy, code: a.code }),

@@ -20,6 +20,7 @@ import type {
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
+import { RateLimiter } from '../core/rateLimit'
 import type { AuditLog } from './audit'
 import type { Catalog, PolicyRow, ProductRow } from './catalog'
 import { immediate, likeContains, type LicensingDb } from './db'
@@ -29,6 +30,7 @@ import { FLAG_TRIAL, hashFingerprint, isFingerprintBound, type LicensePayload } 
 import type { Issuer } from './keys/issuer'
 import type { EventOutbox } from './settlement'
 import { iso, parseStringList } from './json'
+import type { ValidationKind, ValidationRecorder } from './validationLog'
 
 export interface LicenseRow {
   id: string
@@ -126,7 +128,19 @@ export interface LicenseDeps {
   issuer: Issuer
   /** Where lifecycle events go; defaults to the outbox table of `db`. */
   outbox?: EventOutbox
+  /** Where every validate, activate, heartbeat and deactivate is reported (the validation log). */
+  validations?: ValidationRecorder
+  /** Heartbeats allowed per license per minute (a burst of as many, then one per 60/n seconds). */
+  heartbeatsPerMinute?: number
 }
+
+/** Who made a buyer call, as the validation log records it. */
+export interface ClientInfo {
+  readonly ip?: string
+  readonly userAgent?: string
+}
+
+type KeyCheck = { ok: true; payload: LicensePayload; license: LicenseRow } | { ok: false; reason: string }
 
 const STATUS_EVENTS = {
   'license.revoke': 'license.revoked',
@@ -139,9 +153,17 @@ export class Licenses {
   private readonly clock: Clock
   private readonly q
   private readonly outbox: EventOutbox
+  private readonly heartbeats: RateLimiter
 
   constructor(private readonly deps: LicenseDeps) {
     this.db = deps.db
+    const perMinute = deps.heartbeatsPerMinute ?? 60
+    this.heartbeats = new RateLimiter({
+      capacity: perMinute,
+      refillPerSecond: perMinute / 60,
+      clock: deps.clock,
+      maxKeys: 100_000,
+    })
     this.outbox = deps.outbox ?? dbOutbox(deps.db)
     this.clock = deps.clock
     const db = this.db
@@ -425,13 +447,61 @@ export class Licenses {
 
   // ---- buyer: key-authenticated ----
 
+  /** A verified key and its license, or why not (for the validation log; callers get one answer). */
+  private checkKey(keyText: string): KeyCheck {
+    const v = this.deps.issuer.verify(keyText)
+    if (!v.ok) return { ok: false, reason: v.reason }
+    const license = this.row(v.payload.licenseId)
+    if (!license || license.product_id !== v.payload.productId) return { ok: false, reason: 'not_found' }
+    return { ok: true, payload: v.payload, license }
+  }
+
   /** A verified key and its license; any failure is the same 401 so nothing leaks about what exists. */
   authenticate(keyText: string): { payload: LicensePayload; license: LicenseRow } {
-    const v = this.deps.issuer.verify(keyText)
-    const license = v.ok ? this.row(v.payload.licenseId) : undefined
-    if (!v.ok || !license || license.product_id !== v.payload.productId)
+    const k = this.checkKey(keyText)
+    if (!k.ok) throw new ApiError('unauthorized', 'invalid license key')
+    return k
+  }
+
+  private report(
+    kind: ValidationKind,
+    keyText: string,
+    licenseId: string | null | undefined,
+    res: { ok: boolean; reason?: string },
+    fingerprintHash: string | null,
+    client: ClientInfo,
+  ): void {
+    this.deps.validations?.record({
+      kind,
+      licenseId: licenseId ?? null,
+      keyText,
+      ok: res.ok,
+      result: res.ok ? 'ok' : (res.reason ?? 'refused'),
+      fingerprintHash,
+      clientIp: client.ip,
+      userAgent: client.userAgent,
+    })
+  }
+
+  /**
+   * A machine call authenticated by its key: a key that resolves to no license is reported and
+   * answered 401; otherwise `run` answers and its answer is reported.
+   */
+  private machineCall(
+    kind: Exclude<ValidationKind, 'validate'>,
+    a: { key: string; fingerprint: string },
+    client: ClientInfo,
+    run: (r: LicenseRow, fpHash: string) => MachineResponse,
+  ): MachineResponse {
+    const fpHash = hashFingerprint(a.fingerprint).toString('hex')
+    const k = this.checkKey(a.key)
+    if (!k.ok) {
+      this.report(kind, a.key, null, k, fpHash, client)
       throw new ApiError('unauthorized', 'invalid license key')
-    return { payload: v.payload, license }
+    }
+    const res = run(k.license, fpHash)
+    this.report(kind, a.key, k.license.id, res, fpHash, client)
+    return res
   }
 
   /** Expiry with grace: expired once past expires_at + grace days; in grace between the two. */
@@ -498,9 +568,15 @@ export class Licenses {
     })
   }
 
-  validate(input: ValidateInput, clientIp?: string): ValidateResponse {
+  validate(input: ValidateInput, client: ClientInfo = {}): ValidateResponse {
+    const fp = input.fingerprint ? hashFingerprint(input.fingerprint) : null
+    const res = this.check(input, fp, client.ip)
+    this.report('validate', input.key, res.license_id, res, fp ? fp.toString('hex') : null, client)
+    return res
+  }
+
+  private check(input: ValidateInput, fp: Buffer | null, clientIp?: string): ValidateResponse {
     const productSlug = input.product_slug ?? undefined
-    const fingerprint = input.fingerprint ?? undefined
     const hostname = input.hostname ?? undefined
     const platform = input.platform ?? undefined
     const v = this.deps.issuer.verify(input.key)
@@ -523,8 +599,7 @@ export class Licenses {
         grace_until: iso(exp.graceUntil!),
       }
     let machineId: string | undefined
-    if (fingerprint !== undefined && fingerprint !== '') {
-      const fp = hashFingerprint(fingerprint)
+    if (fp !== null) {
       if (isFingerprintBound(v.payload) && !fp.equals(v.payload.fingerprintHash))
         return { ok: false, reason: 'fingerprint_mismatch', license_id: r.id }
       const s = this.seat(r, fp.toString('hex'), { hostname, platform, ip: clientIp })
@@ -554,41 +629,46 @@ export class Licenses {
 
   activate(
     a: { key: string; fingerprint: string; hostname?: string | null; platform?: string | null },
-    clientIp?: string,
+    client: ClientInfo = {},
   ): MachineResponse {
-    const { license: r } = this.authenticate(a.key)
-    if (r.status !== 'active') return { ok: false, reason: r.status, active_count: 0, max_machines: r.max_machines }
-    if (this.expiry(r, this.clock.now()).expired) return { ok: false, reason: 'expired', max_machines: r.max_machines }
-    const s = this.seat(r, hashFingerprint(a.fingerprint).toString('hex'), {
-      hostname: a.hostname,
-      platform: a.platform,
-      ip: clientIp,
+    return this.machineCall('activate', a, client, (r, fpHash) => {
+      if (r.status !== 'active') return { ok: false, reason: r.status, active_count: 0, max_machines: r.max_machines }
+      if (this.expiry(r, this.clock.now()).expired)
+        return { ok: false, reason: 'expired', max_machines: r.max_machines }
+      const s = this.seat(r, fpHash, { hostname: a.hostname, platform: a.platform, ip: client.ip })
+      const count = this.q.activeCount.get(r.id) as number
+      if (!s.ok) return { ok: false, reason: s.reason, active_count: count, max_machines: r.max_machines }
+      return { ok: true, machine_id: s.machineId, active_count: count, max_machines: r.max_machines }
     })
-    const count = this.q.activeCount.get(r.id) as number
-    if (!s.ok) return { ok: false, reason: s.reason, active_count: count, max_machines: r.max_machines }
-    return { ok: true, machine_id: s.machineId, active_count: count, max_machines: r.max_machines }
   }
 
-  heartbeat(a: { key: string; fingerprint: string }, clientIp?: string): MachineResponse {
-    const { license: r } = this.authenticate(a.key)
-    if (r.status !== 'active') return { ok: false, reason: r.status }
-    const m = this.q.machineByFp.get(r.id, hashFingerprint(a.fingerprint).toString('hex')) as MachineRow | undefined
-    if (!m) return { ok: false, reason: 'not_activated' }
-    this.q.heartbeat.run(this.clock.now(), clientIp ?? null, m.id)
-    return { ok: true, machine_id: m.id }
+  heartbeat(a: { key: string; fingerprint: string }, client: ClientInfo = {}): MachineResponse {
+    return this.machineCall('heartbeat', a, client, (r, fpHash) => {
+      if (r.status !== 'active') return { ok: false, reason: r.status }
+      // Keysat's answer to a client heartbeating too often: a 200 the SDKs read as a refusal, not an error.
+      if (!this.heartbeats.take(r.id)) return { ok: false, reason: 'rate_limited' }
+      const m = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
+      if (!m) return { ok: false, reason: 'not_activated' }
+      this.q.heartbeat.run(this.clock.now(), client.ip ?? null, m.id)
+      return { ok: true, machine_id: m.id }
+    })
   }
 
-  deactivate(a: { key: string; fingerprint: string; reason?: string | null }): MachineResponse {
-    const { license: r } = this.authenticate(a.key)
-    const m = this.q.machineByFp.get(r.id, hashFingerprint(a.fingerprint).toString('hex')) as MachineRow | undefined
-    if (!m) return { ok: false, reason: 'not_found' }
-    this.deactivateMachine(m.id, a.reason ?? 'client_requested', 'buyer')
-    return {
-      ok: true,
-      machine_id: m.id,
-      active_count: this.q.activeCount.get(r.id) as number,
-      max_machines: r.max_machines,
-    }
+  deactivate(
+    a: { key: string; fingerprint: string; reason?: string | null },
+    client: ClientInfo = {},
+  ): MachineResponse {
+    return this.machineCall('deactivate', a, client, (r, fpHash) => {
+      const m = this.q.machineByFp.get(r.id, fpHash) as MachineRow | undefined
+      if (!m) return { ok: false, reason: 'not_found' }
+      this.deactivateMachine(m.id, a.reason ?? 'client_requested', 'buyer')
+      return {
+        ok: true,
+        machine_id: m.id,
+        active_count: this.q.activeCount.get(r.id) as number,
+        max_machines: r.max_machines,
+      }
+    })
   }
 
   recover(keyText: string): RecoverResponse {

@@ -16,6 +16,7 @@ import { createPayments } from './payments'
 import { subscriptionHandlers } from './subscriptionHandlers'
 import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './services'
+import { validationHandlers } from './validationHandlers'
 
 export type LicensingModule = DomainModule<typeof licensingContract> & { health(): ComponentHealth }
 
@@ -44,11 +45,13 @@ function licensingModule(services: LicensingServices): LicensingModule {
       ...payments.handlers,
       ...subscriptionHandlers(payments.subscriptions),
       ...tierChangeHandlers(payments.tierChanges),
+      ...validationHandlers(services.validationLog),
     },
     mountRoutes(router: Router) {
       payments.mountRoutes(router)
     },
     start() {
+      services.validationLog.start()
       payments.start()
     },
     async stop() {

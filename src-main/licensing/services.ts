@@ -13,6 +13,7 @@ import { Issuer } from './keys/issuer'
 import { Licenses } from './licenses'
 import { Pricing } from './pricing'
 import { RateService } from './rates'
+import { ValidationLog } from './validationLog'
 
 export interface LicensingServices {
   readonly deps: CoreDeps
@@ -25,6 +26,7 @@ export interface LicensingServices {
   readonly pricing: Pricing
   readonly licenses: Licenses
   readonly analytics: Analytics
+  readonly validationLog: ValidationLog
   close(): void
 }
 
@@ -35,7 +37,8 @@ export function createLicensingServices(
   const { config, clock } = deps
   const logger = deps.logger.child('licensing')
   const db = openLicensingDb(config.paths.licensingDb, { now: () => clock.now() })
-  const audit = new AuditLog(db, clock)
+  const callers = deps.callers
+  const audit = new AuditLog(db, clock, callers ? () => callers.current() : undefined)
   const issuer = Issuer.loadOrCreate(config.paths.licensingKeyDir, logger)
   const catalog = new Catalog(db, clock, audit)
   const discounts = new Discounts(db, clock, audit, undefined, config.discountReservationMs)
@@ -46,7 +49,14 @@ export function createLicensingServices(
     fetch: opts.fetch,
   })
   const pricing = new Pricing(catalog, discounts, rates)
-  const licenses = new Licenses({ db, clock, audit, catalog, discounts, issuer })
+  const validationLog = new ValidationLog({
+    db,
+    clock,
+    logger: logger.child('validation-log'),
+    retentionDays: config.validationLog.retentionDays,
+    maxRows: config.validationLog.maxRows,
+  })
+  const licenses = new Licenses({ db, clock, audit, catalog, discounts, issuer, validations: validationLog })
   const analytics = new Analytics(db, clock)
   return {
     deps: { ...deps, logger },
@@ -59,6 +69,10 @@ export function createLicensingServices(
     pricing,
     licenses,
     analytics,
-    close: () => db.close(),
+    validationLog,
+    close: () => {
+      validationLog.close()
+      db.close()
+    },
   }
 }

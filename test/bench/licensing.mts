@@ -2,12 +2,15 @@
 // second and p50/p99 latency at 16 concurrent clients over real HTTP on loopback. The daemon runs
 // in a child process so the load generator does not share its event loop. Two runs: a plain
 // validate (signature + database lookup), and one with a fingerprint (a seat heartbeat write each).
+// Every call is recorded in the validation log (written in batches off the request path); the
+// bench prints how many rows the log holds afterwards, so a run with the log silently off shows.
 // Target: ≥ 3,000 requests per second and p99 < 10 ms. Run: npx tsx test/bench/licensing.mts
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
 import { freePort, runDaemonChild, spawnChild } from './lib/child'
 
 const SELF = fileURLToPath(import.meta.url)
@@ -164,6 +167,15 @@ async function withCpu(pid: number, run: () => Promise<Figures>): Promise<Figure
   return { ...r, cpuUs: ((cpuMs(pid) - c0) * 1000) / r.all }
 }
 
+/** What the validation log holds once the daemon has stopped (it writes what is waiting on the way out). */
+function printValidationLog(dataDir: string, sent: number): void {
+  const db = new Database(path.join(dataDir, 'licensing.sqlite'), { readonly: true })
+  const rows = (db.prepare('SELECT count(*) AS n FROM validation_log').get() as { n: number }).n
+  const counted = (db.prepare('SELECT sum(count) AS n FROM validation_daily').get() as { n: number | null }).n ?? 0
+  db.close()
+  console.log(`validation log: ${rows} rows for ${sent} validate calls sent (per-day counts: ${counted})`)
+}
+
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-lic-'))
   try {
@@ -182,6 +194,7 @@ async function main(): Promise<void> {
       },
     })
     const url = info.url as string
+    let sent: number
     try {
       const plain = keys.map((key) => JSON.stringify({ key, product_slug: 'bench' }))
       const withFp = keys.map((key, n) => JSON.stringify({ key, product_slug: 'bench', fingerprint: `machine-${n}` }))
@@ -213,10 +226,12 @@ async function main(): Promise<void> {
         )
       const main = rows[0]![1]
       console.log(`\ntarget ≥ 3000 rps and p99 < 10 ms: ${main.rps >= 3000 && main.p99 < 10 ? 'met' : 'NOT met'}`)
+      sent = rows.reduce((n, [, r]) => n + r.all, 0)
     } finally {
       proc.stdin!.end()
       await new Promise((r) => proc.once('exit', r))
     }
+    printValidationLog(dataDir, sent)
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true })
   }

@@ -217,5 +217,10 @@ export const AuditEntry = z.object({
   target_type: z.string().nullable(),
   target_id: z.string().nullable(),
   details: z.record(z.string(), z.unknown()),
+  /** How an admin or buyer action came: over HTTP or from the desktop window; null for system and provider entries. */
+  via: z.enum(['http', 'ipc']).nullable(),
+  /** The caller's address and user agent (HTTP only). */
+  client_ip: z.string().nullable(),
+  user_agent: z.string().nullable(),
 })
 export type AuditEntry = z.infer<typeof AuditEntry>

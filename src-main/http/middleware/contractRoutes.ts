@@ -22,6 +22,7 @@ function httpContext(core: Core, req: Request, res: Response): CallContext {
     via: 'http',
     clientIp: st.client.ip,
     limitKey: st.client.limitKey,
+    userAgent: req.headers['user-agent'],
     setHeaders: (headers) => {
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v)
     },

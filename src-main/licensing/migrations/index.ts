@@ -12,6 +12,7 @@ import { m005RedemptionStatus } from './005_redemption_status'
 import { m006SubscriptionFailures } from './006_subscription_failures'
 import { m007PricingCapsRedirects } from './007_pricing_caps_redirects'
 import { m008PaymentChecks } from './008_payment_checks'
+import { m009ValidationLog } from './009_validation_log'
 
 export interface Migration {
   readonly id: number
@@ -30,4 +31,5 @@ export const MIGRATIONS: readonly Migration[] = [
   m006SubscriptionFailures,
   m007PricingCapsRedirects,
   m008PaymentChecks,
+  m009ValidationLog,
 ]
