@@ -14,7 +14,12 @@ export async function runDesktop(): Promise<void> {
   }
   await app.whenReady()
   const daemon = await startDaemon({ dataDir: app.getPath('userData') })
-  const disposeIpc = registerIpc(daemon.core)
+  let disposeIpc = registerIpc(daemon.core)
+  // "Restart to apply" builds a new core: the window's IPC follows it.
+  daemon.onRestart((core) => {
+    disposeIpc()
+    disposeIpc = registerIpc(core)
+  })
 
   // Deny every permission request (camera, notifications, ...) unless listed here.
   session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false))
