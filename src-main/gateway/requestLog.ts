@@ -17,6 +17,8 @@ export interface RequestEntry {
   readonly streamed: boolean
   /** The client went away before the response ended. */
   readonly aborted: boolean
+  /** Made from the dashboard's playground rather than by a LAN client. */
+  readonly playground: boolean
 }
 
 /** Histogram bucket upper bounds (ms); the last bucket is open-ended. */
@@ -33,8 +35,8 @@ export class RequestLog {
     private readonly capacity = 500,
   ) {}
 
-  add(e: Omit<RequestEntry, 'seq' | 'at'>): RequestEntry {
-    const entry = { ...e, seq: ++this.seq, at: this.clock.now() }
+  add(e: Omit<RequestEntry, 'seq' | 'at' | 'playground'> & { playground?: boolean }): RequestEntry {
+    const entry = { ...e, playground: e.playground ?? false, seq: ++this.seq, at: this.clock.now() }
     // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
     this.ring[(entry.seq - 1) % this.capacity] = entry
     this.total++
