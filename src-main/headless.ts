@@ -1,4 +1,5 @@
 import { loadConfig } from './config/load'
+import { ApiError } from './contract/errors'
 import type { RestartOutcome } from './contract/system'
 import { createCore, type Core } from './core/app'
 import { PROCESS_RESTART_HINT } from './core/systemHandlers'
@@ -37,6 +38,9 @@ export async function startDaemon(opts: { env?: NodeJS.ProcessEnv; dataDir?: str
   }
 
   async function restartCore(): Promise<RestartOutcome> {
+    // Stopping the services cancels jobs: a download or swap half done is not thrown away for a setting.
+    const busy = core.jobs.list().find((j) => j.state === 'running')
+    if (busy) throw new ApiError('conflict', `${busy.title} is running (${busy.id}); restart when it has finished`)
     const next = loadConfig({ env: opts.env, dataDir: opts.dataDir })
     const before = core.config
     const needed = LISTENER_SETTINGS.filter((n) => next.settings[n].value !== config.settings[n].value)

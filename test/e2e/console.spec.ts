@@ -25,18 +25,26 @@ const SIZES = [
 /** What sticks out past the viewport's right edge, for a readable failure. */
 async function overflow(page: Page): Promise<{ scrollWidth: number; width: number; culprits: string[] }> {
   return page.evaluate(() => {
-    const width = document.documentElement.clientWidth
-    const culprits: string[] = []
-    for (const el of Array.from(document.querySelectorAll('body *'))) {
-      const r = el.getBoundingClientRect()
-      if (r.right > width + 1 && r.width > 0) {
-        const e = el as HTMLElement
-        culprits.push(
-          `${e.tagName.toLowerCase()}.${String(e.className).replace(/\s+/g, '.')} right=${Math.round(r.right)}`,
-        )
+    // The browser's document, typed here: this project's Node types carry no DOM.
+    type El = { tagName: string; className: unknown; getBoundingClientRect(): { right: number; width: number } }
+    const doc = (
+      globalThis as unknown as {
+        document: {
+          documentElement: { clientWidth: number; scrollWidth: number }
+          querySelectorAll(selector: string): ArrayLike<El>
+        }
       }
+    ).document
+    const width = doc.documentElement.clientWidth
+    const culprits: string[] = []
+    for (const el of Array.from(doc.querySelectorAll('body *'))) {
+      const r = el.getBoundingClientRect()
+      if (r.right > width + 1 && r.width > 0)
+        culprits.push(
+          `${el.tagName.toLowerCase()}.${String(el.className).replace(/\s+/g, '.')} right=${Math.round(r.right)}`,
+        )
     }
-    return { scrollWidth: document.documentElement.scrollWidth, width, culprits: culprits.slice(0, 8) }
+    return { scrollWidth: doc.documentElement.scrollWidth, width, culprits: culprits.slice(0, 8) }
   })
 }
 
@@ -51,7 +59,14 @@ for (const size of SIZES)
       test.setTimeout(180_000)
       await page.setViewportSize({ width: size.width, height: size.height })
       await page.emulateMedia({ colorScheme: theme })
-      await page.addInitScript((t) => localStorage.setItem('tandem-theme', t), theme)
+      await page.addInitScript(
+        (t) =>
+          (globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }).localStorage.setItem(
+            'tandem-theme',
+            t,
+          ),
+        theme,
+      )
       const errors: string[] = []
       page.on('pageerror', (err) => errors.push(`${page.url()}: ${err.message}`))
       page.on('console', (msg) => {

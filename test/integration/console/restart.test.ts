@@ -66,4 +66,17 @@ describe('Restart to apply', () => {
     expect((await call('/api/health')).status).toBe(200)
     expect((await call('/api/config')).status).toBe(200)
   })
+
+  it('refuses while a job runs, naming it, and keeps the services as they are', async () => {
+    let finish!: () => void
+    const job = d.core.jobs.start('download', 'Download of org/model', () => new Promise<void>((r) => (finish = r)))
+    const oldCore = d.core
+    const res = await call('/api/restart', { method: 'POST', body: '{}' })
+    expect(res.status).toBe(409)
+    expect(((await res.json()) as { detail: string }).detail).toContain(`Download of org/model is running (${job.id})`)
+    expect(d.core).toBe(oldCore)
+    finish()
+    await d.core.jobs.wait(job.id)
+    expect((await call('/api/restart', { method: 'POST', body: '{}' })).status).toBe(200)
+  })
 })
