@@ -47,17 +47,24 @@ export async function startDaemon(opts: { env?: NodeJS.ProcessEnv; dataDir?: str
     logger.info('restarting services to apply settings')
     await core.stop()
     let fresh: Core
+    let fellBack = false
     try {
       fresh = await createCore({ config: next, logger, restart })
     } catch (err) {
       // The new settings could not be built: serve again with the ones that worked.
       logger.error('restart with the saved settings failed; starting again with the previous ones', { error: err })
       fresh = await createCore({ config: before, logger, restart })
+      fellBack = true
     }
     await fresh.start()
     core = fresh
     http.replaceCore(fresh)
     for (const l of listeners) l(fresh)
+    if (fellBack)
+      throw new ApiError(
+        'unavailable',
+        'the services could not start with the saved settings (the log says why); they run again with the previous ones',
+      )
     return {
       restarted: true,
       process_restart_needed: [...needed],
