@@ -4,6 +4,9 @@ import path from 'node:path'
 import { z } from 'zod'
 import {
   isSettingName,
+  settingGroup,
+  settingLabel,
+  settingRule,
   SETTINGS,
   SETTING_NAMES,
   settingValidators,
@@ -266,7 +269,8 @@ export function stateDirs(paths: DataPaths): string[] {
 /** The Settings view's list: secrets and passwords inside URLs masked, each with its source and whether the file may change it. */
 export function settingsView(config: Config): SettingView[] {
   const saved = readSettingsFile(config.paths.settingsFile, [])
-  return SETTING_NAMES.map((name) => {
+  const shown = SETTING_NAMES.filter((name) => (SETTINGS[name] as SettingSpec).unread !== true)
+  return shown.map((name) => {
     const spec: SettingSpec = SETTINGS[name]
     const { value, source } = config.settings[name]
     const raw = saved[name]
@@ -280,9 +284,16 @@ export function settingsView(config: Config): SettingView[] {
       source,
       editable: source !== 'environment',
       secret: spec.secret === true,
-      group: spec.group,
+      group: settingGroup(spec),
       description: spec.description,
       kind: spec.kind,
+      label: settingLabel(name, spec),
+      help: spec.help ?? spec.description,
+      range: spec.kind === 'port' ? [1, 65535] : spec.range ? [spec.range[0], spec.range[1]] : null,
+      locked_reason:
+        source === 'environment'
+          ? `Set by the environment variable ${name} where Tandem is started; change it there and restart the process.`
+          : null,
       pending: pending === null ? null : spec.secret ? maskSecret(pending) : redactUrlCredentials(pending),
     }
   })
@@ -292,6 +303,26 @@ export function maskSecret(value: string): string {
   return value === '' ? '' : '••••••••'
 }
 
+export interface SettingError {
+  name: string
+  message: string
+}
+
+/** What is wrong with each change, in words, before anything is written (the page shows these under the fields). */
+export function checkSettingChanges(config: Config, changes: Readonly<Record<string, string>>): SettingError[] {
+  const errors: SettingError[] = []
+  for (const [name, raw] of Object.entries(changes)) {
+    if (!isSettingName(name)) errors.push({ name, message: 'unknown setting' })
+    else if (config.settings[name].source === 'environment')
+      errors.push({ name, message: 'set by the environment; change it there' })
+    else if (!isUnset(raw)) {
+      const problem = settingProblem(name, raw.trim(), config.paths.dataDir)
+      if (problem !== null) errors.push({ name, message: problem })
+    }
+  }
+  return errors
+}
+
 /**
  * Saves settings edited in the dashboard. Values fixed by the environment are refused; an empty
  * string removes the setting from the file. Each value is validated before anything is written.
@@ -299,38 +330,18 @@ export function maskSecret(value: string): string {
 export function writeSettings(
   config: Config,
   changes: Partial<Record<SettingName, string>>,
-): { saved: SettingName[]; errors: { name: string; message: string }[] } {
-  const errors: { name: string; message: string }[] = []
-  const warnings: string[] = []
-  const current = readSettingsFile(config.paths.settingsFile, warnings)
-  const next: Partial<Record<SettingName, string>> = { ...current }
+): { saved: SettingName[]; errors: SettingError[] } {
+  const errors = checkSettingChanges(config, changes as Record<string, string>)
+  if (errors.length > 0) return { saved: [], errors }
+  const next: Partial<Record<SettingName, string>> = { ...readSettingsFile(config.paths.settingsFile, []) }
   const saved: SettingName[] = []
-  for (const [name, raw] of Object.entries(changes) as [string, string][]) {
-    if (!isSettingName(name)) {
-      errors.push({ name, message: 'unknown setting' })
-      continue
-    }
-    if (config.settings[name].source === 'environment') {
-      errors.push({ name, message: 'set by the environment; change it there' })
-      continue
-    }
-    const value = raw.trim()
-    if (isUnset(value)) {
-      delete next[name]
-      saved.push(name)
-      continue
-    }
-    const problem = settingProblem(name, value, config.paths.dataDir)
-    if (problem !== null) {
-      errors.push({ name, message: problem })
-      continue
-    }
-    next[name] = value
+  for (const [name, raw] of Object.entries(changes) as [SettingName, string][]) {
+    if (isUnset(raw)) delete next[name]
+    else next[name] = raw.trim()
     saved.push(name)
   }
-  if (errors.length === 0)
-    atomicWriteFile(config.paths.settingsFile, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 })
-  return { saved: errors.length === 0 ? saved : [], errors }
+  atomicWriteFile(config.paths.settingsFile, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 })
+  return { saved, errors: [] }
 }
 
 /** Spec 000 §2.1 rule 2: blank and null (any case) are "unset", for every setting and DATA_DIR. */
@@ -343,7 +354,7 @@ export function isUnset(v: string | undefined): boolean {
 /** Why a value cannot be used for a setting, or null when it can. */
 function settingProblem(name: SettingName, value: string, dataDir: string): string | null {
   const ok = settingValidators[name].safeParse(value)
-  if (!ok.success) return firstIssue(ok.error)
+  if (!ok.success) return settingRule(SETTINGS[name]) ?? firstIssue(ok.error)
   if (SETTINGS[name].kind === 'path' && !isInsideDataDir(value, dataDir))
     return `must be inside the data directory (${dataDir}); a symlink out of it does not count`
   return null

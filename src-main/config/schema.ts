@@ -5,145 +5,282 @@ import { isAddressOrCidr } from '../core/netAddress'
  * Every setting Tandem reads, by its environment name. The same names are the keys of
  * `DATA_DIR/settings.json`. Order: built-in default < settings file < environment.
  */
+/** Where the Settings page shows a setting. */
+export type SettingGroup = 'nodes' | 'services' | 'gateway' | 'licensing' | 'security' | 'advanced'
+
+/** Groups of the first layout, still accepted so older entries keep working: both read as Advanced. */
+type LegacyGroup = 'server' | 'paths'
+
 export interface SettingSpec {
   readonly description: string
   readonly kind: 'string' | 'port' | 'int' | 'url' | 'list' | 'path'
   readonly default: string
   /** Masked everywhere outside the process; redacted from logs. */
   readonly secret?: boolean
-  /** Needs a restart to take effect (true for almost everything: services are built at start-up). */
-  readonly group: 'server' | 'nodes' | 'services' | 'gateway' | 'licensing' | 'paths'
+  readonly group: SettingGroup | LegacyGroup
+  /** Human label on the Settings page; missing = derived from the name. */
+  readonly label?: string
+  /** One line of help under the label; missing = `description`. */
+  readonly help?: string
+  /** Inclusive bounds of an `int`, for the page's input and its error in words. */
+  readonly range?: readonly [number, number]
+  /** Read by nothing yet: kept in the file and the environment, not offered on the page. */
+  readonly unread?: boolean
 }
 
 export const SETTINGS = {
-  PORT: { group: 'server', kind: 'port', default: '9999', description: 'HTTP port for the dashboard, API and gateway' },
-  BIND: { group: 'server', kind: 'string', default: '0.0.0.0', description: 'Address to listen on' },
+  PORT: {
+    group: 'advanced',
+    kind: 'port',
+    default: '9999',
+    label: 'HTTP port',
+    description: 'HTTP port for the dashboard, API and gateway',
+  },
+  BIND: {
+    group: 'advanced',
+    kind: 'string',
+    default: '0.0.0.0',
+    label: 'Listen address',
+    description: 'Address to listen on (0.0.0.0 = every interface)',
+  },
   PUBLIC_URL: {
-    group: 'server',
+    group: 'licensing',
     kind: 'url',
     default: '',
+    label: 'Public address',
     description: 'Public base URL (checkout redirects, poll URLs); blank = http://<host>:PORT',
   },
   ADMIN_TOKEN: {
-    group: 'server',
+    group: 'security',
     kind: 'string',
     default: '',
     secret: true,
+    label: 'Admin token',
     description: 'Admin token; blank = generated once into DATA_DIR/admin-token',
   },
   CONSUMER_API_KEYS: {
-    group: 'server',
+    group: 'security',
     kind: 'list',
     default: '',
     secret: true,
+    label: 'Consumer API keys',
     description: 'Comma list of bearer keys for LAN clients; blank = consumer surface open on the LAN',
   },
   TRUSTED_PROXIES: {
-    group: 'server',
+    group: 'security',
     kind: 'list',
     default: '',
+    label: 'Trusted reverse proxies',
     description:
       'Comma list of reverse-proxy addresses or CIDRs whose X-Forwarded-For / X-Forwarded-Proto are believed; blank = none',
   },
-  CHAT_UI_URL: { group: 'server', kind: 'url', default: '', description: "When set, the top bar shows 'Open chat'" },
-  NODE1_HOST: { group: 'nodes', kind: 'string', default: '', description: 'node1 (llm) host' },
-  NODE1_USER: { group: 'nodes', kind: 'string', default: '', description: 'node1 SSH user' },
-  NODE1_SSH_PORT: { group: 'nodes', kind: 'port', default: '22', description: 'node1 SSH port' },
-  NODE2_HOST: { group: 'nodes', kind: 'string', default: '', description: 'node2 (speech) host' },
-  NODE2_USER: { group: 'nodes', kind: 'string', default: '', description: 'node2 SSH user' },
-  NODE2_SSH_PORT: { group: 'nodes', kind: 'port', default: '22', description: 'node2 SSH port' },
+  CHAT_UI_URL: {
+    group: 'gateway',
+    kind: 'url',
+    default: '',
+    label: 'Chat app address',
+    description: "When set, the top bar shows 'Open chat'",
+  },
+  NODE1_HOST: { group: 'nodes', kind: 'string', default: '', label: 'node1 host', description: 'node1 (llm) host' },
+  NODE1_USER: { group: 'nodes', kind: 'string', default: '', label: 'node1 SSH user', description: 'node1 SSH user' },
+  NODE1_SSH_PORT: {
+    group: 'nodes',
+    kind: 'port',
+    default: '22',
+    label: 'node1 SSH port',
+    description: 'node1 SSH port',
+  },
+  NODE2_HOST: { group: 'nodes', kind: 'string', default: '', label: 'node2 host', description: 'node2 (speech) host' },
+  NODE2_USER: { group: 'nodes', kind: 'string', default: '', label: 'node2 SSH user', description: 'node2 SSH user' },
+  NODE2_SSH_PORT: {
+    group: 'nodes',
+    kind: 'port',
+    default: '22',
+    label: 'node2 SSH port',
+    description: 'node2 SSH port',
+  },
   WOL_BROADCAST: {
     group: 'nodes',
     kind: 'string',
     default: '255.255.255.255',
+    label: 'Wake-on-LAN broadcast',
     description: 'Broadcast address for the direct Wake-on-LAN fallback',
   },
   MONITOR_INTERVAL_S: {
     group: 'nodes',
     kind: 'int',
     default: '60',
+    range: [0, 3600],
+    label: 'Probe interval (seconds)',
     description: 'Seconds between background probes of nodes and services (connectivity history); 0 = only when polled',
   },
-  LLM_PORT: { group: 'services', kind: 'port', default: '8888', description: 'llm (vLLM) port on node1' },
-  LLM_CONTAINER: { group: 'services', kind: 'string', default: 'vllm_node', description: 'llm container name' },
+  LLM_PORT: {
+    group: 'services',
+    kind: 'port',
+    default: '8888',
+    label: 'llm port',
+    description: 'llm (vLLM) port on node1',
+  },
+  LLM_CONTAINER: {
+    group: 'services',
+    kind: 'string',
+    default: 'vllm_node',
+    label: 'llm container',
+    description: 'llm container name',
+  },
   LAUNCHER_DIR: {
     group: 'services',
     kind: 'string',
     default: '$HOME/spark-vllm-docker',
+    label: 'Launcher folder',
     description: 'Launcher checkout on node1',
   },
-  ASR_HOST: { group: 'services', kind: 'string', default: '', description: 'asr host; blank = node2' },
-  ASR_USER: { group: 'services', kind: 'string', default: '', description: 'asr SSH user; blank = node2 user' },
-  ASR_SSH_PORT: { group: 'services', kind: 'port', default: '', description: "asr SSH port; blank = its node's" },
-  ASR_CONTAINER: { group: 'services', kind: 'string', default: 'asr', description: 'asr container name' },
-  ASR_PORT: { group: 'services', kind: 'port', default: '9000', description: 'asr HTTP port' },
-  TTS_HOST: { group: 'services', kind: 'string', default: '', description: 'tts host; blank = node2' },
-  TTS_USER: { group: 'services', kind: 'string', default: '', description: 'tts SSH user; blank = node2 user' },
-  TTS_SSH_PORT: { group: 'services', kind: 'port', default: '', description: "tts SSH port; blank = its node's" },
-  TTS_CONTAINER: { group: 'services', kind: 'string', default: 'tts', description: 'tts container name' },
-  TTS_PORT: { group: 'services', kind: 'port', default: '9001', description: 'tts HTTP port' },
-  REGISTRY_API_KEY: {
+  ASR_HOST: {
     group: 'services',
     kind: 'string',
     default: '',
+    label: 'asr host',
+    description: 'asr host; blank = node2',
+  },
+  ASR_USER: {
+    group: 'services',
+    kind: 'string',
+    default: '',
+    label: 'asr SSH user',
+    description: 'asr SSH user; blank = node2 user',
+  },
+  ASR_SSH_PORT: {
+    group: 'services',
+    kind: 'port',
+    default: '',
+    label: 'asr SSH port',
+    description: "asr SSH port; blank = its node's",
+  },
+  ASR_CONTAINER: {
+    group: 'services',
+    kind: 'string',
+    default: 'asr',
+    label: 'asr container',
+    description: 'asr container name',
+  },
+  ASR_PORT: { group: 'services', kind: 'port', default: '9000', label: 'asr port', description: 'asr HTTP port' },
+  TTS_HOST: {
+    group: 'services',
+    kind: 'string',
+    default: '',
+    label: 'tts host',
+    description: 'tts host; blank = node2',
+  },
+  TTS_USER: {
+    group: 'services',
+    kind: 'string',
+    default: '',
+    label: 'tts SSH user',
+    description: 'tts SSH user; blank = node2 user',
+  },
+  TTS_SSH_PORT: {
+    group: 'services',
+    kind: 'port',
+    default: '',
+    label: 'tts SSH port',
+    description: "tts SSH port; blank = its node's",
+  },
+  TTS_CONTAINER: {
+    group: 'services',
+    kind: 'string',
+    default: 'tts',
+    label: 'tts container',
+    description: 'tts container name',
+  },
+  TTS_PORT: { group: 'services', kind: 'port', default: '9001', label: 'tts port', description: 'tts HTTP port' },
+  REGISTRY_API_KEY: {
+    group: 'security',
+    kind: 'string',
+    default: '',
     secret: true,
+    label: 'Container registry key',
     description: 'Container registry key for prebuilt images',
   },
   LOCAL_MODEL_ROOTS: {
     group: 'services',
     kind: 'list',
     default: '/home,/data,/mnt,/srv,/opt/models',
+    label: 'Local model folders',
     description: 'Directories a local model may live under (comma list of absolute paths)',
   },
   SWAP_LOAD_TIMEOUT_S: {
     group: 'services',
     kind: 'int',
     default: '1800',
+    range: [30, 86400],
+    label: 'Model load timeout (seconds)',
     description: 'Seconds a swapped-in model may take to answer before the swap fails',
   },
   SWAP_HOLD_S: {
     group: 'services',
     kind: 'int',
     default: '600',
+    range: [0, 86400],
+    label: 'Hold requests during a swap (seconds)',
     description: 'Seconds chat and completions requests wait for a swap in progress before a 503',
   },
   SWAP_ROLLBACK: {
     group: 'services',
     kind: 'string',
     default: 'on',
+    label: 'Roll back a failed swap',
     description: 'on: relaunch the previous model when a swap fails; off: leave the llm stopped',
   },
   SWAP_ON_DEMAND: {
     group: 'services',
     kind: 'string',
     default: 'off',
+    label: 'Swap on demand',
     description: 'on: a request naming a catalog model that is not loaded starts a swap and waits for it',
   },
   DEEP_HEALTH_INTERVAL_S: {
     group: 'services',
     kind: 'int',
     default: '300',
+    range: [10, 86400],
+    label: 'Deep-health interval (seconds)',
     description: 'Seconds between deep-health probes',
   },
-  EMBEDDINGS_URL: { group: 'gateway', kind: 'url', default: '', description: 'OpenAI-compatible embeddings server' },
-  VECTOR_URL: { group: 'gateway', kind: 'url', default: '', description: 'Qdrant-compatible vector store' },
+  EMBEDDINGS_URL: {
+    group: 'gateway',
+    kind: 'url',
+    default: '',
+    label: 'Embeddings server',
+    description: 'OpenAI-compatible embeddings server',
+  },
+  VECTOR_URL: {
+    group: 'gateway',
+    kind: 'url',
+    default: '',
+    label: 'Vector store',
+    description: 'Qdrant-compatible vector store',
+  },
   SCRUB_TERMS: {
     group: 'gateway',
     kind: 'list',
     default: '',
+    label: 'Extra redaction terms',
     description: 'Comma list of extra terms the redaction gateway replaces',
   },
   TTS_VOICE_ALIASES: {
     group: 'gateway',
     kind: 'list',
     default: '',
+    label: 'Voice aliases',
+    help: 'OpenAI voice names for tts voices, e.g. alloy=Multivoice.EN-US.Aria; unlisted names are picked from the voice list',
     description:
       'OpenAI voice names for tts voices, e.g. alloy=Multivoice.EN-US.Aria,echo=Multivoice.EN-GB.Harry; names not listed are picked from the voice list (English first)',
   },
   GATEWAY_FAST_PATH: {
-    group: 'gateway',
+    group: 'advanced',
     kind: 'string',
     default: 'on',
+    label: 'Gateway fast path',
     description:
       'on: /v1 chat, completions and embeddings are dispatched before the general router; off: through it (a debugging switch, same answers)',
   },
@@ -151,18 +288,22 @@ export const SETTINGS = {
     group: 'licensing',
     kind: 'list',
     default: 'https://api.kraken.com,https://api.coinbase.com,https://api.coingecko.com',
+    label: 'Exchange-rate sources',
     description: 'Exchange-rate source base URLs, tried in order (Kraken, Coinbase, CoinGecko)',
   },
   LICENSING_RATE_LIMIT: {
     group: 'licensing',
     kind: 'int',
     default: '600',
+    range: [0, 1_000_000],
+    label: 'Public API requests per minute',
     description: 'Licensing public API requests per minute per client address (burst of the same size); 0 = no limit',
   },
   REDIRECT_ALLOWLIST: {
     group: 'licensing',
     kind: 'list',
     default: '',
+    label: 'Extra checkout return origins',
     description:
       "Comma list of origins (https://shop.example) a purchase's redirect_url may point at, besides PUBLIC_URL and the product's return URL prefix",
   },
@@ -170,39 +311,69 @@ export const SETTINGS = {
     group: 'licensing',
     kind: 'int',
     default: '30',
+    range: [1, 1440],
+    label: 'Discount hold for unpaid checkouts (minutes)',
     description: 'How long an unpaid checkout holds a use of a capped discount code before it is released',
   },
   VALIDATION_LOG_RETENTION_DAYS: {
     group: 'licensing',
     kind: 'int',
     default: '90',
+    range: [0, 36_500],
+    label: 'Validation log: days kept',
     description: 'Days the validation log keeps each validate/activate/heartbeat/deactivate call; 0 = no age limit',
   },
   VALIDATION_LOG_MAX_ROWS: {
     group: 'licensing',
     kind: 'int',
     default: '1000000',
+    range: [0, 1_000_000_000],
+    label: 'Validation log: most rows kept',
     description: 'Most calls the validation log keeps (the oldest go first); 0 = no row limit',
   },
   CONNECTIVITY_LOG: {
-    group: 'paths',
+    group: 'advanced',
     kind: 'path',
     default: '',
+    label: 'Connectivity history file',
     description: 'Connectivity store; blank = DATA_DIR/connectivity.json',
   },
   MODELS_OVERRIDES: {
-    group: 'paths',
+    group: 'advanced',
     kind: 'path',
     default: '',
+    label: 'Model overrides file',
     description: 'Model overrides; blank = DATA_DIR/models-overrides.yaml',
   },
   SERVICES_OVERRIDES: {
-    group: 'paths',
+    group: 'advanced',
     kind: 'path',
     default: '',
+    label: 'Custom services file',
     description: 'Custom services; blank = DATA_DIR/services-overrides.yaml',
   },
 } as const satisfies Record<string, SettingSpec>
+
+/** The page group of a setting; the first layout's `server` and `paths` read as Advanced. */
+export function settingGroup(spec: SettingSpec): SettingGroup {
+  return spec.group === 'server' || spec.group === 'paths' ? 'advanced' : spec.group
+}
+
+/** The human label: the spec's own, else the name in words (`SWAP_HOLD_S` → "Swap hold s"). */
+export function settingLabel(name: string, spec: SettingSpec): string {
+  if (spec.label) return spec.label
+  const words = name.toLowerCase().replace(/_/g, ' ')
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
+
+/** The rule a number or address must follow, in words; null where the validator's own message says it. */
+export function settingRule(spec: SettingSpec): string | null {
+  if (spec.kind === 'port') return 'must be a whole number between 1 and 65535 (a port)'
+  if (spec.kind === 'int' && spec.range) return `must be a whole number between ${spec.range[0]} and ${spec.range[1]}`
+  if (spec.kind === 'int') return 'must be a whole number'
+  if (spec.kind === 'url') return 'must be an http:// or https:// address'
+  return null
+}
 
 export type SettingName = keyof typeof SETTINGS
 export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[]
@@ -225,6 +396,13 @@ export const SettingView = z.object({
   group: z.string(),
   description: z.string(),
   kind: z.string(),
+  label: z.string(),
+  /** One line of help for the page. */
+  help: z.string(),
+  /** Inclusive bounds of a number, null when not a bounded number. */
+  range: z.tuple([z.number(), z.number()]).nullable(),
+  /** Why the page cannot change it (set by the environment), null when it can. */
+  locked_reason: z.string().nullable(),
   /** A value saved to the settings file that takes effect at the next start (masked when secret). */
   pending: z.string().nullable(),
 })
@@ -245,9 +423,15 @@ export const SettingChanges = z.preprocess(
 )
 
 const port = z.coerce.number().int().min(1).max(65535)
-const hostLike = z.string().regex(/^[A-Za-z0-9._:-]*$/, 'host may hold letters, digits, dots, dashes and colons only')
-const userLike = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$|^$/, 'a POSIX user name')
-const containerLike = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a container name')
+const hostLike = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]*$/, 'must be a host name or address (letters, digits, dots, dashes and colons)')
+const userLike = z
+  .string()
+  .regex(/^[a-z_][a-z0-9_.-]{0,31}$|^$/, 'must be a user name (lower-case letters, digits, _ . -; up to 32)')
+const containerLike = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'must be a container name (letters, digits, _ . -)')
 /** An http(s) origin: scheme, host and optional port, nothing after it. */
 const isOrigin = (u: string): boolean => {
   try {
@@ -263,10 +447,10 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   PORT: port,
   BIND: hostLike,
   PUBLIC_URL: z.url({ protocol: /^https?$/ }),
-  ADMIN_TOKEN: z.string().min(16, 'at least 16 characters'),
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters'),
   CONSUMER_API_KEYS: z.string(),
   TRUSTED_PROXIES: z.string().refine((v) => v.split(',').every((x) => x.trim() === '' || isAddressOrCidr(x.trim())), {
-    message: 'addresses or CIDRs, comma separated (e.g. 127.0.0.1, 10.0.0.0/8, fd00::/8)',
+    message: 'must be addresses or CIDRs, comma separated (e.g. 127.0.0.1, 10.0.0.0/8, fd00::/8)',
   }),
   CHAT_UI_URL: z.url({ protocol: /^https?$/ }),
   NODE1_HOST: hostLike,
@@ -275,14 +459,14 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   NODE2_HOST: hostLike,
   NODE2_USER: userLike,
   NODE2_SSH_PORT: port,
-  WOL_BROADCAST: z.ipv4(),
+  WOL_BROADCAST: z.ipv4('must be an IPv4 address such as 192.168.1.255'),
   MONITOR_INTERVAL_S: z.coerce
     .number()
     .int()
     .refine((n) => n === 0 || (n >= 1 && n <= 3600), '0, or 1 to 3600'),
   LLM_PORT: port,
   LLM_CONTAINER: containerLike,
-  LAUNCHER_DIR: z.string().regex(/^(\$HOME\/)?[A-Za-z0-9._/-]+$/, 'an absolute path or $HOME/<path>'),
+  LAUNCHER_DIR: z.string().regex(/^(\$HOME\/)?[A-Za-z0-9._/-]+$/, 'must be an absolute path or $HOME/<path>'),
   ASR_HOST: hostLike,
   ASR_USER: userLike,
   ASR_SSH_PORT: port,
@@ -293,16 +477,16 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   TTS_SSH_PORT: port,
   TTS_CONTAINER: containerLike,
   TTS_PORT: port,
-  REGISTRY_API_KEY: z.string().regex(/^[\x21-\x7e]*$/, 'printable characters without spaces'),
+  REGISTRY_API_KEY: z.string().regex(/^[\x21-\x7e]*$/, 'must be printable characters without spaces'),
   LOCAL_MODEL_ROOTS: z
     .string()
     .refine((v) => v.split(',').every((p) => /^\/[A-Za-z0-9._/-]*$/.test(p.trim()) && !p.split('/').includes('..')), {
-      message: 'absolute paths of letters, digits, dot, dash, underscore and slash, comma separated',
+      message: 'must be absolute paths of letters, digits, dot, dash, underscore and slash, comma separated',
     }),
   SWAP_LOAD_TIMEOUT_S: z.coerce.number().int().min(30).max(86400),
   SWAP_HOLD_S: z.coerce.number().int().min(0).max(86400),
-  SWAP_ROLLBACK: z.enum(['on', 'off']),
-  SWAP_ON_DEMAND: z.enum(['on', 'off']),
+  SWAP_ROLLBACK: z.enum(['on', 'off'], 'must be on or off'),
+  SWAP_ON_DEMAND: z.enum(['on', 'off'], 'must be on or off'),
   DEEP_HEALTH_INTERVAL_S: z.coerce.number().int().min(10).max(86400),
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),
@@ -314,19 +498,19 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
     .string()
     .refine(
       (s) => s.split(',').every((u) => z.url({ protocol: /^https?$/ }).safeParse(u.trim()).success),
-      'comma list of http(s) URLs',
+      'must be a comma list of http:// or https:// addresses',
     ),
   LICENSING_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   REDIRECT_ALLOWLIST: z
     .string()
     .refine(
       (s) => s.split(',').every((u) => u.trim() === '' || isOrigin(u.trim())),
-      'comma list of http(s) origins (scheme://host[:port], no path)',
+      'must be a comma list of http(s) origins (scheme://host[:port], no path)',
     ),
   DISCOUNT_RESERVATION_MINUTES: z.coerce.number().int().min(1).max(1440),
   VALIDATION_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500),
   VALIDATION_LOG_MAX_ROWS: z.coerce.number().int().min(0).max(1_000_000_000),
-  CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
-  MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
-  SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'an absolute path'),
+  CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),
+  MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),
+  SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),
 }

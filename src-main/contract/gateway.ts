@@ -33,6 +33,8 @@ export const GatewayRequest = z.object({
   bytes: z.number(),
   streamed: z.boolean(),
   aborted: z.boolean(),
+  /** Made from the dashboard's playground rather than by a LAN client. */
+  playground: z.boolean(),
 })
 export type GatewayRequest = z.infer<typeof GatewayRequest>
 
@@ -42,6 +44,18 @@ export const UpstreamInfo = z.object({
   url: z.string().nullable(),
   hint: z.string().nullable(),
 })
+
+/** One upstream as probed now: reachable and answering, answering with errors, unreachable, or not configured. */
+export const UpstreamHealth = z.object({
+  name: UpstreamInfo.shape.name,
+  url: z.string().nullable(),
+  state: z.enum(['up', 'error', 'down', 'not_configured']),
+  /** Request start to response headers (ms); null when nothing answered. */
+  latency_ms: z.number().nullable(),
+  /** HTTP status or the reason it is down; the configuration hint when not configured. */
+  detail: z.string().nullable(),
+})
+export type UpstreamHealth = z.infer<typeof UpstreamHealth>
 
 export const GatewayInfo = z.object({
   /** Base URLs LAN clients can use (PUBLIC_URL, else this host's addresses). */
@@ -122,6 +136,16 @@ export const gatewayContract = {
       requests: z.array(GatewayRequest),
       histogram: z.object({ bounds_ms: z.array(z.number()), counts: z.array(z.number()) }),
       total: z.number(),
+    }),
+  }),
+  gatewayUpstreams: method({
+    summary: 'Probe every upstream now (health and latency), with the model the llm serves',
+    http: 'GET /api/gateway/upstreams',
+    input: z.object({}),
+    output: z.object({
+      upstreams: z.array(UpstreamHealth),
+      /** The id the llm lists first (what snippets name), null when it lists none or is down. */
+      llm_model: z.string().nullable(),
     }),
   }),
   gatewayVoices: method({

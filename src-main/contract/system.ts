@@ -83,6 +83,18 @@ export type PublicConfig = z.infer<typeof PublicConfig>
 
 const Ok = z.object({ ok: z.literal(true) })
 
+export const SettingProblem = z.object({ name: z.string(), message: z.string() })
+
+/** What a restart applied, and what only a restart of the process itself can apply. */
+export const RestartOutcome = z.object({
+  restarted: z.literal(true),
+  /** Saved settings the running process cannot take in-process (the listening socket), empty when none. */
+  process_restart_needed: z.array(z.string()),
+  /** Exactly what to do for those, or null when nothing is left. */
+  process_restart_hint: z.string().nullable(),
+})
+export type RestartOutcome = z.infer<typeof RestartOutcome>
+
 /** A part of Tandem that can be off while the rest runs (e.g. licensing with an unreadable database). */
 export const ComponentHealth = z.object({
   state: z.enum(['ok', 'degraded']),
@@ -119,6 +131,18 @@ export const systemContract = {
     http: 'PUT /api/settings',
     input: z.object({ values: SettingChanges }),
     output: z.object({ saved: z.array(z.string()), restart_required: z.boolean() }),
+  }),
+  checkSettings: method({
+    summary: 'Check setting changes without saving: each problem in words, by setting',
+    http: 'POST /api/settings/check',
+    input: z.object({ values: SettingChanges }),
+    output: z.object({ errors: z.array(SettingProblem) }),
+  }),
+  restartServices: method({
+    summary: 'Apply saved settings: stop every service, re-read the configuration and start them again in-process',
+    http: 'POST /api/restart',
+    input: z.object({}),
+    output: RestartOutcome,
   }),
   login: method({
     summary: 'Exchange the admin token for a session cookie',

@@ -1,5 +1,6 @@
 import { stateDirs, type Config } from '../config/load'
 import type { Contract, ContractHandlers } from '../contract'
+import type { RestartOutcome } from '../contract/system'
 import { JobRegistry } from '../jobs/registry'
 import { ensureAdminToken } from './adminToken'
 import { removeOrphanedTempFiles } from './files'
@@ -26,6 +27,8 @@ export interface CoreOptions {
   config: Config
   clock?: Clock
   logger?: Logger
+  /** The host process's in-process restart (headless.ts), offered to the Settings page as "Restart to apply". */
+  restart?: () => Promise<RestartOutcome>
 }
 
 /** Everything the process runs, built from Config. HTTP and IPC adapters sit on top of it. */
@@ -107,6 +110,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       jobs,
       credentials,
       components: () => ({ licensing: licensing.health() }),
+      restart: opts.restart,
     }),
     ...nodes.handlers,
     ...models.handlers,
@@ -140,6 +144,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     },
     async stop() {
       await jobs.stopAll()
+      events.close()
       if (!started) return
       // Stop in reverse order of start, and keep going when one fails.
       for (const m of [...modules].reverse()) {

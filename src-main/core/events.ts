@@ -19,6 +19,7 @@ export class EventBus implements EventPublisher {
   private seq = 0
   private readonly waiters = new Set<() => void>()
   private listening = 0
+  private closed = false
 
   constructor(
     private readonly clock: Clock,
@@ -29,6 +30,12 @@ export class EventBus implements EventPublisher {
     this.seq += 1
     this.ring.push({ seq: this.seq, at: this.clock.now(), name, data } as PushEvent)
     if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity)
+    for (const wake of [...this.waiters]) wake()
+  }
+
+  /** Ends every open stream (the core is stopping): clients reconnect to whatever serves them next. */
+  close(): void {
+    this.closed = true
     for (const wake of [...this.waiters]) wake()
   }
 
@@ -55,7 +62,7 @@ export class EventBus implements EventPublisher {
         yield this.resync('restart')
         next = this.seq
       }
-      while (!signal.aborted) {
+      while (!signal.aborted && !this.closed) {
         // A cursor older than the buffer (given, or fallen behind while the reader was slow).
         if (next < (this.ring[0]?.seq ?? 1) - 1) {
           yield this.resync('gap')
@@ -67,7 +74,7 @@ export class EventBus implements EventPublisher {
           yield ev
           if (signal.aborted) return
         }
-        if (pending.length === 0) await this.nextPublish(signal)
+        if (pending.length === 0 && !this.closed) await this.nextPublish(signal)
       }
     } finally {
       this.listening -= 1

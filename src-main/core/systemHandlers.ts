@@ -1,9 +1,9 @@
 import type { Config } from '../config/load'
-import { settingsView, writeSettings } from '../config/load'
+import { checkSettingChanges, settingsView, writeSettings } from '../config/load'
 import type { SettingName } from '../config/schema'
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import type { HealthComponents, systemContract } from '../contract/system'
+import type { HealthComponents, RestartOutcome, systemContract } from '../contract/system'
 import type { JobRegistry } from '../jobs/registry'
 import type { Clock } from './clock'
 import type { Credentials } from './credentials'
@@ -18,7 +18,13 @@ export interface SystemDeps {
   readonly credentials: Credentials
   /** The state of parts that can be off while the rest runs (licensing). */
   readonly components: () => HealthComponents
+  /** Rebuilds the services from the saved settings; missing where the host process cannot (then the page says what to run). */
+  readonly restart?: () => Promise<RestartOutcome>
 }
+
+/** Where no in-process restart is wired, the operator restarts the process. */
+export const PROCESS_RESTART_HINT =
+  'Restart the Tandem process: the service unit (systemctl restart tandem), the container, or the desktop app.'
 
 /** The system methods: health, configuration and settings, the admin session, and jobs. */
 export function systemHandlers({
@@ -28,6 +34,7 @@ export function systemHandlers({
   jobs,
   credentials,
   components,
+  restart,
 }: SystemDeps): Handlers<typeof systemContract> {
   const startedAt = clock.now()
   return {
@@ -44,6 +51,12 @@ export function systemHandlers({
         throw new ApiError('bad_input', res.errors.map((e) => `${e.name}: ${e.message}`).join('; '))
       logger.info('settings saved', { names: res.saved })
       return { saved: res.saved, restart_required: res.saved.length > 0 }
+    },
+    checkSettings: async ({ values }) => ({ errors: checkSettingChanges(config, values) }),
+    restartServices: async () => {
+      if (!restart)
+        throw new ApiError('conflict', `This Tandem cannot restart its services in-process. ${PROCESS_RESTART_HINT}`)
+      return restart()
     },
     login: async ({ token }, ctx) => {
       credentials.verifyLogin(token, ctx.limitKey ?? 'ipc', ctx.clientIp ?? 'ipc')

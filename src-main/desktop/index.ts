@@ -23,7 +23,12 @@ export async function runDesktop(): Promise<void> {
   if (binding !== null) process.env[SQLITE_BINDING_ENV] = binding
   const userData = app.getPath('userData')
   const daemon = await startDaemon({ dataDir: userData })
-  const disposeIpc = registerIpc(daemon.core)
+  let disposeIpc = registerIpc(daemon.core)
+  // "Restart to apply" builds a new core: the window's IPC follows it.
+  daemon.onRestart((core) => {
+    disposeIpc()
+    disposeIpc = registerIpc(core)
+  })
   const stateFile = path.join(userData, WINDOW_STATE_FILE)
   const warn = (msg: string): void => daemon.core.logger.warn(msg)
 

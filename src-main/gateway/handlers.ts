@@ -9,6 +9,7 @@ import type { ModelLists } from './modelLists'
 import type { RequestLog } from './requestLog'
 import { ScrubSessions, SessionNotFound } from './scrub'
 import { search } from './search'
+import { probeUpstreams } from './upstreamHealth'
 import type { VoiceAliases } from './speech'
 import type { Upstream, UpstreamName } from './upstreams'
 
@@ -46,6 +47,7 @@ export function infoHandlers(d: InfoHandlerDeps): InfoHandlers {
       histogram: d.log.histogram(),
       total: d.log.totalCount,
     }),
+    gatewayUpstreams: async (_in, ctx) => probeUpstreams(d, ctx.signal),
     gatewayVoices: async () => {
       const aliases = await d.voices.table()
       try {

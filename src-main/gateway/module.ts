@@ -99,7 +99,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     name: 'gateway',
     handlers: {
       ...infoHandlers({ config, services, need, scrubber, lists, voices, log }),
-      ...playgroundHandlers({ need, lists, voices, spool, probe }),
+      ...playgroundHandlers({ need, lists, voices, spool, probe, log }),
     },
     requestLog: log,
     fastRoutes: relayed,

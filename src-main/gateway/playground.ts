@@ -4,6 +4,7 @@ import type { Handlers } from '../contract/define'
 import type { gatewayContract } from '../contract/gateway'
 import type { ProbeStart } from './deepHealth'
 import type { ModelLists } from './modelLists'
+import type { RequestLog } from './requestLog'
 import { parseSpeech, synthesize, type VoiceAliases } from './speech'
 import type { UploadSpool } from './spool'
 import { transcribeWithSpeakers } from './transcribe'
@@ -21,53 +22,130 @@ export interface PlaygroundDeps {
   readonly lists: ModelLists
   readonly voices: VoiceAliases
   readonly spool: UploadSpool
+  /** The gateway's request log: playground calls show there beside LAN clients' requests. */
+  readonly log: RequestLog
   probe(service: 'asr' | 'tts'): (reason: string) => ProbeStart
+}
+
+type Recorded = { status: number; bytes: number; ttfb_ms: number | null; streamed: boolean; aborted: boolean }
+
+/** One playground call as a request-log entry, from its start time and how it ended. */
+function record(log: RequestLog, method: string, path: string, t0: number, r: Recorded): void {
+  const ms = (t: number): number => Math.round(t * 100) / 100
+  log.add({ method, path, latency_ms: ms(performance.now() - t0), playground: true, ...r })
+}
+
+function failure(err: unknown, signal: AbortSignal): Pick<Recorded, 'status' | 'aborted'> {
+  if (signal.aborted) return { status: 499, aborted: true }
+  return { status: err instanceof ApiError ? err.status : 500, aborted: false }
+}
+
+/** Records a one-answer playground call; `size` is the answer's bytes as the page receives them. */
+function logged<I, O>(
+  log: RequestLog,
+  path: string,
+  size: (out: O) => number,
+  fn: (input: I, ctx: { signal: AbortSignal }) => Promise<O>,
+): (input: I, ctx: { signal: AbortSignal }) => Promise<O> {
+  return async (input, ctx) => {
+    const t0 = performance.now()
+    try {
+      const out = await fn(input, ctx)
+      record(log, 'POST', path, t0, { status: 200, bytes: size(out), ttfb_ms: null, streamed: false, aborted: false })
+      return out
+    } catch (err) {
+      record(log, 'POST', path, t0, { ...failure(err, ctx.signal), bytes: 0, ttfb_ms: null, streamed: false })
+      throw err
+    }
+  }
+}
+
+/** Records the streamed chat once it ends, fails or the page leaves; first byte = first delta. */
+async function* loggedChat(
+  log: RequestLog,
+  events: AsyncGenerator<ChatEvent>,
+  signal: AbortSignal,
+): AsyncGenerator<ChatEvent> {
+  const t0 = performance.now()
+  let ttfb: number | null = null
+  let bytes = 0
+  let outcome: Pick<Recorded, 'status' | 'aborted'> = { status: 499, aborted: true }
+  try {
+    for await (const ev of events) {
+      if (ev.type === 'delta') {
+        ttfb ??= Math.round((performance.now() - t0) * 100) / 100
+        bytes += Buffer.byteLength(ev.text)
+      }
+      yield ev
+    }
+    outcome = { status: 200, aborted: false }
+  } catch (err) {
+    outcome = failure(err, signal)
+    throw err
+  } finally {
+    record(log, 'GET', '/api/gateway/playground/chat', t0, { ...outcome, bytes, ttfb_ms: ttfb, streamed: true })
+  }
 }
 
 /** The Gateway view's playground: the same upstreams the /v1 routes use, one call at a time. */
 export function playgroundHandlers(d: PlaygroundDeps): PlaygroundHandlers {
   return {
-    playgroundChat: (input, ctx) => playgroundChat(d.need('llm'), () => d.lists.llmModels(), input, ctx.signal),
-    playgroundSpeech: async ({ voice, input, speed }, ctx) => {
-      const t0 = performance.now()
-      const sp = await d.voices.resolve(parseSpeech({ voice, input, speed }))
-      const wav = await synthesize(d.need('tts'), sp, ctx.signal, d.probe('tts'))
-      const chunks: Buffer[] = []
-      let n = 0
-      for await (const c of wav as AsyncIterable<Buffer>) {
-        n += c.length
-        if (n > 32 * MiB) throw new ApiError('payload_too_large', 'the audio is longer than the playground plays')
-        chunks.push(c)
-      }
-      const audio = Buffer.concat(chunks)
-      return {
-        audio_base64: audio.toString('base64'),
-        content_type: 'audio/wav',
-        bytes: audio.length,
-        latency_ms: Math.round(performance.now() - t0),
-      }
-    },
-    playgroundTranscribe: async ({ audio_base64, filename }, ctx) => {
-      const asr = d.need('asr')
-      const audio = Buffer.from(audio_base64, 'base64')
-      if (audio.length === 0) throw new ApiError('bad_input', 'audio_base64 holds no bytes')
-      const lease = await d.spool.writeBuffer(audio)
-      try {
-        return await transcribeWithSpeakers(
-          asr,
-          {
-            field: 'file',
-            filename: safeName(filename),
-            contentType: 'application/octet-stream',
-            path: lease.path,
-            size: audio.length,
-          },
-          { signal: ctx.signal, asrModel: () => d.lists.asrModelName(), onWedged: d.probe('asr') },
-        )
-      } finally {
-        await lease.release()
-      }
-    },
+    playgroundChat: (input, ctx) =>
+      loggedChat(
+        d.log,
+        playgroundChat(d.need('llm'), () => d.lists.llmModels(), input, ctx.signal),
+        ctx.signal,
+      ),
+    playgroundSpeech: logged(
+      d.log,
+      '/api/gateway/playground/speech',
+      (o) => o.bytes,
+      async ({ voice, input, speed }, ctx) => {
+        const t0 = performance.now()
+        const sp = await d.voices.resolve(parseSpeech({ voice, input, speed }))
+        const wav = await synthesize(d.need('tts'), sp, ctx.signal, d.probe('tts'))
+        const chunks: Buffer[] = []
+        let n = 0
+        for await (const c of wav as AsyncIterable<Buffer>) {
+          n += c.length
+          if (n > 32 * MiB) throw new ApiError('payload_too_large', 'the audio is longer than the playground plays')
+          chunks.push(c)
+        }
+        const audio = Buffer.concat(chunks)
+        return {
+          audio_base64: audio.toString('base64'),
+          content_type: 'audio/wav',
+          bytes: audio.length,
+          latency_ms: Math.round(performance.now() - t0),
+        }
+      },
+    ),
+    playgroundTranscribe: logged(
+      d.log,
+      '/api/gateway/playground/transcribe',
+      (o) => Buffer.byteLength(JSON.stringify(o)),
+      async ({ audio_base64, filename }, ctx) => {
+        const asr = d.need('asr')
+        const audio = Buffer.from(audio_base64, 'base64')
+        if (audio.length === 0) throw new ApiError('bad_input', 'audio_base64 holds no bytes')
+        const lease = await d.spool.writeBuffer(audio)
+        try {
+          return await transcribeWithSpeakers(
+            asr,
+            {
+              field: 'file',
+              filename: safeName(filename),
+              contentType: 'application/octet-stream',
+              path: lease.path,
+              size: audio.length,
+            },
+            { signal: ctx.signal, asrModel: () => d.lists.asrModelName(), onWedged: d.probe('asr') },
+          )
+        } finally {
+          await lease.release()
+        }
+      },
+    ),
   }
 }
 

@@ -17,6 +17,8 @@ export interface RequestEntry {
   readonly streamed: boolean
   /** The client went away before the response ended. */
   readonly aborted: boolean
+  /** Made from the dashboard's playground rather than by a LAN client. */
+  readonly playground: boolean
 }
 
 /** Histogram bucket upper bounds (ms); the last bucket is open-ended. */
@@ -33,7 +35,7 @@ export class RequestLog {
     private readonly capacity = 500,
   ) {}
 
-  add(e: Omit<RequestEntry, 'seq' | 'at'>): RequestEntry {
+  add(e: Omit<RequestEntry, 'seq' | 'at' | 'playground'> & { playground?: boolean }): RequestEntry {
     const entry: RequestEntry = {
       seq: ++this.seq,
       at: this.clock.now(),
@@ -45,6 +47,7 @@ export class RequestLog {
       bytes: e.bytes,
       streamed: e.streamed,
       aborted: e.aborted,
+      playground: e.playground ?? false,
     }
     // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
     this.ring[(entry.seq - 1) % this.capacity] = entry

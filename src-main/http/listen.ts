@@ -10,6 +10,8 @@ export interface RunningServer {
   readonly server: http.Server
   readonly url: string
   readonly port: number
+  /** Serves every request from now on with this core (an in-process restart); open connections stay. */
+  replaceCore(core: Core): void
   close(): Promise<void>
 }
 
@@ -45,13 +47,14 @@ export async function startHttpServer(
 ): Promise<RunningServer> {
   const { limits: given, ...appOptions } = opts
   // Behind a reverse proxy every client arrives over the proxy's connections: the proxy is not one client.
+  let trusted = addressMatcher(core.config.trustedProxies)
   const limits: ServerLimits = {
     ...DEFAULT_SERVER_LIMITS,
-    unlimitedPeer: addressMatcher(core.config.trustedProxies),
+    unlimitedPeer: (address) => trusted(address),
     ...given,
   }
-  const app = createHttpApp(core, appOptions)
-  const fast = createFastPath(core)
+  let app = createHttpApp(core, appOptions)
+  let fast = createFastPath(core)
   const server = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
     // Node's request timeout is server-wide; bodies are bounded per request below instead.
@@ -80,6 +83,11 @@ export async function startHttpServer(
     server,
     port: addr.port,
     url: `http://${shownHost}:${addr.port}`,
+    replaceCore(next) {
+      app = createHttpApp(next, appOptions)
+      fast = createFastPath(next)
+      trusted = addressMatcher(next.config.trustedProxies)
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())

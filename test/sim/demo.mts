@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { startFullSim } from './full'
 import { startLicensingSim } from '../fakes/licensingDemo'
+import { startDemoVectors } from './demoVectors'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const entry = path.join(repo, 'out', 'main', 'index.js')
@@ -40,6 +41,8 @@ const sim = await startFullSim({ authorizedKeys: [key.publicKey], launcherBehind
 sim.llm.setLoadDelay(Number(process.env.DEMO_LOAD_MS ?? 8000))
 // Payment providers and exchange-rate sources on loopback: the demo never reaches the internet.
 const shop = await startLicensingSim()
+// Embeddings and a vector store (seeded collection `tandem-docs`): /v1/embeddings and search work too.
+const vectors = await startDemoVectors()
 const { node1, node2 } = sim.cluster
 console.log(
   `sim: node1 ssh 127.0.0.1:${node1.port} (${node1.opts.hostname}), node2 ssh 127.0.0.1:${node2.port} (${node2.opts.hostname})`,
@@ -66,6 +69,7 @@ const daemon = spawn(process.execPath, [entry, '--headless'], {
     ...process.env,
     ...sim.env(),
     ...shop.env,
+    ...vectors.env,
     DATA_DIR: dataDir,
     PORT: String(port),
     BIND: bind,
@@ -93,7 +97,7 @@ async function stop(code: number): Promise<void> {
       })
     })
   }
-  await Promise.all([sim.close(), shop.close()])
+  await Promise.all([sim.close(), shop.close(), vectors.close()])
   process.exit(code)
 }
 process.on('SIGINT', () => void stop(0))

@@ -86,7 +86,7 @@ const fake = vi.hoisted(() => {
 vi.mock('electron', () => fake.electron)
 vi.mock('../../../src-main/headless', async () => {
   const { startDaemon } = await import('../../helpers/daemon')
-  return { startDaemon: () => startDaemon().then((d) => ({ core: d.core, stop: d.stop })) }
+  return { startDaemon: () => startDaemon().then((d) => ({ core: d.core, stop: d.stop, onRestart: () => undefined })) }
 })
 
 const { runDesktop } = await import('../../../src-main/desktop/index')

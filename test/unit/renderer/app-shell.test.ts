@@ -60,4 +60,20 @@ describe('the app shell', () => {
     expect(el.querySelector('[data-testid="version"]')?.textContent).toContain('1.2.3:4')
     expect(el.querySelector('[data-testid="logout"]')).toBeNull()
   })
+
+  it('collapses the sections into a menu that opens from the top bar and closes on choosing one', async () => {
+    const el = await mountShell('http')
+    const toggle = el.querySelector<HTMLButtonElement>('[data-testid="menu-toggle"]')!
+    const nav = el.querySelector('#sidenav')!
+    expect(toggle.getAttribute('aria-controls')).toBe('sidenav')
+    expect(nav.classList.contains('open')).toBe(false)
+    toggle.click()
+    await flush()
+    expect(nav.classList.contains('open')).toBe(true)
+    expect(toggle.getAttribute('aria-expanded')).toBe('true')
+    el.querySelector<HTMLAnchorElement>('[data-testid="nav-settings"]')!.click()
+    await flush()
+    expect(nav.classList.contains('open')).toBe(false)
+    expect(toggle.getAttribute('aria-expanded')).toBe('false')
+  })
 })

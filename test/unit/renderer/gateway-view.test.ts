@@ -45,6 +45,7 @@ const answers: Record<string, unknown> = {
         bytes: 2048,
         streamed: true,
         aborted: false,
+        playground: true,
       },
       {
         seq: 1,
@@ -57,10 +58,18 @@ const answers: Record<string, unknown> = {
         bytes: 200,
         streamed: false,
         aborted: false,
+        playground: false,
       },
     ],
     histogram: { bounds_ms: [10, 1000], counts: [1, 1, 0] },
     total: 2,
+  },
+  gatewayUpstreams: {
+    upstreams: [
+      { name: 'llm', url: 'http://10.0.0.11:8888', state: 'up', latency_ms: 4.2, detail: 'HTTP 200' },
+      { name: 'vector', url: null, state: 'not_configured', latency_ms: null, detail: 'set VECTOR_URL' },
+    ],
+    llm_model: 'Qwen/Qwen3-32B',
   },
   gatewayVoices: {
     voices: [
@@ -98,17 +107,40 @@ const mount = (calls: { method: string; input: unknown }[]): Promise<HTMLElement
   mountWith(GatewayView, fakeApi(calls))
 
 describe('Gateway view', () => {
-  it('shows base URLs, the consumer key note, upstreams and ready-to-run snippets', async () => {
+  it('starts with Try it, then live snippets, the request log and the reference', async () => {
+    const el = await mount([])
+    const order = [...el.querySelectorAll('section > .card, section > div.card')].map(
+      (c) => c.querySelector('h2')?.textContent,
+    )
+    expect(order).toEqual(['Try it', 'Use it from your code', 'Live requests', 'Reference'])
+  })
+
+  it('fills the snippets with the base URL, the loaded model, a real voice and the key header', async () => {
     const el = await mount([])
     const text = el.textContent ?? ''
     expect(text).toContain('http://10.0.0.5:9999/v1')
     expect(text).toContain('A consumer key')
-    expect(text).toContain('vector store is not configured: set VECTOR_URL')
-    const pre = [...el.querySelectorAll('pre')].map((p) => p.textContent ?? '')
-    expect(pre[0]).toContain(
-      "curl -N http://10.0.0.5:9999/v1/chat/completions \\\n  -H 'Authorization: Bearer <consumer key>'",
+    const chat = el.querySelector('[data-testid="snippet-chat"] pre')?.textContent ?? ''
+    expect(chat).toContain(
+      'curl -N http://10.0.0.5:9999/v1/chat/completions \\\n  -H "Authorization: Bearer $TANDEM_API_KEY"',
     )
-    expect(pre[2]).toContain('OpenAI(base_url="http://10.0.0.5:9999/v1", api_key="<consumer key>")')
+    expect(chat).toContain('"model": "Qwen/Qwen3-32B"')
+    expect(chat).not.toContain('<')
+    const speech = el.querySelector('[data-testid="snippet-speech"] pre')?.textContent ?? ''
+    expect(speech).toContain('"voice": "Multivoice.EN-US.Aria"')
+    const py = el.querySelector('[data-testid="snippet-python"] pre')?.textContent ?? ''
+    expect(py).toContain('OpenAI(base_url="http://10.0.0.5:9999/v1", api_key=os.environ["TANDEM_API_KEY"])')
+    expect(py).toContain('voice="Multivoice.EN-US.Aria"')
+  })
+
+  it('shows each upstream with its live health and latency', async () => {
+    const el = await mount([])
+    const llm = el.querySelector('[data-testid="upstream-llm"]')?.textContent ?? ''
+    expect(llm).toContain('up')
+    expect(llm).toContain('4.2 ms')
+    const vector = el.querySelector('[data-testid="upstream-vector"]')?.textContent ?? ''
+    expect(vector).toContain('not configured')
+    expect(vector).toContain('vector store is not configured: set VECTOR_URL')
   })
 
   it('lists the last requests and feeds the histogram', async () => {
@@ -119,6 +151,8 @@ describe('Gateway view', () => {
     expect(rows[0]).toContain('812.4 ms')
     expect(rows[0]).toContain('2.0 KB')
     expect(rows[0]).toContain('yes')
+    expect(rows[0]).toContain('playground')
+    expect(rows[1]).not.toContain('playground')
     expect(rows[1]).toContain('503')
     expect(plots.at(-1)!.data).toEqual([
       [0, 1, 2],
