@@ -111,6 +111,11 @@ const SAMPLE: Record<string, string> = {
   TTS_VOICE_ALIASES: 'alloy=Multivoice.EN-US.Aria',
   RATE_SOURCES: 'http://rates.lan:1',
   LICENSING_RATE_LIMIT: '5',
+  GATEWAY_FAST_PATH: 'off',
+  REDIRECT_ALLOWLIST: 'https://shop.example',
+  DISCOUNT_RESERVATION_MINUTES: '45',
+  VALIDATION_LOG_RETENTION_DAYS: '30',
+  VALIDATION_LOG_MAX_ROWS: '5000',
 }
 const PATH_SAMPLE: Record<string, string> = {
   CONNECTIVITY_LOG: 'c.json',
