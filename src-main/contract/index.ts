@@ -6,6 +6,7 @@ import { licensingContract } from './licensing'
 import { eventsContract } from './events'
 import { modelsContract } from './models'
 import { servicesContract } from './services'
+import { consumerKeysContract } from './consumerKeys'
 
 /**
  * THE api contract: every method Tandem serves, over HTTP and IPC alike. Each domain keeps its
@@ -19,6 +20,7 @@ export const contract = {
   ...gatewayContract,
   ...licensingContract,
   ...eventsContract,
+  ...consumerKeysContract,
 } satisfies ContractTable
 
 export type Contract = typeof contract

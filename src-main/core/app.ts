@@ -18,6 +18,7 @@ import { createModelsModule } from '../models/module'
 import { createServicesModule } from '../services/module'
 import { createUpdatesModule } from '../updates/module'
 import { createGatewayModule } from '../gateway/module'
+import { ConsumerKeys } from '../gateway/consumerKeys'
 import { createLicensingModule } from '../licensing/module'
 
 export interface CoreOptions {
@@ -59,14 +60,18 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   redactor.add(admin.token)
   redactor.add(config.registryApiKey)
   for (const k of config.consumerApiKeys) redactor.add(k)
+  if (config.metricsToken) redactor.add(config.metricsToken)
   for (const w of config.warnings) logger.warn(w)
 
   const events = new EventBus(clock)
   const jobs = new JobRegistry(clock, redactor, events)
   const limits = new Limits({ clock, publicPerMinute: config.licensingRateLimit })
+  const consumerKeys = ConsumerKeys.open(config.paths.dataDir, clock, logger.child('gateway'))
   const credentials = new Credentials({
     adminToken: admin.token,
     consumerKeys: config.consumerApiKeys,
+    namedKeys: consumerKeys,
+    metricsToken: config.metricsToken,
     limits,
     logger: logger.child('credentials'),
   })
@@ -90,6 +95,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     deepHealth: servicesModule.deepHealth,
     // Chat and completions wait here while a swap is loading (and start one on demand).
     llmGate: models.swap,
+    consumerKeys,
   })
   const licensing = await createLicensingModule(shared)
   const modules = [nodes, models, servicesModule, gateway, licensing] as DomainModule<Partial<Contract>>[]

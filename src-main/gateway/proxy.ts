@@ -5,6 +5,7 @@ import type { Upstream } from './upstreams'
 import { callUpstream, MiB, parseJsonObject, passHeaders, readText, upstreamDetail, UpstreamUnreachable } from './wire'
 import { ClientGone, readBody } from '../http/body'
 import { sendError } from '../http/respond'
+import { withStreamUsage, type UsageMeter } from './usageMeter'
 
 /**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
@@ -20,6 +21,8 @@ export interface ForwardOptions {
   onStreamed?(): void
   /** Waits until the request may go upstream (a model swap); aborted when the client leaves. */
   admit?(body: Record<string, unknown>, signal: AbortSignal): Promise<void>
+  /** Usage accounting (tokens, TTFT, tokens/s); absent when accounting is off. */
+  usage?: UsageMeter
 }
 
 export async function forwardJson(
@@ -28,8 +31,11 @@ export async function forwardJson(
   up: Upstream,
   opts: ForwardOptions,
 ): Promise<void> {
-  const raw = await readBody(req, opts.bodyLimit)
-  const body = parseJsonObject(raw)
+  const received = await readBody(req, opts.bodyLimit)
+  const body = parseJsonObject(received)
+  // A stream's token counts come from the usage event, asked for here when the client did not.
+  const { raw, injected } = opts.usage ? withStreamUsage(body, received) : { raw: received, injected: false }
+  if (injected) opts.usage?.stripInjectedUsage()
   const streaming = body.stream === true
   if (opts.admit) await admitOrLeave(res, (signal) => opts.admit!(body, signal))
 
@@ -101,7 +107,8 @@ export async function forwardJson(
       done()
       resolve()
     }
-    const flushNow = isSse ? relayCoalesced(upRes, res, finish) : null
+    const flushNow = isSse ? relayCoalesced(upRes, res, finish, opts.usage) : null
+    if (!isSse) opts.usage?.watchBody(upRes)
     if (!isSse) upRes.pipe(res, { end: false })
     upRes.once('end', () => {
       if (!isSse) {
@@ -149,7 +156,12 @@ async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal
  * the upstream sends one tiny chunk per token, and a write per token would cost a syscall each
  * on both sides. Backpressure: the upstream pauses while the client's socket is full.
  */
-function relayCoalesced(src: http.IncomingMessage, res: http.ServerResponse, onEnd: () => void): () => void {
+function relayCoalesced(
+  src: http.IncomingMessage,
+  res: http.ServerResponse,
+  onEnd: () => void,
+  meter?: UsageMeter,
+): () => void {
   let pending: Buffer[] = []
   let scheduled = false
   const flush = (): void => {
@@ -163,7 +175,7 @@ function relayCoalesced(src: http.IncomingMessage, res: http.ServerResponse, onE
     }
   }
   src.on('data', (c: Buffer) => {
-    pending.push(c)
+    pending.push(meter ? meter.onSseChunk(c) : c)
     if (!scheduled) {
       scheduled = true
       setImmediate(flush)
@@ -171,6 +183,7 @@ function relayCoalesced(src: http.IncomingMessage, res: http.ServerResponse, onE
   })
   src.once('end', () => {
     // The last bytes and the end of the chunked body in one write.
+    if (meter) pending.push(meter.flushSse())
     const rest = pending.length === 0 ? undefined : Buffer.concat(pending)
     pending = []
     if (!res.destroyed && !res.writableEnded) res.end(rest)

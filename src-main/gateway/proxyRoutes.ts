@@ -1,6 +1,8 @@
 import type { Router } from 'express'
 import type { Logger } from '../core/logger'
+import { requestState } from '../http/requestState'
 import { sendJson } from '../http/respond'
+import { checkKeyModel } from './consumerKeys'
 import type { ModelLists } from './modelLists'
 import { forwardJson, JSON_BODY_LIMIT } from './proxy'
 import type { RawRoute } from './rawRoute'
@@ -37,10 +39,11 @@ export function mountProxyRoutes(router: Router, d: ProxyRouteDeps): void {
         bodyLimit: JSON_BODY_LIMIT,
         logger: d.logger,
         onStreamed: streamed,
-        admit:
-          name === 'llm' && d.gate
-            ? (body, signal) => d.gate!.admit(typeof body.model === 'string' ? body.model : null, signal)
-            : undefined,
+        usage: requestState(res).usage,
+        admit: async (body, signal) => {
+          checkKeyModel(requestState(res).consumer, body.model)
+          if (name === 'llm' && d.gate) await d.gate.admit(typeof body.model === 'string' ? body.model : null, signal)
+        },
       })
     })
   router.post('/v1/chat/completions', forward('/v1/chat/completions', 'llm'))

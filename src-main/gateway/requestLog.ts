@@ -1,5 +1,8 @@
 import type http from 'node:http'
+import type { Response } from 'express'
 import type { Clock } from '../core/clock'
+import { identityLabel, type ConsumerIdentity } from './consumerKeys'
+import { UsageMeter, type RequestUsage } from './usageMeter'
 
 /** One gateway request as the dashboard's live log shows it. */
 export interface RequestEntry {
@@ -17,7 +20,30 @@ export interface RequestEntry {
   readonly streamed: boolean
   /** The client went away before the response ended. */
   readonly aborted: boolean
+  /** The consumer key's name, `(legacy)`, `(admin)`, `(open)`; null when not a consumer request. */
+  readonly key: string | null
+  /** Request start to the first text chunk of a streamed answer (ms). */
+  readonly ttft_ms: number | null
+  readonly tokens_per_s: number | null
+  readonly prompt_tokens: number | null
+  readonly completion_tokens: number | null
+  /** Completion tokens counted from chunks (the upstream sent no usage): an estimate. */
+  readonly tokens_estimated: boolean
 }
+
+/** What an entry may leave out (callers outside the raw routes have no key or usage). */
+type EntryInput = Omit<
+  RequestEntry,
+  'seq' | 'at' | 'key' | 'ttft_ms' | 'tokens_per_s' | 'prompt_tokens' | 'completion_tokens' | 'tokens_estimated'
+> &
+  Partial<Pick<RequestEntry, 'key' | 'ttft_ms' | 'tokens_per_s' | 'prompt_tokens' | 'completion_tokens' | 'tokens_estimated'>>
+
+/** Told of every finished raw-route exchange: per-key usage and metrics. */
+export type RequestObserver = (
+  entry: RequestEntry,
+  usage: RequestUsage | null,
+  who: ConsumerIdentity | undefined,
+) => void
 
 /** Histogram bucket upper bounds (ms); the last bucket is open-ended. */
 export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000]
@@ -27,14 +53,37 @@ export class RequestLog {
   private readonly ring: RequestEntry[] = []
   private seq = 0
   private total = 0
+  private readonly observers: RequestObserver[] = []
+  private streamsOpen = 0
 
   constructor(
     private readonly clock: Clock,
     private readonly capacity = 500,
+    /** Usage accounting (tokens, TTFT, tokens/s, per key); off only to measure what it costs. */
+    private readonly accounting = true,
   ) {}
 
-  add(e: Omit<RequestEntry, 'seq' | 'at'>): RequestEntry {
-    const entry = { ...e, seq: ++this.seq, at: this.clock.now() }
+  observe(fn: RequestObserver): void {
+    this.observers.push(fn)
+  }
+
+  /** Streamed answers being sent now. */
+  get openStreams(): number {
+    return this.streamsOpen
+  }
+
+  add(e: EntryInput): RequestEntry {
+    const entry: RequestEntry = {
+      key: null,
+      ttft_ms: null,
+      tokens_per_s: null,
+      prompt_tokens: null,
+      completion_tokens: null,
+      tokens_estimated: false,
+      ...e,
+      seq: ++this.seq,
+      at: this.clock.now(),
+    }
     // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
     this.ring[(entry.seq - 1) % this.capacity] = entry
     this.total++
@@ -71,19 +120,25 @@ export class RequestLog {
    * Watches one raw-route exchange and records it when the response ends or the client leaves.
    * Bytes are the socket's written-bytes delta: HTTP/1.1 exchanges on a socket are sequential.
    */
-  watch(req: http.IncomingMessage, res: http.ServerResponse, path: string): { markStreamed(): void } {
+  watch(req: http.IncomingMessage, res: Response, path: string): { markStreamed(): void } {
     const t0 = performance.now()
     const sock = req.socket
     const written0 = sock.bytesWritten
     let ttfb: number | null = null
     let streamed = false
+    const locals = res.locals as { consumer?: ConsumerIdentity; usage?: UsageMeter } // http/requestState.ts
+    const meter = this.accounting ? new UsageMeter(t0) : undefined
+    locals.usage = meter
     const writeHead = res.writeHead.bind(res) as (...a: unknown[]) => http.ServerResponse
     res.writeHead = ((...args: unknown[]) => {
       if (ttfb === null) ttfb = performance.now() - t0
       return writeHead(...args)
     }) as typeof res.writeHead
     res.once('close', () => {
-      this.add({
+      if (streamed) this.streamsOpen--
+      const usage = meter?.result() ?? null
+      const who = locals.consumer
+      const entry = this.add({
         method: req.method ?? 'GET',
         path,
         status: res.headersSent ? res.statusCode : 499,
@@ -92,10 +147,18 @@ export class RequestLog {
         bytes: Math.max(0, sock.bytesWritten - written0),
         streamed,
         aborted: !res.writableFinished,
+        key: identityLabel(who),
+        ttft_ms: usage?.ttft_ms ?? null,
+        tokens_per_s: usage?.tokens_per_s ?? null,
+        prompt_tokens: usage?.prompt_tokens ?? null,
+        completion_tokens: usage?.completion_tokens ?? null,
+        tokens_estimated: usage?.tokens_estimated ?? false,
       })
+      for (const fn of this.observers) fn(entry, usage, who)
     })
     return {
       markStreamed: () => {
+        if (!streamed) this.streamsOpen++
         streamed = true
       },
     }

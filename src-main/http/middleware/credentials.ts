@@ -2,9 +2,13 @@ import type { Request, RequestHandler } from 'express'
 import { ApiError } from '../../contract/errors'
 import type { Credentials } from '../../core/credentials'
 import type { SessionStore } from '../../core/sessions'
+import type { ConsumerIdentity } from '../../gateway/consumerKeys'
 import { sendError } from '../respond'
 import { requestState, styleFor } from '../requestState'
 import { readCookie, SESSION_COOKIE } from '../session'
+
+const OPEN: ConsumerIdentity = { kind: 'open' }
+const ADMIN: ConsumerIdentity = { kind: 'admin' }
 
 function bearer(req: Request): string | undefined {
   const h = req.headers.authorization
@@ -34,16 +38,41 @@ export function credentialsGate(credentials: Credentials, sessions: SessionStore
     }
     const needsAdmin = st.surface === 'control' || st.surface === 'licensing-admin'
     const needsConsumer = st.surface === 'consumer' && credentials.consumerKeysRequired
-    if (!needsAdmin && !needsConsumer) return next()
+    const needsMetrics = st.surface === 'metrics'
+    if (st.surface === 'consumer') st.consumer = needsConsumer ? undefined : OPEN
+    if (!needsAdmin && !needsConsumer && !needsMetrics) return next()
     const style = styleFor(st.surface, req.path)
     const locked = credentials.lockout(st.client.limitKey)
     if (locked) return sendError(res, locked, style)
-    if (st.isAdmin()) return next()
+    if (st.isAdmin()) {
+      // The admin is never held to a key's limits.
+      if (needsConsumer) st.consumer = ADMIN
+      return next()
+    }
     const token = bearer(req)
-    if (needsConsumer && token !== undefined && credentials.isConsumerKey(token)) return next()
+    if (needsMetrics && token !== undefined && credentials.isMetricsToken(token)) return next()
+    const who = needsConsumer && token !== undefined ? credentials.consumerIdentity(token) : null
+    if (who) {
+      // A named key's own limits (rate, concurrent requests); the slot is freed when the exchange ends.
+      try {
+        res.once('close', credentials.admitConsumer(who))
+      } catch (err) {
+        return sendError(res, err, style)
+      }
+      st.consumer = who
+      return next()
+    }
     if (token !== undefined)
-      credentials.failed(st.client.limitKey, needsAdmin ? 'admin bearer token' : 'consumer key', st.client.ip)
-    const message = needsAdmin ? 'admin session or bearer token required' : 'a valid consumer API key is required'
+      credentials.failed(
+        st.client.limitKey,
+        needsAdmin ? 'admin bearer token' : needsMetrics ? 'metrics token' : 'consumer key',
+        st.client.ip,
+      )
+    const message = needsAdmin
+      ? 'admin session or bearer token required'
+      : needsMetrics
+        ? 'a METRICS_TOKEN bearer or the admin credential is required'
+        : 'a valid consumer API key is required'
     sendError(res, new ApiError('unauthorized', message), style)
   }
 }
