@@ -106,7 +106,12 @@ export const consumerKeysContract = {
     summary: 'Usage per key per hour (90 days kept); totals per key over the range',
     http: 'GET /api/consumer-keys/usage',
     input: z.object({
-      hours: z.coerce.number().int().min(1).max(90 * 24).default(24),
+      hours: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .max(90 * 24)
+        .default(24),
       key_id: KeyId.optional(),
     }),
     output: z.object({ from: z.number(), hours: z.array(KeyUsageHour), totals: z.array(KeyUsageHour) }),

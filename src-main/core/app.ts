@@ -20,6 +20,8 @@ import { createUpdatesModule } from '../updates/module'
 import { createGatewayModule } from '../gateway/module'
 import { ConsumerKeys } from '../gateway/consumerKeys'
 import { createLicensingModule } from '../licensing/module'
+import { createMetricsModule } from '../metrics/module'
+import type { LicensingDb } from '../licensing/db'
 
 export interface CoreOptions {
   config: Config
@@ -98,7 +100,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     consumerKeys,
   })
   const licensing = await createLicensingModule(shared)
-  const modules = [nodes, models, servicesModule, gateway, licensing] as DomainModule<Partial<Contract>>[]
+  const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
+  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb })
+  const modules = [nodes, models, servicesModule, gateway, licensing, metrics] as DomainModule<Partial<Contract>>[]
 
   const handlers = {
     ...systemHandlers({
@@ -115,6 +119,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ...updates.handlers,
     ...gateway.handlers,
     ...licensing.handlers,
+    licValidate: metrics.countValidations(licensing.handlers.licValidate),
     ...eventHandlers(events),
   } satisfies ContractHandlers
 

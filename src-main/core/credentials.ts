@@ -75,7 +75,11 @@ export class Credentials {
   }
 
   /** Counts a wrong credential against the address. */
-  failed(limitKey: string, what: 'login' | 'admin bearer token' | 'consumer key' | 'metrics token', clientIp: string): void {
+  failed(
+    limitKey: string,
+    what: 'login' | 'admin bearer token' | 'consumer key' | 'metrics token',
+    clientIp: string,
+  ): void {
     this.opts.limits.take('credential', limitKey)
     this.opts.logger.warn(`failed ${what}`, { from: clientIp })
   }

@@ -201,7 +201,10 @@ export class ConsumerKeys {
          requests_per_minute = @requests_per_minute, max_concurrent = @max_concurrent WHERE id = @id`,
     ).run(row)
     const inFlight = held.inFlight
-    const next = this.hold(row, held.rate && row.requests_per_minute === held.row.requests_per_minute ? held.rate : null)
+    const next = this.hold(
+      row,
+      held.rate && row.requests_per_minute === held.row.requests_per_minute ? held.rate : null,
+    )
     next.inFlight = inFlight
     return this.view(next)
   }
@@ -234,7 +237,9 @@ export class ConsumerKeys {
       row,
       models,
       hash: Buffer.from(row.secret_sha256, 'hex'),
-      rate: rate ?? (rpm === null ? null : new RateLimiter({ capacity: rpm, refillPerSecond: rpm / 60, clock: this.clock })),
+      rate:
+        rate ??
+        (rpm === null ? null : new RateLimiter({ capacity: rpm, refillPerSecond: rpm / 60, clock: this.clock })),
       inFlight: 0,
       identity: { kind: 'key', id: row.id, name: row.name, models },
     }

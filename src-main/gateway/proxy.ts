@@ -5,7 +5,7 @@ import type { Upstream } from './upstreams'
 import { callUpstream, MiB, parseJsonObject, passHeaders, readText, upstreamDetail, UpstreamUnreachable } from './wire'
 import { ClientGone, readBody } from '../http/body'
 import { sendError } from '../http/respond'
-import { withStreamUsage, type UsageMeter } from './usageMeter'
+import type { UsageMeter } from './usageMeter'
 
 /**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
@@ -33,10 +33,8 @@ export async function forwardJson(
 ): Promise<void> {
   const received = await readBody(req, opts.bodyLimit)
   const body = parseJsonObject(received)
-  // A stream's token counts come from the usage event, asked for here when the client did not.
-  const { raw, injected } = opts.usage ? withStreamUsage(body, received) : { raw: received, injected: false }
-  if (injected) opts.usage?.stripInjectedUsage()
   const streaming = body.stream === true
+  const raw = opts.usage ? opts.usage.prepareRequest(body, received) : received
   if (opts.admit) await admitOrLeave(res, (signal) => opts.admit!(body, signal))
 
   const ac = new AbortController()
@@ -108,8 +106,8 @@ export async function forwardJson(
       resolve()
     }
     const flushNow = isSse ? relayCoalesced(upRes, res, finish, opts.usage) : null
-    if (!isSse) opts.usage?.watchBody(upRes)
-    if (!isSse) upRes.pipe(res, { end: false })
+    // A plain answer is read for its `usage` as it passes.
+    if (!isSse) (opts.usage?.watchBody(upRes) ?? upRes).pipe(res, { end: false })
     upRes.once('end', () => {
       if (!isSse) {
         res.end()

@@ -36,7 +36,9 @@ type EntryInput = Omit<
   RequestEntry,
   'seq' | 'at' | 'key' | 'ttft_ms' | 'tokens_per_s' | 'prompt_tokens' | 'completion_tokens' | 'tokens_estimated'
 > &
-  Partial<Pick<RequestEntry, 'key' | 'ttft_ms' | 'tokens_per_s' | 'prompt_tokens' | 'completion_tokens' | 'tokens_estimated'>>
+  Partial<
+    Pick<RequestEntry, 'key' | 'ttft_ms' | 'tokens_per_s' | 'prompt_tokens' | 'completion_tokens' | 'tokens_estimated'>
+  >
 
 /** Told of every finished raw-route exchange: per-key usage and metrics. */
 export type RequestObserver = (

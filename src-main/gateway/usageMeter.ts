@@ -74,6 +74,13 @@ export class UsageMeter {
     this.stripUsage = true
   }
 
+  /** The request bytes to send upstream: a stream's token counts come from the usage event, asked for here when the client did not. */
+  prepareRequest(body: Record<string, unknown>, raw: Buffer): Buffer {
+    const out = withStreamUsage(body, raw)
+    if (out.injected) this.stripInjectedUsage()
+    return out.raw
+  }
+
   /** Reads one event-stream chunk; returns what to forward to the client. */
   onSseChunk(chunk: Buffer): Buffer {
     this.streamed = true
@@ -102,8 +109,8 @@ export class UsageMeter {
     return this.stripUsage ? Buffer.from(keep ?? '') : Buffer.alloc(0)
   }
 
-  /** Reads a plain (non-stream) answer as it passes, for its `usage` or `duration`. */
-  watchBody(src: http.IncomingMessage): void {
+  /** Reads a plain (non-stream) answer as it passes, for its `usage` or `duration`; returns `src`. */
+  watchBody(src: http.IncomingMessage): http.IncomingMessage {
     const parts: Buffer[] = []
     let size = 0
     src.on('data', (c: Buffer) => {
@@ -120,6 +127,7 @@ export class UsageMeter {
         // not JSON (text or srt transcripts, audio): nothing to count
       }
     })
+    return src
   }
 
   addSpeechCharacters(n: number): void {

@@ -11,13 +11,18 @@ import type { ComponentHealth } from '../contract/system'
 import type { CoreDeps, DomainModule } from '../core/module'
 import { adminHandlers } from './adminApi'
 import { buyerHandlers } from './buyerApi'
+import type { LicensingDb } from './db'
 import { degradedLicensing } from './degraded'
 import { createPayments } from './payments'
 import { subscriptionHandlers } from './subscriptionHandlers'
 import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './services'
 
-export type LicensingModule = DomainModule<typeof licensingContract> & { health(): ComponentHealth }
+export type LicensingModule = DomainModule<typeof licensingContract> & {
+  health(): ComponentHealth
+  /** The database, for metrics read at scrape time; absent while licensing is off. */
+  database?(): LicensingDb
+}
 
 export async function createLicensingModule(deps: CoreDeps): Promise<LicensingModule> {
   let services: LicensingServices | null = null
@@ -38,6 +43,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
   return {
     name: 'licensing',
     health: () => ({ state: 'ok', reason: null, remedy: null }),
+    database: () => services.db,
     handlers: {
       ...buyer,
       ...admin,

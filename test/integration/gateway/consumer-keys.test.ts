@@ -179,7 +179,9 @@ describe('named consumer keys', () => {
   })
 
   it('keeps named keys away from the control API', async () => {
-    expect((await fetch(`${rig.daemon.url}/api/consumer-keys`, { headers: { authorization: `Bearer ${a.secret}` } })).status).toBe(401)
+    expect(
+      (await fetch(`${rig.daemon.url}/api/consumer-keys`, { headers: { authorization: `Bearer ${a.secret}` } })).status,
+    ).toBe(401)
     rig.daemon.core.limits.reset('credential', '127.0.0.1')
   })
 })

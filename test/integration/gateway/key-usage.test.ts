@@ -48,7 +48,10 @@ const sameIds = (s: string): string => s.replace(/chatcmpl-sim\d+/g, 'chatcmpl-s
 
 beforeAll(async () => {
   rig = await startRig()
-  const res = await rig.daemon.admin('/api/consumer-keys', { method: 'POST', body: JSON.stringify({ name: 'chat ui' }) })
+  const res = await rig.daemon.admin('/api/consumer-keys', {
+    method: 'POST',
+    body: JSON.stringify({ name: 'chat ui' }),
+  })
   key = (await res.json()) as typeof key
 })
 afterAll(() => rig.stop())

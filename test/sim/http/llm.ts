@@ -164,7 +164,13 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
         streamUsage && body.stream_options?.include_usage === true
           ? [`data: ${JSON.stringify({ id, object, created, model, choices: [], usage })}\n\n`]
           : []
-      const chunks = [...before, ...tokens.map((t) => chunk(t, false)), chunk('', true), ...usageEvent, 'data: [DONE]\n\n']
+      const chunks = [
+        ...before,
+        ...tokens.map((t) => chunk(t, false)),
+        chunk('', true),
+        ...usageEvent,
+        'data: [DONE]\n\n',
+      ]
       if (await writeChunks(res, ctx, chunks, opts.chunkDelayMs ?? 0)) res.end()
       return
     }

@@ -4,7 +4,12 @@ import { UsageMeter, withStreamUsage } from '../../../src-main/gateway/usageMete
 const ev = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`
 const delta = (t: string): string =>
   ev({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: t }, finish_reason: null }] })
-const USAGE = ev({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 7, completion_tokens: 3 } })
+const USAGE = ev({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  choices: [],
+  usage: { prompt_tokens: 7, completion_tokens: 3 },
+})
 const DONE = 'data: [DONE]\n\n'
 
 /** A meter whose clock the test moves: ms since the request arrived. */
@@ -58,7 +63,9 @@ describe('UsageMeter on a stream', () => {
     const { m } = meter()
     m.stripInjectedUsage()
     const withNull = `data: {"id":"c1","choices":[{"delta":{"content":"a"}}],"usage":null}\n\n`
-    expect(m.onSseChunk(Buffer.from(withNull)).toString()).toBe(`data: {"id":"c1","choices":[{"delta":{"content":"a"}}]}\n\n`)
+    expect(m.onSseChunk(Buffer.from(withNull)).toString()).toBe(
+      `data: {"id":"c1","choices":[{"delta":{"content":"a"}}]}\n\n`,
+    )
   })
 
   it('leaves a usage event the client asked for', () => {
