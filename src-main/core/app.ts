@@ -17,7 +17,7 @@ import { createNodesModule } from '../nodes/module'
 import { createModelsModule } from '../models/module'
 import { createServicesModule } from '../services/module'
 import { createUpdatesModule } from '../updates/module'
-import { createGatewayModule } from '../gateway/module'
+import { createGatewayModule, type GatewayOptions } from '../gateway/module'
 import { ConsumerKeys } from '../gateway/consumerKeys'
 import { createLicensingModule } from '../licensing/module'
 import { createMetricsModule } from '../metrics/module'
@@ -27,6 +27,8 @@ export interface CoreOptions {
   config: Config
   clock?: Clock
   logger?: Logger
+  /** Gateway tuning (the benches switch usage accounting off to measure its cost). */
+  gateway?: Partial<GatewayOptions>
 }
 
 /** Everything the process runs, built from Config. HTTP and IPC adapters sit on top of it. */
@@ -98,6 +100,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     // Chat and completions wait here while a swap is loading (and start one on demand).
     llmGate: models.swap,
     consumerKeys,
+    options: opts.gateway,
   })
   const licensing = await createLicensingModule(shared)
   const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
