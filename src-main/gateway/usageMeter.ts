@@ -1,5 +1,4 @@
 import type http from 'node:http'
-import { StringDecoder } from 'node:string_decoder'
 
 /**
  * What one gateway request used (issue 16): tokens from the upstream's `usage`, time to first
@@ -23,8 +22,8 @@ export interface RequestUsage {
 
 /** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
 const BODY_PEEK_LIMIT = 4 * 1024 * 1024
-const TEXT_FIELD = /"(?:content|text|reasoning_content)":"(?:[^"\\]|\\.)/
-const EVENT_END = /\r?\n\r?\n/
+const TEXT_FIELDS = ['"content":"', '"text":"', '"reasoning_content":"']
+const CRLF_EVENT_END = /\r?\n\r?\n/
 
 interface UpstreamUsage {
   prompt_tokens?: unknown
@@ -60,7 +59,8 @@ export class UsageMeter {
   private characters = 0
   private streamed = false
   private stripUsage = false
-  private readonly decoder = new StringDecoder('utf8')
+  // Bytes are read as latin1: one character per byte, so the text maps back to the exact bytes and
+  // a multi-byte character split across chunks needs no decoder (every pattern sought is ASCII).
   private pending = ''
 
   constructor(
@@ -84,8 +84,13 @@ export class UsageMeter {
   /** Reads one event-stream chunk; returns what to forward to the client. */
   onSseChunk(chunk: Buffer): Buffer {
     this.streamed = true
-    const text = this.pending + this.decoder.write(chunk)
-    const events = text.split(EVENT_END)
+    const text = this.pending + chunk.toString('latin1')
+    // The common case: whole events with no usage in them: count their text, pass the bytes as they came.
+    if (this.pending === '' && text.endsWith('\n\n') && !text.includes('"usage"') && !text.includes('\r')) {
+      this.countText(text)
+      return chunk
+    }
+    const events = splitEvents(text)
     this.pending = events.pop() ?? ''
     if (!this.stripUsage) {
       for (const ev of events) this.readEvent(ev)
@@ -97,16 +102,16 @@ export class UsageMeter {
       const keep = this.readEvent(ev)
       if (keep !== null) out += `${keep}\n\n`
     }
-    return Buffer.from(out)
+    return Buffer.from(out, 'latin1')
   }
 
   /** At the end of the stream: what is still held back (a last event without its blank line). */
   flushSse(): Buffer {
-    const rest = this.pending + this.decoder.end()
+    const rest = this.pending
     this.pending = ''
     if (rest === '') return Buffer.alloc(0)
     const keep = this.readEvent(rest)
-    return this.stripUsage ? Buffer.from(keep ?? '') : Buffer.alloc(0)
+    return this.stripUsage ? Buffer.from(keep ?? '', 'latin1') : Buffer.alloc(0)
   }
 
   /** Reads a plain (non-stream) answer as it passes, for its `usage` or `duration`; returns `src`. */
@@ -160,12 +165,7 @@ export class UsageMeter {
   private readEvent(ev: string): string | null {
     const data = ev.startsWith('data:') ? ev.slice(ev.startsWith('data: ') ? 6 : 5) : dataOf(ev)
     if (data === null || data === '[DONE]') return ev
-    if (TEXT_FIELD.test(data)) {
-      const t = this.now()
-      this.textChunks++
-      if (this.firstTextAt === null) this.firstTextAt = t
-      this.lastTextAt = t
-    }
+    this.countText(data)
     if (!data.includes('"usage"')) return ev
     let v: { usage?: UpstreamUsage | null; choices?: unknown }
     try {
@@ -180,11 +180,43 @@ export class UsageMeter {
     return ev.replace(/,\s*"usage":\s*null/, '')
   }
 
+  /** Counts the text-carrying fields in `text` (one per chunk an engine sends) and stamps their time. */
+  private countText(text: string): void {
+    const n = textFields(text)
+    if (n === 0) return
+    const t = this.now()
+    this.textChunks += n
+    if (this.firstTextAt === null) this.firstTextAt = t
+    this.lastTextAt = t
+  }
+
   private takeUsage(u: UpstreamUsage | null | undefined): void {
     if (!u || typeof u !== 'object') return
     if (typeof u.prompt_tokens === 'number') this.prompt = u.prompt_tokens
     if (typeof u.completion_tokens === 'number') this.completion = u.completion_tokens
   }
+}
+
+/** Whole events and the unfinished rest (last); `\n\n` is what engines send, `\r\n\r\n` is accepted too. */
+function splitEvents(text: string): string[] {
+  if (text.includes('\r')) return text.split(CRLF_EVENT_END)
+  const out: string[] = []
+  let from = 0
+  for (let at = text.indexOf('\n\n'); at !== -1; at = text.indexOf('\n\n', from)) {
+    out.push(text.slice(from, at))
+    from = at + 2
+  }
+  out.push(text.slice(from))
+  return out
+}
+
+/** How many non-empty content, text or reasoning fields `text` holds: chunks that carry generated text. */
+function textFields(text: string): number {
+  let n = 0
+  for (const f of TEXT_FIELDS)
+    for (let at = text.indexOf(f); at !== -1; at = text.indexOf(f, at + f.length))
+      if (text.charCodeAt(at + f.length) !== 34) n++
+  return n
 }
 
 /** The joined `data:` lines of an event with other fields (event:, id:), or null when it has none. */
