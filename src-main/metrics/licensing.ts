@@ -37,7 +37,12 @@ export function licensingMetrics(
     labelNames: ['currency'],
     registers,
     collect() {
-      fromSql(this, settled, (r) => ({ currency: r.currency }), (r) => r.n)
+      fromSql(
+        this,
+        settled,
+        (r) => ({ currency: r.currency }),
+        (r) => r.n,
+      )
     },
   })
   new Counter({
@@ -46,7 +51,12 @@ export function licensingMetrics(
     labelNames: ['currency'],
     registers,
     collect() {
-      fromSql(this, settled, (r) => ({ currency: r.currency }), (r) => r.sats)
+      fromSql(
+        this,
+        settled,
+        (r) => ({ currency: r.currency }),
+        (r) => r.sats,
+      )
     },
   })
   type ByStatus = { status: string; n: number }
@@ -69,24 +79,34 @@ export function licensingMetrics(
       )
     },
   })
-  new Gauge({
-    name: 'tandem_licensing_subscriptions',
-    help: 'Subscriptions by status',
-    labelNames: ['status'],
-    registers,
-    collect() {
-      fromSql(this, () => rows<ByStatus>('SELECT status, COUNT(*) AS n FROM subscriptions GROUP BY 1'), (r) => ({ status: r.status }), (r) => r.n)
-    },
-  })
-  new Gauge({
-    name: 'tandem_licensing_webhook_deliveries',
-    help: 'Outbound webhook deliveries by outcome (pending, delivered, failed)',
-    labelNames: ['outcome'],
-    registers,
-    collect() {
-      fromSql(this, () => rows<ByStatus>('SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY 1'), (r) => ({ outcome: r.status }), (r) => r.n)
-    },
-  })
+  // Counts per status column value, labelled by `label`.
+  const byStatus = (name: string, help: string, label: string, table: 'subscriptions' | 'webhook_deliveries') =>
+    new Gauge({
+      name,
+      help,
+      labelNames: [label],
+      registers,
+      collect() {
+        const query = () => rows<ByStatus>(`SELECT status, COUNT(*) AS n FROM ${table} GROUP BY 1`)
+        fromSql(
+          this,
+          query,
+          (r) => ({ [label]: r.status }),
+          (r) => r.n,
+        )
+      },
+    })
+  byStatus('tandem_licensing_subscriptions', 'Subscriptions by status', 'status', 'subscriptions')
+  byStatus(
+    'tandem_licensing_webhook_deliveries',
+    'Outbound webhook deliveries by outcome (pending, delivered, failed)',
+    'outcome',
+    'webhook_deliveries',
+  )
+  return validationCounter(registers)
+}
+
+function validationCounter(registers: Registry[]): { countValidation(ok: boolean, reason: string | undefined): void } {
   const validations = new Counter({
     name: 'tandem_licensing_validations_total',
     help: 'License validations answered, by result (valid, or the reason it was not)',

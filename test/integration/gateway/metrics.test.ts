@@ -1,3 +1,5 @@
+import fs from 'node:fs'
+import path from 'node:path'
 import parsePrometheusTextFormat, { type PromFamily } from 'parse-prometheus-text-format'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startRig, waitFor, type GatewayRig } from './setup'
@@ -180,5 +182,21 @@ describe('/metrics', () => {
       sample(fams.get('tandem_gateway_completion_tokens_total'), { key: 'grafana test', estimated: 'false' }),
     ).toBe(5)
     expect(sample(fams.get('tandem_licensing_validations_total'), {})).toBeGreaterThanOrEqual(1)
+  })
+
+  it('feeds every metric the Grafana dashboard queries, in cluster, gateway and shop rows', async () => {
+    const dash = JSON.parse(fs.readFileSync(path.resolve('resources/grafana/tandem.json'), 'utf8')) as {
+      panels: { type: string; title: string; targets?: { expr: string }[] }[]
+    }
+    expect(dash.panels.filter((p) => p.type === 'row').map((p) => p.title)).toEqual(['Cluster', 'Gateway', 'Shop'])
+    const fams = await families()
+    const used = new Set(
+      dash.panels
+        .flatMap((p) => p.targets ?? [])
+        .flatMap((t) => t.expr.match(/tandem_[a-z0-9_]+/g) ?? [])
+        .map((n) => n.replace(/_(bucket|count|sum)$/, '')),
+    )
+    expect(used.size).toBeGreaterThan(20)
+    for (const name of used) expect(fams.has(name), name).toBe(true)
   })
 })
