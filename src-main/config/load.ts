@@ -57,6 +57,8 @@ export interface Config {
   /** Proxies whose X-Forwarded-* headers are believed (addresses or CIDRs). */
   readonly trustedProxies: readonly string[]
   readonly chatUiUrl: string | null
+  /** Bearer token that may read /metrics (besides the admin credential); null = admin only. */
+  readonly metricsToken: string | null
   readonly nodes: { readonly node1: SshTarget | null; readonly node2: SshTarget | null }
   readonly wolBroadcast: string
   /** Background probe interval in seconds; 0 = off. */
@@ -219,6 +221,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     consumerApiKeys: list('CONSUMER_API_KEYS'),
     trustedProxies: list('TRUSTED_PROXIES'),
     chatUiUrl: orNull('CHAT_UI_URL'),
+    metricsToken: orNull('METRICS_TOKEN'),
     nodes: { node1, node2 },
     wolBroadcast: s('WOL_BROADCAST'),
     monitorIntervalS: num('MONITOR_INTERVAL_S'),

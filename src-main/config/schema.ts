@@ -99,6 +99,14 @@ export const SETTINGS = {
     label: 'node2 SSH port',
     description: 'node2 SSH port',
   },
+  METRICS_TOKEN: {
+    group: 'security',
+    kind: 'string',
+    default: '',
+    secret: true,
+    label: 'Metrics token',
+    description: 'Bearer token Prometheus sends to read /metrics; blank = only the admin credential reads it',
+  },
   WOL_BROADCAST: {
     group: 'nodes',
     kind: 'string',
@@ -453,6 +461,7 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
     message: 'must be addresses or CIDRs, comma separated (e.g. 127.0.0.1, 10.0.0.0/8, fd00::/8)',
   }),
   CHAT_UI_URL: z.url({ protocol: /^https?$/ }),
+  METRICS_TOKEN: z.string().regex(/^[\x21-\x7e]{16,}$/, 'must be at least 16 printable characters without spaces'),
   NODE1_HOST: hostLike,
   NODE1_USER: userLike,
   NODE1_SSH_PORT: port,

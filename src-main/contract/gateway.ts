@@ -35,6 +35,15 @@ export const GatewayRequest = z.object({
   aborted: z.boolean(),
   /** Made from the dashboard's playground rather than by a LAN client. */
   playground: z.boolean(),
+  /** The consumer key's name, or (legacy), (admin), (open); null off the consumer surface. */
+  key: z.string().nullable(),
+  /** Time to first token of a streamed answer (ms). */
+  ttft_ms: z.number().nullable(),
+  tokens_per_s: z.number().nullable(),
+  prompt_tokens: z.number().nullable(),
+  completion_tokens: z.number().nullable(),
+  /** Completion tokens counted from chunks because the upstream sent no usage: an estimate. */
+  tokens_estimated: z.boolean(),
 })
 export type GatewayRequest = z.infer<typeof GatewayRequest>
 

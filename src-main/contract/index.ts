@@ -7,6 +7,7 @@ import { eventsContract } from './events'
 import { modelsContract } from './models'
 import { servicesContract } from './services'
 import { docsContract } from './docs'
+import { consumerKeysContract } from './consumerKeys'
 
 /**
  * THE api contract: every method Tandem serves, over HTTP and IPC alike. Each domain keeps its
@@ -21,6 +22,7 @@ export const contract = {
   ...licensingContract,
   ...eventsContract,
   ...docsContract,
+  ...consumerKeysContract,
 } satisfies ContractTable
 
 export type Contract = typeof contract

@@ -20,8 +20,11 @@ import { createNodesModule } from '../nodes/module'
 import { createModelsModule } from '../models/module'
 import { createServicesModule } from '../services/module'
 import { createUpdatesModule } from '../updates/module'
-import { createGatewayModule } from '../gateway/module'
+import { createGatewayModule, type GatewayOptions } from '../gateway/module'
+import { ConsumerKeys } from '../gateway/consumerKeys'
 import { createLicensingModule } from '../licensing/module'
+import { createMetricsModule } from '../metrics/module'
+import type { LicensingDb } from '../licensing/db'
 
 export interface CoreOptions {
   config: Config
@@ -29,6 +32,8 @@ export interface CoreOptions {
   logger?: Logger
   /** The host process's in-process restart (headless.ts), offered to the Settings page as "Restart to apply". */
   restart?: () => Promise<RestartOutcome>
+  /** Gateway tuning (the benches switch usage accounting off to measure its cost). */
+  gateway?: Partial<GatewayOptions>
 }
 
 /** Everything the process runs, built from Config. HTTP and IPC adapters sit on top of it. */
@@ -63,17 +68,19 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   for (const file of removeOrphanedTempFiles(stateDirs(config.paths)))
     logger.info('removed the temp file of an interrupted write', { file })
   const admin = ensureAdminToken(config.adminToken, config.paths.adminTokenFile)
-  redactor.add(admin.token)
-  redactor.add(config.registryApiKey)
-  for (const k of config.consumerApiKeys) redactor.add(k)
+  for (const secret of [admin.token, config.registryApiKey, ...config.consumerApiKeys, config.metricsToken])
+    if (secret) redactor.add(secret)
   for (const w of config.warnings) logger.warn(w)
 
   const events = new EventBus(clock)
   const jobs = new JobRegistry(clock, redactor, events)
   const limits = new Limits({ clock, publicPerMinute: config.licensingRateLimit })
+  const consumerKeys = ConsumerKeys.open(config.paths.dataDir, clock, logger.child('gateway'))
   const credentials = new Credentials({
     adminToken: admin.token,
     consumerKeys: config.consumerApiKeys,
+    namedKeys: consumerKeys,
+    metricsToken: config.metricsToken,
     limits,
     logger: logger.child('credentials'),
   })
@@ -98,9 +105,13 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     deepHealth: servicesModule.deepHealth,
     // Chat and completions wait here while a swap is loading (and start one on demand).
     llmGate: models.swap,
+    consumerKeys,
+    options: opts.gateway,
   })
   const licensing = await createLicensingModule(shared)
-  const modules = [nodes, models, servicesModule, gateway, licensing] as DomainModule<Partial<Contract>>[]
+  const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
+  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb })
+  const modules = [nodes, models, servicesModule, gateway, licensing, metrics] as DomainModule<Partial<Contract>>[]
 
   const handlers = {
     ...systemHandlers({
@@ -118,11 +129,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ...updates.handlers,
     ...gateway.handlers,
     ...licensing.handlers,
+    licValidate: metrics.countValidations(licensing.handlers.licValidate),
     ...eventHandlers(events),
     ...docsHandlers(config),
   } satisfies ContractHandlers
 
-  let started = false
   return {
     config,
     clock,
@@ -138,6 +149,19 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     credentials,
     sessions,
     callers,
+    ...lifecycle(modules, jobs, events, logger),
+  }
+}
+
+/** Starts the modules in order; stops them in reverse, and keeps going when one fails. */
+function lifecycle(
+  modules: readonly DomainModule<Partial<Contract>>[],
+  jobs: JobRegistry,
+  events: EventBus,
+  logger: Logger,
+): Pick<Core, 'start' | 'stop'> {
+  let started = false
+  return {
     async start() {
       for (const m of modules) await m.start?.()
       started = true
@@ -146,7 +170,6 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       await jobs.stopAll()
       events.close()
       if (!started) return
-      // Stop in reverse order of start, and keep going when one fails.
       for (const m of [...modules].reverse()) {
         try {
           await m.stop?.()

@@ -20,6 +20,7 @@ export class EventBus implements EventPublisher {
   private readonly waiters = new Set<() => void>()
   private listening = 0
   private closed = false
+  private readonly subscribers = new Set<(ev: PushEvent) => void>()
 
   constructor(
     private readonly clock: Clock,
@@ -30,6 +31,7 @@ export class EventBus implements EventPublisher {
     this.seq += 1
     this.ring.push({ seq: this.seq, at: this.clock.now(), name, data } as PushEvent)
     if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity)
+    for (const fn of this.subscribers) fn(this.ring[this.ring.length - 1]!)
     for (const wake of [...this.waiters]) wake()
   }
 
@@ -37,6 +39,15 @@ export class EventBus implements EventPublisher {
   close(): void {
     this.closed = true
     for (const wake of [...this.waiters]) wake()
+  }
+
+  /**
+   * Calls `fn` with every event as it is published (in-process consumers such as metrics; not
+   * counted as a listener). Returns the unsubscribe.
+   */
+  subscribe(fn: (ev: PushEvent) => void): () => void {
+    this.subscribers.add(fn)
+    return () => this.subscribers.delete(fn)
   }
 
   /** The seq of the newest event (0 before the first). */

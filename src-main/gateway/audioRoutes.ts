@@ -2,7 +2,9 @@ import type { Router } from 'express'
 import type { Logger } from '../core/logger'
 import type { ProbeStart } from './deepHealth'
 import { ClientGone, readBody } from '../http/body'
+import { requestState } from '../http/requestState'
 import { sendJson } from '../http/respond'
+import { checkKeyModel } from './consumerKeys'
 import type { ModelLists } from './modelLists'
 import type { RawRoute } from './rawRoute'
 import { answerSpeech, parseSpeech, synthesize, type VoiceAliases } from './speech'
@@ -32,7 +34,9 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
     '/v1/audio/speech',
     d.route('/v1/audio/speech', async (req, res) => {
       const body = parseJsonObject(await readBody(req, 1 * MiB))
+      checkKeyModel(requestState(res).consumer, body.model)
       const sp = await d.voices.resolve(parseSpeech(body))
+      requestState(res).usage?.addSpeechCharacters(sp.input.length)
       const ac = new AbortController()
       res.once('close', () => ac.abort(new ClientGone()))
       const wav = await synthesize(d.need('tts'), sp, ac.signal, d.probe('tts'))
@@ -49,6 +53,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
         timeoutMs: d.proxyTimeoutMs,
         logger: d.logger,
         onWedged: d.probe('asr'),
+        usage: requestState(res).usage,
       })
     })
   router.post('/v1/audio/transcriptions', relay('/v1/audio/transcriptions', '/v1/audio/transcriptions'))
@@ -72,6 +77,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
           asrModel: () => d.lists.asrModelName(),
           onWedged: d.probe('asr'),
         })
+        requestState(res).usage?.addAudioSeconds(out.duration)
         sendJson(res, 200, out)
       } finally {
         lease.release().catch((err: unknown) => d.logger.warn('could not remove a spooled upload', { error: err }))

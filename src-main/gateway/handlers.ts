@@ -5,6 +5,7 @@ import type { Handlers } from '../contract/define'
 import type { gatewayContract } from '../contract/gateway'
 import { redactUrlCredentials } from '../core/logger'
 import type { ServiceDirectory } from '../core/serviceDirectory'
+import type { ConsumerKeys } from './consumerKeys'
 import type { ModelLists } from './modelLists'
 import type { RequestLog } from './requestLog'
 import { ScrubSessions, SessionNotFound } from './scrub'
@@ -26,6 +27,7 @@ export interface InfoHandlerDeps {
   readonly lists: ModelLists
   readonly voices: VoiceAliases
   readonly log: RequestLog
+  readonly keys: ConsumerKeys
 }
 
 /** Redaction, search, and what the Gateway view shows: addresses, endpoints, requests, voices. */
@@ -38,7 +40,7 @@ export function infoHandlers(d: InfoHandlerDeps): InfoHandlers {
     }),
     gatewayInfo: async () => ({
       base_urls: [redactUrlCredentials(publicBaseUrl(d.config))],
-      consumer_key_required: d.config.consumerApiKeys.length > 0,
+      consumer_key_required: d.config.consumerApiKeys.length > 0 || d.keys.required,
       upstreams: d.services.all().map((s) => ({ name: s.name, url: s.baseUrl, hint: s.hint })),
       endpoints: ENDPOINTS.map(([m, p, summary]) => ({ method: m, path: p, summary })),
     }),

@@ -2,11 +2,15 @@ import path from 'node:path'
 import type { Router } from 'express'
 import { ApiError } from '../contract/errors'
 import type { gatewayContract } from '../contract/gateway'
+import type { consumerKeysContract } from '../contract/consumerKeys'
 import type { CoreDeps, DomainModule } from '../core/module'
 import type { ServiceDirectory } from '../core/serviceDirectory'
 import { mountAudioRoutes } from './audioRoutes'
 import type { DeepHealthHook, ProbedService } from './deepHealth'
+import { ConsumerKeys } from './consumerKeys'
 import { infoHandlers } from './handlers'
+import { consumerKeyHandlers } from './keyHandlers'
+import { KeyUsageStore, usageCounts } from './keyUsage'
 import { ModelLists } from './modelLists'
 import { playgroundHandlers } from './playground'
 import { mountProxyRoutes, relayRoutes, type LlmGate } from './proxyRoutes'
@@ -18,7 +22,7 @@ import { UploadSpool } from './spool'
 import { Upstreams, type Upstream, type UpstreamName } from './upstreams'
 import { MiB } from './wire'
 
-export type GatewayModule = DomainModule<typeof gatewayContract> & {
+export type GatewayModule = DomainModule<typeof gatewayContract & typeof consumerKeysContract> & {
   /** The request log (tests and the bench read it). */
   readonly requestLog: RequestLog
 }
@@ -39,6 +43,8 @@ export interface GatewayOptions {
   scrubTtlMs: number
   scrubCap: number
   requestLogSize: number
+  /** Usage accounting per request and per key (off only to measure its cost). */
+  usageAccounting: boolean
 }
 
 export interface GatewayDeps extends CoreDeps {
@@ -48,6 +54,8 @@ export interface GatewayDeps extends CoreDeps {
   readonly deepHealth: DeepHealthHook
   /** Holds chat and completions while a model swap is loading (the models domain fills it). */
   readonly llmGate?: LlmGate
+  /** Named consumer keys (built with the credentials, which check them); opened here when not given. */
+  readonly consumerKeys?: ConsumerKeys
   readonly options?: Partial<GatewayOptions>
 }
 
@@ -63,6 +71,7 @@ export function gatewayOptions(dataDir: string, given: Partial<GatewayOptions> =
     scrubTtlMs: 60 * 60_000,
     scrubCap: 10_000,
     requestLogSize: 500,
+    usageAccounting: true,
     ...given,
   }
 }
@@ -78,7 +87,14 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     if (!up) throw new ApiError('unavailable', services.get(name).hint ?? `${name} is not configured`)
     return up
   }
-  const log = new RequestLog(clock, opts.requestLogSize)
+  const log = new RequestLog(clock, opts.requestLogSize, opts.usageAccounting)
+  const keys = deps.consumerKeys ?? ConsumerKeys.open(config.paths.dataDir, clock, logger)
+  const keyDb = keys.database
+  const usage = keyDb ? new KeyUsageStore(keyDb, clock, () => keys.persistLastUsed()) : null
+  if (usage && opts.usageAccounting)
+    log.observe((entry, used, who) => {
+      if (who?.kind === 'key') usage.record(who.id, usageCounts(entry, used))
+    })
   const scrubber = new ScrubSessions(clock, config.scrubTerms, opts.scrubTtlMs, opts.scrubCap)
   const lists = new ModelLists(need, clock, logger)
   const voices = VoiceAliases.fromSetting(
@@ -98,7 +114,8 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   return {
     name: 'gateway',
     handlers: {
-      ...infoHandlers({ config, services, need, scrubber, lists, voices, log }),
+      ...infoHandlers({ config, services, need, scrubber, lists, voices, log, keys }),
+      ...consumerKeyHandlers({ keys, usage, legacyKeys: config.consumerApiKeys.length, clock }),
       ...playgroundHandlers({ need, lists, voices, spool, probe, log }),
     },
     requestLog: log,
@@ -117,7 +134,12 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
         probe,
       })
     },
+    start() {
+      usage?.start()
+    },
     stop() {
+      usage?.stop()
+      keys.close()
       upstreams.destroy()
       spool.remove()
     },

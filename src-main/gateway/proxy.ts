@@ -6,6 +6,7 @@ import type { Upstream } from './upstreams'
 import { describeNetError, MiB, parseJsonObject, safeHeaders, upstreamDetail } from './wire'
 import { ClientGone, readBody } from '../http/body'
 import { sendError } from '../http/respond'
+import type { UsageMeter } from './usageMeter'
 
 /**
  * Where chat and completions wait while the llm is being swapped: resolves when the request may be
@@ -32,6 +33,10 @@ export interface ForwardOptions {
   readonly exchange?: { markHeaders(): void; markStreamed(): void }
   /** Where the request waits until it may go upstream (a model swap). */
   readonly gate?: LlmGate
+  /** Refuses (throws) a model the caller may not use, before anything goes upstream. */
+  readonly checkModel?: (model: unknown) => void
+  /** Usage accounting (tokens, TTFT, tokens/s); absent when accounting is off. */
+  readonly usage?: UsageMeter
 }
 
 export async function forwardJson(
@@ -40,9 +45,12 @@ export async function forwardJson(
   up: Upstream,
   opts: ForwardOptions,
 ): Promise<void> {
-  const raw = await readBody(req, opts.bodyLimit)
-  const body = parseJsonObject(raw)
+  const received = await readBody(req, opts.bodyLimit)
+  const body = parseJsonObject(received)
+  opts.checkModel?.(body.model)
   const streaming = body.stream === true
+  // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
+  const raw = opts.usage ? opts.usage.prepareRequest(body, received) : received
   const gate = opts.gate
   if (gate) {
     const model = typeof body.model === 'string' ? body.model : null
@@ -183,6 +191,14 @@ class Relay implements Dispatcher.DispatchHandler {
       this.kept += chunk.length
       return
     }
+    const usage = this.opts.usage
+    if (usage) {
+      if (!this.sse) usage.onBodyChunk(chunk)
+      else {
+        chunk = usage.onSseChunk(chunk)
+        if (chunk.length === 0) return // only an event Tandem asked for, which the client never sees
+      }
+    }
     this.chunks.push(chunk)
     if (!this.flushScheduled) {
       this.flushScheduled = true
@@ -212,6 +228,11 @@ class Relay implements Dispatcher.DispatchHandler {
     if (res.destroyed || res.writableEnded) return
     if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
     if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
+    const usage = this.opts.usage
+    if (usage && this.sse) {
+      const rest = usage.flushSse()
+      if (rest.length > 0) this.chunks.push(rest)
+    } else usage?.endBody()
     // The last bytes and the end of the body in one write.
     res.end(this.takeChunks())
   }

@@ -1,7 +1,9 @@
 import type http from 'node:http'
 import type { Router } from 'express'
 import type { Logger } from '../core/logger'
+import { requestState } from '../http/requestState'
 import { sendJson } from '../http/respond'
+import { checkKeyModel } from './consumerKeys'
 import type { ModelLists } from './modelLists'
 import { forwardJson, JSON_BODY_LIMIT, type LlmGate } from './proxy'
 import type { RawRoute } from './rawRoute'
@@ -27,6 +29,7 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
   const forward = (p: string, name: 'llm' | 'embeddings'): RelayRoute =>
     d.route(p, async (req, res, exchange) => {
       const up = d.need(name)
+      const st = requestState(res)
       await forwardJson(req, res, up, {
         path: name === 'embeddings' ? embeddingsPath(up.base) : p,
         timeoutMs: d.proxyTimeoutMs,
@@ -34,6 +37,8 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
         logger: d.logger,
         exchange,
         gate: name === 'llm' ? d.gate : undefined,
+        checkModel: (model) => checkKeyModel(st.consumer, model),
+        usage: st.usage,
       })
     })
   return new Map([

@@ -1,5 +1,8 @@
 import type http from 'node:http'
 import type { Clock } from '../core/clock'
+import { requestState } from '../http/requestState'
+import { identityLabel, type ConsumerIdentity } from './consumerKeys'
+import { UsageMeter, type RequestUsage } from './usageMeter'
 
 /** One gateway request as the dashboard's live log shows it. */
 export interface RequestEntry {
@@ -19,7 +22,43 @@ export interface RequestEntry {
   readonly aborted: boolean
   /** Made from the dashboard's playground rather than by a LAN client. */
   readonly playground: boolean
+  /** The consumer key's name, `(legacy)`, `(admin)`, `(open)`; null when not a consumer request. */
+  readonly key: string | null
+  /** Request start to the first text chunk of a streamed answer (ms). */
+  readonly ttft_ms: number | null
+  readonly tokens_per_s: number | null
+  readonly prompt_tokens: number | null
+  readonly completion_tokens: number | null
+  /** Completion tokens counted from chunks (the upstream sent no usage): an estimate. */
+  readonly tokens_estimated: boolean
 }
+
+/** What an entry may leave out (callers outside the raw routes have no key or usage). */
+type EntryInput = Omit<
+  RequestEntry,
+  | 'seq'
+  | 'at'
+  | 'playground'
+  | 'key'
+  | 'ttft_ms'
+  | 'tokens_per_s'
+  | 'prompt_tokens'
+  | 'completion_tokens'
+  | 'tokens_estimated'
+> &
+  Partial<
+    Pick<
+      RequestEntry,
+      'playground' | 'key' | 'ttft_ms' | 'tokens_per_s' | 'prompt_tokens' | 'completion_tokens' | 'tokens_estimated'
+    >
+  >
+
+/** Told of every finished raw-route exchange: per-key usage and metrics. */
+export type RequestObserver = (
+  entry: RequestEntry,
+  usage: RequestUsage | null,
+  who: ConsumerIdentity | undefined,
+) => void
 
 /** Histogram bucket upper bounds (ms); the last bucket is open-ended. */
 export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000]
@@ -29,13 +68,45 @@ export class RequestLog {
   private readonly ring: RequestEntry[] = []
   private seq = 0
   private total = 0
+  private readonly observers: RequestObserver[] = []
+  private streamsOpen = 0
 
   constructor(
     private readonly clock: Clock,
     private readonly capacity = 500,
+    /** Usage accounting (tokens, TTFT, tokens/s, per key); off only to measure what it costs. */
+    private readonly accounting = true,
   ) {}
 
-  add(e: Omit<RequestEntry, 'seq' | 'at' | 'playground'> & { playground?: boolean }): RequestEntry {
+  observe(fn: RequestObserver): void {
+    this.observers.push(fn)
+  }
+
+  /** Streamed answers being sent now. */
+  get openStreams(): number {
+    return this.streamsOpen
+  }
+
+  /** Usage accounting is on (the request log hands each exchange a usage meter). */
+  get accounts(): boolean {
+    return this.accounting
+  }
+
+  /** Tells every observer of a finished exchange (per-key usage, metrics). */
+  notify(entry: RequestEntry, usage: RequestUsage | null, who: ConsumerIdentity | undefined): void {
+    for (const fn of this.observers) fn(entry, usage, who)
+  }
+
+  streamOpened(): void {
+    this.streamsOpen++
+  }
+
+  streamClosed(): void {
+    this.streamsOpen--
+  }
+
+  add(e: EntryInput): RequestEntry {
+    // Every field written in one order, so every entry has the same shape.
     const entry: RequestEntry = {
       seq: ++this.seq,
       at: this.clock.now(),
@@ -48,6 +119,12 @@ export class RequestLog {
       streamed: e.streamed,
       aborted: e.aborted,
       playground: e.playground ?? false,
+      key: e.key ?? null,
+      ttft_ms: e.ttft_ms ?? null,
+      tokens_per_s: e.tokens_per_s ?? null,
+      prompt_tokens: e.prompt_tokens ?? null,
+      completion_tokens: e.completion_tokens ?? null,
+      tokens_estimated: e.tokens_estimated ?? false,
     }
     // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
     this.ring[(entry.seq - 1) % this.capacity] = entry
@@ -99,6 +176,8 @@ export class Exchange {
   private readonly written0: number
   private headersAt = -1
   private streamed = false
+  /** Tokens, TTFT and tokens/s of this exchange; the routes reach it through the request state. */
+  private readonly meter: UsageMeter | undefined
 
   constructor(
     private readonly log: RequestLog,
@@ -108,6 +187,8 @@ export class Exchange {
   ) {
     this.socket = req.socket
     this.written0 = req.socket.bytesWritten
+    this.meter = log.accounts ? new UsageMeter(this.t0) : undefined
+    requestState(res).usage = this.meter
     res.on('close', this.record) // a response closes once
   }
 
@@ -117,6 +198,7 @@ export class Exchange {
   }
 
   markStreamed(): void {
+    if (!this.streamed) this.log.streamOpened()
     this.streamed = true
   }
 
@@ -125,7 +207,10 @@ export class Exchange {
     const end = performance.now()
     // An answer written whole (JSON, errors) sends its headers with its body: first byte ≈ end.
     const headersAt = this.headersAt >= 0 ? this.headersAt : res.headersSent ? end : -1
-    this.log.add({
+    if (this.streamed) this.log.streamClosed()
+    const usage = this.meter?.result() ?? null
+    const who = requestState(res).consumer
+    const entry = this.log.add({
       method: this.req.method ?? 'GET',
       path: this.path,
       status: res.headersSent ? res.statusCode : 499,
@@ -134,7 +219,14 @@ export class Exchange {
       bytes: Math.max(0, this.socket.bytesWritten - this.written0),
       streamed: this.streamed,
       aborted: !res.writableFinished,
+      key: identityLabel(who),
+      ttft_ms: usage?.ttft_ms ?? null,
+      tokens_per_s: usage?.tokens_per_s ?? null,
+      prompt_tokens: usage?.prompt_tokens ?? null,
+      completion_tokens: usage?.completion_tokens ?? null,
+      tokens_estimated: usage?.tokens_estimated ?? false,
     })
+    this.log.notify(entry, usage, who)
   }
 }
 

@@ -20,6 +20,7 @@ import {
   UpstreamUnreachable,
 } from './wire'
 import { ClientGone } from '../http/body'
+import type { UsageMeter } from './usageMeter'
 
 /** The error for an asr that answered 5xx (spec 1, 7): 503, Retry-After 60, and a probe is asked for. */
 export function asrWedged(status: number, detail: string, onWedged: (reason: string) => ProbeStart): ApiError {
@@ -41,6 +42,8 @@ export interface RelayOptions {
   readonly timeoutMs: number
   readonly logger: Logger
   onWedged(reason: string): ProbeStart
+  /** Reads the answer's `duration` (verbose_json) for usage accounting. */
+  readonly usage?: UsageMeter
 }
 
 /**
@@ -105,6 +108,7 @@ export async function relayUpload(
     const status = upRes.statusCode ?? 502
     if (status >= 500) throw asrWedged(status, upstreamDetail(await readText(upRes).catch(() => '')), opts.onWedged)
     res.writeHead(status, passHeaders(upRes))
+    opts.usage?.watchBody(upRes)
     await pipeResponse(upRes, res)
   } finally {
     idle.dispose()

@@ -22,7 +22,7 @@ export interface EdgeDeps {
 export function admitAtEdge(edge: EdgeDeps, req: IncomingMessage, res: ServerResponse, path: string): boolean {
   const st = requestState(res)
   if (!enterSurface(req, res, path, st, edge.resolveClient)) return false
-  const refused = checkCredentials(edge.credentials, edge.sessions, req, st)
+  const refused = checkCredentials(edge.credentials, edge.sessions, req, res, st)
   if (refused === null) return true
   sendError(res, refused, styleFor(st.surface, path))
   return false

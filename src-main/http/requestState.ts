@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
+import type { ConsumerIdentity } from '../gateway/consumerKeys'
+import type { UsageMeter } from '../gateway/usageMeter'
 import type { ClientAddress } from './clientAddress'
 import type { Surface } from './surfaces'
 
@@ -9,6 +11,10 @@ export interface RequestState {
   client: ClientAddress
   /** Whether the caller holds the admin session or token (worked out only when asked). */
   isAdmin: () => boolean
+  /** On the consumer surface: the key the request came with (unset when none was needed or the admin called). */
+  consumer?: ConsumerIdentity
+  /** A gateway route's usage meter (set by the request log when usage accounting is on). */
+  usage?: UsageMeter
 }
 
 /**

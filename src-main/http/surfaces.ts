@@ -11,6 +11,7 @@ export type Surface =
   | 'licensing-public' // buyer API and pages: open, rate-limited per address
   | 'webhook' // payment provider webhooks: verified by their own handlers
   | 'licensing-admin' // /v1/admin/*: as the control API
+  | 'metrics' // GET /metrics: a METRICS_TOKEN bearer or the admin credential, never open
 
 const CONSUMER_EXACT = new Set([
   '/v1/models',
@@ -62,6 +63,7 @@ export function surfaceOf(path: string): Surface {
   )
     return 'dashboard'
   if (OPEN_API.has(path)) return 'login'
+  if (path === '/metrics') return 'metrics'
   if (CONSUMER_EXACT.has(path) || CONSUMER_PREFIX.some((p) => path.startsWith(p))) return 'consumer'
   if (WEBHOOKS.has(path)) return 'webhook'
   if (path.startsWith('/v1/admin/')) return 'licensing-admin'

@@ -11,6 +11,7 @@ import type { ComponentHealth } from '../contract/system'
 import type { CoreDeps, DomainModule } from '../core/module'
 import { adminHandlers } from './adminApi'
 import { buyerHandlers } from './buyerApi'
+import type { LicensingDb } from './db'
 import { degradedLicensing } from './degraded'
 import { createPayments } from './payments'
 import { subscriptionHandlers } from './subscriptionHandlers'
@@ -18,7 +19,11 @@ import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './services'
 import { validationHandlers } from './validationHandlers'
 
-export type LicensingModule = DomainModule<typeof licensingContract> & { health(): ComponentHealth }
+export type LicensingModule = DomainModule<typeof licensingContract> & {
+  health(): ComponentHealth
+  /** The database, for metrics read at scrape time; absent while licensing is off. */
+  database?(): LicensingDb
+}
 
 export async function createLicensingModule(deps: CoreDeps): Promise<LicensingModule> {
   let services: LicensingServices | null = null
@@ -39,6 +44,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
   return {
     name: 'licensing',
     health: () => ({ state: 'ok', reason: null, remedy: null }),
+    database: () => services.db,
     handlers: {
       ...buyer,
       ...admin,

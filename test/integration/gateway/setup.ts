@@ -3,6 +3,7 @@ import { startFakeAsr, startFakeLlm, startFakeTts, type FakeAsr, type FakeLlm, t
 import { startFakeEmbeddings } from '../../fakes/embeddings'
 import { startFakeQdrant, type FakeQdrant } from '../../fakes/qdrant'
 import type { LoopbackServer } from '../../fakes/loopback'
+import type { Clock } from '../../../src-main/core/clock'
 
 /** A daemon whose llm, asr, tts, embeddings and vector store are loopback fakes. */
 export interface GatewayRig {
@@ -15,7 +16,7 @@ export interface GatewayRig {
   stop(): Promise<void>
 }
 
-export async function startRig(env: Record<string, string> = {}): Promise<GatewayRig> {
+export async function startRig(env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<GatewayRig> {
   const [llm, asr, tts, embeddings, qdrant] = await Promise.all([
     startFakeLlm(),
     startFakeAsr(),
@@ -37,6 +38,7 @@ export async function startRig(env: Record<string, string> = {}): Promise<Gatewa
       SCRUB_TERMS: 'Project Nightjar,ACME-7',
       ...env,
     },
+    clock: opts.clock,
   })
   return {
     daemon,

@@ -48,6 +48,8 @@ export interface FakeLlm extends FakeServer {
   setReasoning(mode: 'off' | 'field' | 'think'): void
   /** The last chat or completion request's body (what a caller asked). */
   readonly lastRequest: unknown
+  /** Streams never send a usage event, even when `stream_options.include_usage` asks (some engines). */
+  setStreamUsage(on: boolean): void
 }
 
 /** The reasoning the fake thinks before it answers (with setReasoning). */
@@ -62,6 +64,7 @@ const FILLER =
 interface ChatBody {
   model?: unknown
   stream?: unknown
+  stream_options?: { include_usage?: unknown } | null
   max_tokens?: unknown
   messages?: unknown
   prompt?: unknown
@@ -95,6 +98,7 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   let seq = 0
   let reasoning: 'off' | 'field' | 'think' = 'off'
   let lastRequest: unknown = null
+  let streamUsage = true
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
@@ -155,7 +159,18 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
       // The tags arrive cut in two, as a tokenizer may split them.
       else if (chat && reasoning === 'think')
         before = ['<th', 'ink>', ...SIM_REASONING, '</thi', 'nk>\n\n'].map((t) => chunk(t, false))
-      const chunks = [...before, ...tokens.map((t) => chunk(t, false)), chunk('', true), 'data: [DONE]\n\n']
+      // As vLLM does: with include_usage, one more event with no choices carries the usage.
+      const usageEvent =
+        streamUsage && body.stream_options?.include_usage === true
+          ? [`data: ${JSON.stringify({ id, object, created, model, choices: [], usage })}\n\n`]
+          : []
+      const chunks = [
+        ...before,
+        ...tokens.map((t) => chunk(t, false)),
+        chunk('', true),
+        ...usageEvent,
+        'data: [DONE]\n\n',
+      ]
       if (await writeChunks(res, ctx, chunks, opts.chunkDelayMs ?? 0)) res.end()
       return
     }
@@ -238,6 +253,9 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
     },
     setReasoning(mode: 'off' | 'field' | 'think') {
       reasoning = mode
+    },
+    setStreamUsage(on: boolean) {
+      streamUsage = on
     },
   })
   Object.defineProperty(llm, 'lastRequest', { get: () => lastRequest, enumerable: true })

@@ -1,0 +1,239 @@
+import type http from 'node:http'
+
+/**
+ * What one gateway request used (issue 16): tokens from the upstream's `usage`, time to first
+ * token and tokens per second on streamed answers, audio seconds transcribed and characters
+ * synthesized. When a stream's upstream sends no usage, completion tokens are counted from the
+ * chunks that carried text and marked `tokens_estimated`: an estimate, never shown as exact.
+ */
+export interface RequestUsage {
+  readonly prompt_tokens: number | null
+  readonly completion_tokens: number | null
+  readonly tokens_estimated: boolean
+  /** Request start to the first chunk carrying text (ms); null when not streamed or no text came. */
+  readonly ttft_ms: number | null
+  /** Completion tokens over the time from the first to the last text chunk; null when it cannot be told. */
+  readonly tokens_per_s: number | null
+  /** First to last text chunk (s): the denominator of tokens_per_s. */
+  readonly generation_s: number
+  readonly audio_seconds: number
+  readonly speech_characters: number
+}
+
+/** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
+const BODY_PEEK_LIMIT = 4 * 1024 * 1024
+const TEXT_FIELDS = ['"content":"', '"text":"', '"reasoning_content":"']
+const CRLF_EVENT_END = /\r?\n\r?\n/
+
+interface UpstreamUsage {
+  prompt_tokens?: unknown
+  completion_tokens?: unknown
+}
+
+/**
+ * Asks a streaming chat or completion for `stream_options.include_usage` when the client did not
+ * ask itself; returns the bytes to send upstream and whether the extra usage chunk must be stripped.
+ */
+export function withStreamUsage(body: Record<string, unknown>, raw: Buffer): { raw: Buffer; injected: boolean } {
+  if (body.stream !== true) return { raw, injected: false }
+  const opts = body.stream_options
+  if (opts !== undefined && (opts === null || typeof opts !== 'object' || Array.isArray(opts)))
+    return { raw, injected: false }
+  if (opts && (opts as Record<string, unknown>).include_usage !== undefined) return { raw, injected: false }
+  const next = { ...body, stream_options: { ...(opts as Record<string, unknown> | undefined), include_usage: true } }
+  return { raw: Buffer.from(JSON.stringify(next)), injected: true }
+}
+
+/**
+ * The per-request meter the relay feeds: `onSseChunk` for every event-stream chunk (it returns
+ * the bytes to pass on: the same chunk, or, when Tandem asked for usage itself, the chunk without
+ * the extra usage event), `watchBody` for a plain answer, `result()` at the end.
+ */
+export class UsageMeter {
+  private prompt: number | null = null
+  private completion: number | null = null
+  private textChunks = 0
+  private firstTextAt: number | null = null
+  private lastTextAt: number | null = null
+  private audio = 0
+  private characters = 0
+  private streamed = false
+  private stripUsage = false
+  // Bytes are read as latin1: one character per byte, so the text maps back to the exact bytes and
+  // a multi-byte character split across chunks needs no decoder (every pattern sought is ASCII).
+  private pending = ''
+  private bodyParts: Buffer[] = []
+  private bodySize = 0
+
+  constructor(
+    /** performance.now() when the request arrived. */
+    private readonly startedAt: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** The stream's usage event was asked for by Tandem: it is taken out of what the client receives. */
+  stripInjectedUsage(): void {
+    this.stripUsage = true
+  }
+
+  /** The request bytes to send upstream: a stream's token counts come from the usage event, asked for here when the client did not. */
+  prepareRequest(body: Record<string, unknown>, raw: Buffer): Buffer {
+    const out = withStreamUsage(body, raw)
+    if (out.injected) this.stripInjectedUsage()
+    return out.raw
+  }
+
+  /** Reads one event-stream chunk; returns what to forward to the client. */
+  onSseChunk(chunk: Buffer): Buffer {
+    this.streamed = true
+    const text = this.pending + chunk.toString('latin1')
+    // The common case: whole events with no usage in them: count their text, pass the bytes as they came.
+    if (this.pending === '' && text.endsWith('\n\n') && !text.includes('"usage"') && !text.includes('\r')) {
+      this.countText(text)
+      return chunk
+    }
+    const events = splitEvents(text)
+    this.pending = events.pop() ?? ''
+    if (!this.stripUsage) {
+      for (const ev of events) this.readEvent(ev)
+      return chunk
+    }
+    // Only whole events are forwarded, so a usage event split across chunks can still be removed.
+    let out = ''
+    for (const ev of events) {
+      const keep = this.readEvent(ev)
+      if (keep !== null) out += `${keep}\n\n`
+    }
+    return Buffer.from(out, 'latin1')
+  }
+
+  /** At the end of the stream: what is still held back (a last event without its blank line). */
+  flushSse(): Buffer {
+    const rest = this.pending
+    this.pending = ''
+    if (rest === '') return Buffer.alloc(0)
+    const keep = this.readEvent(rest)
+    return this.stripUsage ? Buffer.from(keep ?? '', 'latin1') : Buffer.alloc(0)
+  }
+
+  /** Reads a plain (non-stream) answer as it passes, for its `usage` or `duration`; returns `src`. */
+  watchBody(src: http.IncomingMessage): http.IncomingMessage {
+    src.on('data', (c: Buffer) => this.onBodyChunk(c))
+    src.once('end', () => this.endBody())
+    return src
+  }
+
+  /** One chunk of a plain answer: kept while the answer is small enough to be read for its usage. */
+  onBodyChunk(chunk: Buffer): void {
+    this.bodySize += chunk.length
+    if (this.bodySize <= BODY_PEEK_LIMIT) this.bodyParts.push(chunk)
+  }
+
+  /** The plain answer ended: its `usage` (chat, completions) or `duration` (transcription) is counted. */
+  endBody(): void {
+    const parts = this.bodyParts
+    this.bodyParts = []
+    if (this.bodySize > BODY_PEEK_LIMIT || this.bodySize === 0) return
+    try {
+      const v = JSON.parse(Buffer.concat(parts).toString('utf8')) as { usage?: UpstreamUsage; duration?: unknown }
+      this.takeUsage(v.usage)
+      if (typeof v.duration === 'number' && Number.isFinite(v.duration) && v.duration > 0) this.audio += v.duration
+    } catch {
+      // not JSON (text or srt transcripts, audio): nothing to count
+    }
+  }
+
+  addSpeechCharacters(n: number): void {
+    this.characters += n
+  }
+
+  addAudioSeconds(s: number): void {
+    if (Number.isFinite(s) && s > 0) this.audio += s
+  }
+
+  result(): RequestUsage {
+    const estimated = this.completion === null && this.streamed && this.textChunks > 0
+    const completion = this.completion ?? (estimated ? this.textChunks : null)
+    const span = this.firstTextAt !== null && this.lastTextAt !== null ? (this.lastTextAt - this.firstTextAt) / 1000 : 0
+    // The first token opens the span: tokens after it over the time they took.
+    const rate = completion !== null && completion > 1 && span > 0 ? (completion - 1) / span : null
+    return {
+      prompt_tokens: this.prompt,
+      completion_tokens: completion,
+      tokens_estimated: estimated,
+      ttft_ms: this.firstTextAt === null ? null : round(this.firstTextAt - this.startedAt),
+      tokens_per_s: rate === null ? null : round(rate),
+      generation_s: span,
+      audio_seconds: this.audio,
+      speech_characters: this.characters,
+    }
+  }
+
+  /** One event: counts text and usage; returns the event to forward, or null to drop it. */
+  private readEvent(ev: string): string | null {
+    const data = ev.startsWith('data:') ? ev.slice(ev.startsWith('data: ') ? 6 : 5) : dataOf(ev)
+    if (data === null || data === '[DONE]') return ev
+    this.countText(data)
+    if (!data.includes('"usage"')) return ev
+    let v: { usage?: UpstreamUsage | null; choices?: unknown }
+    try {
+      v = JSON.parse(data) as typeof v
+    } catch {
+      return ev
+    }
+    if (v.usage) this.takeUsage(v.usage)
+    if (!this.stripUsage) return ev
+    // The event Tandem asked for: usage with no choices. Other events lose only the `usage: null` it added.
+    if (v.usage && Array.isArray(v.choices) && v.choices.length === 0) return null
+    return ev.replace(/,\s*"usage":\s*null/, '')
+  }
+
+  /** Counts the text-carrying fields in `text` (one per chunk an engine sends) and stamps their time. */
+  private countText(text: string): void {
+    const n = textFields(text)
+    if (n === 0) return
+    const t = this.now()
+    this.textChunks += n
+    if (this.firstTextAt === null) this.firstTextAt = t
+    this.lastTextAt = t
+  }
+
+  private takeUsage(u: UpstreamUsage | null | undefined): void {
+    if (!u || typeof u !== 'object') return
+    if (typeof u.prompt_tokens === 'number') this.prompt = u.prompt_tokens
+    if (typeof u.completion_tokens === 'number') this.completion = u.completion_tokens
+  }
+}
+
+/** Whole events and the unfinished rest (last); `\n\n` is what engines send, `\r\n\r\n` is accepted too. */
+function splitEvents(text: string): string[] {
+  if (text.includes('\r')) return text.split(CRLF_EVENT_END)
+  const out: string[] = []
+  let from = 0
+  for (let at = text.indexOf('\n\n'); at !== -1; at = text.indexOf('\n\n', from)) {
+    out.push(text.slice(from, at))
+    from = at + 2
+  }
+  out.push(text.slice(from))
+  return out
+}
+
+/** How many non-empty content, text or reasoning fields `text` holds: chunks that carry generated text. */
+function textFields(text: string): number {
+  let n = 0
+  for (const f of TEXT_FIELDS)
+    for (let at = text.indexOf(f); at !== -1; at = text.indexOf(f, at + f.length))
+      if (text.charCodeAt(at + f.length) !== 34) n++
+  return n
+}
+
+/** The joined `data:` lines of an event with other fields (event:, id:), or null when it has none. */
+function dataOf(ev: string): string | null {
+  const lines = ev.split(/\r?\n/).filter((l) => l.startsWith('data:'))
+  if (lines.length === 0) return null
+  return lines.map((l) => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n')
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100
+}

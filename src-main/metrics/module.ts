@@ -1,0 +1,75 @@
+import type { Router } from 'express'
+import { Registry } from 'prom-client'
+import type { Handler } from '../contract/define'
+import type { licensingContract } from '../contract/licensing'
+import type { Clock } from '../core/clock'
+import type { EventBus } from '../core/events'
+import type { Logger } from '../core/logger'
+import type { DomainModule } from '../core/module'
+import type { RequestLog } from '../gateway/requestLog'
+import type { LicensingDb } from '../licensing/db'
+import { sendError } from '../http/respond'
+import { ApiError } from '../contract/errors'
+import { clusterMetrics } from './cluster'
+import { gatewayMetrics } from './gateway'
+import { licensingMetrics } from './licensing'
+
+type ValidateHandler = Handler<(typeof licensingContract)['licValidate']>
+
+export type MetricsModule = DomainModule<Record<string, never>> & {
+  readonly registry: Registry
+  /** The validate handler, counting each answer by result. */
+  countValidations(validate: ValidateHandler): ValidateHandler
+}
+
+export interface MetricsDeps {
+  readonly events: EventBus
+  readonly clock: Clock
+  readonly logger: Logger
+  readonly requestLog: RequestLog
+  /** The licensing database, or null while licensing is off. */
+  readonly licensingDb: () => LicensingDb | null
+}
+
+/**
+ * Prometheus metrics (text exposition) at GET /metrics, behind METRICS_TOKEN or the admin
+ * credential (http/surfaces.ts). Cluster metrics follow the event bus, gateway metrics the request
+ * log, shop metrics are queried from the licensing database when scraped.
+ */
+export function createMetricsModule(deps: MetricsDeps): MetricsModule {
+  const registry = new Registry()
+  const registers = [registry]
+  const unsubscribe = deps.events.subscribe(clusterMetrics(registers))
+  deps.requestLog.observe(gatewayMetrics(registers, () => deps.requestLog.openStreams))
+  const shop = licensingMetrics(registers, deps.licensingDb, deps.clock)
+  const logger = deps.logger.child('metrics')
+
+  return {
+    name: 'metrics',
+    handlers: {},
+    registry,
+    countValidations: (validate) => async (input, ctx) => {
+      const answer = await validate(input, ctx)
+      shop.countValidation(answer.ok, answer.reason)
+      return answer
+    },
+    mountRoutes(router: Router) {
+      router.get('/metrics', (_req, res) => {
+        registry.metrics().then(
+          (text) => {
+            res.setHeader('content-type', registry.contentType)
+            res.setHeader('cache-control', 'no-store')
+            res.end(text)
+          },
+          (err: unknown) => {
+            logger.error('rendering /metrics failed', { error: err })
+            sendError(res, new ApiError('internal', 'metrics could not be rendered'))
+          },
+        )
+      })
+    },
+    stop() {
+      unsubscribe()
+    },
+  }
+}

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest'
+import { UsageMeter, withStreamUsage } from '../../../src-main/gateway/usageMeter'
+
+const ev = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`
+const delta = (t: string): string =>
+  ev({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: t }, finish_reason: null }] })
+const USAGE = ev({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  choices: [],
+  usage: { prompt_tokens: 7, completion_tokens: 3 },
+})
+const DONE = 'data: [DONE]\n\n'
+
+/** A meter whose clock the test moves: ms since the request arrived. */
+function meter(): { m: UsageMeter; at: (ms: number) => void } {
+  let now = 0
+  return { m: new UsageMeter(0, () => now), at: (ms) => (now = ms) }
+}
+
+describe('include_usage', () => {
+  it('is asked for only on a stream whose client did not ask', () => {
+    const body = { model: 'm', stream: true, messages: [] }
+    const out = withStreamUsage(body, Buffer.from(JSON.stringify(body)))
+    expect(out.injected).toBe(true)
+    expect(JSON.parse(out.raw.toString())).toMatchObject({ stream_options: { include_usage: true } })
+    for (const b of [
+      { stream: false },
+      { stream: true, stream_options: { include_usage: false } },
+      { stream: true, stream_options: { include_usage: true } },
+      { stream: true, stream_options: 'odd' },
+    ]) {
+      const raw = Buffer.from(JSON.stringify(b))
+      const same = withStreamUsage(b, raw)
+      expect(same.injected).toBe(false)
+      expect(same.raw).toBe(raw)
+    }
+  })
+
+  it('keeps the client’s other stream options', () => {
+    const body = { stream: true, stream_options: { continuous_usage_stats: false } }
+    const out = JSON.parse(withStreamUsage(body, Buffer.from('{}')).raw.toString()) as Record<string, unknown>
+    expect(out.stream_options).toEqual({ continuous_usage_stats: false, include_usage: true })
+  })
+})
+
+describe('UsageMeter on a stream', () => {
+  it('strips the usage event it asked for, even when split across chunks, and passes the rest byte for byte', () => {
+    const { m } = meter()
+    m.stripInjectedUsage()
+    const wire = delta('Hi') + delta(' there') + USAGE + DONE
+    const cut = wire.indexOf('"usage"') + 3
+    const out = Buffer.concat([
+      m.onSseChunk(Buffer.from(wire.slice(0, cut))),
+      m.onSseChunk(Buffer.from(wire.slice(cut))),
+      m.flushSse(),
+    ]).toString()
+    expect(out).toBe(delta('Hi') + delta(' there') + DONE)
+    expect(m.result()).toMatchObject({ prompt_tokens: 7, completion_tokens: 3, tokens_estimated: false })
+  })
+
+  it('removes the `usage: null` an OpenAI-style upstream adds to every chunk once asked', () => {
+    const { m } = meter()
+    m.stripInjectedUsage()
+    const withNull = `data: {"id":"c1","choices":[{"delta":{"content":"a"}}],"usage":null}\n\n`
+    expect(m.onSseChunk(Buffer.from(withNull)).toString()).toBe(
+      `data: {"id":"c1","choices":[{"delta":{"content":"a"}}]}\n\n`,
+    )
+  })
+
+  it('leaves a usage event the client asked for', () => {
+    const { m } = meter()
+    const chunk = Buffer.from(delta('x') + USAGE + DONE)
+    expect(m.onSseChunk(chunk)).toBe(chunk)
+    expect(m.result().completion_tokens).toBe(3)
+  })
+
+  it('measures time to first token and tokens per second with the injected clock', () => {
+    const { m, at } = meter()
+    at(5)
+    m.onSseChunk(Buffer.from(ev({ choices: [{ delta: { role: 'assistant', content: '' } }] })))
+    at(120)
+    m.onSseChunk(Buffer.from(delta('one')))
+    at(320)
+    m.onSseChunk(Buffer.from(delta(' two') + delta(' three')))
+    at(330)
+    m.onSseChunk(Buffer.from(USAGE + DONE))
+    const r = m.result()
+    expect(r.ttft_ms).toBe(120)
+    // 3 tokens: the 2 after the first over the 0.2 s from first to last.
+    expect(r.tokens_per_s).toBe(10)
+    expect(r.generation_s).toBeCloseTo(0.2)
+  })
+
+  it('labels tokens counted from chunks as an estimate when the upstream sends no usage', () => {
+    const { m, at } = meter()
+    m.stripInjectedUsage()
+    at(10)
+    m.onSseChunk(Buffer.from(delta('a')))
+    at(20)
+    m.onSseChunk(Buffer.from(delta('b') + delta('c') + DONE))
+    const r = m.result()
+    expect(r.completion_tokens).toBe(3)
+    expect(r.tokens_estimated).toBe(true)
+    expect(r.prompt_tokens).toBeNull()
+  })
+
+  it('counts reasoning and completion text, and passes an error event through', () => {
+    const { m } = meter()
+    m.stripInjectedUsage()
+    const err = 'event: error\ndata: {"error":{"message":"boom"}}\n\n'
+    const out = m.onSseChunk(
+      Buffer.from(ev({ choices: [{ delta: { reasoning_content: 'hm' } }] }) + ev({ choices: [{ text: 'x' }] }) + err),
+    )
+    expect(out.toString()).toContain(err)
+    expect(m.result().completion_tokens).toBe(2)
+  })
+})
