@@ -30,6 +30,8 @@ interface UpstreamUsage {
   completion_tokens?: unknown
 }
 
+const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}')
+
 /**
  * Asks a streaming chat or completion for `stream_options.include_usage` when the client did not
  * ask itself; returns the bytes to send upstream and whether the extra usage chunk must be stripped.
@@ -40,6 +42,12 @@ export function withStreamUsage(body: Record<string, unknown>, raw: Buffer): { r
   if (opts !== undefined && (opts === null || typeof opts !== 'object' || Array.isArray(opts)))
     return { raw, injected: false }
   if (opts && (opts as Record<string, unknown>).include_usage !== undefined) return { raw, injected: false }
+  if (opts === undefined) {
+    // The client's bytes stay as they are: the member is added before the object's closing brace.
+    let end = raw.length - 1
+    while (end > 0 && raw[end] !== 0x7d) end--
+    return { raw: Buffer.concat([raw.subarray(0, end), STREAM_USAGE_MEMBER, raw.subarray(end)]), injected: true }
+  }
   const next = { ...body, stream_options: { ...(opts as Record<string, unknown> | undefined), include_usage: true } }
   return { raw: Buffer.from(JSON.stringify(next)), injected: true }
 }

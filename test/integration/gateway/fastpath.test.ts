@@ -368,8 +368,13 @@ describe('fast path and router path', () => {
       if (a && b) {
         expect(a.head, `upstream head of request ${i}`).toBe(b.head)
         expect(a.body.equals(b.body), `upstream body of request ${i}`).toBe(true)
-        // Verbatim: exactly the bytes the client sent.
-        expect(a.body.toString('utf8')).toBe(cases[i]!.pieces.join(''))
+        // Verbatim: exactly the bytes the client sent, plus the usage request a stream gets when it
+        // did not ask for usage itself (added before the closing brace; the rest untouched).
+        const sent = cases[i]!.pieces.join('')
+        const parsed = JSON.parse(sent) as { stream?: unknown; stream_options?: unknown }
+        const asksUsage = parsed.stream === true && parsed.stream_options === undefined
+        const expected = asksUsage ? sent.replace(/\}(\s*)$/, ',"stream_options":{"include_usage":true}}$1') : sent
+        expect(a.body.toString('utf8')).toBe(expected)
         compared++
       }
     }

@@ -116,6 +116,7 @@ const SAMPLE: Record<string, string> = {
   DISCOUNT_RESERVATION_MINUTES: '45',
   VALIDATION_LOG_RETENTION_DAYS: '30',
   VALIDATION_LOG_MAX_ROWS: '5000',
+  METRICS_TOKEN: 'metrics-token-0123456789',
 }
 const PATH_SAMPLE: Record<string, string> = {
   CONNECTIVITY_LOG: 'c.json',

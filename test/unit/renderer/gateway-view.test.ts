@@ -107,12 +107,19 @@ const mount = (calls: { method: string; input: unknown }[]): Promise<HTMLElement
   mountWith(GatewayView, fakeApi(calls))
 
 describe('Gateway view', () => {
-  it('starts with Try it, then live snippets, the request log and the reference', async () => {
+  it('starts with Try it, then live snippets, the request log, the keys and the reference', async () => {
     const el = await mount([])
     const order = [...el.querySelectorAll('section > .card, section > div.card')].map(
       (c) => c.querySelector('h2')?.textContent,
     )
-    expect(order).toEqual(['Try it', 'Use it from your code', 'Live requests', 'Reference'])
+    expect(order).toEqual([
+      'Try it',
+      'Use it from your code',
+      'Live requests',
+      'Consumer keys',
+      'Usage per key',
+      'Reference',
+    ])
   })
 
   it('fills the snippets with the base URL, the loaded model, a real voice and the key header', async () => {
