@@ -10,6 +10,7 @@ import { m003TiersSubscriptions } from './003_tiers_subscriptions'
 import { m004ProductPriceChecks } from './004_product_price_checks'
 import { m005RedemptionStatus } from './005_redemption_status'
 import { m006SubscriptionFailures } from './006_subscription_failures'
+import { m010AdminListIndexes } from './010_admin_list_indexes'
 
 export interface Migration {
   readonly id: number
@@ -26,4 +27,5 @@ export const MIGRATIONS: readonly Migration[] = [
   m004ProductPriceChecks,
   m005RedemptionStatus,
   m006SubscriptionFailures,
+  m010AdminListIndexes,
 ]

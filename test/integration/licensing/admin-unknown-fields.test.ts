@@ -15,9 +15,8 @@ describe('admin API unknown fields', () => {
     d.admin(path, { method: verb, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
 
   it('answers 400 naming the unknown field on a policy create, and creates nothing', async () => {
-    const product = await (
-      await post('/v1/admin/products', { slug: 'uf-app', name: 'UF App', price_value: 500 })
-    ).json()
+    const created = await post('/v1/admin/products', { slug: 'uf-app', name: 'UF App', price_value: 500 })
+    const product = (await created.json()) as { id: string }
     const listPolicies = async () =>
       (await (await d.admin(`/v1/admin/products/${product.id}/policies`)).json()) as { slug: string }[]
     const before = await listPolicies()
