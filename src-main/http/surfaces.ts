@@ -37,6 +37,7 @@ const LICENSING_PUBLIC_EXACT = new Set([
   '/v1/subscriptions/cancel',
   '/thank-you',
   '/recover',
+  '/favicon.ico',
 ])
 const LICENSING_PUBLIC_PREFIX = ['/v1/products/', '/v1/purchase/', '/v1/machines/', '/buy/']
 

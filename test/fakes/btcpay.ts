@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto'
+import { checkoutPage } from './btcpayCheckout'
 import { LoopbackFake, postRaw, type FakeReply, type RecordedRequest } from './loopback'
 
 export type FakeBtcpayStatus = 'New' | 'Processing' | 'Settled' | 'Expired' | 'Invalid'
@@ -82,12 +83,8 @@ export class FakeBtcpay extends LoopbackFake {
     return `sha256=${createHmac('sha256', this.webhookSecret).update(body).digest('hex')}`
   }
 
-  protected handle(req: RecordedRequest, url: URL): FakeReply {
-    const checkout = url.pathname.match(/^\/i\/([A-Za-z0-9]+)$/)
-    if (checkout && req.method === 'GET') {
-      const inv = this.invoices.get(checkout[1]!)
-      return inv ? { status: 200, body: `<html><body>Pay ${inv.amount} BTC</body></html>` } : { status: 404, body: '' }
-    }
+  protected handle(req: RecordedRequest, url: URL): FakeReply | Promise<FakeReply> {
+    if (url.pathname.startsWith('/i/')) return checkoutPage(this, req, url)
     if (req.headers.authorization !== `token ${this.apiKey}`) return { status: 401, body: { code: 'unauthenticated' } }
     const m = url.pathname.match(/^\/api\/v1\/stores\/([^/]+)(\/invoices(?:\/([^/]+))?)?$/)
     if (!m || decodeURIComponent(m[1]!) !== this.storeId) return { status: 404, body: { code: 'store-not-found' } }
