@@ -32,7 +32,7 @@ export async function checkoutPage(fake: FakeBtcpay, req: RecordedRequest, url: 
   const self = `/i/${inv.id}`
   if (action && req.method === 'POST') {
     if (inv.status !== 'New') return { status: 303, body: '', headers: { location: self } }
-    let delivered: { status: number; text: string } | null = null
+    let delivered: { status: number; text: string }
     try {
       delivered = action === 'pay' ? await fake.pay(inv.id) : await expire(fake, inv.id)
     } catch (err) {
