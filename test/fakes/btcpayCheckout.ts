@@ -20,7 +20,7 @@ padding:10px 20px;margin:16px 8px 0 0;cursor:pointer}.pay{background:#51b13e;col
 function page(title: string, body: string): FakeReply {
   return {
     status: 200,
-    body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`,
+    body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>${esc(title)}</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`,
   }
 }
 
