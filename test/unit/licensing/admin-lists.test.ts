@@ -118,9 +118,29 @@ describe('invoices, subscriptions, machines and audit lists', () => {
     expect(found.every((e) => String(e.action).includes('license.issue'))).toBe(true)
   })
 
-  it('machines list accepts search, sort and offset and names the product', async () => {
-    const out = await call<Row[]>('licAdminMachines', { q: 'nothing-like-this', sort: 'hostname', offset: '0' })
-    expect(out).toEqual([])
+  it('machines list searches, sorts, pages and names the product', async () => {
+    const product = h.services.catalog.createProduct({
+      slug: 'seats',
+      name: 'Seat Manager',
+      description: '',
+      price_currency: 'SAT',
+      price_value: 1,
+      entitlements_catalog: [],
+      active: true,
+    })
+    const policy = h.services.catalog.policyRows(product.id)[0]!
+    h.services.catalog.updatePolicy(policy.id, { max_machines: 0 })
+    const { license_key } = h.services.licenses.issueComplimentary({ productId: product.id })
+    for (const host of ['charlie', 'alpha', 'bravo']) {
+      const fingerprint = `fp-${host}-0123456789abcdef`
+      expect(h.services.licenses.activate({ key: license_key, fingerprint, hostname: `${host}.lan` }).ok).toBe(true)
+    }
+    const byHost = await call<Row[]>('licAdminMachines', { q: 'seat manager', sort: 'hostname', order: 'asc' })
+    expect(byHost.map((m) => m.hostname)).toEqual(['alpha.lan', 'bravo.lan', 'charlie.lan'])
+    expect(byHost.every((m) => m.product_name === 'Seat Manager' && m.product_slug === 'seats')).toBe(true)
+    const second = await call<Row[]>('licAdminMachines', { sort: 'hostname', order: 'asc', limit: '1', offset: '1' })
+    expect(second.map((m) => m.hostname)).toEqual(['bravo.lan'])
+    expect(await call('licAdminMachines', { q: 'nothing-like-this' })).toEqual([])
   })
 })
 
