@@ -43,6 +43,11 @@ export interface MethodDef<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   readonly badInputAnswer?: z.output<O>
   /** Likewise, the answer when the caller is over its `limit`, instead of a 429. */
   readonly rateLimitedAnswer?: z.output<O>
+  /**
+   * Refuse input fields the schema does not declare (400 naming them) instead of dropping them.
+   * Defaults to on for `/v1/admin` methods, where a dropped field silently changes what is saved.
+   */
+  readonly strictFields?: boolean
 }
 
 /** Declares a method; `stream: true` is kept as a literal type so its handler must return an AsyncIterable. */

@@ -68,6 +68,11 @@ export const HardwareSample = z.object({
   gpu_temperature_c: z.number().nullable(),
   gpu_power_w: z.number().nullable(),
   load1: z.number().nullable(),
+  /** Absent in readings saved before these were recorded. */
+  ram_used_bytes: z.number().nullable().default(null),
+  ram_total_bytes: z.number().nullable().default(null),
+  gpu_memory_used_bytes: z.number().nullable().default(null),
+  gpu_memory_total_bytes: z.number().nullable().default(null),
 })
 export type HardwareSample = z.infer<typeof HardwareSample>
 

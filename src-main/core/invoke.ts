@@ -5,6 +5,7 @@ import { ApiError } from '../contract/errors'
 import type { CallerScope } from './callerScope'
 import { limitHeaders, rateLimitedError, type Limits } from './limits'
 import type { Logger } from './logger'
+import { refusesUnknownFields, unknownFields } from './unknownFields'
 
 /**
  * The one path from "a caller asked for method M with this raw input" to a result, shared by
@@ -48,6 +49,17 @@ function pathParams(def: MethodDef): ReadonlySet<string> {
 export function parseInput(def: MethodDef, raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     throw new ApiError('bad_input', 'the input must be a JSON object')
+  if (refusesUnknownFields(def)) {
+    const unknown = unknownFields(def.input, raw)
+    if (unknown.length > 0)
+      throw new ApiError(
+        'bad_input',
+        `unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.slice(0, 10).join(', ')}`,
+        {
+          param: unknown[0],
+        },
+      )
+  }
   const res = def.input.safeParse(raw)
   if (res.success) return res.data
   const params = pathParams(def)

@@ -40,6 +40,7 @@ const LICENSING_PUBLIC_EXACT = new Set([
   '/v1/openapi.json',
   '/thank-you',
   '/recover',
+  '/favicon.ico',
 ])
 const LICENSING_PUBLIC_PREFIX = ['/v1/products/', '/v1/purchase/', '/v1/machines/', '/buy/']
 

@@ -2,6 +2,7 @@
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { RateView, licensingAdminContract } from '../contract/licensing'
+import { licensesCsv } from './exports'
 import type { LicensingServices } from './services'
 
 export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAdminContract> {
@@ -24,6 +25,7 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
       return { ok: true }
     },
     licAdminLicenses: async (q) => licenses.search(q),
+    licAdminExportLicenses: async (q) => licensesCsv((max) => licenses.matching(q, max), s.deps.clock.now()),
     licAdminLicense: async ({ id }) => licenses.detail(id),
     licAdminIssueLicense: async (a) =>
       licenses.issueComplimentary({

@@ -9,7 +9,7 @@ import type { AuditEntry } from '../contract/licensing'
 import type { Caller } from '../core/callerScope'
 import type { Clock } from '../core/clock'
 import { Redactor } from '../core/logger'
-import type { LicensingDb } from './db'
+import { likeContains, type LicensingDb } from './db'
 import { cleanUserAgent } from './validationLog'
 
 export type AuditActor = AuditEntry['actor']
@@ -73,7 +73,15 @@ export class AuditLog {
     )
   }
 
-  list(q: { limit: number; before_id?: number; action?: string; target_id?: string }): AuditEntry[] {
+  list(q: {
+    limit: number
+    offset?: number
+    before_id?: number
+    action?: string
+    target_id?: string
+    q?: string
+    order?: 'asc' | 'desc'
+  }): AuditEntry[] {
     const where: string[] = []
     const args: (string | number)[] = []
     if (q.before_id !== undefined) {
@@ -88,8 +96,14 @@ export class AuditLog {
       where.push('target_id = ?')
       args.push(q.target_id)
     }
-    const sql = `SELECT * FROM audit_log ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`
-    const rows = this.db.prepare(sql).all(...args, q.limit) as AuditRow[]
+    if (q.q) {
+      const cols = ['action', 'actor', 'target_type', 'target_id', 'details']
+      where.push(`(${cols.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`)
+      args.push(...Array<string>(cols.length).fill(likeContains(q.q)))
+    }
+    const dir = q.order === 'asc' ? 'ASC' : 'DESC'
+    const sql = `SELECT * FROM audit_log ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id ${dir} LIMIT ? OFFSET ?`
+    const rows = this.db.prepare(sql).all(...args, q.limit, q.offset ?? 0) as AuditRow[]
     return rows.map((r) => ({ ...r, details: parseDetails(r.details) }))
   }
 }

@@ -128,6 +128,20 @@ export function immediate<T>(db: LicensingDb, fn: () => T): T {
 }
 
 /** A LIKE pattern (used with ESCAPE '\\') matching `text` anywhere, its %, _ and backslashes taken literally. */
+/**
+ * An ORDER BY clause for a sort key the contract's enum admitted, mapped to SQL here (input is
+ * never spliced into SQL); the tie-break keeps paging stable.
+ */
+export function orderBy<K extends string>(
+  columns: Record<K, string>,
+  sort: K,
+  order: 'asc' | 'desc',
+  tieBreak: string,
+): string {
+  const dir = order === 'asc' ? 'ASC' : 'DESC'
+  return `ORDER BY ${columns[sort]} ${dir}, ${tieBreak} ${dir}`
+}
+
 export function likeContains(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 }

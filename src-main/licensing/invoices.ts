@@ -1,5 +1,5 @@
-import type { InvoiceQuery, InvoiceView } from '../contract/licensing'
-import { likeContains, type LicensingDb } from './db'
+import type { InvoiceFilter, InvoiceQuery, InvoiceView } from '../contract/licensing'
+import { likeContains, orderBy, type LicensingDb } from './db'
 import type { PaymentFlag } from './settlement'
 
 /** An invoice row as stored (migrations 001–002). */
@@ -38,7 +38,8 @@ export interface InvoiceRow {
 export type InvoiceStatus = InvoiceView['status']
 
 const VIEW_SELECT = `
-  SELECT i.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug, d.code AS discount_code
+  SELECT i.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug, pol.name AS policy_name,
+    d.code AS discount_code
   FROM invoices i
   LEFT JOIN products p ON p.id = i.product_id
   LEFT JOIN policies pol ON pol.id = i.policy_id
@@ -48,6 +49,7 @@ type ViewRow = InvoiceRow & {
   product_slug: string | null
   product_name: string | null
   policy_slug: string | null
+  policy_name: string | null
   discount_code: string | null
 }
 
@@ -60,6 +62,7 @@ function toView(r: ViewRow): InvoiceView {
     product_name: r.product_name,
     policy_id: r.policy_id,
     policy_slug: r.policy_slug,
+    policy_name: r.policy_name,
     provider: r.provider,
     provider_invoice_id: r.provider_invoice_id,
     checkout_url: r.checkout_url,
@@ -84,6 +87,48 @@ function toView(r: ViewRow): InvoiceView {
   }
 }
 
+/** An invoice list's filter; sort and order default to newest first. */
+export type InvoiceSearch = Omit<InvoiceFilter, 'sort' | 'order'> & Partial<Pick<InvoiceFilter, 'sort' | 'order'>>
+
+const INVOICE_SORT: Record<InvoiceFilter['sort'], string> = {
+  created_at: 'i.created_at',
+  settled_at: 'i.settled_at',
+  amount_sats: 'i.amount_sats',
+  status: 'i.status',
+  buyer_email: 'i.buyer_email',
+  product: 'p.name',
+}
+
+const invoiceOrder = (q: InvoiceSearch): string =>
+  orderBy(INVOICE_SORT, q.sort ?? 'created_at', q.order ?? 'desc', 'i.id')
+
+/** The WHERE clause of an invoice list (joined with products as `p`). */
+function invoiceFilter(q: InvoiceSearch): { where: string; args: string[] } {
+  const where: string[] = []
+  const args: string[] = []
+  if (q.status) {
+    where.push('i.status = ?')
+    args.push(q.status)
+  }
+  if (q.flagged) where.push('i.payment_flag IS NOT NULL')
+  if (q.provider) {
+    where.push('i.provider = ?')
+    args.push(q.provider)
+  }
+  if (q.product) {
+    where.push('(p.slug = ? OR i.product_id = ?)')
+    args.push(q.product, q.product)
+  }
+  if (q.q) {
+    const like = likeContains(q.q)
+    where.push(
+      "(i.id = ? OR i.provider_invoice_id = ? OR i.buyer_email LIKE ? ESCAPE '\\' OR p.name LIKE ? ESCAPE '\\' OR p.slug LIKE ? ESCAPE '\\')",
+    )
+    args.push(q.q, q.q, like, like, like)
+  }
+  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
+}
+
 /** Reads and lists invoices; writes go through purchase.ts and settlement.ts. */
 export class InvoiceStore {
   constructor(private readonly db: LicensingDb) {}
@@ -103,36 +148,24 @@ export class InvoiceStore {
     return r ? toView(r) : undefined
   }
 
-  list(q: InvoiceQuery): { items: InvoiceView[]; total: number } {
-    const where: string[] = []
-    const args: (string | number)[] = []
-    if (q.status) {
-      where.push('i.status = ?')
-      args.push(q.status)
-    }
-    if (q.flagged) where.push('i.payment_flag IS NOT NULL')
-    if (q.provider) {
-      where.push('i.provider = ?')
-      args.push(q.provider)
-    }
-    if (q.product) {
-      where.push('(p.slug = ? OR i.product_id = ?)')
-      args.push(q.product, q.product)
-    }
-    if (q.q) {
-      where.push("(i.id = ? OR i.provider_invoice_id = ? OR i.buyer_email LIKE ? ESCAPE '\\')")
-      args.push(q.q, q.q, likeContains(q.q))
-    }
-    const clause = where.length ? `WHERE ${where.join(' AND ')}` : ''
+  list(q: InvoiceSearch & Pick<InvoiceQuery, 'limit' | 'offset'>): { items: InvoiceView[]; total: number } {
+    const { where, args } = invoiceFilter(q)
     const total = (
       this.db
-        .prepare(`SELECT count(*) AS n FROM invoices i LEFT JOIN products p ON p.id = i.product_id ${clause}`)
+        .prepare(`SELECT count(*) AS n FROM invoices i LEFT JOIN products p ON p.id = i.product_id ${where}`)
         .get(...args) as { n: number }
     ).n
     const rows = this.db
-      .prepare(`${VIEW_SELECT} ${clause} ORDER BY i.created_at DESC, i.id LIMIT ? OFFSET ?`)
+      .prepare(`${VIEW_SELECT} ${where} ${invoiceOrder(q)} LIMIT ? OFFSET ?`)
       .all(...args, q.limit, q.offset) as ViewRow[]
     return { items: rows.map(toView), total }
+  }
+
+  /** Every invoice matching a filter, in its sort order, read lazily (CSV export). */
+  *matching(q: InvoiceSearch, max: number): Generator<InvoiceView> {
+    const { where, args } = invoiceFilter(q)
+    const stmt = this.db.prepare(`${VIEW_SELECT} ${where} ${invoiceOrder(q)} LIMIT ?`)
+    for (const r of stmt.iterate(...args, max) as Iterable<ViewRow>) yield toView(r)
   }
 
   /** Pending invoices, least recently touched first (for reconciliation). */

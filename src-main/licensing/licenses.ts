@@ -10,7 +10,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import type {
+  LicenseFilter,
   LicenseQuery,
+  MachineSort,
+  SortOrder,
   LicenseView,
   MachineResponse,
   MachineView,
@@ -23,7 +26,7 @@ import type { Clock } from '../core/clock'
 import { RateLimiter } from '../core/rateLimit'
 import type { AuditLog } from './audit'
 import type { Catalog, PolicyRow, ProductRow } from './catalog'
-import { immediate, likeContains, type LicensingDb } from './db'
+import { immediate, likeContains, orderBy, type LicensingDb } from './db'
 import type { Discounts } from './discounts'
 import { dbOutbox, emitEvent } from './events'
 import { FLAG_TRIAL, hashFingerprint, isFingerprintBound, type LicensePayload } from './keys/format'
@@ -77,7 +80,7 @@ type Seat =
   | { ok: false; reason: 'fingerprint_mismatch' | 'too_many_machines' }
 
 const VIEW_SELECT = `
-  SELECT l.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug,
+  SELECT l.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug, pol.name AS policy_name,
     (SELECT count(*) FROM machines m WHERE m.license_id = l.id AND m.status = 'active') AS active_machines
   FROM licenses l JOIN products p ON p.id = l.product_id LEFT JOIN policies pol ON pol.id = l.policy_id`
 
@@ -85,6 +88,7 @@ type ViewRow = LicenseRow & {
   product_slug: string
   product_name: string
   policy_slug: string | null
+  policy_name: string | null
   active_machines: number
 }
 
@@ -96,6 +100,7 @@ function toView(r: ViewRow): LicenseView {
     product_name: r.product_name,
     policy_id: r.policy_id,
     policy_slug: r.policy_slug,
+    policy_name: r.policy_name,
     invoice_id: r.invoice_id,
     status: r.status,
     status_reason: r.status_reason,
@@ -114,9 +119,63 @@ function toView(r: ViewRow): LicenseView {
   }
 }
 
-function machineView(m: MachineRow): MachineView {
-  return { ...m }
+const MACHINE_SELECT = `
+  SELECT m.id, m.license_id, m.fingerprint_hash, m.hostname, m.platform, m.last_ip, m.status, m.activated_at,
+    m.last_heartbeat_at, m.deactivated_at, m.deactivation_reason, p.slug AS product_slug, p.name AS product_name
+  FROM machines m JOIN licenses l ON l.id = m.license_id JOIN products p ON p.id = l.product_id`
+
+const MACHINE_SORT: Record<MachineSort, string> = {
+  last_heartbeat_at: 'm.last_heartbeat_at',
+  activated_at: 'm.activated_at',
+  hostname: 'm.hostname',
+  status: 'm.status',
 }
+
+export interface MachineQuery {
+  license_id?: string
+  include_inactive?: boolean
+  q?: string
+  sort?: MachineSort
+  order?: SortOrder
+  limit: number
+  offset?: number
+}
+
+const LICENSE_SORT: Record<LicenseFilter['sort'], string> = {
+  issued_at: 'l.issued_at',
+  expires_at: 'l.expires_at',
+  updated_at: 'l.updated_at',
+  buyer_email: 'l.buyer_email',
+  status: 'l.status',
+  product: 'p.name',
+}
+
+/** The WHERE clause of a license list (joined with products as `p`). */
+function licenseFilter(q: LicenseSearch): { where: string; args: string[] } {
+  const where: string[] = []
+  const args: string[] = []
+  if (q.q) {
+    const like = likeContains(q.q)
+    const cols = ['l.id', 'l.buyer_email', 'l.invoice_id', 'l.buyer_note', 'p.slug', 'p.name']
+    where.push(`(${cols.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`)
+    args.push(...Array<string>(cols.length).fill(like))
+  }
+  if (q.product_id) {
+    where.push('l.product_id = ?')
+    args.push(q.product_id)
+  }
+  if (q.status) {
+    where.push('l.status = ?')
+    args.push(q.status)
+  }
+  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
+}
+
+/** A license list's filter; sort and order default to newest issued first. */
+export type LicenseSearch = Omit<LicenseFilter, 'sort' | 'order'> & Partial<Pick<LicenseFilter, 'sort' | 'order'>>
+
+const licenseOrder = (q: LicenseSearch): string =>
+  orderBy(LICENSE_SORT, q.sort ?? 'issued_at', q.order ?? 'desc', 'l.id')
 
 /** Optional string field of a loosely typed body: undefined when absent, null when of the wrong type. */
 export interface LicenseDeps {
@@ -308,30 +367,24 @@ export class Licenses {
 
   // ---- admin ----
 
-  search(q: LicenseQuery): { total: number; licenses: LicenseView[] } {
-    const where: string[] = []
-    const args: (string | number)[] = []
-    if (q.q && q.q.trim() !== '') {
-      const like = likeContains(q.q.trim())
-      where.push(
-        `(l.id LIKE ? ESCAPE '\\' OR l.buyer_email LIKE ? ESCAPE '\\' OR l.invoice_id LIKE ? ESCAPE '\\' OR l.buyer_note LIKE ? ESCAPE '\\')`,
-      )
-      args.push(like, like, like, like)
-    }
-    if (q.product_id) {
-      where.push('l.product_id = ?')
-      args.push(q.product_id)
-    }
-    if (q.status) {
-      where.push('l.status = ?')
-      args.push(q.status)
-    }
-    const w = where.length ? `WHERE ${where.join(' AND ')}` : ''
-    const total = (this.db.prepare(`SELECT count(*) AS n FROM licenses l ${w}`).get(...args) as { n: number }).n
+  search(q: LicenseSearch & Pick<LicenseQuery, 'limit' | 'offset'>): { total: number; licenses: LicenseView[] } {
+    const { where, args } = licenseFilter(q)
+    const total = (
+      this.db
+        .prepare(`SELECT count(*) AS n FROM licenses l JOIN products p ON p.id = l.product_id ${where}`)
+        .get(...args) as { n: number }
+    ).n
     const rows = this.db
-      .prepare(`${VIEW_SELECT} ${w} ORDER BY l.issued_at DESC, l.id LIMIT ? OFFSET ?`)
+      .prepare(`${VIEW_SELECT} ${where} ${licenseOrder(q)} LIMIT ? OFFSET ?`)
       .all(...args, q.limit, q.offset) as ViewRow[]
     return { total, licenses: rows.map(toView) }
+  }
+
+  /** Every license matching a filter, in its sort order, read lazily (CSV export). */
+  *matching(q: LicenseSearch, max: number): Generator<LicenseView> {
+    const { where, args } = licenseFilter(q)
+    const stmt = this.db.prepare(`${VIEW_SELECT} ${where} ${licenseOrder(q)} LIMIT ?`)
+    for (const r of stmt.iterate(...args, max) as Iterable<ViewRow>) yield toView(r)
   }
 
   detail(id: string): { license: LicenseView; machines: MachineView[] } {
@@ -403,20 +456,30 @@ export class Licenses {
     return this.setStatus(id, 'active', null, 'license.reinstate')
   }
 
-  machines(q: { license_id?: string; include_inactive?: boolean; limit: number }): MachineView[] {
+  machines(q: MachineQuery): MachineView[] {
     const where: string[] = []
     const args: (string | number)[] = []
     if (q.license_id) {
-      where.push('license_id = ?')
+      where.push('m.license_id = ?')
       args.push(q.license_id)
     }
-    if (!q.include_inactive) where.push(`status = 'active'`)
+    if (!q.include_inactive) where.push(`m.status = 'active'`)
+    if (q.q) {
+      const like = likeContains(q.q)
+      where.push(
+        `(${['m.id', 'm.license_id', 'm.hostname', 'm.platform', 'm.last_ip', 'p.slug', 'p.name'].map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`,
+      )
+      args.push(...Array<string>(7).fill(like))
+    }
     const w = where.length ? `WHERE ${where.join(' AND ')}` : ''
-    return (
-      this.db
-        .prepare(`SELECT * FROM machines ${w} ORDER BY last_heartbeat_at DESC LIMIT ?`)
-        .all(...args, q.limit) as MachineRow[]
-    ).map(machineView)
+    const order = orderBy(MACHINE_SORT, q.sort ?? 'last_heartbeat_at', q.order ?? 'desc', 'm.id')
+    return this.db
+      .prepare(`${MACHINE_SELECT} ${w} ${order} LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset ?? 0) as MachineView[]
+  }
+
+  private machineView(id: string): MachineView {
+    return this.db.prepare(`${MACHINE_SELECT} WHERE m.id = ?`).get(id) as MachineView
   }
 
   deactivateMachine(id: string, reason: string | null | undefined, actor: 'admin' | 'buyer' = 'admin'): MachineView {
@@ -442,7 +505,7 @@ export class Licenses {
       const data = { machine_id: id, license_id: m.license_id, reason: why, actor }
       emitEvent(this.outbox, 'machine.deactivated', data, this.clock.now())
     })()
-    return machineView(this.db.prepare('SELECT * FROM machines WHERE id = ?').get(id) as MachineRow)
+    return this.machineView(id)
   }
 
   // ---- buyer: key-authenticated ----

@@ -49,7 +49,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
       ...buyer,
       ...admin,
       ...payments.handlers,
-      ...subscriptionHandlers(payments.subscriptions),
+      ...subscriptionHandlers(payments.subscriptions, services.deps.clock),
       ...tierChangeHandlers(payments.tierChanges),
       ...validationHandlers(services.validationLog),
     },

@@ -5,6 +5,7 @@ import { ApiError } from '../contract/errors'
 import { publicBaseUrl } from '../config/publicUrl'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
+import { invoicesCsv } from './exports'
 import { InvoiceStore } from './invoices'
 import { mountPages } from './pages/routes'
 import { ProviderConnections, type ProviderFactory } from './providers/connections'
@@ -211,6 +212,7 @@ function paymentsHandlers(p: PaymentParts): PaymentsHandlers {
       return out
     },
     licAdminInvoices: async (q) => invoices.list(q),
+    licAdminExportInvoices: async (q) => invoicesCsv((max) => invoices.matching(q, max), p.services.deps.clock.now()),
     licAdminInvoice: async ({ id }) => mustInvoice(id),
     licAdminRecheckInvoice: async ({ id }) => {
       const outcome = await reconciler.recheck(id)

@@ -5,13 +5,17 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { z } from 'zod'
-import type { SubscriptionStatus as StatusSchema, SubscriptionView as ViewSchema } from '../contract/licensing'
+import type {
+  SubscriptionFilter,
+  SubscriptionStatus as StatusSchema,
+  SubscriptionView as ViewSchema,
+} from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import type { AuditActor, AuditLog } from './audit'
 import { effectivePrice, type PolicyRow, type ProductRow } from './catalog'
-import { immediate, type LicensingDb } from './db'
+import { immediate, likeContains, orderBy, type LicensingDb } from './db'
 import { emitEvent } from './events'
 import type { InvoiceRow } from './invoices'
 import type { Licenses } from './licenses'
@@ -42,16 +46,51 @@ export interface SubscriptionRow {
 
 type ViewRow = SubscriptionRow & {
   product_slug: string
+  product_name: string
   policy_slug: string
+  policy_name: string
   buyer_email: string | null
 }
 
-const VIEW_SELECT = `
-  SELECT s.*, p.slug AS product_slug, pol.slug AS policy_slug, l.buyer_email AS buyer_email
+/** A subscription list's filter; sort and order default to newest first. */
+export type SubscriptionSearch = Omit<SubscriptionFilter, 'sort' | 'order'> &
+  Partial<Pick<SubscriptionFilter, 'sort' | 'order'>>
+
+const SUBSCRIPTION_SORT: Record<SubscriptionFilter['sort'], string> = {
+  created_at: 's.created_at',
+  next_renewal_at: 's.next_renewal_at',
+  status: 's.status',
+  buyer_email: 'l.buyer_email',
+  product: 'p.name',
+}
+
+function subscriptionFilter(q: SubscriptionSearch): { where: string; args: string[] } {
+  const where: string[] = []
+  const args: string[] = []
+  if (q.status) {
+    where.push('s.status = ?')
+    args.push(q.status)
+  }
+  if (q.q) {
+    const cols = ['s.id', 's.license_id', 'l.buyer_email', 'p.slug', 'p.name', 'pol.name']
+    where.push(`(${cols.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`)
+    args.push(...Array<string>(cols.length).fill(likeContains(q.q)))
+  }
+  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
+}
+
+const subscriptionOrder = (q: SubscriptionSearch): string =>
+  orderBy(SUBSCRIPTION_SORT, q.sort ?? 'created_at', q.order ?? 'desc', 's.id')
+
+const VIEW_FROM = `
   FROM subscriptions s
   JOIN licenses l ON l.id = s.license_id
   JOIN products p ON p.id = l.product_id
   JOIN policies pol ON pol.id = s.policy_id`
+
+const VIEW_SELECT = `
+  SELECT s.*, p.slug AS product_slug, p.name AS product_name, pol.slug AS policy_slug, pol.name AS policy_name,
+    l.buyer_email AS buyer_email ${VIEW_FROM}`
 
 /** Whether a tier sells as a subscription. */
 export const isRecurring = (policy: PolicyRow): boolean => policy.is_recurring === 1 && policy.renewal_period_days > 0
@@ -190,15 +229,23 @@ export class Subscriptions {
     return r ? this.view(r.id) : null
   }
 
-  list(q: { status?: SubscriptionStatus; limit: number }): SubscriptionView[] {
-    const rows = (
-      q.status
-        ? this.deps.db
-            .prepare(`${VIEW_SELECT} WHERE s.status = ? ORDER BY s.created_at DESC, s.id LIMIT ?`)
-            .all(q.status, q.limit)
-        : this.deps.db.prepare(`${VIEW_SELECT} ORDER BY s.created_at DESC, s.id LIMIT ?`).all(q.limit)
-    ) as ViewRow[]
-    return rows.map((r) => this.toView(r))
+  list(q: SubscriptionSearch & { limit: number; offset?: number }): {
+    subscriptions: SubscriptionView[]
+    total: number
+  } {
+    const { where, args } = subscriptionFilter(q)
+    const total = (this.deps.db.prepare(`SELECT count(*) AS n ${VIEW_FROM} ${where}`).get(...args) as { n: number }).n
+    const rows = this.deps.db
+      .prepare(`${VIEW_SELECT} ${where} ${subscriptionOrder(q)} LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset ?? 0) as ViewRow[]
+    return { subscriptions: rows.map((r) => this.toView(r)), total }
+  }
+
+  /** Every subscription matching a filter, in its sort order, read lazily (CSV export). */
+  *matching(q: SubscriptionSearch, max: number): Generator<SubscriptionView> {
+    const { where, args } = subscriptionFilter(q)
+    const stmt = this.deps.db.prepare(`${VIEW_SELECT} ${where} ${subscriptionOrder(q)} LIMIT ?`)
+    for (const r of stmt.iterate(...args, max) as Iterable<ViewRow>) yield this.toView(r)
   }
 
   private toView(r: ViewRow): SubscriptionView {
@@ -213,8 +260,10 @@ export class Subscriptions {
       id: r.id,
       license_id: r.license_id,
       product_slug: r.product_slug,
+      product_name: r.product_name,
       policy_id: r.policy_id,
       policy_slug: r.policy_slug,
+      policy_name: r.policy_name,
       buyer_email: r.buyer_email,
       status: r.status,
       listed_currency: r.listed_currency,

@@ -5,11 +5,11 @@ import type { HardwareOk, HardwareSample, HardwareSnapshot, NodeHardware } from 
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { normalizeMac, type NodeName } from '../contract/schemas'
 import type { ConnectivityStore } from './connectivity'
+import { HardwareHistory } from './hardwareHistory'
 
 /** Spec 1, section 8: hardware results are reused for 4 s. */
 export const HARDWARE_CACHE_MS = 4000
-/** How far back the charts' readings go. */
-export const HISTORY_MS = 15 * 60 * 1000
+export { HISTORY_MS } from './hardwareHistory'
 
 /**
  * One SSH command per node gathers everything; sections are delimited so a missing tool (no GPU,
@@ -151,6 +151,8 @@ export interface HardwareDeps {
   logger: Logger
   targets: Record<NodeName, SshTarget | null>
   events?: EventPublisher
+  /** Where readings are kept (and saved); in memory only when absent. */
+  history?: HardwareHistory
 }
 
 /**
@@ -160,9 +162,11 @@ export interface HardwareDeps {
 export class HardwareService {
   private cached: { at: number; snapshot: HardwareSnapshot } | null = null
   private inflight: Promise<HardwareSnapshot> | null = null
-  private readonly samples: Record<NodeName, HardwareSample[]> = { node1: [], node2: [] }
+  private readonly samples: HardwareHistory
 
-  constructor(private readonly deps: HardwareDeps) {}
+  constructor(private readonly deps: HardwareDeps) {
+    this.samples = deps.history ?? new HardwareHistory(null, deps.clock, deps.logger)
+  }
 
   async snapshot(opts: { fresh?: boolean } = {}): Promise<HardwareSnapshot> {
     const now = this.deps.clock.now()
@@ -182,20 +186,12 @@ export class HardwareService {
 
   /** Readings of the last 15 minutes per node, oldest first (for the dashboard's charts). */
   history(): Record<NodeName, HardwareSample[]> {
-    const since = this.deps.clock.now() - HISTORY_MS
-    return {
-      node1: this.samples.node1.filter((x) => x.at >= since),
-      node2: this.samples.node2.filter((x) => x.at >= since),
-    }
+    return this.samples.view()
   }
 
-  private remember(node: NodeName, sample: HardwareSample): void {
-    const list = this.samples[node]
-    list.push(sample)
-    const since = this.deps.clock.now() - HISTORY_MS
-    while (list.length > 0 && (list[0] as HardwareSample).at < since) list.shift()
-    // Bounded even if probed far more often than the dashboard polls.
-    if (list.length > 2000) list.splice(0, list.length - 2000)
+  /** Saves readings not yet written (at shutdown). */
+  flushHistory(): void {
+    this.samples.flush()
   }
 
   /** Drops the cached snapshot (after a wake, so the next poll looks again). */
@@ -216,12 +212,16 @@ export class HardwareService {
         throw new Error(`hardware probe failed (exit ${res.code}): ${res.stderr.trim().slice(0, 300)}`)
       await connectivity.observe(node, true)
       if (parsed.mac) await connectivity.setMac(node, parsed.mac)
-      this.remember(node, {
+      this.samples.remember(node, {
         at: started,
         gpu_utilization_pct: parsed.gpu?.utilization_pct ?? null,
         gpu_temperature_c: parsed.gpu?.temperature_c ?? null,
         gpu_power_w: parsed.gpu?.power_w ?? null,
         load1: parsed.load[0] ?? null,
+        ram_used_bytes: parsed.ram?.used_bytes ?? null,
+        ram_total_bytes: parsed.ram?.total_bytes ?? null,
+        gpu_memory_used_bytes: parsed.gpu?.memory_used_bytes ?? null,
+        gpu_memory_total_bytes: parsed.gpu?.memory_total_bytes ?? null,
       })
       return {
         node,

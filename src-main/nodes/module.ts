@@ -1,3 +1,4 @@
+import path from 'node:path'
 import type { nodesContract } from '../contract/nodes'
 import { ApiError } from '../contract/errors'
 import type { Handlers } from '../contract/define'
@@ -11,6 +12,7 @@ import { normalizeMac, type NodeName } from '../contract/schemas'
 import { ConnectivityStore } from './connectivity'
 import { hostKeyHandlers } from './hostKeyHandlers'
 import { HardwareService } from './hardware'
+import { HardwareHistory } from './hardwareHistory'
 import { NodeMonitor } from './monitor'
 import { publicBaseUrl } from '../config/publicUrl'
 import type { RoleName, ServiceDirectory } from '../core/serviceDirectory'
@@ -52,7 +54,8 @@ export async function createNodesModule(
   const pool = new SshPool({ privateKey: serviceKey.privateKey, hostKeys, clock, logger: logger.child('ssh') })
   const connectivity = new ConnectivityStore(config.paths.connectivityLog, clock, logger, deps.events)
   const targets = { node1: config.nodes.node1, node2: config.nodes.node2 }
-  const hardware = new HardwareService({ pool, connectivity, clock, logger, targets, events: deps.events })
+  const history = new HardwareHistory(path.join(config.paths.dataDir, 'hardware-history.json'), clock, logger)
+  const hardware = new HardwareService({ pool, connectivity, clock, logger, targets, events: deps.events, history })
   const status = new StatusService({ config, services, pool, connectivity, clock, logger, events: deps.events })
   const base = (): string => publicBaseUrl(config)
 
@@ -116,6 +119,7 @@ export async function createNodesModule(
     },
     async stop() {
       await monitor.stop()
+      hardware.flushHistory()
       await connectivity.flush()
       await pool.close()
     },

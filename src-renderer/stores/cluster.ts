@@ -11,11 +11,16 @@ type NodeName = 'node1' | 'node2'
 type ServiceName = 'llm' | 'asr' | 'tts'
 type Part = 'hardware' | 'services' | 'connectivity' | 'events'
 
-/** GPU samples kept for the charts. */
+/** Hardware samples kept for the charts. */
 export interface Sample {
   t: number
   util: number | null
   temp: number | null
+  load1: number | null
+  ramUsed: number | null
+  ramTotal: number | null
+  gpuMemUsed: number | null
+  gpuMemTotal: number | null
 }
 
 const HISTORY_MS = 15 * 60 * 1000
@@ -47,11 +52,20 @@ export const useClusterStore = defineStore('cluster', () => {
   function record(snap: Snapshot): void {
     for (const name of ['node1', 'node2'] as const) {
       const hw = snap[name]
-      if (hw.status !== 'ok' || !hw.gpu) continue
+      if (hw.status !== 'ok') continue
       const list = history[name]
       const t = Math.round(hw.probed_at / 1000)
       if ((list.at(-1)?.t ?? 0) >= t) continue
-      list.push({ t, util: hw.gpu.utilization_pct, temp: hw.gpu.temperature_c })
+      list.push({
+        t,
+        util: hw.gpu?.utilization_pct ?? null,
+        temp: hw.gpu?.temperature_c ?? null,
+        load1: hw.load[0] ?? null,
+        ramUsed: hw.ram?.used_bytes ?? null,
+        ramTotal: hw.ram?.total_bytes ?? null,
+        gpuMemUsed: hw.gpu?.memory_used_bytes ?? null,
+        gpuMemTotal: hw.gpu?.memory_total_bytes ?? null,
+      })
       while (list.length > 0 && list[0]!.t < (Date.now() - HISTORY_MS) / 1000) list.shift()
     }
   }
@@ -62,7 +76,7 @@ export const useClusterStore = defineStore('cluster', () => {
     now.value = Date.now()
   }
 
-  /** The server keeps 15 minutes of readings, so the charts are full from the first paint. */
+  /** The server keeps 15 minutes of readings (across restarts), so the charts are full from the first paint. */
   async function loadHistory(): Promise<void> {
     try {
       const h = await useApi().call('getHardwareHistory', {})
@@ -71,6 +85,12 @@ export const useClusterStore = defineStore('cluster', () => {
           t: Math.round(x.at / 1000),
           util: x.gpu_utilization_pct,
           temp: x.gpu_temperature_c,
+          load1: x.load1,
+          // Readings saved by an older daemon have no memory figures.
+          ramUsed: x.ram_used_bytes ?? null,
+          ramTotal: x.ram_total_bytes ?? null,
+          gpuMemUsed: x.gpu_memory_used_bytes ?? null,
+          gpuMemTotal: x.gpu_memory_total_bytes ?? null,
         }))
     } catch {
       // The charts fill from hardware events instead.

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto'
+import { checkoutPage } from './btcpayCheckout'
 import { LoopbackFake, postRaw, type FakeReply, type RecordedRequest } from './loopback'
 
 export type FakeBtcpayStatus = 'New' | 'Processing' | 'Settled' | 'Expired' | 'Invalid'
@@ -151,12 +152,8 @@ export class FakeBtcpay extends LoopbackFake {
     return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
   }
 
-  protected handle(req: RecordedRequest, url: URL): FakeReply {
-    const checkout = url.pathname.match(/^\/i\/([A-Za-z0-9]+)$/)
-    if (checkout && req.method === 'GET') {
-      const inv = this.invoices.get(checkout[1]!)
-      return inv ? { status: 200, body: `<html><body>Pay ${inv.amount} BTC</body></html>` } : { status: 404, body: '' }
-    }
+  protected handle(req: RecordedRequest, url: URL): FakeReply | Promise<FakeReply> {
+    if (url.pathname.startsWith('/i/')) return checkoutPage(this, req, url)
     if (url.pathname === '/api-keys/authorize' && req.method === 'GET') {
       return { status: 200, body: '<html><body>Authorize application</body></html>' }
     }

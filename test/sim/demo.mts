@@ -5,6 +5,10 @@
  *
  *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR, DEMO_LOAD_MS (a swap's load, 8000)
  *
+ * A busy DEMO_PORT is refused before anything starts. The shop is seeded on every start; buying
+ * in it goes through the fake BTCPay checkout page, whose "Pay" and "Expire" buttons send the
+ * same signed webhooks a real BTCPay Server would.
+ *
  * Faults can be switched from the terminal: `down node2`, `up node2`, `hang node1`, `slow node1 800`,
  * `fail node1 nvidia-smi`, `clear node1`,
  * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `wedge asr` (500 cudaErrorUnknown until a
@@ -19,6 +23,7 @@ import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { startFullSim } from './full'
 import { startLicensingSim } from '../fakes/licensingDemo'
 import { startDemoVectors } from './demoVectors'
+import { portProblem } from './portCheck'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const entry = path.join(repo, 'out', 'main', 'index.js')
@@ -29,6 +34,12 @@ if (!fs.existsSync(entry)) {
 const dataDir = path.resolve(process.env.DEMO_DATA_DIR ?? path.join(repo, '.tandem-data', 'demo'))
 const port = Number(process.env.DEMO_PORT ?? 9999)
 const bind = process.env.DEMO_BIND ?? '127.0.0.1'
+// Before anything starts: a busy port would otherwise seed whichever process owns it.
+const busy = await portProblem(port, bind)
+if (busy) {
+  console.error(`demo: ${busy}`)
+  process.exit(1)
+}
 fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
 
 // The daemon's SSH key is made before it starts (it reuses it), so the nodes can trust it.
@@ -110,14 +121,18 @@ daemon.on('exit', (code) => {
 })
 
 const url = `http://${bind === '0.0.0.0' ? '127.0.0.1' : bind}:${port}`
-for (let i = 0; i < 100; i++) {
+let up = false
+for (let i = 0; i < 100 && !up; i++) {
   try {
-    const res = await fetch(`${url}/api/health`)
-    if (res.ok) break
+    up = (await fetch(`${url}/api/health`)).ok
   } catch {
     // not up yet
   }
-  await new Promise((r) => setTimeout(r, 200))
+  if (!up) await new Promise((r) => setTimeout(r, 200))
+}
+if (!up) {
+  console.error(`demo: the daemon did not answer on ${url} within 20 s; stopping.`)
+  await stop(1)
 }
 const tokenFile = path.join(dataDir, 'admin-token')
 const token =
@@ -133,6 +148,12 @@ console.log(`  Tandem demo is running.`)
 console.log(`  Dashboard:   ${url}/`)
 console.log(`  Admin token: ${token}`)
 console.log(`  Data:        ${dataDir}`)
+console.log('')
+console.log(`  Shop:        ${url}/buy/notes   (also ${url}/buy/studio, priced in dollars)`)
+console.log('  To buy:      pick a tier, "Continue to payment", then on the demo BTCPay checkout press "Pay"')
+console.log('               (or "Expire" to see a lapsed invoice). You land on the thank-you page with')
+console.log(`               your licence key; it validates at POST ${url}/v1/validate.`)
+console.log(`  Lost key:    ${url}/recover      Discount code to try: LAUNCH20`)
 console.log('  Ctrl-C stops the daemon and the simulated cluster.')
 console.log('')
 

@@ -102,15 +102,38 @@ export type DiscountInput = z.infer<typeof DiscountInput>
 export const DiscountPatch = patchOf(DiscountInput)
 export type DiscountPatch = z.infer<typeof DiscountPatch>
 
-export const LicenseQuery = z.object({
-  /** Matches license id, buyer email, invoice id or note. */
-  q: z.string().max(200).optional(),
+/** Direction of a list's sort. */
+export const SortOrder = z.enum(['asc', 'desc'])
+export type SortOrder = z.infer<typeof SortOrder>
+/** Free-text search of a list: blank means no filter. */
+export const SearchText = z.string().trim().max(200).optional()
+/** Paging of a server-side list: `limit` rows from `offset`. */
+export const pageOf = (defaultLimit: number, maxLimit: number) => ({
+  limit: z.coerce.number().int().min(1).max(maxLimit).default(defaultLimit),
+  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+})
+
+export const LicenseSort = z.enum(['issued_at', 'expires_at', 'updated_at', 'buyer_email', 'status', 'product'])
+export const LicenseFilter = z.object({
+  /** Matches license id, buyer email, invoice id, note, or product name/slug. */
+  q: SearchText,
   product_id: Id.optional(),
   status: LicenseStatus.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  offset: z.coerce.number().int().min(0).default(0),
+  sort: LicenseSort.default('issued_at'),
+  order: SortOrder.default('desc'),
 })
+export type LicenseFilter = z.infer<typeof LicenseFilter>
+export const LicenseQuery = LicenseFilter.extend(pageOf(100, 500))
 export type LicenseQuery = z.infer<typeof LicenseQuery>
+
+export const MachineSort = z.enum(['last_heartbeat_at', 'activated_at', 'hostname', 'status'])
+export type MachineSort = z.infer<typeof MachineSort>
+
+/** A CSV export of a list: RFC 4180 text (CRLF rows, a header row), and a file name to save it under. */
+export const CsvExport = z.object({ filename: z.string(), rows: z.number(), csv: z.string() })
+export type CsvExport = z.infer<typeof CsvExport>
+/** Largest export; a bigger result asks the operator to narrow the filter. */
+export const CSV_MAX_ROWS = 100_000
 
 export const AnalyticsView = z.object({
   from_day: z.string(),
@@ -198,10 +221,16 @@ export const licensingAdminContract = {
     output: Ok,
   }),
   licAdminLicenses: method({
-    summary: 'Search licenses',
+    summary: 'Search licenses (sortable, paged)',
     http: 'GET /v1/admin/licenses',
     input: LicenseQuery,
     output: z.object({ total: z.number(), licenses: z.array(LicenseView) }),
+  }),
+  licAdminExportLicenses: method({
+    summary: 'Licenses matching a filter as CSV',
+    http: 'GET /v1/admin/export/licenses',
+    input: LicenseFilter,
+    output: CsvExport,
   }),
   licAdminLicense: method({
     summary: 'One license with its machines',
@@ -245,12 +274,16 @@ export const licensingAdminContract = {
     output: z.object({ license_key: z.string() }),
   }),
   licAdminMachines: method({
-    summary: 'Machines, newest heartbeat first',
+    summary: 'Machines, newest heartbeat first (sortable, searchable, paged)',
     http: 'GET /v1/admin/machines',
     input: z.object({
       license_id: Id.optional(),
       include_inactive: QueryBool.optional(),
-      limit: z.coerce.number().int().min(1).max(5000).default(500),
+      /** Matches machine id, license id, hostname, platform, address, or product name/slug. */
+      q: SearchText,
+      sort: MachineSort.default('last_heartbeat_at'),
+      order: SortOrder.default('desc'),
+      ...pageOf(500, 5000),
     }),
     output: z.array(MachineView),
   }),
@@ -301,13 +334,16 @@ export const licensingAdminContract = {
     output: z.object({ rates: z.array(RateView), errors: z.array(z.string()), sources: z.array(RateSourceView) }),
   }),
   licAdminAudit: method({
-    summary: 'Audit log, newest first',
+    summary: 'Audit log, newest first (searchable, paged)',
     http: 'GET /v1/admin/audit',
     input: z.object({
-      limit: z.coerce.number().int().min(1).max(1000).default(200),
       before_id: z.coerce.number().int().min(1).optional(),
       action: z.string().max(100).optional(),
       target_id: z.string().max(64).optional(),
+      /** Matches action, actor, target or details. */
+      q: SearchText,
+      order: SortOrder.default('desc'),
+      ...pageOf(200, 1000),
     }),
     output: z.array(AuditEntry),
   }),

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { method, type ContractTable } from '../define'
 import { buyerSurface as pub, Currency, Email, Note, Slug, Uuid, patchOf } from './schemas'
-import { Id, Ok } from './admin'
+import { CsvExport, Id, Ok, pageOf, SearchText, SortOrder } from './admin'
 
 /** Purchases, invoices, payment providers and outbound webhook endpoints. */
 
@@ -69,6 +69,7 @@ export const InvoiceView = z.object({
   product_name: z.string().nullable(),
   policy_id: z.string().nullable(),
   policy_slug: z.string().nullable(),
+  policy_name: z.string().nullable(),
   provider: z.string().nullable(),
   provider_invoice_id: z.string().nullable(),
   checkout_url: z.string().nullable(),
@@ -95,21 +96,24 @@ export const InvoiceView = z.object({
 })
 export type InvoiceView = z.infer<typeof InvoiceView>
 
-export const InvoiceQuery = z.object({
+export const InvoiceSort = z.enum(['created_at', 'settled_at', 'amount_sats', 'status', 'buyer_email', 'product'])
+export const InvoiceFilter = z.object({
   status: InvoiceState.optional(),
   provider: z.enum(['btcpay', 'zaprite', 'free']).optional(),
   product: z.string().max(64).optional(),
-  /** Matches the invoice id, the provider's id, or part of the buyer's email. */
-  q: z.string().max(200).optional(),
+  /** Matches the invoice id, the provider's id, or part of the buyer's email or the product's name. */
+  q: SearchText,
+  sort: InvoiceSort.default('created_at'),
+  order: SortOrder.default('desc'),
   /** Only invoices flagged for the admin (amount, currency or store disagreed with the provider). */
   flagged: z
     .enum(['true', 'false'])
     .transform((v) => v === 'true')
     .or(z.boolean())
     .optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  offset: z.coerce.number().int().min(0).default(0),
 })
+export type InvoiceFilter = z.infer<typeof InvoiceFilter>
+export const InvoiceQuery = InvoiceFilter.extend(pageOf(100, 500))
 export type InvoiceQuery = z.infer<typeof InvoiceQuery>
 
 /** A provider connection as the admin sees it: never a credential. */
@@ -230,6 +234,12 @@ export const licensingPaymentsContract = {
     http: 'GET /v1/admin/invoices',
     input: InvoiceQuery,
     output: z.object({ items: z.array(InvoiceView), total: z.number() }),
+  }),
+  licAdminExportInvoices: method({
+    summary: 'Invoices matching a filter as CSV',
+    http: 'GET /v1/admin/export/invoices',
+    input: InvoiceFilter,
+    output: CsvExport,
   }),
   licAdminInvoice: method({
     summary: 'One invoice',

@@ -112,6 +112,8 @@ export const MachineView = z.object({
   last_heartbeat_at: z.number(),
   deactivated_at: z.number().nullable(),
   deactivation_reason: z.string().nullable(),
+  product_slug: z.string(),
+  product_name: z.string(),
 })
 export type MachineView = z.infer<typeof MachineView>
 
@@ -122,6 +124,7 @@ export const LicenseView = z.object({
   product_name: z.string(),
   policy_id: z.string().nullable(),
   policy_slug: z.string().nullable(),
+  policy_name: z.string().nullable(),
   invoice_id: z.string().nullable(),
   status: LicenseStatus,
   status_reason: z.string().nullable(),

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { method, type ContractTable } from '../define'
-import { Id } from './admin'
+import { CsvExport, Id, pageOf, SearchText, SortOrder } from './admin'
 import { buyerSurface as pub, Currency, KeyText, Reason, Slug } from './schemas'
 
 /**
@@ -59,12 +59,26 @@ export const UpgradeStarted = z.object({
   poll_url: z.string(),
 })
 
+export const SubscriptionSort = z.enum(['created_at', 'next_renewal_at', 'status', 'buyer_email', 'product'])
+export const SubscriptionFilter = z.object({
+  status: SubscriptionStatus.optional(),
+  /** Matches subscription or licence id, buyer email, or product name/slug. */
+  q: SearchText,
+  sort: SubscriptionSort.default('created_at'),
+  order: SortOrder.default('desc'),
+})
+export type SubscriptionFilter = z.infer<typeof SubscriptionFilter>
+export const SubscriptionQuery = SubscriptionFilter.extend(pageOf(100, 500))
+export type SubscriptionQuery = z.infer<typeof SubscriptionQuery>
+
 export const SubscriptionView = z.object({
   id: z.string(),
   license_id: z.string(),
   product_slug: z.string(),
+  product_name: z.string(),
   policy_id: z.string(),
   policy_slug: z.string(),
+  policy_name: z.string(),
   buyer_email: z.string().nullable(),
   status: SubscriptionStatus,
   listed_currency: Currency,
@@ -121,13 +135,16 @@ export const licensingSubscriptionsContract = {
     output: z.object({ ok: z.literal(true), status: SubscriptionStatus, already: SubscriptionStatus.nullable() }),
   }),
   licAdminSubscriptions: method({
-    summary: 'Subscriptions, newest first, with their cycles',
+    summary: 'Subscriptions, newest first, with their cycles (sortable, searchable, paged)',
     http: 'GET /v1/admin/subscriptions',
-    input: z.object({
-      status: SubscriptionStatus.optional(),
-      limit: z.coerce.number().int().min(1).max(500).default(100),
-    }),
-    output: z.object({ subscriptions: z.array(SubscriptionView) }),
+    input: SubscriptionQuery,
+    output: z.object({ subscriptions: z.array(SubscriptionView), total: z.number() }),
+  }),
+  licAdminExportSubscriptions: method({
+    summary: 'Subscriptions matching a filter as CSV',
+    http: 'GET /v1/admin/export/subscriptions',
+    input: SubscriptionFilter,
+    output: CsvExport,
   }),
   licAdminCancelSubscription: method({
     summary: 'Cancel a subscription for the buyer',

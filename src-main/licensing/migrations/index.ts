@@ -13,6 +13,7 @@ import { m006SubscriptionFailures } from './006_subscription_failures'
 import { m007PricingCapsRedirects } from './007_pricing_caps_redirects'
 import { m008PaymentChecks } from './008_payment_checks'
 import { m009ValidationLog } from './009_validation_log'
+import { m010AdminListIndexes } from './010_admin_list_indexes'
 
 export interface Migration {
   readonly id: number
@@ -32,4 +33,5 @@ export const MIGRATIONS: readonly Migration[] = [
   m007PricingCapsRedirects,
   m008PaymentChecks,
   m009ValidationLog,
+  m010AdminListIndexes,
 ]

@@ -27,6 +27,7 @@ button:focus-visible, a:focus-visible, input:focus-visible, textarea:focus-visib
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
 dt { color: var(--muted); }
 dd { margin: 0; }
+[hidden] { display: none !important; }
 `
 
 /**
@@ -39,6 +40,8 @@ export const PAGES_JS = `
   'use strict';
   function copyButtons() {
     document.querySelectorAll('[data-copy]').forEach(function (btn) {
+      if (btn.hasAttribute('data-bound')) return;
+      btn.setAttribute('data-bound', '');
       btn.addEventListener('click', function () {
         var el = document.getElementById(btn.getAttribute('data-copy'));
         if (!el) return;
@@ -62,12 +65,23 @@ export const PAGES_JS = `
         .then(function (p) {
           if (!p) return;
           var s = document.getElementById('status');
+          if (p.status !== 'pending') {
+            var back = document.getElementById('pay-link');
+            if (back) back.remove();
+          }
           if (p.status === 'settled' && p.license_key) {
             if (s) s.textContent = 'Paid. Here is your license key:';
-            var key = document.getElementById('license-key');
-            if (key) { key.textContent = p.license_key; key.hidden = false; }
-            var btn = document.getElementById('copy');
-            if (btn) btn.hidden = false;
+            var key = document.createElement('pre');
+            key.id = 'license-key';
+            key.className = 'key';
+            key.textContent = p.license_key;
+            var btn = document.createElement('button');
+            btn.type = 'button';
+            btn.id = 'copy';
+            btn.setAttribute('data-copy', 'license-key');
+            btn.textContent = 'Copy key';
+            if (s) s.after(key, btn);
+            copyButtons();
             box.setAttribute('data-status', 'settled');
             return true;
           }
@@ -84,4 +98,12 @@ export const PAGES_JS = `
   }
   document.addEventListener('DOMContentLoaded', function () { copyButtons(); poll(); });
 })();
+`
+
+/** The pages' icon (also answered at /favicon.ico, which browsers ask for by themselves). */
+export const PAGES_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" role="img" aria-label="Tandem">
+  <rect width="64" height="64" rx="14" fill="#1b1f24"/>
+  <circle cx="24" cy="32" r="13" fill="none" stroke="#5b8df7" stroke-width="5"/>
+  <circle cx="40" cy="32" r="13" fill="none" stroke="#3cc27a" stroke-width="5"/>
+</svg>
 `

@@ -60,6 +60,7 @@ export function page(title: string, body: SafeHtml, opts: { script?: boolean; re
         <meta name="referrer" content="no-referrer" />
         ${opts.refresh ? html`<meta http-equiv="refresh" content="${opts.refresh}" />` : ''}
         <title>${title}</title>
+        <link rel="icon" type="image/svg+xml" href="/buy/assets/favicon.svg" />
         <link rel="stylesheet" href="/buy/assets/pages.css" />
         ${opts.script ? html`<script src="/buy/assets/pages.js" defer></script>` : ''}
       </head>

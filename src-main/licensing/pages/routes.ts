@@ -20,7 +20,7 @@ import { effectivePrice } from '../catalog'
 import { parseStringList } from '../json'
 import type { Purchases } from '../purchase'
 import { readBody } from '../../http/body'
-import { PAGES_CSS, PAGES_JS } from './assets'
+import { PAGES_CSS, PAGES_ICON, PAGES_JS } from './assets'
 import { PAGES_CSP } from './html'
 import {
   buyPage,
@@ -283,6 +283,12 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     res.setHeader('Cache-Control', 'public, max-age=3600')
     res.type('application/javascript').send(PAGES_JS)
   })
+
+  for (const iconPath of ['/buy/assets/favicon.svg', '/favicon.ico'])
+    router.get(iconPath, (_req, res) => {
+      res.setHeader('Cache-Control', 'public, max-age=86400')
+      res.type('image/svg+xml').send(PAGES_ICON)
+    })
 
   router.get('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return

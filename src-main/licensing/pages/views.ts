@@ -223,9 +223,13 @@ export function thankYouPage(
   const body = html`<h1>Thank you${p.product_name ? html` for buying ${p.product_name}` : ''}</h1>
     <div id="purchase" class="card" data-invoice="${p.invoice_id}" data-status="${p.status}">
       <p id="status" role="status" aria-live="polite">${status}</p>
-      <pre id="license-key" class="key" ${p.license_key ? '' : html`hidden`}>${p.license_key ?? ''}</pre>
-      <button type="button" id="copy" data-copy="license-key" ${p.license_key ? '' : html`hidden`}>Copy key</button>
-      ${p.status === 'pending' && p.checkout_url ? html`<p><a href="${p.checkout_url}">Back to the payment page</a></p>` : ''}
+      ${
+        p.license_key
+          ? html`<pre id="license-key" class="key">${p.license_key}</pre>
+              <button type="button" id="copy" data-copy="license-key">Copy key</button>`
+          : ''
+      }
+      ${p.status === 'pending' && p.checkout_url ? html`<p id="pay-link"><a href="${p.checkout_url}">Back to the payment page</a></p>` : ''}
       ${p.status === 'pending' ? html`<noscript><p>Reload this page to see your key once the payment confirms.</p></noscript>` : ''}
     </div>
     <dl>

@@ -97,7 +97,10 @@ describe('settlement is confirmed at the provider (BTCPay)', () => {
     expect(r).toMatchObject({ status: 'pending', payment_flag: 'underpaid', issued_license_id: null })
     expect(r.payment_flag_detail).toContain('0.00009000 BTC')
     expect(r.payment_flag_detail).toContain('0.00010000 BTC')
-    const flagged = await h.payments.handlers.licAdminInvoices({ flagged: true, limit: 100, offset: 0 }, {} as never)
+    const flagged = await h.payments.handlers.licAdminInvoices(
+      { flagged: true, sort: 'created_at', order: 'desc', limit: 100, offset: 0 },
+      {} as never,
+    )
     expect(flagged.items.map((i) => [i.id, i.payment_flag])).toEqual([[s.invoice_id, 'underpaid']])
     expect(h.logs.lines.filter((l) => l.includes('invoice flagged: underpaid'))).toHaveLength(1)
   })

@@ -33,7 +33,7 @@ afterEach(async () => {
 
 const db = () => h.services.db
 const settle = (invoiceId: string) => h.payments.settlement.settle(invoiceId, { actor: 'provider', via: 'test' })
-const subs = () => h.payments.subscriptions.list({ limit: 100 })
+const subs = () => h.payments.subscriptions.list({ limit: 100 }).subscriptions
 const events = (name: string) =>
   (
     db().prepare('SELECT payload FROM webhook_deliveries WHERE event = ? ORDER BY created_at').all(name) as {

@@ -140,6 +140,10 @@ describe('HardwareService against the sim', () => {
     expect(h.node1.length).toBeGreaterThanOrEqual(2)
     expect(h.node1.at(-1)?.gpu_temperature_c).toBeGreaterThan(0)
     expect(h.node1.at(-1)?.load1).toBe(0.42)
+    // RAM and GPU memory are charted beside GPU utilisation and temperature (issue 13, item 5).
+    expect(h.node1.at(-1)?.ram_used_bytes).toBeGreaterThan(0)
+    expect(h.node1.at(-1)?.ram_total_bytes).toBeGreaterThan(h.node1.at(-1)!.ram_used_bytes!)
+    expect(h.node1.at(-1)?.gpu_memory_used_bytes).toBeGreaterThan(0)
     clock.advance(16 * 60 * 1000)
     expect(svc.history().node1).toEqual([])
   })

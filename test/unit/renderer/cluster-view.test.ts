@@ -80,7 +80,17 @@ function fakeApi(
     getHardwareHistory: {
       node1: [
         { at: T - 120_000, gpu_utilization_pct: 10, gpu_temperature_c: 45, gpu_power_w: 12, load1: 0.5 },
-        { at: T - 60_000, gpu_utilization_pct: 30, gpu_temperature_c: 49, gpu_power_w: 20, load1: 0.9 },
+        {
+          at: T - 60_000,
+          gpu_utilization_pct: 30,
+          gpu_temperature_c: 49,
+          gpu_power_w: 20,
+          load1: 0.9,
+          ram_used_bytes: 8 * 2 ** 30,
+          ram_total_bytes: 128 * 2 ** 30,
+          gpu_memory_used_bytes: 40 * 2 ** 30,
+          gpu_memory_total_bytes: 128 * 2 ** 30,
+        },
       ],
       node2: [],
     },
@@ -124,7 +134,11 @@ describe('Cluster view', () => {
     expect(calls.find((c) => c.method === 'wakeNode')?.input).toEqual({ name: 'node2' })
     expect(el.textContent).toContain('Magic packet sent to 4c:bb:47:2e:91:0b from node1')
     // The server's 15 minutes of readings chart at once.
-    expect(el.textContent).toContain('node1 GPU utilisation (last 15 min)')
+    expect(el.textContent).toContain('node1 (last 15 min)')
+    expect(el.textContent).toContain('node1 GPU utilisation')
+    // CPU load, RAM and GPU memory history beside the GPU charts (issue 13, item 5).
+    expect(el.textContent).toContain('node1 CPU load (1 min average)')
+    expect(el.textContent).toContain('node1 memory in use')
     expect(el.textContent).not.toContain('node2 GPU utilisation')
     // The event list shows transitions and reports.
     expect(el.textContent).toContain('after 6600 s up')

@@ -14,8 +14,10 @@ const sub = (status: 'active' | 'past_due' | 'cancelled') => ({
   id: 'sub-1111-2222',
   license_id: 'lic-1',
   product_slug: 'app',
+  product_name: 'App Deluxe',
   policy_id: 'pol-1',
   policy_slug: 'monthly',
+  policy_name: 'Monthly plan',
   buyer_email: `buyer${XSS}@example.com`,
   status,
   listed_currency: 'USD' as const,
@@ -47,7 +49,8 @@ function fakeApi(calls: Call[], initial: 'active' | 'past_due'): BackendApi {
       }
       if (method === 'licAdminSubscriptions') {
         const wanted = input.status
-        return { subscriptions: wanted && wanted !== current.status ? [] : [current] }
+        const subscriptions = wanted && wanted !== current.status ? [] : [current]
+        return { subscriptions, total: subscriptions.length }
       }
       throw new Error(`unexpected ${method}`)
     }) as BackendApi['call'],
@@ -64,7 +67,11 @@ describe('subscriptions tab', () => {
   it('lists subscriptions with their failures and backoff reason, escaped, and filters by status', async () => {
     const calls: Call[] = []
     const el = await mountWith(SubscriptionsPanel, fakeApi(calls, 'past_due'))
-    expect(calls[0]).toEqual({ method: 'licAdminSubscriptions', input: { status: undefined, limit: 200 } })
+    const page = { q: undefined, sort: 'created_at', order: 'desc', limit: 50, offset: 0 }
+    expect(calls[0]).toEqual({ method: 'licAdminSubscriptions', input: { status: undefined, ...page } })
+    // Names beside slugs (issue 13, item 4).
+    expect(el.textContent).toContain('App Deluxe')
+    expect(el.textContent).toContain('Monthly plan')
     expect(el.textContent).toContain('$9.00 / 30 d')
     expect(el.textContent).toContain('5 (renewals stopped): provider refused: 503')
     expect(el.querySelector('img')).toBeNull()
@@ -73,7 +80,7 @@ describe('subscriptions tab', () => {
     select.value = 'active'
     select.dispatchEvent(new Event('change'))
     await flush()
-    expect(calls.at(-1)).toEqual({ method: 'licAdminSubscriptions', input: { status: 'active', limit: 200 } })
+    expect(calls.at(-1)).toEqual({ method: 'licAdminSubscriptions', input: { status: 'active', ...page } })
     expect(el.textContent).toContain('No subscriptions')
   })
 

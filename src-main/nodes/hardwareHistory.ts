@@ -1,0 +1,96 @@
+import { z } from 'zod'
+import type { Clock } from '../core/clock'
+import { atomicWriteFile, readStateFile } from '../core/files'
+import type { Logger } from '../core/logger'
+import { HardwareSample } from '../contract/nodes'
+import type { NodeName } from '../contract/schemas'
+
+/** How far back the charts' readings go. */
+export const HISTORY_MS = 15 * 60 * 1000
+/** Most samples kept per node, however often the nodes are probed: bounds memory and the file. */
+export const MAX_SAMPLES = 2000
+/** Least time between two writes of the history file; stop() writes the rest. */
+export const SAVE_EVERY_MS = 30_000
+
+const HistoryFile = z.object({
+  version: z.literal(1),
+  node1: z.array(HardwareSample).max(MAX_SAMPLES * 2),
+  node2: z.array(HardwareSample).max(MAX_SAMPLES * 2),
+})
+
+/**
+ * The hardware readings behind the Cluster view's charts, kept for HISTORY_MS and saved to a
+ * bounded file under DATA_DIR (atomic writes, at most every SAVE_EVERY_MS) so a restart does not
+ * blank them. A malformed file is reported, kept aside, and skipped.
+ */
+export class HardwareHistory {
+  private readonly samples: Record<NodeName, HardwareSample[]> = { node1: [], node2: [] }
+  private lastSave = Number.NEGATIVE_INFINITY
+  private dirty = false
+
+  constructor(
+    private readonly file: string | null,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    if (file) this.load(file)
+  }
+
+  private load(file: string): void {
+    const read = readStateFile(file, (text) => HistoryFile.parse(JSON.parse(text)))
+    if (read.kind === 'corrupt') {
+      this.logger.warn('hardware history file is malformed; starting the charts empty', {
+        file,
+        error: read.error.slice(0, 300),
+        kept_as: read.keptAs,
+      })
+      return
+    }
+    if (read.kind !== 'ok') return
+    for (const node of ['node1', 'node2'] as const) {
+      this.samples[node] = [...read.value[node]].sort((a, b) => a.at - b.at)
+      this.trim(node)
+    }
+  }
+
+  remember(node: NodeName, sample: HardwareSample): void {
+    this.samples[node].push(sample)
+    this.trim(node)
+    this.dirty = true
+    if (this.clock.now() - this.lastSave >= SAVE_EVERY_MS) this.save()
+  }
+
+  /** Readings of the last HISTORY_MS per node, oldest first. */
+  view(): Record<NodeName, HardwareSample[]> {
+    const since = this.clock.now() - HISTORY_MS
+    return {
+      node1: this.samples.node1.filter((x) => x.at >= since),
+      node2: this.samples.node2.filter((x) => x.at >= since),
+    }
+  }
+
+  /** Writes what is not saved yet (at shutdown). */
+  flush(): void {
+    if (this.dirty) this.save()
+  }
+
+  private trim(node: NodeName): void {
+    const list = this.samples[node]
+    const since = this.clock.now() - HISTORY_MS
+    let drop = 0
+    while (drop < list.length && list[drop]!.at < since) drop++
+    if (list.length - drop > MAX_SAMPLES) drop = list.length - MAX_SAMPLES
+    if (drop > 0) list.splice(0, drop)
+  }
+
+  private save(): void {
+    this.lastSave = this.clock.now()
+    this.dirty = false
+    if (!this.file) return
+    try {
+      atomicWriteFile(this.file, JSON.stringify({ version: 1, ...this.view() }))
+    } catch (err) {
+      this.logger.warn('could not save the hardware history', { error: (err as Error).message })
+    }
+  }
+}

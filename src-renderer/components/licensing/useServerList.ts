@@ -1,0 +1,62 @@
+import { reactive, watch, type WatchSource } from 'vue'
+
+export type SortOrder = 'asc' | 'desc'
+
+/**
+ * Paging and sorting of a list the server pages (10,000 licences never come to the browser at
+ * once), and search as you type: a change to any filter waits `debounceMs` of quiet, goes back
+ * to the first page and reloads.
+ */
+export function useServerList<S extends string>(opts: {
+  sort: S
+  order?: SortOrder
+  pageSize?: number
+  filters: WatchSource[]
+  load: () => Promise<unknown>
+  debounceMs?: number
+}) {
+  const page = reactive({
+    offset: 0,
+    limit: opts.pageSize ?? 50,
+    sort: opts.sort,
+    order: opts.order ?? ('desc' as SortOrder),
+  })
+  let timer: ReturnType<typeof setTimeout> | null = null
+  watch(opts.filters, () => {
+    if (timer) clearTimeout(timer)
+    timer = setTimeout(() => {
+      page.offset = 0
+      void opts.load()
+    }, opts.debounceMs ?? 250)
+  })
+
+  /** Sorts by `column`; a second click on the same column flips the direction. */
+  function sortBy(column: S): void {
+    if (page.sort === column) page.order = page.order === 'asc' ? 'desc' : 'asc'
+    else {
+      page.sort = column as typeof page.sort
+      page.order = 'desc'
+    }
+    page.offset = 0
+    void opts.load()
+  }
+
+  function goTo(offset: number): void {
+    page.offset = Math.max(0, offset)
+    void opts.load()
+  }
+
+  return { page, sortBy, goTo }
+}
+
+/** Saves a CSV export the server produced as a file the browser downloads. */
+export function saveCsv(out: { filename: string; csv: string }): void {
+  const url = URL.createObjectURL(new Blob([out.csv], { type: 'text/csv;charset=utf-8' }))
+  const a = document.createElement('a')
+  a.href = url
+  a.download = out.filename
+  document.body.appendChild(a)
+  a.click()
+  a.remove()
+  setTimeout(() => URL.revokeObjectURL(url), 0)
+}

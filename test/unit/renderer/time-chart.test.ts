@@ -1,0 +1,56 @@
+// @vitest-environment happy-dom
+import { createApp, h } from 'vue'
+import { afterEach, describe, expect, it } from 'vitest'
+import TimeChart from '../../../src-renderer/components/TimeChart.vue'
+import { flush, stubCanvas } from './mount'
+
+/** Charts follow the theme and draw bars (issue 13, item 5). */
+stubCanvas()
+let unmount: (() => void) | null = null
+afterEach(() => {
+  unmount?.()
+  document.documentElement.removeAttribute('data-theme')
+  document.body.innerHTML = ''
+})
+
+async function mountChart(props: Record<string, unknown>): Promise<HTMLElement> {
+  const el = document.createElement('div')
+  document.body.appendChild(el)
+  const app = createApp({
+    render: () =>
+      h(TimeChart, {
+        title: 'Revenue per day',
+        times: [1, 2, 3],
+        series: [{ label: 'sats', values: [5, 7, 9], color: '#f7931a' }],
+        yLabel: 'sats',
+        ...props,
+      }),
+  })
+  app.mount(el)
+  unmount = () => app.unmount()
+  await flush()
+  return el
+}
+
+describe('TimeChart', () => {
+  it('redraws with a new canvas when the theme changes, keeping its axis label', async () => {
+    const el = await mountChart({})
+    const before = el.querySelector('canvas')
+    expect(before).not.toBeNull()
+    document.documentElement.setAttribute('data-theme', 'dark')
+    await flush()
+    const after = el.querySelector('canvas')
+    expect(after).not.toBeNull()
+    expect(after).not.toBe(before)
+    expect(before!.isConnected).toBe(false)
+    expect(el.textContent).toContain('sats')
+  })
+
+  it('draws bars for kind="bars" and lines otherwise', async () => {
+    const bars = await mountChart({ kind: 'bars' })
+    expect(bars.querySelector('.u-legend')?.textContent).toContain('sats')
+    // uPlot marks a series' legend swatch with its fill: bars are filled solid, lines faintly.
+    const swatch = bars.querySelector('.u-series:nth-child(2) .u-marker') as HTMLElement | null
+    expect(swatch?.style.background ?? '').toContain('cc')
+  })
+})
