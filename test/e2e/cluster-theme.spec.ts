@@ -1,5 +1,5 @@
 import { expect, test, type Locator } from '@playwright/test'
-import { E2E_TOKEN } from '../../playwright.config'
+import { logIn } from './login'
 
 /**
  * A theme toggle on the Cluster view redraws its charts with axis text in the new theme's colour
@@ -35,10 +35,7 @@ async function axisTextPixels(canvas: Locator): Promise<{ inkPixels: number; col
 test('toggling the theme on Cluster redraws the charts with visible axis labels', async ({ page }) => {
   const errors: string[] = []
   page.on('pageerror', (err) => errors.push(err.message))
-  await page.goto('/#/login')
-  await page.getByTestId('token').fill(E2E_TOKEN)
-  await page.getByTestId('login-submit').click()
-  await expect(page).toHaveURL(/#\/cluster/)
+  await logIn(page)
 
   const canvas = page.locator('figure.chart canvas').first()
   // The charts appear once two readings exist (the demo probes every 15 s).

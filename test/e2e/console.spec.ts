@@ -1,5 +1,5 @@
 import { expect, test, type Page } from '@playwright/test'
-import { E2E_TOKEN } from '../../playwright.config'
+import { logIn } from './login'
 
 // Every view and Licensing tab at phone and desktop widths, light and dark: no page-wide
 // horizontal scroll (tables scroll inside their card or stack) and no console errors.
@@ -72,10 +72,7 @@ for (const size of SIZES)
       page.on('console', (msg) => {
         if (msg.type() === 'error') errors.push(`${page.url()}: ${msg.text()}`)
       })
-      await page.goto('/#/login')
-      await page.getByTestId('token').fill(E2E_TOKEN)
-      await page.getByTestId('login-submit').click()
-      await expect(page).toHaveURL(/#\/cluster/)
+      await logIn(page)
       await expect(page.locator('html')).toHaveAttribute('data-theme', theme)
 
       const failures: string[] = []

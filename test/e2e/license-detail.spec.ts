@@ -1,5 +1,6 @@
 import { expect, test } from '@playwright/test'
 import { E2E_TOKEN } from '../../playwright.config'
+import { logIn } from './login'
 
 // A license with an active machine: its detail card keeps Deactivate inside the card at a desktop
 // width, and names the product.
@@ -29,10 +30,7 @@ test('a license with a machine keeps Deactivate inside its card at 1440x900', as
   expect(seat.status()).toBe(200)
 
   await page.setViewportSize({ width: 1440, height: 900 })
-  await page.goto('/#/login')
-  await page.getByTestId('token').fill(E2E_TOKEN)
-  await page.getByTestId('login-submit').click()
-  await expect(page).toHaveURL(/#\/cluster/)
+  await logIn(page)
   await page.goto('/#/licensing?tab=licenses')
   await page.getByRole('button', { name: license.id.slice(0, 8) }).click()
 

@@ -3,6 +3,7 @@ import path from 'node:path'
 import { expect, test } from '@playwright/test'
 import { E2E_TOKEN } from '../../playwright.config'
 import { FakeBtcpay } from '../fakes/btcpay'
+import { logIn } from './login'
 
 const OUT = process.env.SCREENSHOTS_DIR ?? 'test-results/screenshots'
 const auth = { authorization: `Bearer ${E2E_TOKEN}` }
@@ -79,10 +80,7 @@ test('a buyer pays on the buy page and the thank-you page shows the key @screens
 test('the Licensing section shows the sale and the provider @screenshot', async ({ page }) => {
   const errors: string[] = []
   page.on('pageerror', (err) => errors.push(err.message))
-  await page.goto('/#/login')
-  await page.getByTestId('token').fill(E2E_TOKEN)
-  await page.getByTestId('login-submit').click()
-  await expect(page).toHaveURL(/#\/cluster/)
+  await logIn(page)
   await page.getByTestId('nav-licensing').click()
   await expect(page.getByRole('tab', { name: 'Overview' })).toHaveAttribute('aria-selected', 'true')
   await expect(page.getByText('Revenue per day')).toBeVisible()

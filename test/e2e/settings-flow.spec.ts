@@ -1,13 +1,10 @@
 import { expect, test } from '@playwright/test'
-import { E2E_TOKEN } from '../../playwright.config'
+import { logIn } from './login'
 
 test('Settings: a bad value is explained under its field; Save then Restart to apply applies it', async ({ page }) => {
   const errors: string[] = []
   page.on('pageerror', (err) => errors.push(err.message))
-  await page.goto('/#/login')
-  await page.getByTestId('token').fill(E2E_TOKEN)
-  await page.getByTestId('login-submit').click()
-  await expect(page).toHaveURL(/#\/cluster/)
+  await logIn(page)
   await page.getByTestId('nav-settings').click()
 
   // Grouped by purpose, with the variable name in small type under a human label.

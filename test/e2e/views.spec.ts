@@ -1,16 +1,13 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { expect, test } from '@playwright/test'
-import { E2E_TOKEN } from '../../playwright.config'
+import { logIn } from './login'
 
 // `npm run screenshots` writes into docs/screenshots for the README; the suite writes into test-results.
 const OUT = process.env.SCREENSHOTS_DIR ?? 'test-results/screenshots'
 
 test.beforeEach(async ({ page }) => {
-  await page.goto('/#/login')
-  await page.getByTestId('token').fill(E2E_TOKEN)
-  await page.getByTestId('login-submit').click()
-  await expect(page).toHaveURL(/#\/cluster/)
+  await logIn(page)
 })
 
 for (const view of ['cluster', 'models', 'services', 'gateway', 'licensing', 'settings']) {
