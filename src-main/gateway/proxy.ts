@@ -180,7 +180,9 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.sse) {
       this.opts.exchange?.markStreamed()
       res.writeHead(status, { ...safeHeaders(headers, ['content-length']), ...sseHeaders() })
-      res.flushHeaders()
+      // The headers leave at the end of this tick: with the first events when they came in the same
+      // read (one write, not two), alone when they did not (the client still sees them at once).
+      this.scheduleFlush()
     } else res.writeHead(status, safeHeaders(headers))
     this.opts.exchange?.markHeaders()
   }
@@ -200,17 +202,24 @@ class Relay implements Dispatcher.DispatchHandler {
       }
     }
     this.chunks.push(chunk)
-    if (!this.flushScheduled) {
-      this.flushScheduled = true
-      process.nextTick(flushRelay, this)
-    }
+    this.scheduleFlush()
   }
 
-  /** Writes the chunks gathered from one read of the upstream's socket as one write. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return
+    this.flushScheduled = true
+    process.nextTick(flushRelay, this)
+  }
+
+  /** Writes the chunks gathered from one read of the upstream's socket (and headers still held) as one write. */
   flush(): void {
     this.flushScheduled = false
     const res = this.res
-    if (this.chunks.length === 0 || res.destroyed || res.writableEnded) return
+    if (res.destroyed || res.writableEnded) return
+    if (this.chunks.length === 0) {
+      if (!res.headersSent) res.flushHeaders()
+      return
+    }
     const out = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)
     this.chunks = []
     if (!res.write(out) && !this.draining) {

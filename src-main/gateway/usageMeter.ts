@@ -23,6 +23,11 @@ export interface RequestUsage {
 /** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
 const BODY_PEEK_LIMIT = 4 * 1024 * 1024
 const TEXT_FIELDS = ['"content":"', '"text":"', '"reasoning_content":"']
+/** Every text field's name ends in `t` before `":"`: one scan for this finds them all (the hot path of a stream). */
+const FIELD_END = 't":"'
+const FIELD_END_BYTES = Buffer.from(FIELD_END, 'latin1')
+const TEXT_FIELD_BYTES = TEXT_FIELDS.map((f) => Buffer.from(f, 'latin1'))
+const USAGE_BYTES = Buffer.from('"usage"', 'latin1')
 const CRLF_EVENT_END = /\r?\n\r?\n/
 
 interface UpstreamUsage {
@@ -94,12 +99,20 @@ export class UsageMeter {
   /** Reads one event-stream chunk; returns what to forward to the client. */
   onSseChunk(chunk: Buffer): Buffer {
     this.streamed = true
-    const text = this.pending + chunk.toString('latin1')
-    // The common case: whole events with no usage in them: count their text, pass the bytes as they came.
-    if (this.pending === '' && text.endsWith('\n\n') && !text.includes('"usage"') && !text.includes('\r')) {
-      this.countText(text)
+    // The common case: whole events with no usage in them: count their text on the bytes, pass them as they came.
+    const n = chunk.length
+    if (
+      this.pending === '' &&
+      n >= 2 &&
+      chunk[n - 1] === 0x0a &&
+      chunk[n - 2] === 0x0a &&
+      chunk.indexOf(USAGE_BYTES) === -1 &&
+      chunk.indexOf(0x0d) === -1
+    ) {
+      this.stampText(textFieldsIn(chunk))
       return chunk
     }
+    const text = this.pending + chunk.toString('latin1')
     const events = splitEvents(text)
     this.pending = events.pop() ?? ''
     if (!this.stripUsage) {
@@ -198,7 +211,10 @@ export class UsageMeter {
 
   /** Counts the text-carrying fields in `text` (one per chunk an engine sends) and stamps their time. */
   private countText(text: string): void {
-    const n = textFields(text)
+    this.stampText(textFields(text))
+  }
+
+  private stampText(n: number): void {
     if (n === 0) return
     const t = this.now()
     this.textChunks += n
@@ -229,10 +245,31 @@ function splitEvents(text: string): string[] {
 /** How many non-empty content, text or reasoning fields `text` holds: chunks that carry generated text. */
 function textFields(text: string): number {
   let n = 0
-  for (const f of TEXT_FIELDS)
-    for (let at = text.indexOf(f); at !== -1; at = text.indexOf(f, at + f.length))
-      if (text.charCodeAt(at + f.length) !== 34) n++
+  for (let at = text.indexOf(FIELD_END); at !== -1; at = text.indexOf(FIELD_END, at + 4))
+    if (text.charCodeAt(at + 4) !== 34 && isTextField(text, at)) n++
   return n
+}
+
+/** `textFields` on bytes read as latin1, without making a string of them. */
+function textFieldsIn(buf: Buffer): number {
+  let n = 0
+  for (let at = buf.indexOf(FIELD_END_BYTES); at !== -1; at = buf.indexOf(FIELD_END_BYTES, at + 4)) {
+    if (buf[at + 4] === 34) continue
+    for (const f of TEXT_FIELD_BYTES) {
+      const from = at + 4 - f.length
+      if (from >= 0 && buf.compare(f, 0, f.length, from, at + 4) === 0) {
+        n++
+        break
+      }
+    }
+  }
+  return n
+}
+
+/** Whether the field name whose `t":"` is at `at` is one of TEXT_FIELDS. */
+function isTextField(s: string, at: number): boolean {
+  for (const f of TEXT_FIELDS) if (at + 4 >= f.length && s.startsWith(f, at + 4 - f.length)) return true
+  return false
 }
 
 /** The joined `data:` lines of an event with other fields (event:, id:), or null when it has none. */
