@@ -96,11 +96,18 @@ export class UsageMeter {
   /** Reads one event-stream chunk; returns what to forward to the client. */
   onSseChunk(chunk: Buffer): Buffer {
     this.streamed = true
-    const text = this.pending + chunk.toString('latin1')
-    // The common case: whole events with no usage in them: count their text, pass the bytes as they came.
-    if (this.pending === '' && text.endsWith('\n\n') && !text.includes('"usage"') && !text.includes('\r')) {
-      this.countText(text)
-      return chunk
+    const held = this.pending
+    const text = held + chunk.toString('latin1')
+    // The common case: whole events with no usage in them: their text is counted in one pass, and
+    // only an unfinished last event is held back (a read of the upstream may end inside an event).
+    const cut = text.lastIndexOf('\n\n') + 2
+    const whole = cut === 1 ? '' : cut === text.length ? text : text.slice(0, cut)
+    if (!whole.includes('"usage"') && !text.includes('\r')) {
+      this.countText(whole)
+      this.pending = cut === 1 ? text : text.slice(cut)
+      if (!this.stripUsage) return chunk
+      if (held === '') return cut === text.length ? chunk : chunk.subarray(0, cut === 1 ? 0 : cut)
+      return Buffer.from(whole, 'latin1')
     }
     const events = splitEvents(text)
     this.pending = events.pop() ?? ''

@@ -134,4 +134,20 @@ describe('UsageMeter on a stream', () => {
     expect(whole.result().completion_tokens).toBe(5)
     expect(split.result().completion_tokens).toBe(5)
   })
+
+  it('holds back only the unfinished last event of a read, and forwards every byte once', () => {
+    const { m } = meter()
+    m.stripInjectedUsage()
+    const wire = delta('a') + delta('b') + delta('c') + DONE
+    const cuts = [wire.indexOf('"b"'), wire.indexOf('"c"') + 1, wire.length - 3]
+    const parts: Buffer[] = []
+    let from = 0
+    for (const at of [...cuts, wire.length]) {
+      parts.push(m.onSseChunk(Buffer.from(wire.slice(from, at))))
+      from = at
+    }
+    expect(parts[0]!.toString()).toBe(delta('a'))
+    expect(Buffer.concat([...parts, m.flushSse()]).toString()).toBe(wire)
+    expect(m.result().completion_tokens).toBe(3)
+  })
 })
