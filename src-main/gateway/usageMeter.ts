@@ -98,25 +98,30 @@ export class UsageMeter {
     this.streamed = true
     const held = this.pending
     const text = held + chunk.toString('latin1')
-    // The common case: whole events with no usage in them: their text is counted in one pass, and
-    // only an unfinished last event is held back (a read of the upstream may end inside an event).
-    const cut = text.lastIndexOf('\n\n') + 2
-    const whole = cut === 1 ? '' : cut === text.length ? text : text.slice(0, cut)
-    if (!whole.includes('"usage"') && !text.includes('\r')) {
-      this.countText(whole)
-      this.pending = cut === 1 ? text : text.slice(cut)
+    // The whole events before the first that mentions usage (mostly all of them) have their text
+    // counted in one pass and pass as they came; the rest is read event by event. Only an
+    // unfinished last event is held back: a read of the upstream may end inside one.
+    const crlf = text.includes('\r')
+    const usageAt = crlf ? 0 : text.indexOf('"usage"')
+    const boundary = crlf ? -1 : usageAt === -1 ? text.lastIndexOf('\n\n') : text.lastIndexOf('\n\n', usageAt)
+    const cut = boundary === -1 ? 0 : boundary + 2
+    const whole = cut === text.length ? text : text.slice(0, cut)
+    const rest = cut === text.length ? '' : text.slice(cut)
+    this.countText(whole)
+    if (usageAt === -1) {
+      this.pending = rest
       if (!this.stripUsage) return chunk
-      if (held === '') return cut === text.length ? chunk : chunk.subarray(0, cut === 1 ? 0 : cut)
+      if (held === '') return cut === text.length ? chunk : chunk.subarray(0, cut)
       return Buffer.from(whole, 'latin1')
     }
-    const events = splitEvents(text)
+    const events = splitEvents(rest)
     this.pending = events.pop() ?? ''
     if (!this.stripUsage) {
       for (const ev of events) this.readEvent(ev)
       return chunk
     }
     // Only whole events are forwarded, so a usage event split across chunks can still be removed.
-    let out = ''
+    let out = whole
     for (const ev of events) {
       const keep = this.readEvent(ev)
       if (keep !== null) out += `${keep}\n\n`
