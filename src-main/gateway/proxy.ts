@@ -180,7 +180,9 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.sse) {
       this.opts.exchange?.markStreamed()
       res.writeHead(status, { ...safeHeaders(headers, ['content-length']), ...sseHeaders() })
-      res.flushHeaders()
+      // The headers leave at the end of this tick: with the first events when they came in the same
+      // read (one write, not two), alone when they did not (the client still sees them at once).
+      this.scheduleFlush()
     } else res.writeHead(status, safeHeaders(headers))
     this.opts.exchange?.markHeaders()
   }
@@ -191,28 +193,28 @@ class Relay implements Dispatcher.DispatchHandler {
       this.kept += chunk.length
       return
     }
-    const usage = this.opts.usage
-    if (usage) {
-      if (!this.sse) usage.onBodyChunk(chunk)
-      else {
-        chunk = usage.onSseChunk(chunk)
-        if (chunk.length === 0) return // only an event Tandem asked for, which the client never sees
-      }
-    }
+    // An event stream is metered per read, in flush (one pass over all the events of a read, not one per event).
+    if (!this.sse) this.opts.usage?.onBodyChunk(chunk)
     this.chunks.push(chunk)
-    if (!this.flushScheduled) {
-      this.flushScheduled = true
-      process.nextTick(flushRelay, this)
-    }
+    this.scheduleFlush()
   }
 
-  /** Writes the chunks gathered from one read of the upstream's socket as one write. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return
+    this.flushScheduled = true
+    process.nextTick(flushRelay, this)
+  }
+
+  /** Writes the chunks gathered from one read of the upstream's socket (and headers still held) as one write. */
   flush(): void {
     this.flushScheduled = false
     const res = this.res
-    if (this.chunks.length === 0 || res.destroyed || res.writableEnded) return
-    const out = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)
-    this.chunks = []
+    if (res.destroyed || res.writableEnded) return
+    const out = this.meteredChunks()
+    if (out === undefined) {
+      if (!res.headersSent) res.flushHeaders()
+      return
+    }
     if (!res.write(out) && !this.draining) {
       this.draining = true
       this.controller?.pause()
@@ -229,12 +231,14 @@ class Relay implements Dispatcher.DispatchHandler {
     if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
     if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
     const usage = this.opts.usage
-    if (usage && this.sse) {
-      const rest = usage.flushSse()
-      if (rest.length > 0) this.chunks.push(rest)
-    } else usage?.endBody()
-    // The last bytes and the end of the body in one write.
-    res.end(this.takeChunks())
+    if (!usage || !this.sse) {
+      usage?.endBody()
+      // The last bytes and the end of the body in one write.
+      return void res.end(this.takeChunks())
+    }
+    const last = this.meteredChunks()
+    const rest = usage.flushSse()
+    res.end(rest.length === 0 ? last : last === undefined ? rest : Buffer.concat([last, rest]))
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
@@ -267,7 +271,7 @@ class Relay implements Dispatcher.DispatchHandler {
       res.destroy()
       return
     }
-    const rest = this.takeChunks()
+    const rest = this.meteredChunks()
     if (rest) res.write(rest)
     const message =
       reason instanceof ApiError
@@ -293,6 +297,15 @@ class Relay implements Dispatcher.DispatchHandler {
     }
     const detail = `${this.up.name} answered HTTP ${this.status}: ${upstreamDetail(text)}`
     sendError(res, new ApiError('upstream_error', detail, { status: this.status }), 'openai')
+  }
+
+  /** The chunks gathered for the client, through the usage meter on an event stream; undefined when none are left. */
+  private meteredChunks(): Buffer | undefined {
+    const out = this.takeChunks()
+    const usage = this.opts.usage
+    if (out === undefined || !usage || !this.sse) return out
+    const kept = usage.onSseChunk(out)
+    return kept.length === 0 ? undefined : kept // only an event Tandem asked for, which the client never sees
   }
 
   private takeChunks(): Buffer | undefined {

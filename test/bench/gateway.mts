@@ -519,6 +519,12 @@ async function profileRun(): Promise<void> {
     '| frame | ms | µs per request |',
     '|---|---:|---:|',
     ...on.plain.top.map((f) => `| \`${f.frame}\` | ${f.ms.toFixed(0)} | ${((1000 * f.ms) / plainN).toFixed(1)} |`),
+    '',
+    'Top frames by self time, fast path, stream window:',
+    '',
+    '| frame | ms | µs per stream |',
+    '|---|---:|---:|',
+    ...on.stream.top.map((f) => `| \`${f.frame}\` | ${f.ms.toFixed(0)} | ${((1000 * f.ms) / streamN).toFixed(1)} |`),
   ].join('\n')
   console.log(lines)
   writeSection(path.join(ROOT, 'docs', 'gateway-profile.md'), 'profile', lines)

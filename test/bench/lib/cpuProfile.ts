@@ -40,6 +40,10 @@ const STAGES: [string, (url: string, fn: string) => boolean][] = [
   ['relay (proxy.ts)', (u) => /gateway\/proxy\.ts/.test(u)],
   ['request log', (u) => /gateway\/requestLog\.ts/.test(u)],
   [
+    'usage accounting, key usage, metrics',
+    (u) => /gateway\/(usageMeter|keyUsage|consumerKeys)\.ts|src-main\/metrics\/|node_modules\/prom-client\//.test(u),
+  ],
+  [
     'Node HTTP server: parse request, write response',
     (u, f) => /^node:_http_/.test(u) || f === 'parserOnHeadersComplete',
   ],

@@ -115,4 +115,39 @@ describe('UsageMeter on a stream', () => {
     expect(out.toString()).toContain(err)
     expect(m.result().completion_tokens).toBe(2)
   })
+
+  it('counts the same text fields on whole events as on events split across chunks', () => {
+    // Text fields of every kind, empty ones (not text), and names that end like one (`object`, `context`, `subtext`).
+    const wire =
+      ev({ object: 'text_completion', choices: [{ text: 'a' }] }) +
+      ev({ object: 'chat.completion.chunk', choices: [{ delta: { content: 'b', role: 'assistant' } }] }) +
+      ev({ choices: [{ delta: { reasoning_content: 'c' } }] }) +
+      ev({ choices: [{ delta: { content: '' } }], context: 'x', subtext: 'y', object: 'z' }) +
+      ev({ choices: [{ text: '', delta: { reasoning_content: '' } }] }) +
+      ev({ choices: [{ delta: { content: 'd', reasoning_content: 'e' } }] })
+    const whole = meter().m
+    expect(whole.onSseChunk(Buffer.from(wire)).toString()).toBe(wire)
+    const split = meter().m
+    const cut = wire.indexOf('reasoning_content') + 5
+    split.onSseChunk(Buffer.from(wire.slice(0, cut)))
+    split.onSseChunk(Buffer.from(wire.slice(cut)))
+    expect(whole.result().completion_tokens).toBe(5)
+    expect(split.result().completion_tokens).toBe(5)
+  })
+
+  it('holds back only the unfinished last event of a read, and forwards every byte once', () => {
+    const { m } = meter()
+    m.stripInjectedUsage()
+    const wire = delta('a') + delta('b') + delta('c') + DONE
+    const cuts = [wire.indexOf('"b"'), wire.indexOf('"c"') + 1, wire.length - 3]
+    const parts: Buffer[] = []
+    let from = 0
+    for (const at of [...cuts, wire.length]) {
+      parts.push(m.onSseChunk(Buffer.from(wire.slice(from, at))))
+      from = at
+    }
+    expect(parts[0]!.toString()).toBe(delta('a'))
+    expect(Buffer.concat([...parts, m.flushSse()]).toString()).toBe(wire)
+    expect(m.result().completion_tokens).toBe(3)
+  })
 })
