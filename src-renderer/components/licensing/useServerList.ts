@@ -46,7 +46,16 @@ export function useServerList<S extends string>(opts: {
     void opts.load()
   }
 
-  return { page, sortBy, goTo }
+  /** The sort part of a list call (what an export takes too). */
+  const sortArgs = (): { sort: S; order: SortOrder } => ({ sort: page.sort as S, order: page.order })
+  /** The sort and page part of a list call. */
+  const pageArgs = (): { sort: S; order: SortOrder; limit: number; offset: number } => ({
+    ...sortArgs(),
+    limit: page.limit,
+    offset: page.offset,
+  })
+
+  return { page, sortBy, goTo, sortArgs, pageArgs }
 }
 
 /** Saves a CSV export the server produced as a file the browser downloads. */
