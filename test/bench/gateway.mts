@@ -1,4 +1,5 @@
-// Gateway bench (issues 4, 15): direct vs Debian nginx vs Tandem in front of the same fake llm, at 1,
+// Gateway bench (issues 4, 15): direct vs Debian nginx vs Tandem vs a bare Node proxy (the floor: Node's
+// HTTP server and undici with none of Tandem's work) in front of the same fake llm, at 1,
 // 16 and 64 concurrent clients; a 200 MB upload through /v1/audio/transcriptions with Tandem's peak
 // RSS growth; and the scrub corpus's precision and recall. Loopback only, every loop bounded.
 // Run: npx tsx test/bench/gateway.mts   (prints each target beside its ratio, met / not met, and
@@ -18,6 +19,15 @@ const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 
+/** Child: the bare Node proxy (Node's HTTP server and undici, nothing of Tandem's), the floor Tandem stands on. */
+async function runBareProxy(): Promise<void> {
+  const { startBareProxy } = await import('./lib/bareProxy')
+  const proxy = await startBareProxy(Number(process.env.BENCH_UPSTREAM_PORT))
+  process.stdout.write(JSON.stringify({ url: proxy.url }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', () => process.exit(0))
+}
+
 /** Child: the fake llm and asr, in their own process so they do not share the load generator's CPU. */
 async function runUpstream(): Promise<void> {
   const { startFakeLlm, startFakeAsr } = await import('../sim/http/index')
@@ -35,7 +45,7 @@ function child(
   return spawnChild(SELF, args, { cwd: ROOT, env })
 }
 
-async function startNginx(upstreamPort: number): Promise<{ url: string; stop(): Promise<void> }> {
+async function startNginx(upstreamPort: number): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   if (!fs.existsSync('/usr/sbin/nginx'))
     throw new Error("the gateway bench compares against Debian's nginx: install it first (apt-get install nginx-light)")
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-nginx-'))
@@ -93,6 +103,7 @@ http {
   }
   return {
     url,
+    pid: proc.pid!,
     stop: async () => {
       proc.kill('SIGQUIT')
       await new Promise((r) => proc.once('exit', r))
@@ -147,10 +158,39 @@ interface Load {
   rps: number
   ttfbP50: number
   chunksPerS: number
+  /** The proxy's CPU (user + system) per request during the load, µs; NaN for direct. */
+  cpuUs: number
+}
+
+const CLOCK_TICK_US = 10_000 // Linux's USER_HZ (100) in µs
+
+/** CPU ticks (user + system) so far of a process and its children (nginx's master and its worker). */
+function cpuTicks(pid: number): number {
+  const kids = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim()
+  let ticks = 0
+  for (const id of [pid, ...(kids === '' ? [] : kids.split(/\s+/).map(Number))]) {
+    const fields = fs.readFileSync(`/proc/${id}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    ticks += Number(fields[11]) + Number(fields[12])
+  }
+  return ticks
+}
+
+/** `load`, with the proxy's CPU per request measured around it when the proxy's pid is known. */
+async function loadWithCpu(pid: number | undefined, ...args: Parameters<typeof load>): Promise<Load> {
+  const before = pid === undefined ? 0 : cpuTicks(pid)
+  const result = await load(...args)
+  if (pid !== undefined) result.cpuUs = ((cpuTicks(pid) - before) * CLOCK_TICK_US) / result.count
+  return result
 }
 
 /** `total` requests spread over `clients` concurrent loops (bounded by count and by `maxMs`). */
-async function load(base: string, clients: number, total: number, stream: boolean, maxMs = 20_000): Promise<Load> {
+async function load(
+  base: string,
+  clients: number,
+  total: number,
+  stream: boolean,
+  maxMs = 20_000,
+): Promise<Load & { count: number }> {
   agent.destroy()
   agent = new http.Agent({ keepAlive: true, maxSockets: clients })
   const body = JSON.stringify(
@@ -180,6 +220,8 @@ async function load(base: string, clients: number, total: number, stream: boolea
   )
   const elapsed = (performance.now() - t0) / 1000
   return {
+    count: lat.length,
+    cpuUs: NaN,
     p50: pct(lat, 50),
     p99: pct(lat, 99),
     rps: lat.length / elapsed,
@@ -199,6 +241,7 @@ function median(rounds: { plain: Load; stream: Load }[]): { plain: Load; stream:
     rps: mid(rounds.map((r) => pick(r).rps)),
     ttfbP50: mid(rounds.map((r) => pick(r).ttfbP50)),
     chunksPerS: mid(rounds.map((r) => pick(r).chunksPerS)),
+    cpuUs: mid(rounds.map((r) => pick(r).cpuUs)),
   })
   return { plain: of((r) => r.plain), stream: of((r) => r.stream) }
 }
@@ -309,60 +352,74 @@ async function tandemEnv(llmPort: number, asrPort: number, dataDir: string): Pro
 
 type Results = Record<string, Record<number, { plain: Load; stream: Load }>>
 
+interface TargetRow {
+  what: string
+  value: string
+  /** The same figure for the bare Node proxy: what Node's HTTP server and undici reach with none of Tandem's work. */
+  bare: string
+  target: string
+  met: boolean
+}
+
 /** Issue 15's targets, each measured value beside its target (ratios within this one run). */
-function targetRows(
-  r: Results,
-  uploadGrowthMb: number,
-): { what: string; value: string; target: string; met: boolean }[] {
-  const t = r.tandem!
-  const rows: { what: string; value: string; target: string; met: boolean }[] = []
-  for (const c of [16, 64]) {
-    const ratio = t[c]!.plain.rps / r.nginx![c]!.plain.rps
-    rows.push({
-      what: `non-stream req/s vs nginx, ${c} clients`,
-      value: pctOf(ratio),
-      target: '≥ 75 %',
-      met: ratio >= 0.75,
-    })
+function targetRows(r: Results, uploadGrowthMb: number): TargetRow[] {
+  const rows: TargetRow[] = []
+  const each = (
+    what: string,
+    target: string,
+    figure: (proxy: Results[string]) => number,
+    show: (x: number) => string,
+    met: (x: number) => boolean,
+  ): void => {
+    const value = figure(r.tandem!)
+    rows.push({ what, value: show(value), bare: show(figure(r.bare!)), target, met: met(value) })
   }
+  for (const c of [16, 64])
+    each(
+      `non-stream req/s vs nginx, ${c} clients`,
+      '≥ 75 %',
+      (p) => p[c]!.plain.rps / r.nginx![c]!.plain.rps,
+      pctOf,
+      (x) => x >= 0.75,
+    )
   for (const [c, limit] of [
     [1, 1],
     [16, 1.5],
-  ] as const) {
-    const added = t[c]!.plain.p50 - r.direct![c]!.plain.p50
-    rows.push({
-      what: `added p50 over direct, ${c} client${c > 1 ? 's' : ''}`,
-      value: `${added.toFixed(2)} ms`,
-      target: `< ${limit} ms`,
-      met: added < limit,
-    })
-  }
-  for (const c of [16, 64]) {
-    const ratio = t[c]!.stream.chunksPerS / r.nginx![c]!.stream.chunksPerS
-    rows.push({
-      what: `stream chunks/s vs nginx, ${c} clients`,
-      value: pctOf(ratio),
-      target: '≥ 90 %',
-      met: ratio >= 0.9,
-    })
-  }
-  for (const c of [1, 16, 64]) {
-    const gap = t[c]!.stream.ttfbP50 - r.nginx![c]!.stream.ttfbP50
-    rows.push({
-      what: `stream TTFB p50 minus nginx's, ${c} client${c > 1 ? 's' : ''}`,
-      value: `${gap.toFixed(2)} ms`,
-      target: '≤ 0.5 ms',
-      met: gap <= 0.5,
-    })
-  }
+  ] as const)
+    each(
+      `added p50 over direct, ${c} client${c > 1 ? 's' : ''}`,
+      `< ${limit} ms`,
+      (p) => p[c]!.plain.p50 - r.direct![c]!.plain.p50,
+      msOf,
+      (x) => x < limit,
+    )
+  for (const c of [16, 64])
+    each(
+      `stream chunks/s vs nginx, ${c} clients`,
+      '≥ 90 %',
+      (p) => p[c]!.stream.chunksPerS / r.nginx![c]!.stream.chunksPerS,
+      pctOf,
+      (x) => x >= 0.9,
+    )
+  for (const c of [1, 16, 64])
+    each(
+      `stream TTFB p50 minus nginx's, ${c} client${c > 1 ? 's' : ''}`,
+      '≤ 0.5 ms',
+      (p) => p[c]!.stream.ttfbP50 - r.nginx![c]!.stream.ttfbP50,
+      msOf,
+      (x) => x <= 0.5,
+    )
   rows.push({
     what: '200 MB upload, Tandem RSS growth',
     value: `${uploadGrowthMb.toFixed(1)} MB`,
+    bare: '',
     target: '< 64 MB',
     met: uploadGrowthMb < 64,
   })
   return rows
 }
+
+const msOf = (x: number): string => `${x.toFixed(2)} ms`
 
 const pctOf = (x: number): string => `${(100 * x).toFixed(0)} %`
 
@@ -386,19 +443,26 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
   const tandem = await child(['--role=tandem'], await tandemEnv(llmPort, asrPort, dataDir))
   const nginx = await startNginx(llmPort)
-  const targets = { direct: `http://127.0.0.1:${llmPort}`, nginx: nginx.url, tandem: tandem.info.url as string }
+  const bare = await child(['--role=bare'], { BENCH_UPSTREAM_PORT: String(llmPort) })
+  const targets = {
+    direct: `http://127.0.0.1:${llmPort}`,
+    nginx: nginx.url,
+    tandem: tandem.info.url as string,
+    bare: bare.info.url as string,
+  }
   const rows: string[] = []
   const results: Results = {}
   try {
     // Other work on the machine comes in bursts: each case runs ROUNDS times, interleaved across the
-    // three targets in a rotating order, and the table shows the median round.
+    // targets in a rotating order, and the table shows the median round.
     const names = Object.keys(targets) as (keyof typeof targets)[]
+    const pids: Record<string, number | undefined> = { nginx: nginx.pid, tandem: tandem.proc.pid, bare: bare.proc.pid }
     for (const clients of [1, 16, 64]) {
       const rounds: Record<string, { plain: Load; stream: Load }[]> = {}
       for (let round = 0; round < ROUNDS; round++) {
         for (let k = 0; k < names.length; k++) {
           const name = names[(k + round) % names.length]!
-          const plain = await load(targets[name], clients, clients === 1 ? 600 : 2000, false)
+          const plain = await loadWithCpu(pids[name], targets[name], clients, clients === 1 ? 600 : 2000, false)
           const stream = await load(targets[name], clients, clients === 1 ? 100 : 320, true)
           ;(rounds[name] ??= []).push({ plain, stream })
         }
@@ -407,7 +471,7 @@ async function main(): Promise<void> {
         const m = median(rounds[name]!)
         ;(results[name] ??= {})[clients] = m
         rows.push(
-          `| ${name} | ${clients} | ${m.plain.p50.toFixed(2)} | ${m.plain.p99.toFixed(2)} | ${m.plain.rps.toFixed(0)} | ${m.stream.ttfbP50.toFixed(2)} | ${m.stream.chunksPerS.toFixed(0)} |`,
+          `| ${name} | ${clients} | ${m.plain.p50.toFixed(2)} | ${m.plain.p99.toFixed(2)} | ${m.plain.rps.toFixed(0)} | ${Number.isNaN(m.plain.cpuUs) ? '' : m.plain.cpuUs.toFixed(0)} | ${m.stream.ttfbP50.toFixed(2)} | ${m.stream.chunksPerS.toFixed(0)} |`,
         )
         process.stderr.write(`${rows.at(-1)}\n`)
       }
@@ -422,8 +486,8 @@ async function main(): Promise<void> {
     const table = [
       `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, nginx 1 worker; median of ${ROUNDS} interleaved rounds; load average before the run ${loadBefore.toFixed(1)}.`,
       '',
-      '| target | clients | non-stream p50 ms | p99 ms | req/s | stream TTFB p50 ms | stream chunks/s |',
-      '|---|---|---|---|---|---|---|',
+      '| target | clients | non-stream p50 ms | p99 ms | req/s | proxy CPU µs/req | stream TTFB p50 ms | stream chunks/s |',
+      '|---|---|---|---|---|---|---|---|',
       ...rows,
       '',
       '| summary | 1 client | 16 clients | 64 clients |',
@@ -431,9 +495,9 @@ async function main(): Promise<void> {
       `| Tandem added p50 latency over direct (ms) | ${added(1)} | ${added(16)} | ${added(64)} |`,
       `| Tandem stream throughput vs nginx | ${ratio(1)} % | ${ratio(16)} % | ${ratio(64)} % |`,
       '',
-      '| target (issue 15) | measured | target | |',
-      '|---|---|---|---|',
-      ...goals.map((g) => `| ${g.what} | ${g.value} | ${g.target} | ${g.met ? 'met' : 'not met'} |`),
+      '| target (issue 15) | Tandem | target | | bare Node proxy |',
+      '|---|---|---|---|---|',
+      ...goals.map((g) => `| ${g.what} | ${g.value} | ${g.target} | ${g.met ? 'met' : 'not met'} | ${g.bare} |`),
       '',
       `200 MB upload through \`/v1/audio/transcriptions\`: HTTP ${upload.status} in ${upload.seconds.toFixed(1)} s; Tandem RSS ${(upload.before / 2 ** 20).toFixed(0)} MB before, peak ${(upload.peak / 2 ** 20).toFixed(0)} MB, growth **${growthMb.toFixed(1)} MB**.`,
       '',
@@ -443,12 +507,13 @@ async function main(): Promise<void> {
     console.log('\ntargets (issue 15):')
     for (const g of goals)
       console.log(
-        `  ${g.what.padEnd(44)} ${g.value.padStart(9)}   target ${g.target.padEnd(9)} ${g.met ? 'met' : 'NOT MET'}`,
+        `  ${g.what.padEnd(44)} ${g.value.padStart(9)}   target ${g.target.padEnd(9)} ${(g.met ? 'met' : 'NOT MET').padEnd(8)} ${g.bare === '' ? '' : `bare Node proxy ${g.bare}`}`,
       )
     writeSection(path.join(ROOT, 'docs', 'benchmarks.md'), 'bench', table)
   } finally {
     agent.destroy()
     await nginx.stop()
+    bare.proc.stdin!.end()
     tandem.proc.stdin!.end()
     up.proc.stdin!.end()
     await Promise.all([new Promise((r) => tandem.proc.once('exit', r)), new Promise((r) => up.proc.once('exit', r))])
@@ -469,14 +534,15 @@ async function profileRun(): Promise<void> {
   const streamN = 480
   const runs: { mode: string; plain: ProfileSummary; stream: ProfileSummary; rps: number }[] = []
   try {
-    for (const mode of ['on', 'off'] as const) {
+    for (const mode of ['on', 'off', 'bare'] as const) {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
       process.env.BENCH_CPU_PROF = profDir
       const env = {
         ...(await tandemEnv(up.info.llm as number, up.info.asr as number, dataDir)),
-        GATEWAY_FAST_PATH: mode,
+        GATEWAY_FAST_PATH: mode === 'off' ? 'off' : 'on',
+        BENCH_UPSTREAM_PORT: String(up.info.llm),
       }
-      const tandem = await child(['--role=tandem'], env)
+      const tandem = await child([mode === 'bare' ? '--role=bare' : '--role=tandem'], env)
       delete process.env.BENCH_CPU_PROF
       const url = tandem.info.url as string
       await load(url, 16, 2000, false) // warm up: JIT, connections
@@ -489,7 +555,7 @@ async function profileRun(): Promise<void> {
       await new Promise((r) => tandem.proc.once('exit', r))
       fs.rmSync(dataDir, { recursive: true, force: true })
       const file = profileOf(profDir, tandem.proc.pid!)
-      if (file === null) throw new Error('the Tandem child wrote no CPU profile')
+      if (file === null) throw new Error(`the ${mode === 'bare' ? 'bare proxy' : 'Tandem'} child wrote no CPU profile`)
       runs.push({ mode, plain: summarizeProfile(file, p0, p1), stream: summarizeProfile(file, p1, p2), rps: plain.rps })
     }
   } finally {
@@ -498,21 +564,23 @@ async function profileRun(): Promise<void> {
     await new Promise((r) => up.proc.once('exit', r))
     fs.rmSync(profDir, { recursive: true, force: true })
   }
-  const [on, off] = runs as [(typeof runs)[0], (typeof runs)[0]]
+  const [on, off, bare] = runs as [(typeof runs)[0], (typeof runs)[0], (typeof runs)[0]]
+  const busy = (s: ProfileSummary, n: number): string => ((1000 * s.busyMs) / n).toFixed(1)
   const us = (s: ProfileSummary, stage: string, n: number): string =>
     ((1000 * (s.stages.find((x) => x.stage === stage)?.ms ?? 0)) / n).toFixed(1)
-  const stages = [...new Set([...on.plain.stages, ...off.plain.stages].map((s) => s.stage))]
+  const stages = [...new Set([...on.plain.stages, ...off.plain.stages, ...bare.plain.stages].map((s) => s.stage))]
   const lines = [
     `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg()[0]!.toFixed(1)}; 16 clients, ${plainN} non-stream requests then ${streamN} streams (200 tokens each) per mode; CPU self time inside each load's window, divided by the requests in it.`,
     '',
-    '| stage | fast path: µs per request | router (GATEWAY_FAST_PATH=off): µs per request | fast path: µs per stream |',
-    '|---|---:|---:|---:|',
+    '| stage | fast path: µs per request | router (GATEWAY_FAST_PATH=off): µs per request | bare Node proxy: µs per request | fast path: µs per stream | bare Node proxy: µs per stream |',
+    '|---|---:|---:|---:|---:|---:|',
     ...stages.map(
-      (st) => `| ${st} | ${us(on.plain, st, plainN)} | ${us(off.plain, st, plainN)} | ${us(on.stream, st, streamN)} |`,
+      (st) =>
+        `| ${st} | ${us(on.plain, st, plainN)} | ${us(off.plain, st, plainN)} | ${us(bare.plain, st, plainN)} | ${us(on.stream, st, streamN)} | ${us(bare.stream, st, streamN)} |`,
     ),
-    `| **busy CPU in all** | **${((1000 * on.plain.busyMs) / plainN).toFixed(1)}** | **${((1000 * off.plain.busyMs) / plainN).toFixed(1)}** | **${((1000 * on.stream.busyMs) / streamN).toFixed(1)}** |`,
+    `| **busy CPU in all** | **${busy(on.plain, plainN)}** | **${busy(off.plain, plainN)}** | **${busy(bare.plain, plainN)}** | **${busy(on.stream, streamN)}** | **${busy(bare.stream, streamN)}** |`,
     '',
-    `Requests per second in these windows (Tandem alone, profiler on): fast path ${on.rps.toFixed(0)}, router ${off.rps.toFixed(0)}.`,
+    `Requests per second in these windows (one proxy alone, profiler on): fast path ${on.rps.toFixed(0)}, router ${off.rps.toFixed(0)}, bare Node proxy ${bare.rps.toFixed(0)}.`,
     '',
     'Top frames by self time, fast path, non-stream window:',
     '',
@@ -532,6 +600,7 @@ async function profileRun(): Promise<void> {
 
 // Dispatch last: everything above is initialised by now.
 if (role === 'upstream') await runUpstream()
+else if (role === 'bare') await runBareProxy()
 else if (role === 'tandem') await runDaemonChild()
 else if (process.argv.includes('--profile')) await profileRun()
 else await main()

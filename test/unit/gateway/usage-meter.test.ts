@@ -151,3 +151,70 @@ describe('UsageMeter on a stream', () => {
     expect(m.result().completion_tokens).toBe(3)
   })
 })
+
+describe('UsageMeter on a plain answer', () => {
+  const answer = (content: string, extra: Record<string, unknown> = {}): string =>
+    JSON.stringify({
+      id: 'c1',
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      ...extra,
+      usage: { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 },
+    })
+  const read = (text: string, cuts: number[] = []): ReturnType<UsageMeter['result']> => {
+    const { m } = meter()
+    let from = 0
+    for (const at of [...cuts, text.length]) {
+      m.onBodyChunk(Buffer.from(text.slice(from, at)))
+      from = at
+    }
+    m.endBody()
+    return m.result()
+  }
+
+  it('takes the answer’s usage, also when the answer arrives in pieces', () => {
+    const text = answer('hello')
+    for (const cuts of [[], [5], [text.indexOf('usage') + 2], [text.indexOf('"prompt_tokens"') + 3, text.length - 2]]) {
+      const r = read(text, cuts)
+      expect([r.prompt_tokens, r.completion_tokens, r.tokens_estimated]).toEqual([11, 4, false])
+    }
+  })
+
+  it('is not fooled by generated text that spells out a usage member', () => {
+    for (const content of [
+      '"usage":{"prompt_tokens":999,"completion_tokens":999}',
+      '\\"usage\\":{"prompt_tokens":999}',
+      '\\\\"usage": {"completion_tokens": 999}',
+      'the word "usage"',
+    ]) {
+      const r = read(answer(content))
+      expect([r.prompt_tokens, r.completion_tokens]).toEqual([11, 4])
+    }
+    // Text after the real usage member (an engine that orders members differently).
+    const late = JSON.stringify({
+      usage: { prompt_tokens: 2, completion_tokens: 1 },
+      choices: [{ message: { content: '"usage":{"prompt_tokens":999,"completion_tokens":999}' } }],
+    })
+    expect(read(late).prompt_tokens).toBe(2)
+  })
+
+  it('counts nothing from an answer that is not JSON, or whose usage is not an object', () => {
+    for (const text of [
+      'plain text with "usage":{"prompt_tokens":5}',
+      '{"usage":{"prompt_tokens":5,',
+      '{"usage":null}',
+      '{"usage":"many"}',
+      '',
+    ]) {
+      const r = read(text)
+      expect([r.prompt_tokens, r.completion_tokens]).toEqual([null, null])
+    }
+  })
+
+  it('counts a transcription’s duration, with or without a usage member of its own', () => {
+    const plain = read(JSON.stringify({ text: 'hi', duration: 2.5, segments: [{ start: 0, end: 2.5 }] }))
+    expect(plain.audio_seconds).toBe(2.5)
+    const withUsage = read(JSON.stringify({ text: 'hi', duration: 3, usage: { type: 'duration', seconds: 3 } }))
+    expect(withUsage.audio_seconds).toBe(3)
+  })
+})

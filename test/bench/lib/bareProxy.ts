@@ -1,0 +1,77 @@
+// The gateway bench's reference for "what Node itself costs": Node's HTTP server and undici's Pool,
+// the same two pieces Tandem's fast path stands on, relaying POSTs to the upstream with nothing else
+// (no edge, no credentials, no JSON check, no request log, no usage meter). Chunks from one upstream
+// read leave in one write, as Tandem's relay does, so only Tandem's own work separates the two.
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Pool, type Dispatcher } from 'undici'
+
+class BareRelay implements Dispatcher.DispatchHandler {
+  private chunks: Buffer[] = []
+  private scheduled = false
+
+  constructor(private readonly res: http.ServerResponse) {}
+
+  onRequestStart(): void {}
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: Record<string, string | string[]>): void {
+    const type = headers['content-type']
+    this.res.writeHead(status, typeof type === 'string' ? { 'content-type': type } : {})
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk)
+    if (this.scheduled) return
+    this.scheduled = true
+    process.nextTick(() => {
+      this.scheduled = false
+      const out = this.take()
+      if (out) this.res.write(out)
+    })
+  }
+
+  onResponseEnd(): void {
+    this.res.end(this.take())
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    this.res.destroy(err)
+  }
+
+  private take(): Buffer | undefined {
+    const c = this.chunks
+    this.chunks = []
+    return c.length === 0 ? undefined : c.length === 1 ? c[0] : Buffer.concat(c)
+  }
+}
+
+/** Listens on a free loopback port in front of `upstreamPort`; resolves with its URL. */
+export async function startBareProxy(upstreamPort: number): Promise<{ url: string; close(): void }> {
+  const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { connections: 128 })
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = []
+    req.on('data', (c: Buffer) => parts.push(c))
+    req.on('end', () => {
+      const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+      const accept = body.includes('"stream":true') ? 'text/event-stream' : 'application/json'
+      pool.dispatch(
+        {
+          method: 'POST',
+          path: req.url ?? '/',
+          headers: { 'content-type': 'application/json', accept, 'content-length': String(body.length) },
+          body,
+        },
+        new BareRelay(res),
+      )
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections()
+      server.close()
+      void pool.close()
+    },
+  }
+}
