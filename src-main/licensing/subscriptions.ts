@@ -95,6 +95,43 @@ const VIEW_SELECT = `
 /** Whether a tier sells as a subscription. */
 export const isRecurring = (policy: PolicyRow): boolean => policy.is_recurring === 1 && policy.renewal_period_days > 0
 
+/**
+ * Ends a live subscription: no further charges, the licence valid through the cycle already paid.
+ * The one place a cancellation is written, audited and announced (`subscription.cancelled`),
+ * whoever ends it: the buyer, the admin, or a move onto a one-off tier. Inside the caller's transaction.
+ */
+export function endSubscription(
+  d: { db: LicensingDb; audit: AuditLog; outbox: EventOutbox },
+  sub: Pick<SubscriptionRow, 'id' | 'license_id' | 'status' | 'next_renewal_at'>,
+  how: { actor: Extract<AuditActor, 'buyer' | 'admin' | 'system'>; reason: string | null; now: number },
+): void {
+  const { actor, reason, now } = how
+  d.db
+    .prepare("UPDATE subscriptions SET status = 'cancelled', cancelled_at = ?, updated_at = ? WHERE id = ?")
+    .run(now, now, sub.id)
+  d.audit.record({
+    actor,
+    action: 'subscription.cancel',
+    targetType: 'subscription',
+    targetId: sub.id,
+    details: { license_id: sub.license_id, from_status: sub.status, reason },
+  })
+  emitEvent(
+    d.outbox,
+    'subscription.cancelled',
+    {
+      subscription_id: sub.id,
+      license_id: sub.license_id,
+      from_status: sub.status,
+      actor,
+      reason,
+      cancelled_at: new Date(now).toISOString(),
+      valid_through: new Date(sub.next_renewal_at).toISOString(),
+    },
+    now,
+  )
+}
+
 export class Subscriptions {
   constructor(
     private readonly deps: {
@@ -303,33 +340,7 @@ export class Subscriptions {
       if (!sub) throw new ApiError('not_found', 'no such subscription')
       if (sub.status === 'cancelled' || sub.status === 'lapsed')
         return { ok: true as const, status: sub.status, already: sub.status }
-      const now = clock.now()
-      db.prepare("UPDATE subscriptions SET status = 'cancelled', cancelled_at = ?, updated_at = ? WHERE id = ?").run(
-        now,
-        now,
-        id,
-      )
-      audit.record({
-        actor,
-        action: 'subscription.cancel',
-        targetType: 'subscription',
-        targetId: id,
-        details: { license_id: sub.license_id, from_status: sub.status, reason },
-      })
-      emitEvent(
-        outbox,
-        'subscription.cancelled',
-        {
-          subscription_id: id,
-          license_id: sub.license_id,
-          from_status: sub.status,
-          actor,
-          reason,
-          cancelled_at: new Date(now).toISOString(),
-          valid_through: new Date(sub.next_renewal_at).toISOString(),
-        },
-        now,
-      )
+      endSubscription({ db, audit, outbox }, sub, { actor, reason, now: clock.now() })
       return { ok: true as const, status: 'cancelled' as const, already: null }
     })
   }

@@ -22,22 +22,12 @@ import type { LicenseRow } from './licenses'
 import type { Purchases } from './purchase'
 import type { LicensingServices } from './services'
 import type { EventOutbox, SettleBranch } from './settlement'
+import { endSubscription, type SubscriptionRow } from './subscriptions'
 
 const DAY_MS = 86_400_000
 
 type Direction = 'upgrade' | 'downgrade'
 type Actor = 'buyer' | 'admin'
-
-interface SubscriptionRow {
-  id: string
-  license_id: string
-  policy_id: string
-  status: 'active' | 'past_due' | 'cancelled' | 'lapsed'
-  listed_currency: Quote['listed_currency']
-  listed_value: number
-  period_days: number
-  next_renewal_at: number
-}
 
 interface TierChangeRow {
   id: string
@@ -466,7 +456,7 @@ export class TierChanges {
         now,
         license.id,
       )
-    if (sub) this.moveSubscription(sub, product, to, recurring, now)
+    if (sub) this.moveSubscription(sub, product, to, recurring, now, actor)
     this.audit(actor, 'license.tier_change', license.id, {
       tier_change_id: row.id,
       from: license.policy_id,
@@ -503,11 +493,12 @@ export class TierChanges {
     to: PolicyRow,
     recurring: boolean,
     now: number,
+    actor: 'admin' | 'system',
   ): void {
     if (!recurring) {
-      this.db
-        .prepare("UPDATE subscriptions SET status = 'cancelled', cancelled_at = ?, updated_at = ? WHERE id = ?")
-        .run(now, now, sub.id)
+      const { db, audit } = this.deps.services
+      const reason = `moved to the one-off tier ${to.slug}`
+      endSubscription({ db, audit, outbox: this.deps.outbox }, sub, { actor, reason, now })
       return
     }
     const listed = effectivePrice(product, to)

@@ -61,6 +61,8 @@ async function failure(p: Promise<unknown>): Promise<ApiError> {
 }
 /** Events the tier changes handed to the outbox (inside their transactions). */
 let sent: string[] = []
+/** And what they carried. */
+let payloads: { event: string; data: unknown }[] = []
 const events = (name: string) => ({ n: sent.filter((e) => e === name).length })
 
 beforeEach(async () => {
@@ -74,11 +76,13 @@ beforeEach(async () => {
     webhookSecret: btcpay.webhookSecret,
   })
   sent = []
+  payloads = []
   // The daemon's own tier changes, wired first in settlement; their events are watched at the outbox.
   tc = h.payments.tierChanges
   const enqueue = h.payments.outbox.enqueue.bind(h.payments.outbox)
   vi.spyOn(h.payments.outbox, 'enqueue').mockImplementation((event, data, now) => {
     sent.push(event)
+    payloads.push({ event, data })
     enqueue(event, data, now)
   })
 })
@@ -289,5 +293,31 @@ describe('admin change-tier', () => {
       listed_value: 1000,
     })
     expect(events('license.tier_changed').n).toBe(1)
+  })
+
+  it('a move onto a one-off tier ends the subscription the way a cancellation does: event and audit', async () => {
+    const lic = await buy('pro')
+    const pro = h.services.licenses.view(lic.id).policy_id!
+    h.services.db.prepare("UPDATE policies SET is_recurring = 1, renewal_period_days = 30 WHERE slug = 'pro'").run()
+    subscribe(lic.id, pro, 3000, 10 * DAY)
+    const out = await handlers().licAdminChangeTier(
+      { id: lic.id, to_policy_slug: 'comp', skip_payment: true, reason: 'x' },
+      ctx,
+    )
+    expect(out.tier_change.applied_at).toBe(h.clock.now())
+    expect(h.services.licenses.view(lic.id).policy_slug).toBe('comp')
+    const sub = h.services.db.prepare('SELECT status, cancelled_at FROM subscriptions').get()
+    expect(sub).toEqual({ status: 'cancelled', cancelled_at: h.clock.now() })
+    expect(events('subscription.cancelled').n).toBe(1)
+    expect(payloads.filter((p) => p.event === 'subscription.cancelled').map((p) => p.data)).toMatchObject([
+      {
+        subscription_id: `sub-${lic.id}`,
+        license_id: lic.id,
+        actor: 'admin',
+        reason: 'moved to the one-off tier comp',
+      },
+    ])
+    const audit = h.services.audit.list({ limit: 50 }).map((e) => e.action)
+    expect(audit).toContain('subscription.cancel')
   })
 })
