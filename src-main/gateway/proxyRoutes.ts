@@ -27,10 +27,10 @@ export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse) =
 /** The OpenAI-shaped JSON routes forwarded verbatim, by exact path (all POST). */
 export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> {
   const forward = (p: string, name: 'llm' | 'embeddings'): RelayRoute =>
-    d.route(p, async (req, res, exchange) => {
+    d.route(p, (req, res, exchange) => {
       const up = d.need(name)
       const st = requestState(res)
-      await forwardJson(req, res, up, {
+      return forwardJson(req, res, up, {
         path: name === 'embeddings' ? embeddingsPath(up.base) : p,
         timeoutMs: d.proxyTimeoutMs,
         bodyLimit: JSON_BODY_LIMIT,

@@ -1,14 +1,51 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, type LabelValues, type Registry } from 'prom-client'
 import type { RequestObserver } from '../gateway/requestLog'
+
+/**
+ * Counter increments gathered per label set between scrapes and handed to prom-client when it
+ * collects: a request adds to a plain map (one string key) instead of paying prom-client's label
+ * validation and hashing for every counter on every request (the gateway's hot path).
+ */
+class PendingCounts<L extends string> {
+  private readonly pending = new Map<string, { labels: LabelValues<L>; n: number }>()
+
+  add(key: string, labels: () => LabelValues<L>, n: number): void {
+    const known = this.pending.get(key)
+    if (known) known.n += n
+    else this.pending.set(key, { labels: labels(), n })
+  }
+
+  flushInto(counter: Counter<L>): void {
+    for (const { labels, n } of this.pending.values()) counter.inc(labels, n)
+    this.pending.clear()
+  }
+}
+
+/** A counter whose increments wait in `pending` until a scrape collects them. */
+function gatheredCounter<L extends string>(
+  config: { name: string; help: string; labelNames: readonly L[]; registers: Registry[] },
+  pending: PendingCounts<L>,
+): Counter<L> {
+  return new Counter<L>({
+    ...config,
+    collect() {
+      pending.flushInto(this)
+    },
+  })
+}
 
 /** Gateway metrics, fed by every finished request-log entry; open streams are read at scrape time. */
 export function gatewayMetrics(registers: Registry[], openStreams: () => number): RequestObserver {
-  const requests = new Counter({
-    name: 'tandem_gateway_requests_total',
-    help: 'Gateway requests by route, HTTP status and consumer key',
-    labelNames: ['route', 'status', 'key'],
-    registers,
-  })
+  const requestCounts = new PendingCounts<'route' | 'status' | 'key'>()
+  gatheredCounter(
+    {
+      name: 'tandem_gateway_requests_total',
+      help: 'Gateway requests by route, HTTP status and consumer key',
+      labelNames: ['route', 'status', 'key'],
+      registers,
+    },
+    requestCounts,
+  )
   const latency = new Histogram({
     name: 'tandem_gateway_request_duration_seconds',
     help: 'Gateway request duration, start to end of response',
@@ -30,18 +67,26 @@ export function gatewayMetrics(registers: Registry[], openStreams: () => number)
     buckets: [1, 5, 10, 20, 30, 50, 75, 100, 150, 250],
     registers,
   })
-  const tokensIn = new Counter({
-    name: 'tandem_gateway_prompt_tokens_total',
-    help: 'Prompt tokens the upstream reported',
-    labelNames: ['key'],
-    registers,
-  })
-  const tokensOut = new Counter({
-    name: 'tandem_gateway_completion_tokens_total',
-    help: 'Completion tokens; estimated="true" were counted from stream chunks (no usage from the upstream)',
-    labelNames: ['key', 'estimated'],
-    registers,
-  })
+  const promptTokens = new PendingCounts<'key'>()
+  gatheredCounter(
+    {
+      name: 'tandem_gateway_prompt_tokens_total',
+      help: 'Prompt tokens the upstream reported',
+      labelNames: ['key'],
+      registers,
+    },
+    promptTokens,
+  )
+  const completionTokens = new PendingCounts<'key' | 'estimated'>()
+  gatheredCounter(
+    {
+      name: 'tandem_gateway_completion_tokens_total',
+      help: 'Completion tokens; estimated="true" were counted from stream chunks (no usage from the upstream)',
+      labelNames: ['key', 'estimated'],
+      registers,
+    },
+    completionTokens,
+  )
   const audio = new Counter({
     name: 'tandem_gateway_audio_seconds_total',
     help: 'Seconds of audio transcribed',
@@ -66,14 +111,21 @@ export function gatewayMetrics(registers: Registry[], openStreams: () => number)
   return (entry, usage) => {
     const key = entry.key ?? 'none'
     const route = entry.path
-    requests.inc({ route, status: String(entry.status), key })
+    const status = entry.status
+    requestCounts.add(`${route}\u0000${status}\u0000${key}`, () => ({ route, status: String(status), key }), 1)
     latency.observe({ route }, entry.latency_ms / 1000)
     if (!usage) return
     if (usage.ttft_ms !== null) ttft.observe({ route, key }, usage.ttft_ms / 1000)
     if (usage.tokens_per_s !== null) rate.observe({ route, key }, usage.tokens_per_s)
-    if (usage.prompt_tokens) tokensIn.inc({ key }, usage.prompt_tokens)
-    if (usage.completion_tokens)
-      tokensOut.inc({ key, estimated: String(usage.tokens_estimated) }, usage.completion_tokens)
+    if (usage.prompt_tokens) promptTokens.add(key, () => ({ key }), usage.prompt_tokens)
+    if (usage.completion_tokens) {
+      const estimated = usage.tokens_estimated
+      completionTokens.add(
+        `${key}\u0000${estimated}`,
+        () => ({ key, estimated: String(estimated) }),
+        usage.completion_tokens,
+      )
+    }
     if (usage.audio_seconds > 0) audio.inc({ key }, usage.audio_seconds)
     if (usage.speech_characters > 0) chars.inc({ key }, usage.speech_characters)
   }
