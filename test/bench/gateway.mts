@@ -230,7 +230,7 @@ async function load(
   }
 }
 
-const ROUNDS = 3
+const ROUNDS = 5
 
 /** Metric by metric, the median over rounds. */
 function median(rounds: { plain: Load; stream: Load }[]): { plain: Load; stream: Load } {
