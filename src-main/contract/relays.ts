@@ -162,7 +162,7 @@ const VERBATIM =
 export const gatewayRelays = {
   'POST /v1/chat/completions': {
     operationId: 'createChatCompletion',
-    summary: 'Chat completion, relayed to the llm',
+    summary: 'Chat completion, forwarded verbatim to the llm (stream: true streams)',
     description: `OpenAI chat completions, served by the configured llm.${VERBATIM} \`stream: true\` answers as server-sent events, chunk by chunk.`,
     body: { type: 'application/json', schema: ChatCompletionRequest },
     answer: {
@@ -177,7 +177,7 @@ export const gatewayRelays = {
   },
   'POST /v1/completions': {
     operationId: 'createCompletion',
-    summary: 'Text completion, relayed to the llm',
+    summary: 'Text completion, forwarded verbatim to the llm',
     description: `OpenAI (legacy) completions, served by the configured llm.${VERBATIM} \`stream: true\` answers as server-sent events.`,
     body: { type: 'application/json', schema: CompletionRequest },
     answer: {
@@ -192,7 +192,7 @@ export const gatewayRelays = {
   },
   'POST /v1/embeddings': {
     operationId: 'createEmbedding',
-    summary: 'Embeddings, relayed to EMBEDDINGS_URL',
+    summary: 'Embeddings, forwarded verbatim to EMBEDDINGS_URL',
     description: `OpenAI embeddings, served by the configured embeddings service.${VERBATIM}`,
     body: { type: 'application/json', schema: EmbeddingRequest },
     answer: { why: 'The embeddings service’s answer.', content: { 'application/json': UpstreamAnswer } },
@@ -204,7 +204,7 @@ export const gatewayRelays = {
   },
   'GET /v1/models': {
     operationId: 'listOpenAiModels',
-    summary: 'The models LAN clients can name',
+    summary: 'The loaded llm model, the asr model and every tts voice',
     description:
       'The llm’s models, the asr model and every tts voice, merged into one OpenAI model list (`owned_by` names the service). A service that does not answer is left out of the list, never an error.',
     answer: { why: 'The merged model list.', content: { 'application/json': OpenAiModelList } },
@@ -212,7 +212,7 @@ export const gatewayRelays = {
   },
   'POST /v1/audio/speech': {
     operationId: 'createSpeech',
-    summary: 'Speech synthesis through the tts',
+    summary: 'Speech from the tts (a voice id, or alloy, echo, …); WAV, or pcm without the header',
     description:
       'OpenAI audio.speech. Tandem reads this body itself: `voice` is a tts voice id (<family>.<LOCALE>.<Name>) or an alias such as `alloy`; `model` is optional and only checked against the consumer key; other members are ignored.',
     body: { type: 'application/json', schema: SpeechRequest },
@@ -234,7 +234,7 @@ export const gatewayRelays = {
   },
   'POST /v1/audio/transcriptions': {
     operationId: 'createTranscription',
-    summary: 'Transcription, relayed to the asr',
+    summary: 'Transcription: the multipart form relayed to the asr (json, text, verbose_json, srt, vtt)',
     description:
       'OpenAI audio.transcriptions. The multipart body is streamed to the asr byte for byte (every field, unknown ones included) and its answer relayed as it is.',
     body: { type: 'multipart/form-data', schema: TranscriptionForm },
@@ -247,7 +247,7 @@ export const gatewayRelays = {
   },
   'POST /api/audio/diarize-chunk': {
     operationId: 'diarizeChunk',
-    summary: 'Speaker diarization of one audio chunk, relayed to the asr',
+    summary: 'Speakers of one audio chunk: the multipart form relayed to the asr’s diarize-chunk',
     description:
       'The multipart body (a `file` part) is streamed to the asr’s diarize-chunk byte for byte and its JSON answer relayed as it is.',
     body: { type: 'multipart/form-data', schema: DiarizeChunkForm },
@@ -257,7 +257,7 @@ export const gatewayRelays = {
   },
   'POST /api/audio/transcribe-with-speakers': {
     operationId: 'transcribeWithSpeakers',
-    summary: 'Transcript with speakers of an uploaded recording',
+    summary: 'Transcript with speakers of an uploaded recording (multipart file)',
     description:
       'The upload is spooled to disk, transcribed with word timestamps and diarized in parallel by the asr, and the words are given to speakers.',
     body: { type: 'multipart/form-data', schema: TranscribeWithSpeakersForm },

@@ -8,9 +8,11 @@ import { loadConfig } from '../../../src-main/config/load'
 import { contract } from '../../../src-main/contract'
 import { splitRoute, type ContractTable } from '../../../src-main/contract/define'
 import { openApiDocument, type OpenApiDocument } from '../../../src-main/contract/openapi'
+import { gatewayContract } from '../../../src-main/contract/gateway'
 import { gatewayRelays } from '../../../src-main/contract/relays'
 import { createCore, type Core } from '../../../src-main/core/app'
 import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
+import { gatewayEndpoints } from '../../../src-main/gateway/handlers'
 import { surfaceOf } from '../../../src-main/http/surfaces'
 
 /**
@@ -141,6 +143,21 @@ describe('OpenAPI documents: the gateway relays', () => {
     }
     const ids = Object.values(docs.full.paths).flatMap((ops) => Object.values(ops).map((o) => o.operationId))
     expect(new Set(ids).size).toBe(ids.length)
+  })
+})
+
+describe('the Gateway view lists the same routes', () => {
+  it('takes each relay and consumer method row from its one description', () => {
+    const rows = gatewayEndpoints()
+    for (const [route, def] of Object.entries(gatewayRelays)) {
+      const { verb, path: p } = splitRoute(route as `POST /${string}`)
+      expect(rows, route).toContainEqual({ method: verb, path: p, summary: def.summary })
+    }
+    for (const name of ['scrub', 'rehydrate', 'search'] as const) {
+      const { verb, path: p } = splitRoute(gatewayContract[name].http)
+      expect(rows, name).toContainEqual({ method: verb, path: p, summary: gatewayContract[name].summary })
+    }
+    expect(rows).toHaveLength(Object.keys(gatewayRelays).length + 3)
   })
 })
 
