@@ -247,17 +247,23 @@ export function relayOperation(route: HttpRoute, def: RelayDef): { path: string;
   return { path, verb: upper.toLowerCase(), operation }
 }
 
+const RELAYS_NOTE =
+  'The gateway relays (chat, completions, embeddings, audio) forward request bodies verbatim to their upstream, ' +
+  'so their body schemas list the required members and allow any other.'
+
 const DESCRIPTION: Record<OpenApiAudience, string> = {
   public:
     'The public surfaces of Tandem: the licensing buyer API (wire-compatible with the Keysat client SDKs; open, ' +
     'rate-limited per client address) and the consumer gateway (open on the LAN, or a CONSUMER_API_KEYS bearer key). ' +
     'Errors: licensing endpoints answer `{ok: false, error, message}`, `/v1/validate` always answers 200 with ' +
-    '`{ok: false, reason}` on refusal, and the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`.',
+    '`{ok: false, reason}` on refusal, and the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`. ' +
+    RELAYS_NOTE,
   full:
     'Every method of Tandem, as served over HTTP (and, unless marked x-tandem-http-only, over IPC to the desktop window). ' +
     'Control API and licensing admin need the admin session cookie or the admin token as a bearer and answer errors ' +
     'as `{detail, code}`; licensing public endpoints answer `{ok: false, error, message}` (`/v1/validate` always 200); ' +
-    'the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`.',
+    'the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`. ' +
+    RELAYS_NOTE,
 }
 
 /** The document for an audience; a method whose operation cannot be built is left out, never the whole document. */
