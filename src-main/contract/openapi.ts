@@ -1,7 +1,8 @@
 /**
  * The OpenAPI 3.1 document of the contract, generated from its zod schemas (zod 4's JSON Schema
  * output): every method with its route, parameters, body, answer and error shape. Nothing here is
- * written by hand per method, so a method added to the table is documented by being added.
+ * written by hand per method, so a method added to the table is documented by being added. The
+ * gateway's relays, raw routes outside the contract, come from their descriptions in relays.ts.
  *
  * Two audiences: `public` documents what anyone on the network may call (the licensing buyer API
  * and the consumer gateway), `full` documents every method, admin ones included.
