@@ -4,8 +4,8 @@ import { CollectionName } from './schemas'
 
 /**
  * The gateway's contract methods (DESIGN.md, The contract). The OpenAI-shaped /v1 proxies, the
- * audio uploads and the embeddings proxy are raw routes (they stream bodies through); see
- * src-main/gateway/module.ts and the README (Gateway).
+ * audio uploads and the embeddings proxy are raw routes (they stream bodies through), described
+ * in relays.ts; see src-main/gateway/module.ts and the README (Gateway).
  */
 
 export const ScrubEntity = z.object({

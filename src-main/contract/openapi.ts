@@ -1,7 +1,8 @@
 /**
  * The OpenAPI 3.1 document of the contract, generated from its zod schemas (zod 4's JSON Schema
  * output): every method with its route, parameters, body, answer and error shape. Nothing here is
- * written by hand per method, so a method added to the table is documented by being added.
+ * written by hand per method, so a method added to the table is documented by being added. The
+ * gateway's relays, raw routes outside the contract, come from their descriptions in relays.ts.
  *
  * Two audiences: `public` documents what anyone on the network may call (the licensing buyer API
  * and the consumer gateway), `full` documents every method, admin ones included.
@@ -9,7 +10,8 @@
 import { z } from 'zod'
 import { SESSION_COOKIE } from '../http/session'
 import { allowsAnyOrigin, isOriginGuarded, surfaceOf, type Surface } from '../http/surfaces'
-import { routeParams, splitRoute, type ContractTable, type ErrorStyle, type MethodDef } from './define'
+import { routeParams, splitRoute, type ContractTable, type ErrorStyle, type HttpRoute, type MethodDef } from './define'
+import { gatewayRelays, type RelayDef, type RelayError } from './relays'
 
 export type OpenApiAudience = 'public' | 'full'
 type Json = Record<string, unknown>
@@ -92,18 +94,24 @@ function securityOf(surface: Surface): Json[] | undefined {
   return []
 }
 
-/** The error style a method answers in: its own, else the one its surface uses for that path. */
-function styleOf(def: MethodDef, surface: Surface, path: string): ErrorStyle {
-  if (def.errorStyle) return def.errorStyle
+/** The error style a surface answers in on a path (as http/requestState.ts styleFor). */
+function surfaceStyle(surface: Surface, path: string): ErrorStyle {
   if (surface === 'licensing-public') return 'licensing'
   if (surface === 'consumer' && path.startsWith('/v1/')) return 'openai'
   return 'control'
 }
 
+/** The error style a method answers in: its own, else the one its surface uses for that path. */
+function styleOf(def: MethodDef, surface: Surface, path: string): ErrorStyle {
+  return def.errorStyle ?? surfaceStyle(surface, path)
+}
+
+const errorRef = (style: ErrorStyle): Json => ({ $ref: `#/components/schemas/${errorSchemaName[style]}` })
+
 function errorResponses(def: MethodDef, surface: Surface, style: ErrorStyle, verb: string): Record<string, Json> {
   const ref = (description: string): Json => ({
     description,
-    content: { 'application/json': { schema: { $ref: `#/components/schemas/${errorSchemaName[style]}` } } },
+    content: { 'application/json': { schema: errorRef(style) } },
   })
   const out: Record<string, Json> = {}
   if (def.badInputAnswer === undefined) out['400'] = ref('Bad input: the message names the field.')
@@ -184,17 +192,79 @@ export function methodOperation(name: string, def: MethodDef): { path: string; v
   return { path: path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}'), verb, operation }
 }
 
+const RETRY_AFTER: Json = {
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 1 } },
+}
+
+/** The answers of a relayed route: 200 with each content type, its errors, and the upstream's own. */
+function relayResponses(def: RelayDef, style: ErrorStyle, id: string): Record<string, Json> {
+  const content = Object.fromEntries(
+    Object.entries(def.answer.content).map(([type, schema], i) => [
+      type,
+      { schema: jsonSchemaOf(schema, 'output', `urn:tandem:${id}:answer${i}`) },
+    ]),
+  )
+  const out: Record<string, Json> = { '200': { description: def.answer.why, content } }
+  for (const [status, e] of Object.entries(def.errors) as [string, RelayError][])
+    out[status] = {
+      description: e.why,
+      ...(e.retryAfter ? { headers: RETRY_AFTER } : {}),
+      content: { 'application/json': { schema: errorRef(style) } },
+    }
+  if (def.upstreamErrors)
+    out.default = {
+      description: def.upstreamErrors.why,
+      content: { 'application/json': { schema: def.upstreamErrors.shaped ? errorRef(style) : {} } },
+    }
+  return out
+}
+
+/**
+ * One relayed route (contract/relays.ts) as an OpenAPI operation. Its body schema is open
+ * (`additionalProperties: true`): members it does not list are forwarded or ignored, never refused.
+ */
+export function relayOperation(route: HttpRoute, def: RelayDef): { path: string; verb: string; operation: Json } {
+  const { verb: upper, path } = splitRoute(route)
+  const surface = surfaceOf(path)
+  const style = surfaceStyle(surface, path)
+  let requestBody: Json | undefined
+  if (def.body) {
+    const schema = { ...jsonSchemaOf(def.body.schema, 'input', `urn:tandem:${def.operationId}:body`) }
+    schema.additionalProperties = true
+    requestBody = { required: true, content: { [def.body.type]: { schema } } }
+  }
+  const operation: Json = {
+    operationId: def.operationId,
+    summary: def.summary,
+    description: def.description,
+    tags: [surface],
+    security: securityOf(surface),
+    ...(requestBody ? { requestBody } : {}),
+    responses: relayResponses(def, style, def.operationId),
+    'x-tandem-error-style': style,
+    'x-tandem-http-only': true,
+    ...(allowsAnyOrigin(surface) ? { 'x-tandem-cors': 'any origin, without credentials' } : {}),
+  }
+  return { path, verb: upper.toLowerCase(), operation }
+}
+
+const RELAYS_NOTE =
+  'The gateway relays (chat, completions, embeddings, audio) forward request bodies verbatim to their upstream, ' +
+  'so their body schemas list the required members and allow any other.'
+
 const DESCRIPTION: Record<OpenApiAudience, string> = {
   public:
     'The public surfaces of Tandem: the licensing buyer API (wire-compatible with the Keysat client SDKs; open, ' +
     'rate-limited per client address) and the consumer gateway (open on the LAN, or a CONSUMER_API_KEYS bearer key). ' +
     'Errors: licensing endpoints answer `{ok: false, error, message}`, `/v1/validate` always answers 200 with ' +
-    '`{ok: false, reason}` on refusal, and the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`.',
+    '`{ok: false, reason}` on refusal, and the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`. ' +
+    RELAYS_NOTE,
   full:
     'Every method of Tandem, as served over HTTP (and, unless marked x-tandem-http-only, over IPC to the desktop window). ' +
     'Control API and licensing admin need the admin session cookie or the admin token as a bearer and answer errors ' +
     'as `{detail, code}`; licensing public endpoints answer `{ok: false, error, message}` (`/v1/validate` always 200); ' +
-    'the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`.',
+    'the OpenAI-shaped gateway routes answer `{error: {message, type, code, param}, detail}`. ' +
+    RELAYS_NOTE,
 }
 
 /** The document for an audience; a method whose operation cannot be built is left out, never the whole document. */
@@ -208,6 +278,11 @@ export function openApiDocument(table: ContractTable, opts: OpenApiOptions): Ope
     } catch {
       continue
     }
+    paths[op.path] = { ...paths[op.path], [op.verb]: op.operation }
+  }
+  // The gateway's relays are consumer routes: in both documents.
+  for (const [route, def] of Object.entries(gatewayRelays) as [HttpRoute, RelayDef][]) {
+    const op = relayOperation(route, def)
     paths[op.path] = { ...paths[op.path], [op.verb]: op.operation }
   }
   const schemes: Json = {

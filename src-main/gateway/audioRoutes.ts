@@ -1,4 +1,5 @@
 import type { Router } from 'express'
+import { SPEECH_BODY_LIMIT } from '../contract/relays'
 import type { Logger } from '../core/logger'
 import type { ProbeStart } from './deepHealth'
 import { ClientGone, readBody } from '../http/body'
@@ -12,7 +13,7 @@ import type { UploadSpool } from './spool'
 import { relayUpload, transcribeWithSpeakers } from './transcribe'
 import { receiveForm, tooLarge, type UploadLimits } from './uploads'
 import type { Upstream, UpstreamName } from './upstreams'
-import { MiB, parseJsonObject } from './wire'
+import { parseJsonObject } from './wire'
 
 export interface AudioRouteDeps {
   readonly route: RawRoute
@@ -33,7 +34,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
   router.post(
     '/v1/audio/speech',
     d.route('/v1/audio/speech', async (req, res) => {
-      const body = parseJsonObject(await readBody(req, 1 * MiB))
+      const body = parseJsonObject(await readBody(req, SPEECH_BODY_LIMIT))
       checkKeyModel(requestState(res).consumer, body.model)
       const sp = await d.voices.resolve(parseSpeech(body))
       requestState(res).usage?.addSpeechCharacters(sp.input.length)

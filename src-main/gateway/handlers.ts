@@ -1,8 +1,9 @@
 import type { Config } from '../config/load'
 import { publicBaseUrl } from '../config/publicUrl'
 import { ApiError } from '../contract/errors'
-import type { Handlers } from '../contract/define'
-import type { gatewayContract } from '../contract/gateway'
+import { splitRoute, type Handlers, type HttpRoute } from '../contract/define'
+import { gatewayContract } from '../contract/gateway'
+import { gatewayRelays } from '../contract/relays'
 import { redactUrlCredentials } from '../core/logger'
 import type { ServiceDirectory } from '../core/serviceDirectory'
 import type { ConsumerKeys } from './consumerKeys'
@@ -42,7 +43,7 @@ export function infoHandlers(d: InfoHandlerDeps): InfoHandlers {
       base_urls: [redactUrlCredentials(publicBaseUrl(d.config))],
       consumer_key_required: d.config.consumerApiKeys.length > 0 || d.keys.required,
       upstreams: d.services.all().map((s) => ({ name: s.name, url: s.baseUrl, hint: s.hint })),
-      endpoints: ENDPOINTS.map(([m, p, summary]) => ({ method: m, path: p, summary })),
+      endpoints: gatewayEndpoints(),
     }),
     gatewayRequests: async ({ limit, after }) => ({
       requests: d.log.list(limit, after),
@@ -65,20 +66,20 @@ export function infoHandlers(d: InfoHandlerDeps): InfoHandlers {
   }
 }
 
-/** The raw routes, for the Gateway view and the docs. */
-const ENDPOINTS: [string, string, string][] = [
-  ['GET', '/v1/models', 'loaded llm model, asr model and every tts voice'],
-  ['POST', '/v1/chat/completions', 'forwarded verbatim to the llm (stream: true streams)'],
-  ['POST', '/v1/completions', 'forwarded verbatim to the llm'],
-  ['POST', '/v1/audio/speech', 'OpenAI speech body (voice id, or alloy, echo, …) → tts; WAV, or pcm without header'],
-  ['POST', '/v1/audio/transcriptions', 'multipart relayed to the asr (json, text, verbose_json)'],
-  ['POST', '/v1/embeddings', 'forwarded verbatim to EMBEDDINGS_URL'],
-  ['POST', '/api/audio/transcribe-with-speakers', 'multipart file → diarized transcript'],
-  ['POST', '/api/audio/diarize-chunk', 'multipart chunk → asr diarize-chunk JSON'],
-  ['POST', '/scrub', '{text, session_id?} → placeholders'],
-  ['POST', '/rehydrate', '{text, session_id} → originals back'],
-  ['POST', '/api/search', '{collection, query, limit?} → {results}'],
-]
+/** The consumer methods LAN clients call beside the relays. */
+const CONSUMER_METHODS = ['scrub', 'rehydrate', 'search'] as const
+
+/** What the Gateway view lists: each relay and consumer method with the summary it is documented with. */
+export function gatewayEndpoints(): { method: string; path: string; summary: string }[] {
+  const row = (route: HttpRoute, summary: string) => {
+    const { verb, path } = splitRoute(route)
+    return { method: verb, path, summary }
+  }
+  return [
+    ...Object.entries(gatewayRelays).map(([route, r]) => row(route as HttpRoute, r.summary)),
+    ...CONSUMER_METHODS.map((name) => row(gatewayContract[name].http, gatewayContract[name].summary)),
+  ]
+}
 
 /** An unknown or expired scrub session is a 404. */
 function inSession<T>(fn: () => T): T {

@@ -1,3 +1,4 @@
+import type { OpenAiModel, OpenAiModelList } from '../contract/relays'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { voiceLanguage } from './speech'
@@ -7,13 +8,6 @@ import { upstreamJson } from './wire'
 export interface ModelId {
   id: string
   created?: number
-}
-
-export interface OpenAiModel {
-  id: string
-  object: 'model'
-  created: number
-  owned_by: string
 }
 
 const LIST_TTL_MS = 60_000
@@ -61,7 +55,7 @@ export class ModelLists {
   }
 
   /** GET /v1/models: every llm model, asr model and tts voice; a service that is down is left out. */
-  async openAiList(): Promise<{ object: 'list'; data: OpenAiModel[] }> {
+  async openAiList(): Promise<OpenAiModelList> {
     const [llm, asr, voices] = await Promise.allSettled([this.llmModels(), this.asrModels(), this.ttsVoices()])
     const data: OpenAiModel[] = []
     const add = (r: PromiseSettledResult<ModelId[]>, owner: string): void => {

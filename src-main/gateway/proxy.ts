@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici'
 import { ApiError } from '../contract/errors'
 import type { Logger } from '../core/logger'
 import type { Upstream } from './upstreams'
-import { describeNetError, MiB, parseJsonObject, safeHeaders, upstreamDetail } from './wire'
+import { describeNetError, parseJsonObject, safeHeaders, upstreamDetail } from './wire'
 import { ClientGone, readBody } from '../http/body'
 import { sendError } from '../http/respond'
 import type { UsageMeter } from './usageMeter'
@@ -379,5 +379,3 @@ export function errorEventData(status: number, text: string, upstream: string): 
     },
   })
 }
-
-export const JSON_BODY_LIMIT = 64 * MiB

@@ -5,7 +5,8 @@ import { requestState } from '../http/requestState'
 import { sendJson } from '../http/respond'
 import { checkKeyModel } from './consumerKeys'
 import type { ModelLists } from './modelLists'
-import { forwardJson, JSON_BODY_LIMIT, type LlmGate } from './proxy'
+import { RELAY_JSON_BODY_LIMIT } from '../contract/relays'
+import { forwardJson, type LlmGate } from './proxy'
 import type { RawRoute } from './rawRoute'
 import { embeddingsPath } from './search'
 import type { Upstream, UpstreamName } from './upstreams'
@@ -33,7 +34,7 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
       return forwardJson(req, res, up, {
         path: name === 'embeddings' ? embeddingsPath(up.base) : p,
         timeoutMs: d.proxyTimeoutMs,
-        bodyLimit: JSON_BODY_LIMIT,
+        bodyLimit: RELAY_JSON_BODY_LIMIT,
         logger: d.logger,
         exchange,
         gate: name === 'llm' ? d.gate : undefined,

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { z } from 'zod'
 import { ApiError } from '../contract/errors'
+import { SPEECH_FORMATS, SpeechRequest } from '../contract/relays'
 import { describeZodError } from '../core/invoke'
 import { probeWording, type ProbeStart } from './deepHealth'
 import { encodeMultipart } from './multipart'
@@ -23,21 +24,7 @@ export function voiceLanguage(voice: string): string | null {
   return `${m[1]!.toLowerCase()}-${m[2]!.toUpperCase()}`
 }
 
-/** What `/v1/audio/speech` answers: the tts's WAV as it is, or its samples alone (OpenAI's `pcm`). */
-export const SPEECH_FORMATS = ['wav', 'pcm'] as const
-export type SpeechFormat = (typeof SPEECH_FORMATS)[number]
-
-/** The public speech body (OpenAI `audio.speech`); unknown fields are ignored as OpenAI does. */
-export const SpeechRequest = z.object({
-  model: z.string().max(200).optional(),
-  input: z.string().min(1, 'input must not be empty').max(20_000),
-  /** A voice id, or an alias such as OpenAI's `alloy` (see VoiceAliases). */
-  voice: z.string().min(1).max(200),
-  response_format: z.enum(SPEECH_FORMATS).optional(),
-  speed: z.number().min(0.25).max(4).optional(),
-  instructions: z.string().max(4000).optional(),
-})
-export type SpeechRequest = z.infer<typeof SpeechRequest>
+type SpeechFormat = (typeof SPEECH_FORMATS)[number]
 
 /** A speech request whose voice is a tts voice id, with the language the tts needs. */
 export type ResolvedSpeech = SpeechRequest & { language: string }
