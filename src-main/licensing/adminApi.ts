@@ -8,7 +8,7 @@ import type { LicensingServices } from './services'
 export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAdminContract> {
   const { catalog, licenses, discounts } = s
   return {
-    licAdminProducts: async () => catalog.listProducts(),
+    licAdminProducts: async (q) => catalog.products(q),
     licAdminProduct: async ({ id }) => catalog.getProduct(id),
     licAdminCreateProduct: async (input) => catalog.createProduct(input),
     licAdminUpdateProduct: async ({ id, ...patch }) => catalog.updateProduct(id, patch),
@@ -45,7 +45,7 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
     },
     licAdminMachines: async (q) => licenses.machines(q),
     licAdminDeactivateMachine: async ({ id, reason }) => licenses.deactivateMachine(id, reason),
-    licAdminDiscounts: async () => discounts.list(),
+    licAdminDiscounts: async (q) => discounts.page(q),
     licAdminCreateDiscount: async (input) => discounts.create(input),
     licAdminUpdateDiscount: async ({ id, ...patch }) => discounts.update(id, patch),
     licAdminDeleteDiscount: async ({ id }) => {

@@ -14,13 +14,14 @@ import {
   type PolicyView,
   type ProductInput,
   type ProductPatch,
+  type ProductQuery,
   type ProductView,
   type TierPriceEffect,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import type { AuditLog } from './audit'
-import type { LicensingDb } from './db'
+import { orderBy, searchAny, type LicensingDb } from './db'
 import { parseCatalog, parseStringList } from './json'
 
 export interface ProductRow {
@@ -123,6 +124,13 @@ export function policyView(r: PolicyRow, product: ProductRow): PolicyView {
 }
 
 /** Best tier first; policies outside the ladder last, by name. */
+const PRODUCT_SORT: Record<ProductQuery['sort'], string> = {
+  created_at: 'created_at',
+  updated_at: 'updated_at',
+  name: 'name COLLATE NOCASE',
+  slug: 'slug',
+}
+
 const POLICY_ORDER = 'ORDER BY tier_rank IS NULL, tier_rank DESC, name'
 
 function isUniqueViolation(err: unknown): boolean {
@@ -192,8 +200,14 @@ export class Catalog {
 
   // ---- products ----
 
-  listProducts(): ProductView[] {
-    return (this.db.prepare('SELECT * FROM products ORDER BY name').all() as ProductRow[]).map(productView)
+  /** One page of products matching the search, and how many match. */
+  products(q: ProductQuery): { total: number; products: ProductView[] } {
+    const { where, args } = searchAny(['name', 'slug'], q.q)
+    const total = (this.db.prepare(`SELECT count(*) AS n FROM products ${where}`).get(...args) as { n: number }).n
+    const rows = this.db
+      .prepare(`SELECT * FROM products ${where} ${orderBy(PRODUCT_SORT, q.sort, q.order, 'id')} LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset) as ProductRow[]
+    return { total, products: rows.map(productView) }
   }
 
   getProduct(id: string): { product: ProductView; policies: PolicyView[] } {

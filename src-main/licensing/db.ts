@@ -127,7 +127,6 @@ export function immediate<T>(db: LicensingDb, fn: () => T): T {
   return db.transaction(fn).immediate()
 }
 
-/** A LIKE pattern (used with ESCAPE '\\') matching `text` anywhere, its %, _ and backslashes taken literally. */
 /**
  * An ORDER BY clause for a sort key the contract's enum admitted, mapped to SQL here (input is
  * never spliced into SQL); the tie-break keeps paging stable.
@@ -142,6 +141,16 @@ export function orderBy<K extends string>(
   return `ORDER BY ${columns[sort]} ${dir}, ${tieBreak} ${dir}`
 }
 
+/** A LIKE pattern (used with ESCAPE '\\') matching `text` anywhere, its %, _ and backslashes taken literally. */
 export function likeContains(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+}
+
+/** A WHERE clause matching `text` anywhere in any of `columns` (fixed SQL names, never input); '' for no search. */
+export function searchAny(columns: readonly string[], text: string | undefined): { where: string; args: string[] } {
+  if (!text) return { where: '', args: [] }
+  return {
+    where: `WHERE (${columns.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`,
+    args: Array<string>(columns.length).fill(likeContains(text)),
+  }
 }

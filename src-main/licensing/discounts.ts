@@ -21,13 +21,14 @@ import {
   type DiscountInput,
   type DiscountKind,
   type DiscountPatch,
+  type DiscountQuery,
   type DiscountView,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import type { AuditLog } from './audit'
 import type { PolicyRow, ProductRow } from './catalog'
-import type { LicensingDb } from './db'
+import { orderBy, searchAny, type LicensingDb } from './db'
 import { dbOutbox, emitEvent } from './events'
 import type { EventOutbox } from './settlement'
 
@@ -46,6 +47,14 @@ export interface DiscountRow {
   note: string
   created_at: number
   updated_at: number
+}
+
+const DISCOUNT_SORT: Record<DiscountQuery['sort'], string> = {
+  created_at: 'dc.created_at',
+  code: 'dc.code COLLATE NOCASE',
+  kind: 'dc.kind',
+  expires_at: 'dc.expires_at',
+  product: 'p.name COLLATE NOCASE',
 }
 
 export const DEFAULT_RESERVATION_MS = 30 * 60_000
@@ -135,10 +144,15 @@ export class Discounts {
     return r
   }
 
-  list(): DiscountView[] {
-    return (this.db.prepare('SELECT * FROM discount_codes ORDER BY created_at DESC').all() as DiscountRow[]).map((r) =>
-      this.view(r),
-    )
+  /** One page of codes matching the search (the code, or the product it is scoped to), and how many match. */
+  page(q: DiscountQuery): { total: number; discounts: DiscountView[] } {
+    const { where, args } = searchAny(['dc.code', 'p.name', 'p.slug'], q.q)
+    const from = `FROM discount_codes dc LEFT JOIN products p ON p.id = dc.product_id ${where}`
+    const total = (this.db.prepare(`SELECT count(*) AS n ${from}`).get(...args) as { n: number }).n
+    const rows = this.db
+      .prepare(`SELECT dc.* ${from} ${orderBy(DISCOUNT_SORT, q.sort, q.order, 'dc.id')} LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset) as DiscountRow[]
+    return { total, discounts: rows.map((r) => this.view(r)) }
   }
 
   create(input: DiscountInput): DiscountView {

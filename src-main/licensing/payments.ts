@@ -233,7 +233,7 @@ function paymentsHandlers(p: PaymentParts): PaymentsHandlers {
       providers.connectZaprite({ apiKey: i.api_key, baseUrl: i.base_url }, ctx.signal),
     licAdminZapriteDisconnect: async () => providers.disconnect('zaprite'),
     licAdminZapriteStatus: async () => providers.status(),
-    licAdminWebhookEndpoints: async () => outbox.listEndpoints(),
+    licAdminWebhookEndpoints: async (q) => outbox.endpoints(q),
     licAdminCreateWebhookEndpoint: async (input) => outbox.createEndpoint(input),
     licAdminUpdateWebhookEndpoint: async (patch) => outbox.updateEndpoint(patch),
     licAdminDeleteWebhookEndpoint: async ({ id }) => {

@@ -3,6 +3,7 @@ import type { z } from 'zod'
 import type {
   WebhookEndpointInput,
   WebhookEndpointPatch,
+  WebhookEndpointQuery,
   WebhookDeliveryView,
   WebhookEndpointView,
 } from '../contract/licensing'
@@ -10,7 +11,7 @@ import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
 import { redactUrlCredentials, type Logger } from '../core/logger'
 import type { AuditLog } from './audit'
-import type { LicensingDb } from './db'
+import { orderBy, searchAny, type LicensingDb } from './db'
 import { enqueueEvent, subscribedEvents } from './events'
 import type { EventOutbox } from './settlement'
 
@@ -37,6 +38,36 @@ interface DeliveryRow {
   payload: string
   status: 'pending' | 'delivered' | 'failed'
   attempts: number
+}
+
+type EndpointListRow = EndpointRow & { pending: number; failed: number }
+
+/** The URL as the admin sees it: a password in it masked. SQL searches and sorts on this, never on the stored URL. */
+const SHOWN_URL = 'shown_url(e.url)'
+
+const ENDPOINT_SORT: Record<WebhookEndpointQuery['sort'], string> = {
+  created_at: 'e.created_at',
+  updated_at: 'e.updated_at',
+  url: SHOWN_URL,
+}
+
+const ENDPOINT_SELECT = `SELECT e.*,
+    (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
+    (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
+  FROM webhook_endpoints e`
+
+function endpointView(r: EndpointListRow): WebhookEndpointView {
+  return {
+    id: r.id,
+    url: redactUrlCredentials(r.url),
+    events: subscribedEvents(r.events),
+    description: r.description,
+    active: r.active === 1,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    pending: r.pending,
+    failed: r.failed,
+  }
 }
 
 export function signBody(secret: string, body: string): string {
@@ -79,6 +110,7 @@ export class OutboundWebhooks implements EventOutbox {
       intervalMs?: number
     },
   ) {
+    deps.db.function('shown_url', { deterministic: true }, (url: unknown) => redactUrlCredentials(String(url)))
     for (const r of this.deps.db.prepare('SELECT secret FROM webhook_endpoints').all() as { secret: string }[]) {
       deps.logger.redactor.add(r.secret)
     }
@@ -86,32 +118,21 @@ export class OutboundWebhooks implements EventOutbox {
 
   // --- endpoints (admin) ---
 
-  listEndpoints(): WebhookEndpointView[] {
-    const rows = this.deps.db
-      .prepare(
-        `SELECT e.*,
-           (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
-           (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
-         FROM webhook_endpoints e ORDER BY e.created_at`,
-      )
-      .all() as (EndpointRow & { pending: number; failed: number })[]
-    return rows.map((r) => ({
-      id: r.id,
-      url: redactUrlCredentials(r.url),
-      events: subscribedEvents(r.events),
-      description: r.description,
-      active: r.active === 1,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-      pending: r.pending,
-      failed: r.failed,
-    }))
+  /** One page of endpoints matching the search (URL as shown, or description), and how many match. */
+  endpoints(q: WebhookEndpointQuery): { total: number; endpoints: WebhookEndpointView[] } {
+    const { where, args } = searchAny([SHOWN_URL, 'e.description'], q.q)
+    const db = this.deps.db
+    const total = (db.prepare(`SELECT count(*) AS n FROM webhook_endpoints e ${where}`).get(...args) as { n: number }).n
+    const rows = db
+      .prepare(`${ENDPOINT_SELECT} ${where} ${orderBy(ENDPOINT_SORT, q.sort, q.order, 'e.id')} LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset) as EndpointListRow[]
+    return { total, endpoints: rows.map(endpointView) }
   }
 
   private endpointView(id: string): WebhookEndpointView {
-    const v = this.listEndpoints().find((e) => e.id === id)
-    if (!v) throw new ApiError('not_found', 'no such webhook endpoint')
-    return v
+    const r = this.deps.db.prepare(`${ENDPOINT_SELECT} WHERE e.id = ?`).get(id) as EndpointListRow | undefined
+    if (!r) throw new ApiError('not_found', 'no such webhook endpoint')
+    return endpointView(r)
   }
 
   createEndpoint(e: z.output<typeof WebhookEndpointInput>): WebhookEndpointView {

@@ -7,11 +7,10 @@ import { logIn } from './login'
 const auth = { authorization: `Bearer ${E2E_TOKEN}` }
 
 test('a license with a machine keeps Deactivate inside its card at 1440x900', async ({ page, request }) => {
-  const products = (await (await request.get('/v1/admin/products', { headers: auth })).json()) as {
-    id: string
-    slug: string
-  }[]
-  const product = products.find((p) => p.slug === 'notes')
+  const found = (await (await request.get('/v1/admin/products?q=notes', { headers: auth })).json()) as {
+    products: { id: string; slug: string }[]
+  }
+  const product = found.products.find((p) => p.slug === 'notes')
   expect(product, 'the demo seeds the notes product').toBeDefined()
   const issued = await request.post('/v1/admin/licenses', {
     headers: auth,

@@ -22,8 +22,10 @@ test.beforeAll(async ({ request, baseURL }) => {
     },
   })
   expect(connect.status()).toBe(200)
-  const products = (await (await request.get('/v1/admin/products', { headers: auth })).json()) as { slug: string }[]
-  if (!products.some((p) => p.slug === 'e2e-app')) {
+  const found = (await (await request.get('/v1/admin/products?q=e2e-app', { headers: auth })).json()) as {
+    products: { slug: string }[]
+  }
+  if (!found.products.some((p) => p.slug === 'e2e-app')) {
     const res = await request.post('/v1/admin/products', {
       headers: auth,
       data: { slug: 'e2e-app', name: 'E2E App', description: 'Bought by the browser suite.', price_value: 21_000 },

@@ -52,10 +52,13 @@ export async function startLicensingSim(): Promise<LicensingSim> {
       api_key: btcpay.apiKey,
       webhook_secret: btcpay.webhookSecret,
     })
-    const existing = await call<{ slug: string }[]>('GET', '/v1/admin/products')
-    if (existing.some((p) => p.slug === 'notes')) {
-      const endpoints = await call<{ id: string; description: string }[]>('GET', '/v1/admin/webhook-endpoints')
-      const demo = endpoints.find((e) => e.description === 'Demo receiver')
+    const existing = await call<{ products: { slug: string }[] }>('GET', '/v1/admin/products?q=notes')
+    if (existing.products.some((p) => p.slug === 'notes')) {
+      const found = await call<{ endpoints: { id: string; description: string }[] }>(
+        'GET',
+        '/v1/admin/webhook-endpoints?q=Demo%20receiver',
+      )
+      const demo = found.endpoints.find((e) => e.description === 'Demo receiver')
       if (demo) await call('PATCH', `/v1/admin/webhook-endpoints/${demo.id}`, { url: `${receiver.url}/hooks/tandem` })
       return
     }

@@ -126,6 +126,26 @@ export type LicenseFilter = z.infer<typeof LicenseFilter>
 export const LicenseQuery = LicenseFilter.extend(pageOf(100, 500))
 export type LicenseQuery = z.infer<typeof LicenseQuery>
 
+export const ProductSort = z.enum(['created_at', 'updated_at', 'name', 'slug'])
+export const ProductQuery = z.object({
+  /** Matches product name or slug. */
+  q: SearchText,
+  sort: ProductSort.default('created_at'),
+  order: SortOrder.default('desc'),
+  ...pageOf(100, 500),
+})
+export type ProductQuery = z.infer<typeof ProductQuery>
+
+export const DiscountSort = z.enum(['created_at', 'code', 'kind', 'expires_at', 'product'])
+export const DiscountQuery = z.object({
+  /** Matches the code, or the name or slug of the product it is scoped to. */
+  q: SearchText,
+  sort: DiscountSort.default('created_at'),
+  order: SortOrder.default('desc'),
+  ...pageOf(100, 500),
+})
+export type DiscountQuery = z.infer<typeof DiscountQuery>
+
 export const MachineSort = z.enum(['last_heartbeat_at', 'activated_at', 'hostname', 'status'])
 export type MachineSort = z.infer<typeof MachineSort>
 
@@ -161,10 +181,10 @@ export type AnalyticsView = z.infer<typeof AnalyticsView>
 
 export const licensingAdminContract = {
   licAdminProducts: method({
-    summary: 'All products',
+    summary: 'Products, newest first (sortable, searchable, paged)',
     http: 'GET /v1/admin/products',
-    input: z.object({}),
-    output: z.array(ProductView),
+    input: ProductQuery,
+    output: z.object({ total: z.number(), products: z.array(ProductView) }),
   }),
   licAdminProduct: method({
     summary: 'One product with its policies',
@@ -294,10 +314,10 @@ export const licensingAdminContract = {
     output: MachineView,
   }),
   licAdminDiscounts: method({
-    summary: 'Discount codes',
+    summary: 'Discount codes, newest first (sortable, searchable, paged)',
     http: 'GET /v1/admin/discount-codes',
-    input: z.object({}),
-    output: z.array(DiscountView),
+    input: DiscountQuery,
+    output: z.object({ total: z.number(), discounts: z.array(DiscountView) }),
   }),
   licAdminCreateDiscount: method({
     summary: 'Create a discount code',

@@ -196,6 +196,16 @@ export const WebhookEndpointView = z.object({
 })
 export type WebhookEndpointView = z.infer<typeof WebhookEndpointView>
 
+export const WebhookEndpointSort = z.enum(['created_at', 'updated_at', 'url'])
+export const WebhookEndpointQuery = z.object({
+  /** Matches the URL as shown (a password in it is not searchable) or the description. */
+  q: SearchText,
+  sort: WebhookEndpointSort.default('created_at'),
+  order: SortOrder.default('desc'),
+  ...pageOf(100, 500),
+})
+export type WebhookEndpointQuery = z.infer<typeof WebhookEndpointQuery>
+
 export const DeliveryStatus = z.enum(['pending', 'delivered', 'failed'])
 export const WebhookDeliveryView = z.object({
   id: z.string(),
@@ -340,10 +350,10 @@ export const licensingPaymentsContract = {
     output: ProvidersStatus,
   }),
   licAdminWebhookEndpoints: method({
-    summary: 'Outbound webhook endpoints (secrets never returned)',
+    summary: 'Outbound webhook endpoints, newest first (sortable, searchable, paged; secrets never returned)',
     http: 'GET /v1/admin/webhook-endpoints',
-    input: z.object({}),
-    output: z.array(WebhookEndpointView),
+    input: WebhookEndpointQuery,
+    output: z.object({ total: z.number(), endpoints: z.array(WebhookEndpointView) }),
   }),
   licAdminCreateWebhookEndpoint: method({
     summary: 'Register an outbound webhook endpoint with its signing secret',

@@ -69,3 +69,9 @@ export function saveCsv(out: { filename: string; csv: string }): void {
   a.remove()
   setTimeout(() => URL.revokeObjectURL(url), 0)
 }
+
+/**
+ * What a product picker (a dropdown, a name lookup) asks `licAdminProducts` for: names in order,
+ * as many as the method allows in one page.
+ */
+export const PRODUCT_PICKER = { sort: 'name', order: 'asc', limit: 500 } as const

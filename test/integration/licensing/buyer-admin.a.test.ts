@@ -311,11 +311,10 @@ describe('licensing buyer API', () => {
     expect(statuses.filter((st) => st === 200)).toHaveLength(3)
     expect(statuses.filter((st) => st !== 200).every((st) => st === 409 || st === 429)).toBe(true)
     expect(statuses).toContain(409)
-    const codes = (await admin('/v1/admin/discount-codes')).body as unknown as {
-      code: string
-      redemption_count: number
-    }[]
-    expect(codes.find((c) => c.code === 'THREE')?.redemption_count).toBe(3)
+    const codes = (await admin('/v1/admin/discount-codes?q=THREE')).body as unknown as {
+      discounts: { code: string; redemption_count: number }[]
+    }
+    expect(codes.discounts.find((c) => c.code === 'THREE')?.redemption_count).toBe(3)
   })
 
   it('analytics counts issued licenses and active machines', async () => {

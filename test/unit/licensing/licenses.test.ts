@@ -266,7 +266,7 @@ describe('redeem', () => {
     expect(() => f.licenses.redeem({ product: 'app', code: 'HALF' })).toThrow(
       expect.objectContaining({ code: 'discount_wrong_kind' }),
     )
-    expect(f.discounts.list().find((d) => d.code === 'FREE2')).toMatchObject({ redemption_count: 2 })
+    expect(f.discounts.view(f.discounts.byCode('FREE2')!)).toMatchObject({ redemption_count: 2 })
     expect((f.db.prepare(`SELECT count(*) AS n FROM licenses WHERE source = 'redeem'`).get() as { n: number }).n).toBe(
       2,
     )

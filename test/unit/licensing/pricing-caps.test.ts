@@ -125,7 +125,7 @@ describe('set_price codes and the undiscounted price in sats', () => {
       amount_sats: 5000,
       discount_applied_sats: 5000,
     })
-    expect(f.discounts.list().find((d) => d.code === 'HALF')).toMatchObject({ pending_count: 0 })
+    expect(f.discounts.view(f.discounts.byCode('HALF')!)).toMatchObject({ pending_count: 0 })
     expect(await f.pricing.preview({ productSlug: 'app', code: 'GIFT' })).toMatchObject({ amount_sats: 0, free: true })
     await expect(f.pricing.preview({ productSlug: 'app', code: 'NOPE' })).rejects.toMatchObject({
       code: 'discount_not_found',
@@ -170,7 +170,7 @@ describe('discount reservations and caps', () => {
     )
     return code.id
   }
-  const view = () => h.services.discounts.list().find((d) => d.code === 'LAUNCH')!
+  const view = () => h.services.discounts.view(h.services.discounts.byCode('LAUNCH')!)
   const quote = () => h.services.pricing.quote({ productSlug: 'app', code: 'LAUNCH' })
 
   it('an unpaid checkout holds its use for 30 minutes, then releases it', async () => {

@@ -238,7 +238,7 @@ describe('pricing', () => {
       invoiceId: inv2,
     })
     f.discounts.markRedeemed(inv2, lic.license.id)
-    expect(f.discounts.list().find((d) => d.code === 'ONCE')).toMatchObject({ redemption_count: 1, pending_count: 0 })
+    expect(f.discounts.view(f.discounts.byCode('ONCE')!)).toMatchObject({ redemption_count: 1, pending_count: 0 })
     expect(() => f.discounts.remove(capped.id)).toThrow(/deactivate it instead/)
   })
 })

@@ -38,7 +38,7 @@ function fakeApi(calls: Call[]): BackendApi {
     transport: 'http',
     call: (async (method: string, input: Record<string, unknown>) => {
       calls.push({ method, input })
-      if (method === 'licAdminProducts') return []
+      if (method === 'licAdminProducts') return { total: 0, products: [] }
       if (method === 'licAdminLicenses') {
         const offset = input.offset as number
         const rows = Array.from({ length: Math.min(50, TOTAL - offset) }, (_, i) => license(offset + i))

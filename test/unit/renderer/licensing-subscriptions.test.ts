@@ -282,7 +282,7 @@ describe('tier editor', () => {
   const productsApi: BackendApi = {
     transport: 'http',
     call: (async (method: string) => {
-      if (method === 'licAdminProducts') return [product]
+      if (method === 'licAdminProducts') return { total: 1, products: [product] }
       if (method === 'licAdminPolicies') return [monthly]
       throw new Error(`unexpected ${method}`)
     }) as BackendApi['call'],
