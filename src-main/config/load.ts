@@ -76,6 +76,14 @@ export interface Config {
     readonly rollback: boolean
     readonly onDemand: boolean
   }
+  /** The gateway's upload and generation limits, in the settings' units. */
+  readonly gatewayLimits: {
+    readonly uploadMaxMb: number
+    readonly uploadIdleS: number
+    readonly spoolMb: number
+    readonly diskFloorMb: number
+    readonly timeoutMin: number
+  }
   readonly embeddingsUrl: string | null
   readonly vectorUrl: string | null
   readonly scrubTerms: readonly string[]
@@ -236,6 +244,13 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       holdS: num('SWAP_HOLD_S'),
       rollback: s('SWAP_ROLLBACK') === 'on',
       onDemand: s('SWAP_ON_DEMAND') === 'on',
+    },
+    gatewayLimits: {
+      uploadMaxMb: num('GATEWAY_UPLOAD_MAX_MB'),
+      uploadIdleS: num('GATEWAY_UPLOAD_IDLE_S'),
+      spoolMb: num('GATEWAY_SPOOL_MB'),
+      diskFloorMb: num('GATEWAY_DISK_FLOOR_MB'),
+      timeoutMin: num('GATEWAY_TIMEOUT_MIN'),
     },
     embeddingsUrl: orNull('EMBEDDINGS_URL')?.replace(/\/+$/, '') ?? null,
     vectorUrl: orNull('VECTOR_URL')?.replace(/\/+$/, '') ?? null,

@@ -284,6 +284,48 @@ export const SETTINGS = {
     description:
       'OpenAI voice names for tts voices, e.g. alloy=Multivoice.EN-US.Aria,echo=Multivoice.EN-GB.Harry; names not listed are picked from the voice list (English first)',
   },
+  GATEWAY_UPLOAD_MAX_MB: {
+    group: 'gateway',
+    kind: 'int',
+    default: '4096',
+    range: [1, 1048576],
+    label: 'Largest upload (MiB)',
+    description: 'Largest audio upload the transcription routes take (MiB); larger ones are refused with 413',
+  },
+  GATEWAY_UPLOAD_IDLE_S: {
+    group: 'gateway',
+    kind: 'int',
+    default: '60',
+    range: [5, 3600],
+    label: 'Upload idle timeout (seconds)',
+    description: 'An upload that sends nothing for this long is answered with 408 and dropped',
+  },
+  GATEWAY_SPOOL_MB: {
+    group: 'gateway',
+    kind: 'int',
+    default: '8192',
+    range: [64, 1048576],
+    label: 'Upload spool budget (MiB)',
+    description:
+      'What all uploads in progress may hold together under DATA_DIR/tmp (MiB); beyond it, 503 with Retry-After',
+  },
+  GATEWAY_DISK_FLOOR_MB: {
+    group: 'gateway',
+    kind: 'int',
+    default: '1024',
+    range: [0, 1048576],
+    label: 'Free disk to keep (MiB)',
+    description: 'An upload that would leave less free space than this in DATA_DIR is refused with 507 (MiB; 0 = none)',
+  },
+  GATEWAY_TIMEOUT_MIN: {
+    group: 'gateway',
+    kind: 'int',
+    default: '30',
+    range: [1, 1440],
+    label: 'Generation timeout (minutes)',
+    description:
+      'How long a relayed chat, completion, embeddings or transcription answer may take before it is cut with 504 (minutes)',
+  },
   GATEWAY_FAST_PATH: {
     group: 'advanced',
     kind: 'string',
@@ -502,6 +544,11 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   SCRUB_TERMS: z.string(),
   // Checked entry by entry by the gateway (gateway/speech.ts): a malformed entry is reported and skipped, not the whole list.
   TTS_VOICE_ALIASES: z.string(),
+  GATEWAY_UPLOAD_MAX_MB: z.coerce.number().int().min(1).max(1048576),
+  GATEWAY_UPLOAD_IDLE_S: z.coerce.number().int().min(5).max(3600),
+  GATEWAY_SPOOL_MB: z.coerce.number().int().min(64).max(1048576),
+  GATEWAY_DISK_FLOOR_MB: z.coerce.number().int().min(0).max(1048576),
+  GATEWAY_TIMEOUT_MIN: z.coerce.number().int().min(1).max(1440),
   GATEWAY_FAST_PATH: z.enum(['on', 'off']),
   RATE_SOURCES: z
     .string()

@@ -141,14 +141,18 @@ const FORWARDED_JSON = (upstream: string): Partial<Record<RelayStatus, RelayErro
     why: `The ${upstream} is not configured, or a model swap is loading and the request could not wait for it.`,
     retryAfter: true,
   },
-  504: { why: `The ${upstream} did not finish within the proxy timeout (30 min by default).` },
+  504: {
+    why: `The ${upstream} did not finish within the generation timeout (GATEWAY_TIMEOUT_MIN, 30 min by default).`,
+  },
 })
 /** A multipart upload to the asr; `relayed` ones have the proxy timeout (the diarized transcript has none). */
 const UPLOAD = (relayed: boolean): Partial<Record<RelayStatus, RelayError>> => ({
   ...EDGE,
   400: { why: 'The body is not a multipart/form-data form with a `file` part.' },
-  408: { why: 'No upload bytes arrived for the idle timeout (60 s by default); the upload was dropped.' },
-  413: { why: 'The upload is larger than the upload limit (4 GiB by default).' },
+  408: {
+    why: 'No upload bytes arrived for the idle timeout (GATEWAY_UPLOAD_IDLE_S, 60 s by default); the upload was dropped.',
+  },
+  413: { why: 'The upload is larger than the upload limit (GATEWAY_UPLOAD_MAX_MB, 4 GiB by default).' },
   502: { why: 'The asr is unreachable.' },
   503: {
     why: 'The asr is not configured, or it failed with a 5xx (a health probe is started; retry after 60 s).',

@@ -1,5 +1,6 @@
 import path from 'node:path'
 import type { Router } from 'express'
+import type { Config } from '../config/load'
 import { ApiError } from '../contract/errors'
 import type { gatewayContract } from '../contract/gateway'
 import type { consumerKeysContract } from '../contract/consumerKeys'
@@ -59,15 +60,17 @@ export interface GatewayDeps extends CoreDeps {
   readonly options?: Partial<GatewayOptions>
 }
 
-export function gatewayOptions(dataDir: string, given: Partial<GatewayOptions> = {}): GatewayOptions {
+/** The gateway's options: limits from Settings (GATEWAY_*), the rest fixed; `given` (tests) wins. */
+export function gatewayOptions(config: Config, given: Partial<GatewayOptions> = {}): GatewayOptions {
+  const limits = config.gatewayLimits
   return {
-    proxyTimeoutMs: 30 * 60_000,
-    uploadMaxBytes: 4096 * MiB,
-    uploadIdleMs: 60_000,
+    proxyTimeoutMs: limits.timeoutMin * 60_000,
+    uploadMaxBytes: limits.uploadMaxMb * MiB,
+    uploadIdleMs: limits.uploadIdleS * 1000,
     // Under DATA_DIR, not /tmp: /tmp is often RAM, and an upload can be gigabytes.
-    uploadRoot: path.join(dataDir, 'tmp'),
-    spoolBudgetBytes: 8192 * MiB,
-    diskFloorBytes: 1024 * MiB,
+    uploadRoot: path.join(config.paths.dataDir, 'tmp'),
+    spoolBudgetBytes: limits.spoolMb * MiB,
+    diskFloorBytes: limits.diskFloorMb * MiB,
     scrubTtlMs: 60 * 60_000,
     scrubCap: 10_000,
     requestLogSize: 500,
@@ -80,7 +83,7 @@ export function gatewayOptions(dataDir: string, given: Partial<GatewayOptions> =
 export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayModule> {
   const { config, clock, services } = deps
   const logger = deps.logger.child('gateway')
-  const opts = gatewayOptions(config.paths.dataDir, deps.options)
+  const opts = gatewayOptions(config, deps.options)
   const upstreams = new Upstreams(services)
   const need = (name: UpstreamName): Upstream => {
     const up = upstreams.get(name)
