@@ -103,6 +103,7 @@ export class Discounts {
       value: r.value,
       discount_currency: r.discount_currency,
       product_id: r.product_id,
+      product_name: r.product_id === null ? null : this.productName(r.product_id),
       policy_id: r.policy_id,
       max_redemptions: r.max_redemptions,
       redemption_count: u.redeemed,
@@ -115,6 +116,11 @@ export class Discounts {
       created_at: r.created_at,
       updated_at: r.updated_at,
     }
+  }
+
+  private productName(productId: string): string | null {
+    const p = this.db.prepare('SELECT name FROM products WHERE id = ?').get(productId) as { name: string } | undefined
+    return p?.name ?? null
   }
 
   /** Settled invoices whose payment landed after the code's cap was taken (late payments). */

@@ -154,6 +154,8 @@ export const DiscountView = z.object({
   value: z.number(),
   discount_currency: Currency,
   product_id: z.string().nullable(),
+  /** The scope's product name; null for a code valid on every product. */
+  product_name: z.string().nullable(),
   policy_id: z.string().nullable(),
   max_redemptions: z.number().nullable(),
   /** Settled uses. */

@@ -96,6 +96,9 @@ describe('discount codes list', () => {
     const scoped = await get('/v1/admin/discount-codes?q=Atlas%2001&limit=100')
     expect(scoped.total).toBe(10)
     expect(scoped.discounts!.every((x) => typeof x.product_id === 'string')).toBe(true)
+    // The scope's name comes with each code, so the panel never looks it up in a list of its own.
+    expect(new Set(scoped.discounts!.map((x) => x.product_name))).toEqual(new Set(['Atlas 01']))
+    expect(spring.discounts!.filter((x) => x.product_id === null).every((x) => x.product_name === null)).toBe(true)
     expect((await get('/v1/admin/discount-codes?q=_')).total).toBe(0)
   })
 
