@@ -75,3 +75,5 @@ export function saveCsv(out: { filename: string; csv: string }): void {
  * as many as the method allows in one page.
  */
 export const PRODUCT_PICKER = { sort: 'name', order: 'asc', limit: 500 } as const
+/** The same for webhook endpoints (the delivery log's filter), by URL. */
+export const ENDPOINT_PICKER = { sort: 'url', order: 'asc', limit: 500 } as const

@@ -57,7 +57,7 @@ const endpoint = (i: number) => ({
 })
 
 const page = <T>(input: Record<string, unknown>, row: (i: number) => T): T[] => {
-  const offset = input.offset as number
+  const offset = (input.offset as number | undefined) ?? 0 // the server's default
   return Array.from({ length: Math.min(input.limit as number, TOTAL - offset) }, (_, i) => row(offset + i))
 }
 
@@ -146,5 +146,23 @@ describe('product pickers', () => {
     await mountWith(DiscountsPanel, fakeApi(calls))
     const picker = calls.filter((c) => c.method === 'licAdminProducts')
     expect(picker.map((c) => c.input)).toEqual([{ sort: 'name', order: 'asc', limit: 500 }])
+  })
+})
+
+describe('webhook delivery log', () => {
+  it('filters by any endpoint, not only those on the page or search shown above it', async () => {
+    const calls: Call[] = []
+    const el = await mountWith(WebhooksPanel, fakeApi(calls))
+    const options = () =>
+      [...(el.querySelector('select[aria-label="Endpoint"]') as HTMLSelectElement).options].map((o) => o.value)
+    expect(options()).toHaveLength(1 + TOTAL)
+    const input = el.querySelector('input[aria-label="Search endpoints"]') as HTMLInputElement
+    input.value = 'h7.'
+    input.dispatchEvent(new Event('input'))
+    await new Promise((r) => setTimeout(r, 400))
+    await flush()
+    expect(options()).toHaveLength(1 + TOTAL)
+    const pickers = calls.filter((c) => c.method === 'licAdminWebhookEndpoints' && c.input.limit === 500)
+    expect(pickers.map((c) => c.input)).toEqual([{ sort: 'url', order: 'asc', limit: 500 }])
   })
 })
