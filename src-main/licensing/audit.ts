@@ -9,7 +9,7 @@ import type { AuditEntry } from '../contract/licensing'
 import type { Caller } from '../core/callerScope'
 import type { Clock } from '../core/clock'
 import { Redactor } from '../core/logger'
-import { likeContains, type LicensingDb } from './db'
+import { matchAny, type LicensingDb } from './db'
 import { cleanUserAgent } from './validationLog'
 
 export type AuditActor = AuditEntry['actor']
@@ -96,10 +96,10 @@ export class AuditLog {
       where.push('target_id = ?')
       args.push(q.target_id)
     }
-    if (q.q) {
-      const cols = ['action', 'actor', 'target_type', 'target_id', 'details']
-      where.push(`(${cols.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`)
-      args.push(...Array<string>(cols.length).fill(likeContains(q.q)))
+    const search = matchAny(['action', 'actor', 'target_type', 'target_id', 'details'], q.q)
+    if (search) {
+      where.push(search.sql)
+      args.push(...search.args)
     }
     const dir = q.order === 'asc' ? 'ASC' : 'DESC'
     const sql = `SELECT * FROM audit_log ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id ${dir} LIMIT ? OFFSET ?`

@@ -146,11 +146,20 @@ export function likeContains(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 }
 
-/** A WHERE clause matching `text` anywhere in any of `columns` (fixed SQL names, never input); '' for no search. */
-export function searchAny(columns: readonly string[], text: string | undefined): { where: string; args: string[] } {
-  if (!text) return { where: '', args: [] }
+/**
+ * A condition matching `text` anywhere in any of `columns` (fixed SQL names, never input), with its
+ * bound arguments; null when there is nothing to search for. The one search every admin list uses.
+ */
+export function matchAny(columns: readonly string[], text: string | undefined): { sql: string; args: string[] } | null {
+  if (!text) return null
   return {
-    where: `WHERE (${columns.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`,
+    sql: `(${columns.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`,
     args: Array<string>(columns.length).fill(likeContains(text)),
   }
+}
+
+/** `matchAny` as a whole WHERE clause; '' for no search. */
+export function searchAny(columns: readonly string[], text: string | undefined): { where: string; args: string[] } {
+  const m = matchAny(columns, text)
+  return m ? { where: `WHERE ${m.sql}`, args: m.args } : { where: '', args: [] }
 }

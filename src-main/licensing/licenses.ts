@@ -26,7 +26,7 @@ import type { Clock } from '../core/clock'
 import { RateLimiter } from '../core/rateLimit'
 import type { AuditLog } from './audit'
 import type { Catalog, PolicyRow, ProductRow } from './catalog'
-import { immediate, likeContains, orderBy, type LicensingDb } from './db'
+import { immediate, matchAny, orderBy, type LicensingDb } from './db'
 import type { Discounts } from './discounts'
 import { dbOutbox, emitEvent } from './events'
 import { FLAG_TRIAL, hashFingerprint, isFingerprintBound, type LicensePayload } from './keys/format'
@@ -154,11 +154,10 @@ const LICENSE_SORT: Record<LicenseFilter['sort'], string> = {
 function licenseFilter(q: LicenseSearch): { where: string; args: string[] } {
   const where: string[] = []
   const args: string[] = []
-  if (q.q) {
-    const like = likeContains(q.q)
-    const cols = ['l.id', 'l.buyer_email', 'l.invoice_id', 'l.buyer_note', 'p.slug', 'p.name']
-    where.push(`(${cols.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`)
-    args.push(...Array<string>(cols.length).fill(like))
+  const search = matchAny(['l.id', 'l.buyer_email', 'l.invoice_id', 'l.buyer_note', 'p.slug', 'p.name'], q.q)
+  if (search) {
+    where.push(search.sql)
+    args.push(...search.args)
   }
   if (q.product_id) {
     where.push('l.product_id = ?')
@@ -464,12 +463,10 @@ export class Licenses {
       args.push(q.license_id)
     }
     if (!q.include_inactive) where.push(`m.status = 'active'`)
-    if (q.q) {
-      const like = likeContains(q.q)
-      where.push(
-        `(${['m.id', 'm.license_id', 'm.hostname', 'm.platform', 'm.last_ip', 'p.slug', 'p.name'].map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`,
-      )
-      args.push(...Array<string>(7).fill(like))
+    const search = matchAny(['m.id', 'm.license_id', 'm.hostname', 'm.platform', 'm.last_ip', 'p.slug', 'p.name'], q.q)
+    if (search) {
+      where.push(search.sql)
+      args.push(...search.args)
     }
     const w = where.length ? `WHERE ${where.join(' AND ')}` : ''
     const order = orderBy(MACHINE_SORT, q.sort ?? 'last_heartbeat_at', q.order ?? 'desc', 'm.id')

@@ -15,7 +15,7 @@ import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import type { AuditActor, AuditLog } from './audit'
 import { effectivePrice, type PolicyRow, type ProductRow } from './catalog'
-import { immediate, likeContains, orderBy, type LicensingDb } from './db'
+import { immediate, matchAny, orderBy, type LicensingDb } from './db'
 import { emitEvent } from './events'
 import type { InvoiceRow } from './invoices'
 import type { Licenses } from './licenses'
@@ -71,10 +71,10 @@ function subscriptionFilter(q: SubscriptionSearch): { where: string; args: strin
     where.push('s.status = ?')
     args.push(q.status)
   }
-  if (q.q) {
-    const cols = ['s.id', 's.license_id', 'l.buyer_email', 'p.slug', 'p.name', 'pol.name']
-    where.push(`(${cols.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`)
-    args.push(...Array<string>(cols.length).fill(likeContains(q.q)))
+  const search = matchAny(['s.id', 's.license_id', 'l.buyer_email', 'p.slug', 'p.name', 'pol.name'], q.q)
+  if (search) {
+    where.push(search.sql)
+    args.push(...search.args)
   }
   return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
 }
