@@ -163,36 +163,34 @@ const UPLOAD = (relayed: boolean): Partial<Record<RelayStatus, RelayError>> => (
 const VERBATIM =
   ' Tandem forwards the body verbatim (members it does not list are passed on untouched) and relays the answer as the upstream sends it.'
 
+/** Chat and completions answer alike: the same relay serves both. */
+const LLM_ANSWER = {
+  why: 'The llm’s answer: JSON, or an event stream when `stream: true`.',
+  content: { 'application/json': UpstreamAnswer, 'text/event-stream': EventStream },
+}
+const LLM_UPSTREAM_ERRORS = {
+  why: 'The llm’s own error status, its body passed on when in OpenAI’s error shape, else wrapped in it (a stream asked for gets one `event: error` with status 200 instead).',
+  shaped: true,
+}
+
 export const gatewayRelays = {
   'POST /v1/chat/completions': {
     operationId: 'createChatCompletion',
     summary: 'Chat completion, forwarded verbatim to the llm (stream: true streams)',
     description: `OpenAI chat completions, served by the configured llm.${VERBATIM} \`stream: true\` answers as server-sent events, chunk by chunk.`,
     body: { type: 'application/json', schema: ChatCompletionRequest },
-    answer: {
-      why: 'The llm’s answer: JSON, or an event stream when `stream: true`.',
-      content: { 'application/json': UpstreamAnswer, 'text/event-stream': EventStream },
-    },
+    answer: LLM_ANSWER,
     errors: FORWARDED_JSON('llm'),
-    upstreamErrors: {
-      why: 'The llm’s own error status, its body passed on when in OpenAI’s error shape, else wrapped in it (a stream asked for gets one `event: error` with status 200 instead).',
-      shaped: true,
-    },
+    upstreamErrors: LLM_UPSTREAM_ERRORS,
   },
   'POST /v1/completions': {
     operationId: 'createCompletion',
     summary: 'Text completion, forwarded verbatim to the llm',
     description: `OpenAI (legacy) completions, served by the configured llm.${VERBATIM} \`stream: true\` answers as server-sent events.`,
     body: { type: 'application/json', schema: CompletionRequest },
-    answer: {
-      why: 'The llm’s answer: JSON, or an event stream when `stream: true`.',
-      content: { 'application/json': UpstreamAnswer, 'text/event-stream': EventStream },
-    },
+    answer: LLM_ANSWER,
     errors: FORWARDED_JSON('llm'),
-    upstreamErrors: {
-      why: 'The llm’s own error status, its body passed on when in OpenAI’s error shape, else wrapped in it.',
-      shaped: true,
-    },
+    upstreamErrors: LLM_UPSTREAM_ERRORS,
   },
   'POST /v1/embeddings': {
     operationId: 'createEmbedding',
