@@ -2,6 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Router } from 'express'
 import type { ContractTable, Handlers } from '../contract/define'
 
+/** A fast-path route: it answers the request itself and bounds its body by `bodyTimeoutMs` (0: none). */
+export type FastRoute = (req: IncomingMessage, res: ServerResponse, bodyTimeoutMs: number) => void
+
 /**
  * A domain as the composition root sees it: the handlers for its slice of the contract, any
  * HTTP-only routes that cannot be contract methods (proxies, multipart uploads, provider
@@ -16,7 +19,7 @@ export interface DomainModule<C extends ContractTable> {
    * Hot POST routes by exact path, also mounted by `mountRoutes`: the fast path (http/fastPath.ts)
    * serves them before the general router, after the same surface and credential checks.
    */
-  readonly fastRoutes?: ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>>
+  readonly fastRoutes?: ReadonlyMap<string, FastRoute>
   start?(): Promise<void> | void
   stop?(): Promise<void> | void
 }

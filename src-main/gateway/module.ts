@@ -112,7 +112,14 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   )
   const probe = (service: ProbedService) => (reason: string) => deps.deepHealth.requestProbe(service, reason)
   const route = rawRoute({ log, logger, drainMs: opts.uploadIdleMs })
-  const relayed = relayRoutes({ route, need, proxyTimeoutMs: opts.proxyTimeoutMs, logger, gate: deps.llmGate })
+  const relayed = relayRoutes({
+    need,
+    log,
+    proxyTimeoutMs: opts.proxyTimeoutMs,
+    drainMs: opts.uploadIdleMs,
+    logger,
+    gate: deps.llmGate,
+  })
 
   return {
     name: 'gateway',

@@ -2,11 +2,15 @@ import type http from 'node:http'
 import type { Dispatcher } from 'undici'
 import { ApiError } from '../contract/errors'
 import type { Logger } from '../core/logger'
-import type { Upstream } from './upstreams'
-import { describeNetError, parseJsonObject, safeHeaders, upstreamDetail } from './wire'
-import { ClientGone, readBody } from '../http/body'
+import { answerUnfinished, armBodyDeadline, bodyTimeout } from '../http/bodyDeadline'
+import { ClientGone } from '../http/body'
+import { requestState, takeEdgeHeaders } from '../http/requestState'
 import { sendError } from '../http/respond'
+import { checkKeyModel } from './consumerKeys'
+import type { Exchange, RequestLog } from './requestLog'
+import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
+import { describeNetError, parseJsonObject, safeHeaderList, upstreamDetail } from './wire'
 
 /**
  * Where chat and completions wait while the llm is being swapped: resolves when the request may be
@@ -19,49 +23,50 @@ export interface LlmGate {
   isOpen?(model: string | null): boolean
 }
 
+/** What every relayed route shares: where requests go, how long they may take, where they are logged. */
+export interface RelayDeps {
+  readonly need: (name: UpstreamName) => Upstream
+  readonly log: RequestLog
+  readonly logger: Logger
+  /** The whole relayed call, from dispatch to the answer's last byte (spec 1, 8: 30 minutes). */
+  readonly timeoutMs: number
+  readonly bodyLimit: number
+  /** How long a client refused mid-body may go on sending before its connection is closed. */
+  readonly drainMs: number
+  /** Where chat and completions wait until they may go upstream (a model swap). */
+  readonly gate?: LlmGate
+}
+
+/** One relayed route: its path (the request log's name for it) and where it goes. */
+export interface RelayTarget {
+  readonly path: string
+  readonly upstream: 'llm' | 'embeddings'
+  /** The path on the upstream, which may depend on its base URL (an embeddings server under /v1). */
+  readonly upstreamPath: (up: Upstream) => string
+}
+
+/**
+ * A relayed route's handler; the same function serves the fast path and the router.
+ * `bodyDeadlineMs` bounds the time to receive the body (0: the caller bounds it already).
+ */
+export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse, bodyDeadlineMs: number) => void
+
 /**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
  * untouched once they parse as a JSON object. `stream: true` answers are piped chunk by chunk with
  * backpressure and no buffering; the client's disconnect aborts the upstream call.
  */
-export interface ForwardOptions {
-  readonly path: string
-  readonly timeoutMs: number
-  readonly bodyLimit: number
-  readonly logger: Logger
-  /** The request-log entry: told when the headers went out and whether the answer streams. */
-  readonly exchange?: { markHeaders(): void; markStreamed(): void }
-  /** Where the request waits until it may go upstream (a model swap). */
-  readonly gate?: LlmGate
-  /** Refuses (throws) a model the caller may not use, before anything goes upstream. */
-  readonly checkModel?: (model: unknown) => void
-  /** Usage accounting (tokens, TTFT, tokens/s); absent when accounting is off. */
-  readonly usage?: UsageMeter
+export function relayRoute(deps: RelayDeps, target: RelayTarget): RelayRoute {
+  return (req, res, bodyDeadlineMs) => new RelayedRequest(deps, target, req, res).start(bodyDeadlineMs)
 }
 
-export async function forwardJson(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  up: Upstream,
-  opts: ForwardOptions,
-): Promise<void> {
-  const received = await readBody(req, opts.bodyLimit)
-  const body = parseJsonObject(received)
-  opts.checkModel?.(body.model)
-  const streaming = body.stream === true
-  // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
-  const raw = opts.usage ? opts.usage.prepareRequest(body, received) : received
-  const gate = opts.gate
-  if (gate) {
-    const model = typeof body.model === 'string' ? body.model : null
-    if (gate.isOpen?.(model) !== true) await admitOrLeave(res, (signal) => gate.admit(model, signal))
-  }
-  return new Promise<void>((resolve, reject) => new Relay(res, up, opts, streaming, resolve, reject).send(raw))
-}
-
-/** What the relay is doing with the upstream's answer. */
+/** Where one relayed request is. */
 const enum Mode {
-  /** No answer yet: a failure now is an error answer of our own (502, 504). */
+  /** Reading the client's body. */
+  Receiving,
+  /** Waiting at the gate (a model swap) before anything goes upstream. */
+  Gated,
+  /** Sent upstream, no answer yet: a failure now is an error answer of our own (502, 504). */
   Waiting,
   /** Passing the answer on as it arrives. */
   Relaying,
@@ -75,19 +80,28 @@ const enum Mode {
 /** Bytes of an upstream error body kept for the client's error answer. */
 const ERROR_BODY_LIMIT = 64 * 1024
 
+/** Upstream headers an event stream's own headers replace. */
+const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-accel-buffering']
+
 /**
- * One relayed request, as the undici handler of its upstream call. One object per request holds
- * what closures and listeners per event would otherwise hold, and its deadline's callback is shared.
+ * One relayed request from its first body byte to the log entry: it reads and checks the body,
+ * dispatches it as the undici handler of its upstream call, relays the answer and settles every
+ * failure in one place (`fail`). One object per request holds what closures, promises and listeners
+ * per step would otherwise hold; its one timer is first the body's deadline, then the call's.
  * Answers are coalesced: the chunks parsed from one read of the upstream's socket go out as one
  * write (an event stream carries a tiny chunk per token, and a write per token would cost a
  * syscall each on both sides; a small whole answer goes out with its headers in one write).
  * Backpressure: the upstream is paused while the client's socket is full.
  */
-class Relay implements Dispatcher.DispatchHandler {
-  private mode = Mode.Waiting
+class RelayedRequest implements Dispatcher.DispatchHandler {
+  private mode = Mode.Receiving
+  private timer: NodeJS.Timeout | null = null
+  private parts: Buffer[] = []
+  private received = 0
+  private up: Upstream | null = null
+  private streaming = false
   private controller: Dispatcher.DispatchController | null = null
   private abortReason: Error | null = null
-  private readonly timer: NodeJS.Timeout
   private status = 0
   private sse = false
   private headers: Record<string, string | string[]> = {}
@@ -96,25 +110,96 @@ class Relay implements Dispatcher.DispatchHandler {
   private flushScheduled = false
   /** Paused until the client's socket drains. */
   private draining = false
+  private readonly exchange: Exchange
+  private readonly usage: UsageMeter | undefined
 
   constructor(
+    private readonly deps: RelayDeps,
+    private readonly target: RelayTarget,
+    private readonly req: http.IncomingMessage,
     private readonly res: http.ServerResponse,
-    private readonly up: Upstream,
-    private readonly opts: ForwardOptions,
-    private readonly streaming: boolean,
-    private readonly resolve: () => void,
-    private readonly reject: (err: unknown) => void,
   ) {
-    this.timer = setTimeout(expire, opts.timeoutMs, this)
-    this.timer.unref()
-    res.on('close', this.onClientClose) // removed in finish(); `once` would allocate a wrapper per request
+    this.exchange = deps.log.begin(req, res, target.path)
+    this.usage = this.exchange.usage
+    res.on('close', this.onClose)
   }
 
-  send(raw: Buffer): void {
-    this.up.pool.dispatch(
+  start(bodyDeadlineMs: number): void {
+    const { req, deps } = this
+    try {
+      this.up = deps.need(this.target.upstream)
+    } catch (err) {
+      return this.fail(err)
+    }
+    if (Number(req.headers['content-length'] ?? NaN) > deps.bodyLimit) return this.fail(tooLarge(deps.bodyLimit))
+    if (bodyDeadlineMs > 0 && !req.complete) {
+      this.timer = setTimeout(bodyExpired, bodyDeadlineMs, this, bodyDeadlineMs)
+      this.timer.unref()
+    }
+    req.on('data', this.onBodyData)
+    req.on('end', this.onBodyEnd)
+  }
+
+  private readonly onBodyData = (chunk: Buffer): void => {
+    this.received += chunk.length
+    if (this.received > this.deps.bodyLimit) {
+      this.stopReading()
+      return this.fail(tooLarge(this.deps.bodyLimit))
+    }
+    this.parts.push(chunk)
+  }
+
+  private readonly onBodyEnd = (): void => {
+    if (this.mode !== Mode.Receiving) return
+    this.clearTimer()
+    const p = this.parts
+    this.parts = []
+    const received = p.length === 1 ? p[0]! : Buffer.concat(p)
+    let raw: Buffer
+    let model: string | null
+    try {
+      const body = parseJsonObject(received)
+      checkKeyModel(requestState(this.res).consumer, body.model)
+      this.streaming = body.stream === true
+      model = typeof body.model === 'string' ? body.model : null
+      // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
+      raw = this.usage ? this.usage.prepareRequest(body, received) : received
+    } catch (err) {
+      return this.fail(err)
+    }
+    const gate = this.target.upstream === 'llm' ? this.deps.gate : undefined
+    if (gate === undefined || gate.isOpen?.(model) === true) return this.dispatch(raw)
+    this.mode = Mode.Gated
+    admitOrLeave(this.res, (signal) => gate.admit(model, signal)).then(
+      () => this.dispatch(raw),
+      (err: unknown) => this.fail(err),
+    )
+  }
+
+  private stopReading(): void {
+    this.req.off('data', this.onBodyData)
+    this.req.off('end', this.onBodyEnd)
+    this.req.resume()
+  }
+
+  /** The body did not arrive in time: 408, and the connection closes after it. */
+  bodyExpired(ms: number): void {
+    this.timer = null
+    if (this.mode !== Mode.Receiving || this.req.complete || this.req.socket.destroyed) return
+    this.stopReading()
+    this.fail(bodyTimeout(ms))
+  }
+
+  private dispatch(raw: Buffer): void {
+    if (this.mode === Mode.Done) return
+    this.mode = Mode.Waiting
+    const up = this.up!
+    this.timer = setTimeout(callExpired, this.deps.timeoutMs, this)
+    this.timer.unref()
+    up.pool.dispatch(
       {
         method: 'POST',
-        path: this.up.target.basePath + this.opts.path,
+        path: up.target.basePath + this.target.upstreamPath(up),
         headers: {
           'content-type': 'application/json',
           accept: this.streaming ? 'text/event-stream' : 'application/json',
@@ -126,11 +211,12 @@ class Relay implements Dispatcher.DispatchHandler {
     )
   }
 
-  /** The deadline passed: the upstream call is cancelled with a 504 (or an error event mid-stream). */
-  expire(): void {
-    const minutes = Math.round(this.opts.timeoutMs / 60000)
+  /** The call's deadline passed: it is cancelled with a 504 (or an error event mid-stream). */
+  callExpired(): void {
+    this.timer = null
+    const minutes = Math.round(this.deps.timeoutMs / 60000)
     this.abort(
-      new ApiError('upstream_timeout', `${this.up.name} did not finish within ${minutes} min`, { status: 504 }),
+      new ApiError('upstream_timeout', `${this.up!.name} did not finish within ${minutes} min`, { status: 504 }),
     )
   }
 
@@ -141,8 +227,11 @@ class Relay implements Dispatcher.DispatchHandler {
     this.controller?.abort(reason)
   }
 
-  private readonly onClientClose = (): void => {
-    if (!this.res.writableFinished) this.abort(new ClientGone())
+  /** The response closed: the exchange lands in the log, and a client that left stops the work. */
+  private readonly onClose = (): void => {
+    if (this.mode === Mode.Receiving || this.mode === Mode.Gated) this.finish()
+    else if (!this.res.writableFinished) this.abort(new ClientGone())
+    this.exchange.closed()
   }
 
   private readonly onDrain = (): void => {
@@ -164,7 +253,7 @@ class Relay implements Dispatcher.DispatchHandler {
     this.status = status
     this.headers = headers
     if (this.streaming && status !== 200) {
-      this.opts.exchange?.markStreamed()
+      this.exchange.markStreamed()
       this.mode = Mode.StreamError
       return
     }
@@ -176,15 +265,24 @@ class Relay implements Dispatcher.DispatchHandler {
       return
     }
     this.mode = Mode.Relaying
-    const res = this.res
     if (this.sse) {
-      this.opts.exchange?.markStreamed()
-      res.writeHead(status, { ...safeHeaders(headers, ['content-length']), ...sseHeaders() })
+      this.exchange.markStreamed()
+      this.writeHead(status, safeHeaderList(headers, SSE_REPLACED, this.edgeHeaders()).concat(SSE_HEADERS))
       // The headers leave at the end of this tick: with the first events when they came in the same
       // read (one write, not two), alone when they did not (the client still sees them at once).
       this.scheduleFlush()
-    } else res.writeHead(status, safeHeaders(headers))
-    this.opts.exchange?.markHeaders()
+    } else this.writeHead(status, safeHeaderList(headers, [], this.edgeHeaders()))
+  }
+
+  /** The edge's headers the fast path left for the answer's one `writeHead`; none when already set. */
+  private edgeHeaders(): string[] {
+    const edge = takeEdgeHeaders(this.res)
+    return edge === undefined ? [] : [...edge]
+  }
+
+  private writeHead(status: number, headers: string[]): void {
+    this.res.writeHead(status, headers)
+    this.exchange.markHeaders()
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -194,7 +292,7 @@ class Relay implements Dispatcher.DispatchHandler {
       return
     }
     // An event stream is metered per read, in flush (one pass over all the events of a read, not one per event).
-    if (!this.sse) this.opts.usage?.onBodyChunk(chunk)
+    if (!this.sse) this.usage?.onBodyChunk(chunk)
     this.chunks.push(chunk)
     this.scheduleFlush()
   }
@@ -226,11 +324,10 @@ class Relay implements Dispatcher.DispatchHandler {
     const res = this.res
     const mode = this.mode
     this.finish()
-    this.resolve()
     if (res.destroyed || res.writableEnded) return
     if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
     if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
-    const usage = this.opts.usage
+    const usage = this.usage
     if (!usage || !this.sse) {
       usage?.endBody()
       // The last bytes and the end of the body in one write.
@@ -244,18 +341,16 @@ class Relay implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     const mode = this.mode
     if (mode === Mode.Done) return
-    this.finish()
-    const res = this.res
     const reason = this.abortReason ?? err
     if (mode === Mode.Waiting) {
-      if (reason instanceof ClientGone || res.destroyed) return this.resolve()
-      if (reason instanceof ApiError) return this.reject(reason)
-      const up = this.up
-      return this.reject(
+      if (reason instanceof ClientGone || reason instanceof ApiError) return this.fail(reason)
+      const up = this.up!
+      return this.fail(
         new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${describeNetError(err)}`),
       )
     }
-    this.resolve()
+    this.finish()
+    const res = this.res
     if (res.destroyed || res.writableEnded) return
     // The error body could not be read whole: answer with what there is.
     if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
@@ -263,10 +358,29 @@ class Relay implements Dispatcher.DispatchHandler {
     this.endMidAnswer(reason)
   }
 
+  /**
+   * Every failure before the answer began: nothing when the client already left, else an error in
+   * OpenAI's shape. A body still arriving after the answer is read and dropped by Node (closing at
+   * once could reset the connection before the client reads the answer), for `drainMs` at most.
+   */
+  private fail(err: unknown): void {
+    this.finish()
+    const { req, res, deps } = this
+    const path = this.target.path
+    if (!(err instanceof ClientGone) && !res.destroyed) {
+      if (!(err instanceof ApiError)) deps.logger.error(`${path} failed`, { error: err })
+      else if (err.status >= 500) deps.logger.warn(`${path}: ${err.message}`)
+      if (!req.complete && err instanceof ApiError && err.status === 408)
+        return answerUnfinished(req, res, err, 'openai')
+      sendError(res, err, 'openai')
+    }
+    if (!req.complete) armBodyDeadline(req, res, deps.drainMs)
+  }
+
   /** The upstream went away mid-answer: end the client's stream with an error, never leave it hanging. */
   private endMidAnswer(reason: Error): void {
     const res = this.res
-    this.opts.logger.warn('upstream ended mid-response', { path: this.opts.path, upstream: this.up.name })
+    this.deps.logger.warn('upstream ended mid-response', { path: this.target.path, upstream: this.up!.name })
     if (!this.sse) {
       res.destroy()
       return
@@ -276,33 +390,32 @@ class Relay implements Dispatcher.DispatchHandler {
     const message =
       reason instanceof ApiError
         ? reason.message
-        : `${this.up.name} closed the connection before the answer was complete`
+        : `${this.up!.name} closed the connection before the answer was complete`
     res.end(`\n\nevent: error\ndata: ${JSON.stringify({ error: { message, type: 'upstream_error', code: 502 } })}\n\n`)
   }
 
   /** Spec 1, 6.1: exactly one SSE event named `error` carrying the upstream's error, then the end. */
   private answerStreamError(text: string): void {
-    this.res.writeHead(200, sseHeaders())
-    this.opts.exchange?.markHeaders()
-    this.res.end(`event: error\ndata: ${errorEventData(this.status, text, this.up.name)}\n\n`)
+    this.writeHead(200, this.edgeHeaders().concat(SSE_HEADERS))
+    this.res.end(`event: error\ndata: ${errorEventData(this.status, text, this.up!.name)}\n\n`)
   }
 
   /** An upstream's error answer in OpenAI's shape; passed on as it is when it already has that shape. */
   private answerPlainError(text: string): void {
     const res = this.res
     if (hasErrorObject(text)) {
-      res.writeHead(this.status, safeHeaders(this.headers, ['content-length']))
+      this.writeHead(this.status, safeHeaderList(this.headers, ['content-length'], this.edgeHeaders()))
       res.end(text)
       return
     }
-    const detail = `${this.up.name} answered HTTP ${this.status}: ${upstreamDetail(text)}`
+    const detail = `${this.up!.name} answered HTTP ${this.status}: ${upstreamDetail(text)}`
     sendError(res, new ApiError('upstream_error', detail, { status: this.status }), 'openai')
   }
 
   /** The chunks gathered for the client, through the usage meter on an event stream; undefined when none are left. */
   private meteredChunks(): Buffer | undefined {
     const out = this.takeChunks()
-    const usage = this.opts.usage
+    const usage = this.usage
     if (out === undefined || !usage || !this.sse) return out
     const kept = usage.onSseChunk(out)
     return kept.length === 0 ? undefined : kept // only an event Tandem asked for, which the client never sees
@@ -318,21 +431,34 @@ class Relay implements Dispatcher.DispatchHandler {
     return this.takeChunks()?.toString('utf8') ?? ''
   }
 
-  /** Ends the relay once: the deadline and the listeners on the client's response go. */
+  private clearTimer(): void {
+    if (this.timer === null) return
+    clearTimeout(this.timer)
+    this.timer = null
+  }
+
+  /** Ends the work once: the timer and the drain listener go (the close listener stays for the log). */
   private finish(): void {
     this.mode = Mode.Done
-    clearTimeout(this.timer)
-    this.res.off('close', this.onClientClose)
+    this.clearTimer()
     this.res.off('drain', this.onDrain)
   }
 }
 
-function flushRelay(relay: Relay): void {
+function flushRelay(relay: RelayedRequest): void {
   relay.flush()
 }
 
-function expire(relay: Relay): void {
-  relay.expire()
+function bodyExpired(relay: RelayedRequest, ms: number): void {
+  relay.bodyExpired(ms)
+}
+
+function callExpired(relay: RelayedRequest): void {
+  relay.callExpired()
+}
+
+function tooLarge(limit: number): ApiError {
+  return new ApiError('payload_too_large', `request body is larger than ${limit} bytes`)
 }
 
 /** Waits at the gate; a client that leaves meanwhile is released and nothing goes upstream. */
@@ -349,13 +475,15 @@ async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal
   if (left.signal.aborted || res.destroyed) throw new ClientGone()
 }
 
-export function sseHeaders(): http.OutgoingHttpHeaders {
-  return {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    'x-accel-buffering': 'no',
-  }
-}
+/** An event stream's own headers, as a `writeHead` list. */
+const SSE_HEADERS: readonly string[] = [
+  'content-type',
+  'text/event-stream; charset=utf-8',
+  'cache-control',
+  'no-cache',
+  'x-accel-buffering',
+  'no',
+]
 
 /** True when a body is already OpenAI's error shape: a JSON object with an `error` object. */
 function hasErrorObject(text: string): boolean {

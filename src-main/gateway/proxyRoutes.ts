@@ -1,61 +1,63 @@
-import type http from 'node:http'
 import type { Router } from 'express'
-import type { Logger } from '../core/logger'
-import { requestState } from '../http/requestState'
-import { sendJson } from '../http/respond'
-import { checkKeyModel } from './consumerKeys'
-import type { ModelLists } from './modelLists'
 import { RELAY_JSON_BODY_LIMIT } from '../contract/relays'
-import { forwardJson, type LlmGate } from './proxy'
+import type { Logger } from '../core/logger'
+import { sendJson } from '../http/respond'
+import type { ModelLists } from './modelLists'
+import { relayRoute, type LlmGate, type RelayRoute } from './proxy'
 import type { RawRoute } from './rawRoute'
+import type { RequestLog } from './requestLog'
 import { embeddingsPath } from './search'
 import type { Upstream, UpstreamName } from './upstreams'
 
 export type { LlmGate } from './proxy'
 
 export interface ProxyRouteDeps {
-  readonly route: RawRoute
   readonly need: (name: UpstreamName) => Upstream
+  readonly log: RequestLog
   /** Chat and completions timeout (spec 1, 8: 30 minutes). */
   readonly proxyTimeoutMs: number
+  /** How long a client refused mid-body may go on sending. */
+  readonly drainMs: number
   readonly logger: Logger
   readonly gate?: LlmGate
 }
 
-/** A relayed route's handler: the same function serves the Express router and the fast path. */
-export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>
-
 /** The OpenAI-shaped JSON routes forwarded verbatim, by exact path (all POST). */
 export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> {
-  const forward = (p: string, name: 'llm' | 'embeddings'): RelayRoute =>
-    d.route(p, (req, res, exchange) => {
-      const up = d.need(name)
-      const st = requestState(res)
-      return forwardJson(req, res, up, {
-        path: name === 'embeddings' ? embeddingsPath(up.base) : p,
-        timeoutMs: d.proxyTimeoutMs,
-        bodyLimit: RELAY_JSON_BODY_LIMIT,
-        logger: d.logger,
-        exchange,
-        gate: name === 'llm' ? d.gate : undefined,
-        checkModel: (model) => checkKeyModel(st.consumer, model),
-        usage: st.usage,
-      })
-    })
+  const deps = {
+    need: d.need,
+    log: d.log,
+    logger: d.logger,
+    timeoutMs: d.proxyTimeoutMs,
+    bodyLimit: RELAY_JSON_BODY_LIMIT,
+    drainMs: d.drainMs,
+    gate: d.gate,
+  }
+  const llm = (path: string): RelayRoute => relayRoute(deps, { path, upstream: 'llm', upstreamPath: () => path })
   return new Map([
-    ['/v1/chat/completions', forward('/v1/chat/completions', 'llm')],
-    ['/v1/completions', forward('/v1/completions', 'llm')],
-    ['/v1/embeddings', forward('/v1/embeddings', 'embeddings')],
+    ['/v1/chat/completions', llm('/v1/chat/completions')],
+    ['/v1/completions', llm('/v1/completions')],
+    [
+      '/v1/embeddings',
+      relayRoute(deps, {
+        path: '/v1/embeddings',
+        upstream: 'embeddings',
+        upstreamPath: (up) => embeddingsPath(up.base),
+      }),
+    ],
   ])
 }
 
-/** The relayed routes on the router (the path when the fast path is off), and the merged model list. */
+/**
+ * The relayed routes on the router (the path when the fast path is off; the server has armed the
+ * body deadline already), and the merged model list.
+ */
 export function mountProxyRoutes(
   router: Router,
   relayed: ReadonlyMap<string, RelayRoute>,
   d: { route: RawRoute; lists: ModelLists },
 ): void {
-  for (const [p, handler] of relayed) router.post(p, handler)
+  for (const [p, handler] of relayed) router.post(p, (req, res) => handler(req, res, 0))
   router.get(
     '/v1/models',
     d.route('/v1/models', async (_req, res) => sendJson(res, 200, await d.lists.openAiList())),

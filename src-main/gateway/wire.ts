@@ -161,6 +161,11 @@ export function passHeaders(res: http.IncomingMessage, drop: readonly string[] =
   return safeHeaders(res.headers, drop)
 }
 
+/** Whether an upstream response header (lower-case name) may go on to the client. */
+function passes(k: string, drop: readonly string[]): boolean {
+  return !HOP_BY_HOP.has(k) && !drop.includes(k) && k !== 'set-cookie' && k !== 'server' && k !== 'date'
+}
+
 /** The headers of a response record (lower-case names) that may go on to the client. */
 export function safeHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
@@ -169,18 +174,27 @@ export function safeHeaders(
   const out: http.OutgoingHttpHeaders = {}
   for (const k in headers) {
     const v = headers[k]
-    if (
-      v === undefined ||
-      HOP_BY_HOP.has(k) ||
-      drop.includes(k) ||
-      k === 'set-cookie' ||
-      k === 'server' ||
-      k === 'date'
-    )
-      continue
-    out[k] = v
+    if (v !== undefined && passes(k, drop)) out[k] = v
   }
   return out
+}
+
+/**
+ * The same headers appended to `into` as a `writeHead` list (name, value, name, value): Node writes
+ * such a list as it is, where an object after `setHeader` calls goes through `setHeader` again.
+ */
+export function safeHeaderList(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  drop: readonly string[],
+  into: string[],
+): string[] {
+  for (const k in headers) {
+    const v = headers[k]
+    if (v === undefined || !passes(k, drop)) continue
+    if (typeof v === 'string') into.push(k, v)
+    else for (const one of v) into.push(k, one)
+  }
+  return into
 }
 
 /** Pipes an upstream body to the client; an upstream cut short cuts the client too (an error, never a hang). */

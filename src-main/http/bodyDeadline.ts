@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import { ApiError } from '../contract/errors'
+import { applyEdgeHeaders } from './requestState'
 import { sendError } from './respond'
 
 /**
@@ -17,11 +18,7 @@ export function armBodyDeadline(req: IncomingMessage, res: ServerResponse, ms: n
   const timer = setTimeout(() => {
     deadlines.delete(req)
     if (req.complete || req.socket.destroyed) return
-    answerUnfinished(
-      req,
-      res,
-      new ApiError('request_timeout', `the request body did not arrive within ${formatSeconds(ms)}`, { status: 408 }),
-    )
+    answerUnfinished(req, res, bodyTimeout(ms))
   }, ms)
   timer.unref()
   deadlines.set(req, timer)
@@ -55,8 +52,14 @@ export function answerUnfinished(
     req.socket.destroy()
     return
   }
+  applyEdgeHeaders(res)
   res.setHeader('Connection', 'close')
   sendError(res, err, style)
+}
+
+/** The 408 for a body that did not arrive within `ms`. */
+export function bodyTimeout(ms: number): ApiError {
+  return new ApiError('request_timeout', `the request body did not arrive within ${formatSeconds(ms)}`, { status: 408 })
 }
 
 function formatSeconds(ms: number): string {

@@ -25,15 +25,23 @@ function headerValues(value: string | string[] | undefined): string[] {
  * The one function that says who a request came from. `X-Forwarded-For` and
  * `X-Forwarded-Proto` are believed only when the socket peer is in TRUSTED_PROXIES; the client
  * is then the right-most forwarded hop that is not itself a trusted proxy, since every proxy
- * appends the peer it saw and only the hops we trust can be taken at their word.
+ * appends the peer it saw and only the hops we trust can be taken at their word. A peer that is
+ * not trusted is the client of every request on its connection: worked out once per socket.
  */
 export function clientAddressResolver(trustedProxies: readonly string[]): (req: IncomingMessage) => ClientAddress {
   const trusted = addressMatcher(trustedProxies)
+  const perSocket = new WeakMap<net.Socket, ClientAddress>()
   return (req) => {
+    const known = perSocket.get(req.socket)
+    if (known !== undefined) return known
     const peer = unmapIpv4(req.socket.remoteAddress ?? '')
     const direct = Boolean((req.socket as TLSSocket).encrypted)
-    if (peer === '' || !trusted(peer))
-      return { ip: peer || 'unknown', limitKey: limitKeyOf(peer || 'unknown'), secure: direct }
+    if (peer === '' || !trusted(peer)) {
+      const client = { ip: peer || 'unknown', limitKey: limitKeyOf(peer || 'unknown'), secure: direct }
+      // Before the connection is up the peer is not known yet: not cached.
+      if (peer !== '') perSocket.set(req.socket, client)
+      return client
+    }
     let ip = peer
     const hops = headerValues(req.headers['x-forwarded-for'])
     for (let i = hops.length - 1; i >= 0; i--) {

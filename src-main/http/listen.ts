@@ -54,7 +54,7 @@ export async function startHttpServer(
     ...given,
   }
   let app = createHttpApp(core, appOptions)
-  let fast = createFastPath(core)
+  let fast = createFastPath(core, limits.bodyTimeoutMs)
   const server = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
     // Node's request timeout is server-wide; bodies are bounded per request below instead.
@@ -66,9 +66,11 @@ export async function startHttpServer(
   server.on('connection', connectionLimiter(limits))
   // One listener: an emit with several listeners copies the listener list on every request.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    // The hot /v1 relays skip the router's chain (and bound their own bodies); everything else, and
+    // all of it when the switch is off, takes it.
+    if (fast !== null && fast(req, res)) return
     armBodyDeadline(req, res, limits.bodyTimeoutMs)
-    // The hot /v1 relays skip the router's chain; everything else, and all of it when the switch is off, takes it.
-    if (fast === null || !fast(req, res)) app(req, res)
+    app(req, res)
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -85,7 +87,7 @@ export async function startHttpServer(
     url: `http://${shownHost}:${addr.port}`,
     replaceCore(next) {
       app = createHttpApp(next, appOptions)
-      fast = createFastPath(next)
+      fast = createFastPath(next, limits.bodyTimeoutMs)
       trusted = addressMatcher(next.config.trustedProxies)
     },
     close: () =>

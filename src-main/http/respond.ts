@@ -1,10 +1,12 @@
 import type { ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import { ApiError } from '../contract/errors'
+import { applyEdgeHeaders } from './requestState'
 
 /** Writes a JSON answer directly (no content negotiation or ETag work on the hot path). */
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value)
+  applyEdgeHeaders(res)
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(body),
@@ -42,6 +44,7 @@ export function sendError(res: ServerResponse, err: unknown, style: ErrorStyle =
     res.destroy()
     return
   }
+  applyEdgeHeaders(res)
   for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v)
   sendJson(res, e.status, errorBody(e, style))
 }

@@ -12,7 +12,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, runDaemonChild, spawnChild } from './lib/child'
+import { freePort, runDaemonChild, spawnBuiltDaemon, spawnChild, spawnTranspiled } from './lib/child'
 import { profileOf, summarizeProfile, type ProfileSummary } from './lib/cpuProfile'
 
 const SELF = fileURLToPath(import.meta.url)
@@ -21,11 +21,8 @@ const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 
 /** Child: the bare Node proxy (Node's HTTP server and undici, nothing of Tandem's), the floor Tandem stands on. */
 async function runBareProxy(): Promise<void> {
-  const { startBareProxy } = await import('./lib/bareProxy')
-  const proxy = await startBareProxy(Number(process.env.BENCH_UPSTREAM_PORT))
-  process.stdout.write(JSON.stringify({ url: proxy.url }) + '\n')
-  process.stdin.resume()
-  process.stdin.on('end', () => process.exit(0))
+  const { runBareProxyRole } = await import('./lib/bareProxy')
+  await runBareProxyRole()
 }
 
 /** Child: the fake llm and asr, in their own process so they do not share the load generator's CPU. */
@@ -334,7 +331,11 @@ async function scrubScores(): Promise<{
 }
 
 /** Tandem's environment in front of the fake upstreams. */
-async function tandemEnv(llmPort: number, asrPort: number, dataDir: string): Promise<NodeJS.ProcessEnv> {
+async function tandemEnv(
+  llmPort: number,
+  asrPort: number,
+  dataDir: string,
+): Promise<NodeJS.ProcessEnv & { PORT: string }> {
   return {
     PORT: String(await freePort()),
     BIND: '127.0.0.1',
@@ -441,9 +442,12 @@ async function main(): Promise<void> {
   const llmPort = up.info.llm as number
   const asrPort = up.info.asr as number
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
-  const tandem = await child(['--role=tandem'], await tandemEnv(llmPort, asrPort, dataDir))
+  // What ships: the built daemon, and the bare proxy as plain JavaScript too (see spawnTranspiled).
+  const tandem = await spawnBuiltDaemon(ROOT, await tandemEnv(llmPort, asrPort, dataDir))
   const nginx = await startNginx(llmPort)
-  const bare = await child(['--role=bare'], { BENCH_UPSTREAM_PORT: String(llmPort) })
+  const bare = await spawnTranspiled(ROOT, path.join(path.dirname(SELF), 'lib', 'bareProxy.ts'), 'runBareProxyRole', {
+    BENCH_UPSTREAM_PORT: String(llmPort),
+  })
   const targets = {
     direct: `http://127.0.0.1:${llmPort}`,
     nginx: nginx.url,
@@ -514,7 +518,7 @@ async function main(): Promise<void> {
     agent.destroy()
     await nginx.stop()
     bare.proc.stdin!.end()
-    tandem.proc.stdin!.end()
+    tandem.proc.kill('SIGTERM')
     up.proc.stdin!.end()
     await Promise.all([new Promise((r) => tandem.proc.once('exit', r)), new Promise((r) => up.proc.once('exit', r))])
     fs.rmSync(dataDir, { recursive: true, force: true })

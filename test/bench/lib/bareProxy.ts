@@ -45,8 +45,8 @@ class BareRelay implements Dispatcher.DispatchHandler {
   }
 }
 
-/** Listens on a free loopback port in front of `upstreamPort`; resolves with its URL. */
-export async function startBareProxy(upstreamPort: number): Promise<{ url: string; close(): void }> {
+/** Listens on loopback (`port`, or a free one) in front of `upstreamPort`; resolves with its URL. */
+export async function startBareProxy(upstreamPort: number, port = 0): Promise<{ url: string; close(): void }> {
   const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { connections: 128 })
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = []
@@ -65,7 +65,7 @@ export async function startBareProxy(upstreamPort: number): Promise<{ url: strin
       )
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => {
@@ -74,4 +74,12 @@ export async function startBareProxy(upstreamPort: number): Promise<{ url: strin
       void pool.close()
     },
   }
+}
+
+/** The bench's child role: listens in front of BENCH_UPSTREAM_PORT, prints `{url}`, exits when stdin closes. */
+export async function runBareProxyRole(): Promise<void> {
+  const proxy = await startBareProxy(Number(process.env.BENCH_UPSTREAM_PORT))
+  process.stdout.write(JSON.stringify({ url: proxy.url }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', () => process.exit(0))
 }

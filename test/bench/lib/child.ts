@@ -1,7 +1,11 @@
 // Shared by the benches: a free loopback port, and a role of the bench script run as a child
 // process that prints one JSON line when ready (so the load generator never shares its event loop).
 import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
 import http from 'node:http'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import ts from 'typescript'
 import { startDaemon } from '../../../src-main/headless'
 
 export function freePort(): Promise<number> {
@@ -23,9 +27,17 @@ export function spawnChild(
   args: string[],
   opts: { cwd: string; env?: NodeJS.ProcessEnv },
 ): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
+  return spawnNode(['--import', 'tsx', script, ...args], opts)
+}
+
+/** Runs node with `argv` and resolves with the first JSON line the child prints. */
+function spawnNode(
+  argv: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
-    const proc = spawn(process.execPath, [...prof, '--import', 'tsx', script, ...args], {
+    const proc = spawn(process.execPath, [...prof, ...argv], {
       cwd: opts.cwd,
       env: { ...process.env, ...opts.env },
       stdio: ['pipe', 'pipe', 'inherit'],
@@ -36,8 +48,63 @@ export function spawnChild(
       const nl = out.indexOf('\n')
       if (nl !== -1) resolve({ proc, info: JSON.parse(out.slice(0, nl)) as Record<string, unknown> })
     })
-    proc.once('exit', (code) => reject(new Error(`child ${args.join(' ')} exited with ${code}`)))
+    proc.once('exit', (code) => reject(new Error(`child ${argv.join(' ')} exited with ${code}`)))
   })
+}
+
+/**
+ * Calls `run` (an export of `module`, which must import only Node and npm modules) in a child
+ * running plain JavaScript: the module is transpiled to `out/bench/` first. Code run under tsx
+ * pays for tsx's function-naming shim on every closure it creates, which built code does not.
+ */
+export function spawnTranspiled(
+  root: string,
+  module: string,
+  run: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
+  const source = fs.readFileSync(module, 'utf8')
+  const js = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText
+  const out = path.join(root, 'out', 'bench', `${path.basename(module, '.ts')}.mjs`)
+  fs.mkdirSync(path.dirname(out), { recursive: true })
+  fs.writeFileSync(out, js)
+  const entry = `import { ${run} } from ${JSON.stringify(pathToFileURL(out).href)}; await ${run}()`
+  return spawnNode(['--input-type=module', '-e', entry], { cwd: root, env })
+}
+
+/**
+ * The built daemon (`out/main/index.js --headless`: what `npm start` and the app's main process
+ * run) as a child configured by `env`, which must set PORT; resolves once `/api/health` answers.
+ * Stop it with SIGTERM.
+ */
+export async function spawnBuiltDaemon(
+  root: string,
+  env: NodeJS.ProcessEnv & { PORT: string },
+): Promise<{ proc: ChildProcess; info: { url: string } }> {
+  const bundle = path.join(root, 'out', 'main', 'index.js')
+  if (!fs.existsSync(bundle)) throw new Error('the daemon is not built: run npm run build first')
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
+  const proc = spawn(process.execPath, [...prof, bundle, '--headless'], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  const url = `http://127.0.0.1:${env.PORT}`
+  let exited = false
+  proc.once('exit', () => (exited = true))
+  for (let tries = 0; tries < 300; tries++) {
+    if (exited) throw new Error('the built daemon exited before it was ready')
+    const ready = await fetch(`${url}/api/health`).then(
+      (r) => r.ok,
+      () => false,
+    )
+    if (ready) return { proc, info: { url } }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  proc.kill('SIGTERM')
+  throw new Error('the built daemon did not answer /api/health within 30 s')
 }
 
 /**

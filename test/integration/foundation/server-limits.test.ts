@@ -7,7 +7,7 @@ import { loadConfig } from '../../../src-main/config/load'
 import { createCore, type Core } from '../../../src-main/core/app'
 import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
 import { startHttpServer, type RunningServer } from '../../../src-main/http/listen'
-import { startFakeAsr, type FakeAsr } from '../../sim/http'
+import { startFakeAsr, startFakeLlm, type FakeAsr, type FakeLlm } from '../../sim/http'
 import { silenceWav, waitFor } from '../gateway/setup'
 
 /** A raw connection to the daemon that records what comes back and when it is closed. */
@@ -36,11 +36,13 @@ describe('HTTP server limits', () => {
   let core: Core
   let http: RunningServer
   let asr: FakeAsr
+  let llm: FakeLlm
   let port: number
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-limits-'))
 
   beforeAll(async () => {
     asr = await startFakeAsr()
+    llm = await startFakeLlm()
     const config = loadConfig({
       env: {
         DATA_DIR: dataDir,
@@ -50,6 +52,9 @@ describe('HTTP server limits', () => {
         NODE2_HOST: '127.0.0.1',
         NODE2_USER: 'sim',
         ASR_PORT: String(asr.port),
+        NODE1_HOST: '127.0.0.1',
+        NODE1_USER: 'sim',
+        LLM_PORT: String(llm.port),
       },
     })
     core = await createCore({ config, logger: createLogger({ redactor: new Redactor(), sink: new MemorySink() }) })
@@ -65,6 +70,7 @@ describe('HTTP server limits', () => {
     await http?.close()
     await core?.stop()
     await asr?.close()
+    await llm?.close()
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
@@ -75,6 +81,25 @@ describe('HTTP server limits', () => {
     )
     await waitFor(() => c.closed(), 10_000)
     expect(c.received()).toMatch(/^HTTP\/1\.1 408 /)
+  })
+
+  it('reaps a half-sent chat body on the fast path with 408 in OpenAI shape, with the edge headers', async () => {
+    const before = llm.requests.length
+    const c = await connect(port)
+    c.socket.write(
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model": "x',
+    )
+    await waitFor(() => c.closed(), 10_000)
+    const got = c.received()
+    expect(got).toMatch(/^HTTP\/1\.1 408 /)
+    expect(got).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i)
+    expect(got).toMatch(/\r\nAccess-Control-Allow-Origin: \*\r\n/i)
+    expect(got).toMatch(/\r\nConnection: close\r\n/i)
+    // The OpenAI clients read `error.message`: the same shape as every other /v1 error.
+    expect(JSON.parse(got.slice(got.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      error: { type: 'invalid_request_error', code: 'request_timeout' },
+    })
+    expect(llm.requests.length).toBe(before)
   })
 
   it('lets an upload route take longer than the body deadline while bytes keep coming', async () => {

@@ -272,8 +272,8 @@ describe('fast path and router path', () => {
   })
 
   it('takes the relayed routes only when the switch is on, and only exact POSTs', async () => {
-    expect(createFastPath(routed.daemon.core)).toBeNull()
-    const fastPath = createFastPath(fast.daemon.core)!
+    expect(createFastPath(routed.daemon.core, 0)).toBeNull()
+    const fastPath = createFastPath(fast.daemon.core, 0)!
     expect(fastPath).not.toBeNull()
     // The dispatch decision on a server of its own: what the fast path does not take gets a 599 here.
     const server = http.createServer((req, res) => {
@@ -290,6 +290,10 @@ describe('fast path and router path', () => {
     try {
       const served = await post('/v1/chat/completions')
       expect(served.status).toBe(200)
+      // The edge's headers, held back for the answer's one writeHead, are on it once each.
+      expect(served.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(served.headers.get('referrer-policy')).toBe('same-origin')
+      expect(served.headers.get('access-control-allow-origin')).toBe('*')
       expect(((await served.json()) as { id: number }).id).toBe(5000)
       expect(fast.upstream.seen.has(5000)).toBe(true)
       // The same edge as the router: a wrong key is refused in OpenAI's shape, nothing goes upstream.

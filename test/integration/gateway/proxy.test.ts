@@ -2,10 +2,11 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger, MemorySink } from '../../../src-main/core/logger'
-import { forwardJson } from '../../../src-main/gateway/proxy'
+import { relayRoute } from '../../../src-main/gateway/proxy'
+import { RequestLog } from '../../../src-main/gateway/requestLog'
+import { systemClock } from '../../../src-main/core/clock'
 import { Upstreams } from '../../../src-main/gateway/upstreams'
 import { ServiceDirectory } from '../../../src-main/core/serviceDirectory'
-import { sendError } from '../../../src-main/http/respond'
 import { loadConfig } from '../../../src-main/config/load'
 import { startFakeLlm, type FakeLlm } from '../../sim/http'
 import { waitFor } from './setup'
@@ -14,7 +15,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 /** The proxy's timeout, with a short limit in place of the 30 minutes (the daemon's default). */
-describe('forwardJson timeout', () => {
+describe('relay timeout', () => {
   let llm: FakeLlm
   let server: http.Server
   let url: string
@@ -28,14 +29,18 @@ describe('forwardJson timeout', () => {
     })
     upstreams = new Upstreams(new ServiceDirectory(config))
     const logger = createLogger({ sink: new MemorySink() })
-    server = http.createServer((req, res) => {
-      forwardJson(req, res, upstreams.get('llm')!, {
-        path: '/v1/chat/completions',
+    const relay = relayRoute(
+      {
+        need: () => upstreams.get('llm')!,
+        log: new RequestLog(systemClock),
+        logger,
         timeoutMs: 300,
         bodyLimit: 1 << 20,
-        logger,
-      }).catch((err: unknown) => sendError(res, err))
-    })
+        drainMs: 1000,
+      },
+      { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },
+    )
+    server = http.createServer((req, res) => relay(req, res, 0))
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   })
@@ -50,7 +55,7 @@ describe('forwardJson timeout', () => {
     await llm.setFault('hang')
     const res = await fetch(url, { method: 'POST', body: JSON.stringify({ messages: [] }) })
     expect(res.status).toBe(504)
-    expect(((await res.json()) as { code: string; detail: string }).detail).toMatch(/llm did not finish within/)
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/llm did not finish within/)
     await waitFor(() => llm.requests.at(-1)!.closedEarly)
     await llm.setFault('none')
     expect(llm.openRequests).toBe(0)
