@@ -2,11 +2,12 @@ import type http from 'node:http'
 import type { Dispatcher } from 'undici'
 import { ApiError } from '../contract/errors'
 import type { Logger } from '../core/logger'
-import { answerUnfinished, armBodyDeadline, bodyTimeout } from '../http/bodyDeadline'
-import { ClientGone } from '../http/body'
+import { bodyTimeout } from '../http/bodyDeadline'
+import { bodyTooLarge, ClientGone } from '../http/body'
 import { requestState, takeEdgeHeaders } from '../http/requestState'
 import { sendError } from '../http/respond'
 import { checkKeyModel } from './consumerKeys'
+import { answerFailure } from './rawRoute'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
@@ -131,7 +132,7 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
     } catch (err) {
       return this.fail(err)
     }
-    if (Number(req.headers['content-length'] ?? NaN) > deps.bodyLimit) return this.fail(tooLarge(deps.bodyLimit))
+    if (Number(req.headers['content-length'] ?? NaN) > deps.bodyLimit) return this.fail(bodyTooLarge(deps.bodyLimit))
     if (bodyDeadlineMs > 0 && !req.complete) {
       this.timer = setTimeout(bodyExpired, bodyDeadlineMs, this, bodyDeadlineMs)
       this.timer.unref()
@@ -144,7 +145,7 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
     this.received += chunk.length
     if (this.received > this.deps.bodyLimit) {
       this.stopReading()
-      return this.fail(tooLarge(this.deps.bodyLimit))
+      return this.fail(bodyTooLarge(this.deps.bodyLimit))
     }
     this.parts.push(chunk)
   }
@@ -358,23 +359,10 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
     this.endMidAnswer(reason)
   }
 
-  /**
-   * Every failure before the answer began: nothing when the client already left, else an error in
-   * OpenAI's shape. A body still arriving after the answer is read and dropped by Node (closing at
-   * once could reset the connection before the client reads the answer), for `drainMs` at most.
-   */
+  /** Every failure before the answer began, answered as every raw route answers one (answerFailure). */
   private fail(err: unknown): void {
     this.finish()
-    const { req, res, deps } = this
-    const path = this.target.path
-    if (!(err instanceof ClientGone) && !res.destroyed) {
-      if (!(err instanceof ApiError)) deps.logger.error(`${path} failed`, { error: err })
-      else if (err.status >= 500) deps.logger.warn(`${path}: ${err.message}`)
-      if (!req.complete && err instanceof ApiError && err.status === 408)
-        return answerUnfinished(req, res, err, 'openai')
-      sendError(res, err, 'openai')
-    }
-    if (!req.complete) armBodyDeadline(req, res, deps.drainMs)
+    answerFailure(this.deps, this.target.path, 'openai', this.req, this.res, err)
   }
 
   /** The upstream went away mid-answer: end the client's stream with an error, never leave it hanging. */
@@ -455,10 +443,6 @@ function bodyExpired(relay: RelayedRequest, ms: number): void {
 
 function callExpired(relay: RelayedRequest): void {
   relay.callExpired()
-}
-
-function tooLarge(limit: number): ApiError {
-  return new ApiError('payload_too_large', `request body is larger than ${limit} bytes`)
 }
 
 /** Waits at the gate; a client that leaves meanwhile is released and nothing goes upstream. */

@@ -1,5 +1,6 @@
 import type http from 'node:http'
 import { ApiError } from '../contract/errors'
+import type { ErrorStyle } from '../contract/define'
 import type { Logger } from '../core/logger'
 import { ClientGone } from '../http/body'
 import { answerUnfinished, armBodyDeadline } from '../http/bodyDeadline'
@@ -35,16 +36,31 @@ export function rawRoute(deps: RawRouteDeps): RawRoute {
       try {
         await fn(req, res, exchange)
       } catch (err) {
-        if (err instanceof ClientGone || res.destroyed) return
-        if (!(err instanceof ApiError)) deps.logger.error(`${routePath} failed`, { error: err })
-        else if (err.status >= 500) deps.logger.warn(`${routePath}: ${err.message}`)
-        if (!req.complete && err instanceof ApiError && err.status === 408) answerUnfinished(req, res, err, style)
-        else sendError(res, err, style)
+        return answerFailure(deps, routePath, style, req, res, err)
       }
-      // A body still arriving after the answer (a refused or relayed upload) is read and dropped by
-      // Node; closing at once could reset the connection before the client reads the answer. A
-      // client that goes on sending for longer than `drainMs` is cut off.
       if (!req.complete) armBodyDeadline(req, res, deps.drainMs)
     }
   }
+}
+
+/**
+ * A gateway route's failure: nothing when the client already left, else the error in the route's
+ * shape (logged when it is ours or a 5xx). A body still arriving after the answer (a refused or
+ * relayed upload) is read and dropped by Node; closing at once could reset the connection before
+ * the client reads the answer. A client that goes on sending for longer than `drainMs` is cut off.
+ */
+export function answerFailure(
+  deps: { readonly logger: Logger; readonly drainMs: number },
+  routePath: string,
+  style: ErrorStyle,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  err: unknown,
+): void {
+  if (err instanceof ClientGone || res.destroyed) return
+  if (!(err instanceof ApiError)) deps.logger.error(`${routePath} failed`, { error: err })
+  else if (err.status >= 500) deps.logger.warn(`${routePath}: ${err.message}`)
+  if (!req.complete && err instanceof ApiError && err.status === 408) answerUnfinished(req, res, err, style)
+  else sendError(res, err, style)
+  if (!req.complete) armBodyDeadline(req, res, deps.drainMs)
 }

@@ -9,6 +9,11 @@ export class ClientGone extends Error {
   }
 }
 
+/** The 413 for a request body over `limit` bytes. */
+export function bodyTooLarge(limit: number): ApiError {
+  return new ApiError('payload_too_large', `request body is larger than ${limit} bytes`)
+}
+
 /**
  * Reads a request body whole, refusing more than `limit` bytes (413). The one reader for every
  * route that takes a body: contract methods, proxied JSON, webhooks (which sign the exact bytes).
@@ -18,7 +23,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? NaN)
   if (declared > limit) {
     req.resume()
-    return Promise.reject(new ApiError('payload_too_large', `request body is larger than ${limit} bytes`))
+    return Promise.reject(bodyTooLarge(limit))
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
@@ -28,7 +33,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       if (n > limit) {
         req.off('data', onData)
         req.resume()
-        reject(new ApiError('payload_too_large', `request body is larger than ${limit} bytes`))
+        reject(bodyTooLarge(limit))
         return
       }
       chunks.push(c)
