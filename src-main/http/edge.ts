@@ -1,17 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestHandler } from 'express'
+import type { Core } from '../core/app'
 import type { Credentials } from '../core/credentials'
-import type { SessionStore } from '../core/sessions'
-import type { ClientAddress } from './clientAddress'
-import { checkCredentials } from './middleware/credentials'
+import { clientAddressResolver, type ClientAddress } from './clientAddress'
+import { adminCheck, checkCredentials } from './middleware/credentials'
 import { enterSurface } from './middleware/surface'
 import { sendError } from './respond'
-import { requestState, styleFor } from './requestState'
+import { requestState, styleFor, type AdminCheck } from './requestState'
 
 export interface EdgeDeps {
   readonly resolveClient: (req: IncomingMessage) => ClientAddress
   readonly credentials: Credentials
-  readonly sessions: SessionStore
+  readonly adminCheck: AdminCheck
+}
+
+/** The edge of a server: built once, shared by every request it admits. */
+export function edgeOf(core: Core): EdgeDeps {
+  return {
+    resolveClient: clientAddressResolver(core.config.trustedProxies),
+    credentials: core.credentials,
+    adminCheck: adminCheck(core.credentials, core.sessions),
+  }
 }
 
 /**
@@ -28,7 +37,7 @@ export function admitAtEdge(
 ): boolean {
   const st = requestState(res)
   if (!enterSurface(req, res, path, st, edge.resolveClient, holdHeaders)) return false
-  const refused = checkCredentials(edge.credentials, edge.sessions, req, res, st)
+  const refused = checkCredentials(edge.credentials, edge.adminCheck, req, res, st)
   if (refused === null) return true
   sendError(res, refused, styleFor(st.surface, path))
   return false

@@ -4,8 +4,7 @@ import type { MethodDef } from '../contract/define'
 import type { Core } from '../core/app'
 import type { FastRoute } from '../core/module'
 import { armBodyDeadline } from './bodyDeadline'
-import { clientAddressResolver } from './clientAddress'
-import { admitAtEdge, type EdgeDeps } from './edge'
+import { admitAtEdge, edgeOf } from './edge'
 import { RouteTable } from './routeTable'
 import { isOriginGuarded, surfaceOf } from './surfaces'
 
@@ -32,11 +31,7 @@ export function createFastPath(core: Core, bodyTimeoutMs: number): FastPath | nu
       routes.set(path, handler)
     }
   if (routes.size === 0) return null
-  const edge: EdgeDeps = {
-    resolveClient: clientAddressResolver(core.config.trustedProxies),
-    credentials: core.credentials,
-    sessions: core.sessions,
-  }
+  const edge = edgeOf(core)
   return (req, res) => {
     if (req.method !== 'POST') return false
     // Exact paths only: a query string or anything unusual takes the router.

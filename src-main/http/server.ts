@@ -3,8 +3,7 @@ import { ApiError } from '../contract/errors'
 import type { Core } from '../core/app'
 import { toPublicError } from '../core/invoke'
 import type { Logger } from '../core/logger'
-import { clientAddressResolver } from './clientAddress'
-import { edgeGate } from './edge'
+import { edgeGate, edgeOf } from './edge'
 import { contractRoutes } from './middleware/contractRoutes'
 import { defaultRendererDir, mountDashboard } from './middleware/dashboard'
 import { originGuard } from './middleware/originGuard'
@@ -82,17 +81,7 @@ export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Ex
   const app = express()
   app.disable('x-powered-by')
   app.set('etag', false)
-  app.use(
-    inOrder(
-      edgeGate({
-        resolveClient: clientAddressResolver(core.config.trustedProxies),
-        credentials: core.credentials,
-        sessions: core.sessions,
-      }),
-      originGuard(),
-      contractRoutes(core),
-    ),
-  )
+  app.use(inOrder(edgeGate(edgeOf(core)), originGuard(), contractRoutes(core)))
   app.use(domainRoutes(core))
   mountDashboard(app, opts.rendererDir === undefined ? defaultRendererDir() : opts.rendererDir)
   app.use(notFound())

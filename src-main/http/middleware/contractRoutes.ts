@@ -6,7 +6,7 @@ import type { Core } from '../../core/app'
 import { invokeMethod, openStream, toPublicError } from '../../core/invoke'
 import { readJsonBody } from '../body'
 import { sendError, sendJson } from '../respond'
-import { requestState, styleFor } from '../requestState'
+import { isAdmin, requestState, styleFor } from '../requestState'
 import { RouteTable, type RouteEntry } from '../routeTable'
 import { readCookie, SESSION_COOKIE } from '../session'
 import { writeSse } from '../sse'
@@ -40,7 +40,7 @@ function httpContext(core: Core, req: Request, res: Response): CallContext {
     },
     session: {
       get authenticated() {
-        return st.isAdmin()
+        return isAdmin(req, res)
       },
       begin: () => {
         const s = core.sessions.issue()

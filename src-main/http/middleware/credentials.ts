@@ -3,7 +3,7 @@ import { ApiError } from '../../contract/errors'
 import type { Credentials } from '../../core/credentials'
 import type { SessionStore } from '../../core/sessions'
 import type { ConsumerIdentity } from '../../gateway/consumerKeys'
-import type { RequestState } from '../requestState'
+import { isAdmin, type AdminCheck, type RequestState } from '../requestState'
 import { readCookie, SESSION_COOKIE } from '../session'
 
 const OPEN: ConsumerIdentity = { kind: 'open' }
@@ -16,6 +16,17 @@ function bearer(req: IncomingMessage): string | undefined {
   return m?.[1]?.trim()
 }
 
+/** The admin check every request shares: the session cookie, or the admin token as a Bearer. */
+export function adminCheck(credentials: Credentials, sessions: SessionStore): AdminCheck {
+  return (req) => {
+    const token = bearer(req)
+    return (
+      sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) ||
+      (token !== undefined && credentials.isAdminToken(token))
+    )
+  }
+}
+
 /**
  * Credentials per surface: the control API and `/v1/admin/*` need the admin session or token;
  * the consumer surface needs a consumer key when keys exist; `/metrics` needs the metrics token
@@ -26,21 +37,12 @@ function bearer(req: IncomingMessage): string | undefined {
  */
 export function checkCredentials(
   credentials: Credentials,
-  sessions: SessionStore,
+  admin: AdminCheck,
   req: IncomingMessage,
   res: ServerResponse,
   st: RequestState,
 ): ApiError | null {
-  let admin: boolean | undefined
-  st.isAdmin = () => {
-    if (admin === undefined) {
-      const token = bearer(req)
-      admin =
-        sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) ||
-        (token !== undefined && credentials.isAdminToken(token))
-    }
-    return admin
-  }
+  st.adminCheck = admin
   const needsAdmin = st.surface === 'control' || st.surface === 'licensing-admin'
   const needsConsumer = st.surface === 'consumer' && credentials.consumerKeysRequired
   const needsMetrics = st.surface === 'metrics'
@@ -48,7 +50,7 @@ export function checkCredentials(
   if (!needsAdmin && !needsConsumer && !needsMetrics) return null
   const locked = credentials.lockout(st.client.limitKey)
   if (locked) return locked
-  if (st.isAdmin()) {
+  if (isAdmin(req, res)) {
     // The admin is never held to a key's limits.
     if (needsConsumer) st.consumer = ADMIN
     return null

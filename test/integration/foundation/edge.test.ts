@@ -1,9 +1,11 @@
 import fs from 'node:fs'
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { admitAtEdge, edgeOf, type EdgeDeps } from '../../../src-main/http/edge'
+import { isAdmin, requestState } from '../../../src-main/http/requestState'
 import { startDaemon, type TestDaemon } from '../../helpers/daemon'
 
 /**
@@ -248,5 +250,40 @@ describe('deep JSON on the gateway', () => {
       await gw.stop()
       await new Promise((r) => llm.close(r))
     }
+  })
+})
+
+describe('the request state the edge leaves', () => {
+  /** A request as the server would hand it over, never sent anywhere, through one server's edge. */
+  let edge: EdgeDeps
+  beforeAll(() => {
+    edge = edgeOf(d.core)
+  })
+  function admitted(headers: Record<string, string>): {
+    req: http.IncomingMessage
+    res: http.ServerResponse
+    admitted: boolean
+  } {
+    const req = new http.IncomingMessage(new net.Socket())
+    req.method = 'POST'
+    req.url = '/v1/chat/completions'
+    req.headers = headers
+    const res = new http.ServerResponse(req)
+    return { req, res, admitted: admitAtEdge(edge, req, res, '/v1/chat/completions', true) }
+  }
+
+  it('holds no function made for its request (V8 may keep the state in the old generation, and the request with it)', () => {
+    const one = admitted({ authorization: `Bearer ${d.adminToken}` })
+    const two = admitted({ authorization: 'Bearer lan-key-one-aaaaaaaa' })
+    expect([one.admitted, two.admitted]).toEqual([true, true])
+    const a = requestState(one.res) as unknown as Record<string, unknown>
+    const b = requestState(two.res) as unknown as Record<string, unknown>
+    const fns = Object.keys(a).filter((k) => typeof a[k] === 'function')
+    expect(fns.length).toBeGreaterThan(0)
+    for (const k of fns) expect(b[k], k).toBe(a[k])
+    // The admin is still told apart, on first asking.
+    expect(isAdmin(one.req, one.res)).toBe(true)
+    expect(isAdmin(two.req, two.res)).toBe(false)
+    expect(requestState(one.res).consumer).toEqual({ kind: 'admin' })
   })
 })
