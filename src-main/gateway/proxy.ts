@@ -11,7 +11,7 @@ import { answerFailure } from './rawRoute'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { describeNetError, parseJsonObject, safeHeaderList, upstreamDetail } from './wire'
+import { describeNetError, readRelayRequest, safeHeaderList, upstreamDetail } from './wire'
 
 /**
  * Where chat and completions wait while the llm is being swapped: resolves when the request may be
@@ -159,12 +159,12 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
     let raw: Buffer
     let model: string | null
     try {
-      const body = parseJsonObject(received)
-      checkKeyModel(requestState(this.res).consumer, body.model)
-      this.streaming = body.stream === true
-      model = typeof body.model === 'string' ? body.model : null
+      const request = readRelayRequest(received)
+      checkKeyModel(requestState(this.res).consumer, request.model)
+      this.streaming = request.stream
+      model = request.model
       // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
-      raw = this.usage ? this.usage.prepareRequest(body, received) : received
+      raw = this.usage ? this.usage.prepareRequest(request, received) : received
     } catch (err) {
       return this.fail(err)
     }

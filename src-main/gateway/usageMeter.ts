@@ -1,4 +1,6 @@
 import type http from 'node:http'
+import { memberBytes, memberNumber, scanJson } from './jsonScan'
+import type { RelayRequest } from './wire'
 
 /**
  * What one gateway request used (issue 16): tokens from the upstream's `usage`, time to first
@@ -32,15 +34,19 @@ interface UpstreamUsage {
   completion_tokens?: unknown
 }
 
+/** The members of a plain answer the meter reads: `usage` (chat, completions), `duration` (transcription). */
+const ANSWER_MEMBERS = ['usage', 'duration'].map((name) => Buffer.from(name))
+const USAGE_MEMBERS = ['prompt_tokens', 'completion_tokens'].map((name) => Buffer.from(name))
+
 const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}')
 
 /**
  * Asks a streaming chat or completion for `stream_options.include_usage` when the client did not
  * ask itself; returns the bytes to send upstream and whether the extra usage chunk must be stripped.
  */
-export function withStreamUsage(body: Record<string, unknown>, raw: Buffer): { raw: Buffer; injected: boolean } {
-  if (body.stream !== true) return { raw, injected: false }
-  const opts = body.stream_options
+export function withStreamUsage(request: RelayRequest, raw: Buffer): { raw: Buffer; injected: boolean } {
+  if (!request.stream) return { raw, injected: false }
+  const opts = request.streamOptions
   if (opts !== undefined && (opts === null || typeof opts !== 'object' || Array.isArray(opts)))
     return { raw, injected: false }
   if (opts && (opts as Record<string, unknown>).include_usage !== undefined) return { raw, injected: false }
@@ -50,6 +56,8 @@ export function withStreamUsage(body: Record<string, unknown>, raw: Buffer): { r
     while (end > 0 && raw[end] !== 0x7d) end--
     return { raw: Buffer.concat([raw.subarray(0, end), STREAM_USAGE_MEMBER, raw.subarray(end)]), injected: true }
   }
+  // The client's own stream options (rare): the body is rebuilt with include_usage among them.
+  const body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>
   const next = { ...body, stream_options: { ...(opts as Record<string, unknown> | undefined), include_usage: true } }
   return { raw: Buffer.from(JSON.stringify(next)), injected: true }
 }
@@ -87,8 +95,8 @@ export class UsageMeter {
   }
 
   /** The request bytes to send upstream: a stream's token counts come from the usage event, asked for here when the client did not. */
-  prepareRequest(body: Record<string, unknown>, raw: Buffer): Buffer {
-    const out = withStreamUsage(body, raw)
+  prepareRequest(request: RelayRequest, raw: Buffer): Buffer {
+    const out = withStreamUsage(request, raw)
     if (out.injected) this.stripInjectedUsage()
     return out.raw
   }
@@ -156,14 +164,22 @@ export class UsageMeter {
     const parts = this.bodyParts
     this.bodyParts = []
     if (this.bodySize > BODY_PEEK_LIMIT || this.bodySize === 0) return
-    try {
-      const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
-      const v = JSON.parse(whole.toString('utf8')) as { usage?: UpstreamUsage; duration?: unknown }
-      this.takeUsage(v.usage)
-      if (typeof v.duration === 'number' && Number.isFinite(v.duration) && v.duration > 0) this.audio += v.duration
-    } catch {
-      // not JSON (text or srt transcripts, audio): nothing to count
+    const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+    // Read from the bytes, nothing built: in the running daemon JSON.parse and a string decode
+    // cost microseconds each on a path this cold. A body that is not JSON (text or srt
+    // transcripts, audio) counts nothing.
+    const scan = scanJson(whole, Number.MAX_SAFE_INTEGER, ANSWER_MEMBERS)
+    if (scan.error !== null || !scan.isObject) return
+    const usage = memberBytes(whole, scan, 0)
+    if (usage !== null && usage[0] === 0x7b) {
+      const counts = scanJson(usage, Number.MAX_SAFE_INTEGER, USAGE_MEMBERS)
+      const prompt = memberNumber(usage, counts, 0)
+      const completion = memberNumber(usage, counts, 1)
+      if (prompt !== null) this.prompt = prompt
+      if (completion !== null) this.completion = completion
     }
+    const duration = memberNumber(whole, scan, 1)
+    if (duration !== null && Number.isFinite(duration) && duration > 0) this.audio += duration
   }
 
   addSpeechCharacters(n: number): void {

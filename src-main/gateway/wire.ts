@@ -2,7 +2,8 @@ import http from 'node:http'
 import https from 'node:https'
 import type { Readable } from 'node:stream'
 import { ApiError } from '../contract/errors'
-import { parseJsonText } from '../http/body'
+import { jsonTooDeep, malformedJson, parseJsonText } from '../http/body'
+import { memberIsTrue, memberString, memberValue, scanJson } from './jsonScan'
 import type { Upstream } from './upstreams'
 
 /** Low-level HTTP plumbing shared by every gateway route: JSON bodies and upstream calls. */
@@ -15,9 +16,40 @@ export const GATEWAY_JSON_DEPTH = 256
 /** Parses a JSON object body: 400 for anything else, before any upstream is called. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
   const v = parseJsonText(raw.toString('utf8'), GATEWAY_JSON_DEPTH)
-  if (v === null || typeof v !== 'object' || Array.isArray(v))
-    throw new ApiError('bad_input', 'request body must be a JSON object')
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw notAnObject()
   return v as Record<string, unknown>
+}
+
+function notAnObject(): ApiError {
+  return new ApiError('bad_input', 'request body must be a JSON object')
+}
+
+/** What the relay reads of a chat, completion or embeddings request; its bytes go upstream as they are. */
+export interface RelayRequest {
+  /** `model` when it is a string (what a key's model list and the swap gate compare); null otherwise. */
+  readonly model: string | null
+  /** `stream` is `true`. */
+  readonly stream: boolean
+  /** `stream_options` as sent; undefined when absent. */
+  readonly streamOptions: unknown
+}
+
+const RELAY_MEMBERS = ['model', 'stream', 'stream_options'].map((name) => Buffer.from(name))
+
+/**
+ * Reads a relayed request's body with the same 400s as parseJsonObject, by a scan that builds
+ * nothing (gateway/jsonScan.ts): the three members the relay needs are all it reads.
+ */
+export function readRelayRequest(raw: Buffer): RelayRequest {
+  const scan = scanJson(raw, GATEWAY_JSON_DEPTH, RELAY_MEMBERS)
+  if (scan.error === 'too_deep') throw jsonTooDeep(GATEWAY_JSON_DEPTH)
+  if (scan.error !== null) throw malformedJson()
+  if (!scan.isObject) throw notAnObject()
+  return {
+    model: memberString(raw, scan, 0),
+    stream: memberIsTrue(raw, scan, 1),
+    streamOptions: memberValue(raw, scan, 2),
+  }
 }
 
 export interface UpstreamCall {

@@ -73,14 +73,23 @@ export function jsonDeeperThan(text: string, max: number): boolean {
   return false
 }
 
+/** The 400 for a JSON body nested deeper than `maxDepth`. */
+export function jsonTooDeep(maxDepth: number): ApiError {
+  return new ApiError('bad_input', `the JSON body nests deeper than ${maxDepth} levels`)
+}
+
+/** The 400 for a body that is not JSON. */
+export function malformedJson(): ApiError {
+  return new ApiError('bad_input', 'malformed JSON body')
+}
+
 /** Parses a JSON body, refusing nesting deeper than `maxDepth` with a 400 that names the limit. */
 export function parseJsonText(text: string, maxDepth: number): unknown {
-  if (jsonDeeperThan(text, maxDepth))
-    throw new ApiError('bad_input', `the JSON body nests deeper than ${maxDepth} levels`)
+  if (jsonDeeperThan(text, maxDepth)) throw jsonTooDeep(maxDepth)
   try {
     return JSON.parse(text)
   } catch {
-    throw new ApiError('bad_input', 'malformed JSON body')
+    throw malformedJson()
   }
 }
 

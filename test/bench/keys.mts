@@ -250,6 +250,7 @@ async function metricsRender(): Promise<void> {
 /** The usage meter's own CPU per 50-token stream, in-process (steadier than wall time on a shared machine). */
 async function meterCost(): Promise<void> {
   const { UsageMeter } = await import('../../src-main/gateway/usageMeter')
+  const { readRelayRequest } = await import('../../src-main/gateway/wire')
   const chunks = Array.from({ length: 50 }, (_, i) =>
     Buffer.from(
       `data: {"id":"cmpl-sim1","object":"text_completion","created":1767225600,"model":"sim/Qwen3-8B-Instruct","choices":[{"index":0,"text":" word${i}","finish_reason":null}]}\n\n`,
@@ -260,13 +261,13 @@ async function meterCost(): Promise<void> {
       `data: {"id":"cmpl-sim1","object":"text_completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":50,"total_tokens":51}}\n\ndata: [DONE]\n\n`,
     ),
   )
-  const body = { model: 'm', prompt: 'x', max_tokens: 50, stream: true }
-  const raw = Buffer.from(JSON.stringify(body))
+  const raw = Buffer.from(JSON.stringify({ model: 'm', prompt: 'x', max_tokens: 50, stream: true }))
+  const request = readRelayRequest(raw)
   const N = 20_000
   const c0 = process.cpuUsage()
   for (let n = 0; n < N; n++) {
     const m = new UsageMeter(0)
-    m.prepareRequest(body, raw)
+    m.prepareRequest(request, raw)
     for (const c of chunks) m.onSseChunk(c)
     m.flushSse()
     m.result()

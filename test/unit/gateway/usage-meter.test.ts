@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { UsageMeter, withStreamUsage } from '../../../src-main/gateway/usageMeter'
+import { readRelayRequest } from '../../../src-main/gateway/wire'
 
 const ev = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`
 const delta = (t: string): string =>
@@ -20,8 +21,8 @@ function meter(): { m: UsageMeter; at: (ms: number) => void } {
 
 describe('include_usage', () => {
   it('is asked for only on a stream whose client did not ask', () => {
-    const body = { model: 'm', stream: true, messages: [] }
-    const out = withStreamUsage(body, Buffer.from(JSON.stringify(body)))
+    const asked = Buffer.from(JSON.stringify({ model: 'm', stream: true, messages: [] }))
+    const out = withStreamUsage(readRelayRequest(asked), asked)
     expect(out.injected).toBe(true)
     expect(JSON.parse(out.raw.toString())).toMatchObject({ stream_options: { include_usage: true } })
     for (const b of [
@@ -31,16 +32,22 @@ describe('include_usage', () => {
       { stream: true, stream_options: 'odd' },
     ]) {
       const raw = Buffer.from(JSON.stringify(b))
-      const same = withStreamUsage(b, raw)
+      const same = withStreamUsage(readRelayRequest(raw), raw)
       expect(same.injected).toBe(false)
       expect(same.raw).toBe(raw)
     }
   })
 
   it('keeps the client’s other stream options', () => {
-    const body = { stream: true, stream_options: { continuous_usage_stats: false } }
-    const out = JSON.parse(withStreamUsage(body, Buffer.from('{}')).raw.toString()) as Record<string, unknown>
-    expect(out.stream_options).toEqual({ continuous_usage_stats: false, include_usage: true })
+    const raw = Buffer.from(
+      JSON.stringify({ model: 'm', stream: true, stream_options: { continuous_usage_stats: false } }),
+    )
+    const out = JSON.parse(withStreamUsage(readRelayRequest(raw), raw).raw.toString()) as Record<string, unknown>
+    expect(out).toEqual({
+      model: 'm',
+      stream: true,
+      stream_options: { continuous_usage_stats: false, include_usage: true },
+    })
   })
 })
 
@@ -209,6 +216,15 @@ describe('UsageMeter on a plain answer', () => {
       const r = read(text)
       expect([r.prompt_tokens, r.completion_tokens]).toEqual([null, null])
     }
+  })
+
+  it('reads only the top-level usage, and the last of duplicate members as JSON.parse does', () => {
+    const nested = read('{"choices":[{"usage":{"prompt_tokens":999}}],"meta":{"usage":{"completion_tokens":999}}}')
+    expect([nested.prompt_tokens, nested.completion_tokens]).toEqual([null, null])
+    const twice = read(
+      '{"usage":{"prompt_tokens":1,"completion_tokens":1},"usage":{"prompt_tokens":7,"prompt_tokens":8,"completion_tokens":2.5e1}}',
+    )
+    expect([twice.prompt_tokens, twice.completion_tokens]).toEqual([8, 25])
   })
 
   it('counts a transcription’s duration, with or without a usage member of its own', () => {

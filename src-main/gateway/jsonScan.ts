@@ -1,0 +1,290 @@
+/**
+ * A JSON text read once, byte by byte, without building it: whether it is valid (exactly as
+ * `JSON.parse` decides for the same bytes decoded as UTF-8), how deep it nests, and where the
+ * values of chosen top-level members are. The relay needs three members of a request (`model`,
+ * `stream`, `stream_options`) and one or two of an answer (`usage`, `duration`); parsing the
+ * whole text built every string and object of it only to read those, which in the running
+ * daemon cost more than relaying the bytes (docs/gateway-profile.md).
+ *
+ * Bytes of 0x80 and above are accepted inside strings only, as `JSON.parse` accepts any character
+ * there (invalid UTF-8 decodes to U+FFFD, a character like any other) and none outside them.
+ */
+
+/** What one scan found. */
+export interface JsonScan {
+  /** Null when the text is valid JSON; otherwise why not (`malformed` or `too_deep`). */
+  readonly error: 'malformed' | 'too_deep' | null
+  /** The text is a JSON object (members are only looked for in one). */
+  readonly isObject: boolean
+  /**
+   * Per wanted member, in the order asked: the `[start, end)` byte range of the value of its last
+   * occurrence at the top level (as `JSON.parse` keeps the last of duplicate keys), or -1, -1.
+   */
+  readonly spans: Int32Array
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OBJECT = 1
+const ARRAY = 2
+
+/** Which container each open level is; grown when a text nests deeper, reused by every scan. */
+let kinds: Uint8Array = new Uint8Array(64)
+/** Set by scanString: the string just scanned held an escape (a key must then be decoded to compare). */
+let escaped = false
+
+/**
+ * Scans `buf` as one JSON value with at most `maxDepth` nested arrays and objects. `wanted` are
+ * the member names to locate at the top level, as UTF-8 bytes.
+ */
+export function scanJson(buf: Uint8Array, maxDepth: number, wanted: readonly Uint8Array[]): JsonScan {
+  const spans = new Int32Array(wanted.length * 2).fill(-1)
+  const n = buf.length
+  let i = skipSpace(buf, 0)
+  const isObject = i < n && buf[i] === 0x7b
+  let depth = 0
+  /** Index in `wanted` of the top-level member whose value is being read; -1 when none is. */
+  let member = -1
+  let valueStart = -1
+  let error: JsonScan['error'] = 'malformed'
+  scan: for (;;) {
+    // A value is expected at i.
+    if (i >= n) break
+    const c = buf[i]!
+    if (c === 0x7b || c === 0x5b) {
+      if (++depth > maxDepth) {
+        error = 'too_deep'
+        break
+      }
+      if (depth >= kinds.length) kinds = grow(kinds)
+      kinds[depth] = c === 0x7b ? OBJECT : ARRAY
+      i = skipSpace(buf, i + 1)
+      if (i < n && buf[i] === (c === 0x7b ? 0x7d : 0x5d)) {
+        depth--
+        i++
+      } else if (c === 0x5b) continue
+      else {
+        i = readMemberName(buf, i, depth === 1 && isObject, wanted)
+        if (i < 0) break
+        if (depth === 1) {
+          member = keyIndex
+          valueStart = i
+        }
+        continue
+      }
+    } else if (c === QUOTE) i = scanString(buf, i)
+    else if (c === 0x2d || isDigit(c)) i = scanNumber(buf, i)
+    else if (c === 0x74) i = literal(buf, i, TRUE)
+    else if (c === 0x66) i = literal(buf, i, FALSE)
+    else if (c === 0x6e) i = literal(buf, i, NULL)
+    else break
+    if (i < 0) break
+    // A value ended at i: close every container that ends here, then expect `,` or the end.
+    for (;;) {
+      if (depth === 1 && member >= 0) {
+        spans[member * 2] = valueStart
+        spans[member * 2 + 1] = i
+        member = -1
+      }
+      i = skipSpace(buf, i)
+      if (depth === 0) {
+        if (i === n) error = null
+        break scan
+      }
+      if (i >= n) break scan
+      const d = buf[i]!
+      if (d === 0x2c) {
+        i = skipSpace(buf, i + 1)
+        if (kinds[depth] === OBJECT) {
+          i = readMemberName(buf, i, depth === 1 && isObject, wanted)
+          if (i < 0) break scan
+          if (depth === 1) {
+            member = keyIndex
+            valueStart = i
+          }
+        }
+        continue scan
+      }
+      if (d !== (kinds[depth] === OBJECT ? 0x7d : 0x5d)) break scan
+      depth--
+      i++
+    }
+  }
+  return { error, isObject, spans }
+}
+
+/** Set by readMemberName: which wanted name the key it read is; -1 for none (or not at the top level). */
+let keyIndex = -1
+
+/** Reads `"name" :` at `at` and the space after it; returns where the value starts, or -1. */
+function readMemberName(buf: Uint8Array, at: number, topLevel: boolean, wanted: readonly Uint8Array[]): number {
+  keyIndex = -1
+  const n = buf.length
+  if (at >= n || buf[at] !== QUOTE) return -1
+  const end = scanString(buf, at)
+  if (end < 0) return -1
+  if (topLevel) keyIndex = wantedIndex(buf, at + 1, end - 1, escaped, wanted)
+  const colon = skipSpace(buf, end)
+  if (colon >= n || buf[colon] !== 0x3a) return -1
+  return skipSpace(buf, colon + 1)
+}
+
+/** The value of a scanned member as `JSON.parse` would give it; undefined when the member is absent. */
+export function memberValue(buf: Uint8Array, scan: JsonScan, index: number): unknown {
+  const start = scan.spans[index * 2]!
+  if (start < 0) return undefined
+  return JSON.parse(Buffer.from(buf.buffer, buf.byteOffset + start, scan.spans[index * 2 + 1]! - start).toString())
+}
+
+/**
+ * A scanned member's value when it is a string (without escapes: read straight from the bytes),
+ * null when it is absent or anything else.
+ */
+export function memberString(buf: Uint8Array, scan: JsonScan, index: number): string | null {
+  const start = scan.spans[index * 2]!
+  if (start < 0 || buf[start] !== QUOTE) return null
+  const end = scan.spans[index * 2 + 1]!
+  const backslash = buf.indexOf(BACKSLASH, start)
+  if (backslash !== -1 && backslash < end) return memberValue(buf, scan, index) as string
+  return Buffer.from(buf.buffer, buf.byteOffset + start + 1, end - start - 2).toString()
+}
+
+/**
+ * A scanned member's value when it is a number, null when it is absent or anything else. A plain
+ * integer is read from the bytes here; any other number (a fraction, an exponent, 16 digits or
+ * more) is read by Number, which reads every JSON number as JSON.parse does.
+ */
+export function memberNumber(buf: Uint8Array, scan: JsonScan, index: number): number | null {
+  const start = scan.spans[index * 2]!
+  if (start < 0) return null
+  const end = scan.spans[index * 2 + 1]!
+  const first = buf[start]!
+  if (first !== 0x2d && !isDigit(first)) return null
+  const negative = first === 0x2d
+  let n = 0
+  let i = negative ? start + 1 : start
+  if (end - i < 16) {
+    for (; i < end && isDigit(buf[i]); i++) n = n * 10 + buf[i]! - 0x30
+    if (i === end) return negative ? -n : n
+  }
+  return Number(Buffer.from(buf.buffer, buf.byteOffset + start, end - start).toString('latin1'))
+}
+
+/** A scanned member's value as a Buffer of its own bytes (a view, not a copy); null when absent. */
+export function memberBytes(buf: Uint8Array, scan: JsonScan, index: number): Uint8Array | null {
+  const start = scan.spans[index * 2]!
+  return start < 0 ? null : buf.subarray(start, scan.spans[index * 2 + 1]!)
+}
+
+/** True when a scanned member is the literal `true`. */
+export function memberIsTrue(buf: Uint8Array, scan: JsonScan, index: number): boolean {
+  const start = scan.spans[index * 2]!
+  return start >= 0 && scan.spans[index * 2 + 1]! - start === 4 && buf[start] === 0x74
+}
+
+function grow(old: Uint8Array): Uint8Array {
+  const next = new Uint8Array(old.length * 2)
+  next.set(old)
+  return next
+}
+
+function skipSpace(buf: Uint8Array, i: number): number {
+  const n = buf.length
+  while (i < n) {
+    const c = buf[i]!
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break
+    i++
+  }
+  return i
+}
+
+/** The string starting at the quote at i: the index after its closing quote, or -1. Sets `escaped`. */
+function scanString(buf: Uint8Array, i: number): number {
+  const n = buf.length
+  escaped = false
+  for (i++; i < n; i++) {
+    const c = buf[i]!
+    if (c === QUOTE) return i + 1
+    if (c < 0x20) return -1
+    if (c !== BACKSLASH) continue
+    escaped = true
+    const e = buf[++i]
+    if (e === 0x75) {
+      for (let k = 0; k < 4; k++) if (!isHex(buf[++i])) return -1
+    } else if (
+      e !== QUOTE &&
+      e !== BACKSLASH &&
+      e !== 0x2f &&
+      e !== 0x62 &&
+      e !== 0x66 &&
+      e !== 0x6e &&
+      e !== 0x72 &&
+      e !== 0x74
+    )
+      return -1
+  }
+  return -1
+}
+
+function isHex(c: number | undefined): boolean {
+  return c !== undefined && ((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66))
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39
+}
+
+/** `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?` at i: the index after it, or -1. */
+function scanNumber(buf: Uint8Array, i: number): number {
+  if (buf[i] === 0x2d) i++
+  if (buf[i] === 0x30) i++
+  else if (isDigit(buf[i])) i = digits(buf, i)
+  else return -1
+  if (buf[i] === 0x2e) {
+    if (!isDigit(buf[++i])) return -1
+    i = digits(buf, i)
+  }
+  if (buf[i] === 0x65 || buf[i] === 0x45) {
+    i++
+    if (buf[i] === 0x2b || buf[i] === 0x2d) i++
+    if (!isDigit(buf[i])) return -1
+    i = digits(buf, i)
+  }
+  return i
+}
+
+/** The index after the run of digits starting at i. */
+function digits(buf: Uint8Array, i: number): number {
+  while (isDigit(buf[i])) i++
+  return i
+}
+
+const TRUE = Buffer.from('true')
+const FALSE = Buffer.from('false')
+const NULL = Buffer.from('null')
+
+function literal(buf: Uint8Array, i: number, word: Uint8Array): number {
+  for (let k = 0; k < word.length; k++) if (buf[i + k] !== word[k]) return -1
+  return i + word.length
+}
+
+/** Which wanted name the key bytes `[start, end)` are, or -1; a key with escapes is decoded first. */
+function wantedIndex(
+  buf: Uint8Array,
+  start: number,
+  end: number,
+  hasEscape: boolean,
+  wanted: readonly Uint8Array[],
+): number {
+  if (hasEscape) {
+    const name = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset + start - 1, end - start + 2).toString()) as string
+    return wanted.findIndex((w) => Buffer.from(w).toString() === name)
+  }
+  outer: for (let w = 0; w < wanted.length; w++) {
+    const name = wanted[w]!
+    if (name.length !== end - start) continue
+    for (let k = 0; k < name.length; k++) if (buf[start + k] !== name[k]) continue outer
+    return w
+  }
+  return -1
+}

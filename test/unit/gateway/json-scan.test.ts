@@ -1,0 +1,199 @@
+import { describe, expect, it } from 'vitest'
+import {
+  memberBytes,
+  memberIsTrue,
+  memberNumber,
+  memberString,
+  memberValue,
+  scanJson,
+} from '../../../src-main/gateway/jsonScan'
+
+/**
+ * The scanner against JSON.parse, the judge it must agree with: every text JSON.parse accepts is
+ * valid to the scanner with the same top-level members, and every text it refuses is refused.
+ * Handwritten edge cases first, then thousands of mutations of valid bodies (a seeded generator,
+ * so a failure reproduces).
+ */
+
+const WANTED = ['model', 'stream', 'stream_options', 'usage'].map((k) => Buffer.from(k))
+const MAX_DEPTH = 6
+
+function depthOf(v: unknown): number {
+  if (v === null || typeof v !== 'object') return 0
+  const children = Array.isArray(v) ? v : Object.values(v)
+  return 1 + children.reduce((m: number, c) => Math.max(m, depthOf(c)), 0)
+}
+
+/** What JSON.parse says about the bytes, decoded as the relay decoded them (UTF-8). */
+function judge(buf: Buffer): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(buf.toString('utf8')) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+function agree(buf: Buffer): void {
+  const scan = scanJson(buf, MAX_DEPTH, WANTED)
+  const ref = judge(buf)
+  const label = JSON.stringify(buf.toString('latin1'))
+  if (!ref.ok) {
+    expect(scan.error, label).not.toBeNull()
+    return
+  }
+  if (depthOf(ref.value) > MAX_DEPTH) {
+    expect(scan.error, label).toBe('too_deep')
+    return
+  }
+  expect(scan.error, label).toBeNull()
+  const isObject = ref.value !== null && typeof ref.value === 'object' && !Array.isArray(ref.value)
+  expect(scan.isObject, label).toBe(isObject)
+  if (!isObject) return
+  const obj = ref.value as Record<string, unknown>
+  WANTED.forEach((k, index) => {
+    const key = k.toString()
+    const has = Object.prototype.hasOwnProperty.call(obj, key)
+    expect(memberValue(buf, scan, index), `${label} ${key}`).toEqual(has ? obj[key] : undefined)
+    expect(memberNumber(buf, scan, index), `${label} ${key}`).toEqual(typeof obj[key] === 'number' ? obj[key] : null)
+    const bytes = memberBytes(buf, scan, index)
+    expect(bytes === null ? undefined : JSON.parse(Buffer.from(bytes).toString()), label).toEqual(obj[key])
+  })
+  expect(memberString(buf, scan, 0), label).toBe(typeof obj.model === 'string' ? obj.model : null)
+  expect(memberIsTrue(buf, scan, 1), label).toBe(obj.stream === true)
+}
+
+const EDGE_CASES = [
+  '',
+  ' ',
+  '{}',
+  '[]',
+  '{"model":"m","stream":true}',
+  ' \t\r\n{ "model" : "m" , "stream" : false } \n',
+  '{"model":"a","model":"b"}',
+  '{"mod\\u0065l":"escaped key","stream":true}',
+  '{"model":"sim\\/Qwen \\"q\\" \\u00e9 \\ud83d\\ude00"}',
+  '{"model":"é ü 日本"}',
+  '{"model":1,"stream":"true"}',
+  '{"model":null,"stream":null,"stream_options":null}',
+  '{"stream_options":{"include_usage":false,"nested":{"model":"inner"}},"model":"outer"}',
+  '{"a":{"model":"inner","stream":true}}',
+  '{"a":["model","stream"],"b":"model"}',
+  '{"usage":{"prompt_tokens":2,"completion_tokens":4}}',
+  '{"model":123456789012345,"stream":-123456789012345,"usage":1234567890123456789}',
+  '{"model":-0,"stream":0,"usage":1.5e2,"stream_options":-12E-1}',
+  '"a string"',
+  '42',
+  'true',
+  'null',
+  '[{"model":"in an array"}]',
+  '{"n":-0}',
+  '{"n":-0.5e-7}',
+  '{"n":1E+2}',
+  '{"n":01}',
+  '{"n":1.}',
+  '{"n":.5}',
+  '{"n":-}',
+  '{"n":1e}',
+  '{"n":+1}',
+  '{"n":0x10}',
+  '{"n":Infinity}',
+  '{"n":NaN}',
+  '{"a":1,}',
+  '[1,]',
+  '{,}',
+  '{"a"}',
+  '{"a":}',
+  '{"a" 1}',
+  '{a:1}',
+  "{'a':1}",
+  '{"a":1}}',
+  '{"a":1}{',
+  '{"a":[1,2}',
+  '{"a":tru}',
+  '{"a":nul}',
+  '{"a":falsey}',
+  '{"a":"\\x"}',
+  '{"a":"\\u12"}',
+  '{"a":"\\u12G4"}',
+  '{"a":"unterminated}',
+  '{"a":"tab\there"}',
+  '{"a":"nul\u0000"}',
+  '{"a":"del\u007f"}',
+  '\ufeff{"a":1}',
+  '{"a":1}\u00a0',
+  '{"a":1}\u000b',
+  '{"a":1}\f',
+  '/* c */{"a":1}',
+  '[[[[[[1]]]]]]',
+  '[[[[[[[1]]]]]]]',
+  '[[[[[[[',
+  '{"a":{"b":{"c":{"d":{"e":{"f":1}}}}}}',
+  '{"a":{"b":{"c":{"d":{"e":{"f":{}}}}}}}',
+]
+
+describe('scanJson', () => {
+  it('agrees with JSON.parse on every handwritten edge case', () => {
+    for (const text of EDGE_CASES) agree(Buffer.from(text, 'utf8'))
+  })
+
+  it('agrees with JSON.parse on bytes that are not UTF-8', () => {
+    const cases = [
+      Buffer.concat([Buffer.from('{"model":"'), Buffer.from([0xff, 0xfe, 0x80]), Buffer.from('"}')]),
+      Buffer.concat([Buffer.from('{"model":"x"}'), Buffer.from([0x80])]),
+      Buffer.concat([Buffer.from([0xc3]), Buffer.from('{"a":1}')]),
+      Buffer.concat([Buffer.from('{"a":'), Buffer.from([0xe2, 0x80, 0x8b]), Buffer.from('1}')]),
+    ]
+    for (const buf of cases) agree(buf)
+  })
+
+  it('agrees with JSON.parse on 20,000 mutations of valid bodies', () => {
+    let seed = 0x2545f491
+    const next = (n: number): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
+      return seed % n
+    }
+    const alphabet = '{}[]",:\\ 0123456789.-+eEtrufalsn\t\n\r/"ux'.split('').map((c) => c.charCodeAt(0))
+    alphabet.push(0x00, 0x1f, 0x80, 0xc3, 0xff)
+    const seeds = EDGE_CASES.filter((t) => judge(Buffer.from(t)).ok).map((t) => Buffer.from(t))
+    seeds.push(
+      Buffer.from(
+        JSON.stringify({
+          model: 'sim/Qwen3-8B-Instruct',
+          messages: [{ role: 'user', content: 'hello "bench" \\ é' }],
+          stream: true,
+          stream_options: { include_usage: true },
+          tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }],
+          temperature: 0.7,
+          max_tokens: 200,
+        }),
+      ),
+    )
+    for (let round = 0; round < 20_000; round++) {
+      const bytes = [...seeds[next(seeds.length)]!]
+      for (let m = 1 + next(3); m > 0; m--) {
+        const at = next(bytes.length + 1)
+        const op = next(3)
+        const b = alphabet[next(alphabet.length)]!
+        if (op === 0) bytes.splice(at, 0, b)
+        else if (op === 1) bytes.splice(at, 1)
+        else bytes[Math.min(at, bytes.length - 1)] = b
+      }
+      agree(Buffer.from(bytes))
+    }
+  })
+
+  it('reads a member of a Buffer that is a slice of a larger one', () => {
+    const big = Buffer.from('xxxxx{"model":"sliced","stream":true}yyy')
+    const buf = big.subarray(5, big.length - 3)
+    const scan = scanJson(buf, MAX_DEPTH, WANTED)
+    expect(scan.error).toBeNull()
+    expect(memberString(buf, scan, 0)).toBe('sliced')
+    expect(memberIsTrue(buf, scan, 1)).toBe(true)
+  })
+
+  it('nests as deep as a text goes when the limit allows it, in one pass without recursion', () => {
+    const deep = Buffer.from('['.repeat(100_000) + ']'.repeat(100_000))
+    expect(scanJson(deep, 200_000, []).error).toBeNull()
+    expect(scanJson(deep, 256, []).error).toBe('too_deep')
+  })
+})
