@@ -29,8 +29,11 @@ const BACKSLASH = 0x5c
 const OBJECT = 1
 const ARRAY = 2
 
-/** Which container each open level is; grown when a text nests deeper, reused by every scan. */
-let kinds: Uint8Array = new Uint8Array(64)
+/**
+ * Which container each open level is, shared by every scan; a text nested deeper gets a larger
+ * copy for its own scan, so one deep answer does not leave a large buffer behind.
+ */
+const SHARED_KINDS = new Uint8Array(64)
 /** Set by scanString: the string just scanned held an escape (a key must then be decoded to compare). */
 let escaped = false
 
@@ -44,6 +47,7 @@ export function scanJson(buf: Uint8Array, maxDepth: number, wanted: readonly Uin
   let i = skipSpace(buf, 0)
   const isObject = i < n && buf[i] === 0x7b
   let depth = 0
+  let kinds: Uint8Array = SHARED_KINDS
   /** Index in `wanted` of the top-level member whose value is being read; -1 when none is. */
   let member = -1
   let valueStart = -1

@@ -195,5 +195,7 @@ describe('scanJson', () => {
     const deep = Buffer.from('['.repeat(100_000) + ']'.repeat(100_000))
     expect(scanJson(deep, 200_000, []).error).toBeNull()
     expect(scanJson(deep, 256, []).error).toBe('too_deep')
+    // A shallow text scanned after the deep one is read as before (the deep scan's stack was its own).
+    agree(Buffer.from('{"a":[{"b":[1]}],"model":"after","stream":true}'))
   })
 })
