@@ -62,7 +62,9 @@ http {
   fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
-  upstream llm { server 127.0.0.1:${upstreamPort}; keepalive 128; }
+  # Idle upstream connections close before the fake llm's own 5 s keep-alive ends: a POST on a
+  # connection the upstream is closing would be answered 502 (nginx retries only idempotent requests).
+  upstream llm { server 127.0.0.1:${upstreamPort}; keepalive 128; keepalive_timeout 4s; }
   server {
     listen 127.0.0.1:${port};
     client_max_body_size 0;
