@@ -138,7 +138,12 @@ function readMemberName(buf: Uint8Array, at: number, topLevel: boolean, wanted: 
 export function memberValue(buf: Uint8Array, scan: JsonScan, index: number): unknown {
   const start = scan.spans[index * 2]!
   if (start < 0) return undefined
-  return JSON.parse(Buffer.from(buf.buffer, buf.byteOffset + start, scan.spans[index * 2 + 1]! - start).toString())
+  return JSON.parse(bytesOf(buf, start, scan.spans[index * 2 + 1]!).toString())
+}
+
+/** The bytes `[start, end)` of `buf` as a Buffer over the same memory (no copy). */
+function bytesOf(buf: Uint8Array, start: number, end: number): Buffer {
+  return Buffer.from(buf.buffer, buf.byteOffset + start, end - start)
 }
 
 /**
@@ -149,9 +154,8 @@ export function memberString(buf: Uint8Array, scan: JsonScan, index: number): st
   const start = scan.spans[index * 2]!
   if (start < 0 || buf[start] !== QUOTE) return null
   const end = scan.spans[index * 2 + 1]!
-  const backslash = buf.indexOf(BACKSLASH, start)
-  if (backslash !== -1 && backslash < end) return memberValue(buf, scan, index) as string
-  return Buffer.from(buf.buffer, buf.byteOffset + start + 1, end - start - 2).toString()
+  const text = bytesOf(buf, start + 1, end - 1)
+  return text.includes(BACKSLASH) ? (memberValue(buf, scan, index) as string) : text.toString()
 }
 
 /**
@@ -172,7 +176,7 @@ export function memberNumber(buf: Uint8Array, scan: JsonScan, index: number): nu
     for (; i < end && isDigit(buf[i]); i++) n = n * 10 + buf[i]! - 0x30
     if (i === end) return negative ? -n : n
   }
-  return Number(Buffer.from(buf.buffer, buf.byteOffset + start, end - start).toString('latin1'))
+  return Number(bytesOf(buf, start, end).toString('latin1'))
 }
 
 /** A scanned member's value as a Buffer of its own bytes (a view, not a copy); null when absent. */
@@ -282,7 +286,7 @@ function wantedIndex(
   wanted: readonly Uint8Array[],
 ): number {
   if (hasEscape) {
-    const name = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset + start - 1, end - start + 2).toString()) as string
+    const name = JSON.parse(bytesOf(buf, start - 1, end + 1).toString()) as string
     return wanted.findIndex((w) => Buffer.from(w).toString() === name)
   }
   outer: for (let w = 0; w < wanted.length; w++) {
