@@ -332,7 +332,7 @@ export const SETTINGS = {
     default: 'on',
     label: 'Gateway fast path',
     description:
-      'on: /v1 chat, completions and embeddings are dispatched before the general router; off: through it (a debugging switch, same answers)',
+      'on: /v1 chat, completions and embeddings, and the contract calls on fixed POST paths of unguarded surfaces (validate, machine calls, scrub, login), are dispatched before the general router; off: through it (a debugging switch, same answers)',
   },
   RATE_SOURCES: {
     group: 'licensing',

@@ -66,7 +66,7 @@ export async function startHttpServer(
   server.on('connection', connectionLimiter(limits))
   // One listener: an emit with several listeners copies the listener list on every request.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    // The hot /v1 relays skip the router's chain (and bound their own bodies); everything else, and
+    // The hot POST routes (relays, unguarded contract calls) skip the router's chain; everything else, and
     // all of it when the switch is off, takes it.
     if (fast !== null && fast(req, res)) return
     armBodyDeadline(req, res, limits.bodyTimeoutMs)

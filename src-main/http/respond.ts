@@ -1,16 +1,17 @@
 import type { ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import { applyEdgeHeaders } from './requestState'
+import { applyEdgeHeaders, takeEdgeHeaders } from './requestState'
 
-/** Writes a JSON answer directly (no content negotiation or ETag work on the hot path). */
+/**
+ * Writes a JSON answer directly (no content negotiation or ETag work on the hot path). Edge
+ * headers still held back (the fast path) go into the same `writeHead` list, before the answer's.
+ */
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value)
-  applyEdgeHeaders(res)
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-  })
+  const held = takeEdgeHeaders(res)
+  const own = ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body))]
+  res.writeHead(status, held === undefined ? own : [...held, ...own])
   res.end(body)
 }
 

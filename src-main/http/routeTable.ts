@@ -1,3 +1,4 @@
+import { contract } from '../contract'
 import { splitRoute, type HttpRoute, type HttpVerb, type MethodDef } from '../contract/define'
 import { ApiError } from '../contract/errors'
 
@@ -45,6 +46,12 @@ export class RouteTable {
     this.withParams.push({ name, def, verb, params, pattern: new RegExp(`^${source}$`) })
   }
 
+  /** The routes of one verb that take no parameters, as [path, entry]. */
+  *fixedRoutes(verb: HttpVerb): IterableIterator<[string, RouteEntry]> {
+    const prefix = `${verb} `
+    for (const [key, entry] of this.fixed) if (key.startsWith(prefix)) yield [key.slice(prefix.length), entry]
+  }
+
   match(method: string, path: string): RouteMatch | null {
     const verb = method === 'HEAD' ? 'GET' : method
     const fixed = this.fixed.get(`${verb} ${path}`)
@@ -65,4 +72,11 @@ export class RouteTable {
     }
     return null
   }
+}
+
+let compiled: RouteTable | undefined
+
+/** The contract's route table, compiled on first use: the contract does not change while Tandem runs. */
+export function contractRouteTable(): RouteTable {
+  return (compiled ??= new RouteTable(contract as Record<string, MethodDef>))
 }

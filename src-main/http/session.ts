@@ -1,4 +1,5 @@
-import { parse as parseCookieHeader } from 'cookie'
+import type { ServerResponse } from 'node:http'
+import { parse as parseCookieHeader, serialize } from 'cookie'
 
 export const SESSION_COOKIE = 'tandem_session'
 
@@ -10,4 +11,33 @@ export function readCookie(header: string | undefined, name: string): string | u
   } catch {
     return undefined
   }
+}
+
+/** Sets the session cookie: HttpOnly, SameSite=Strict, the whole site, Secure when the client came over HTTPS. */
+export function setSessionCookie(
+  res: ServerResponse,
+  value: string,
+  maxAgeS: number,
+  now: number,
+  secure: boolean,
+): void {
+  res.appendHeader(
+    'Set-Cookie',
+    serialize(SESSION_COOKIE, value, {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      maxAge: maxAgeS,
+      expires: new Date(now + maxAgeS * 1000),
+      secure,
+    }),
+  )
+}
+
+/** Tells the browser to drop the session cookie (same attributes, expired). */
+export function clearSessionCookie(res: ServerResponse, secure: boolean): void {
+  res.appendHeader(
+    'Set-Cookie',
+    serialize(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/', expires: new Date(1), secure }),
+  )
 }

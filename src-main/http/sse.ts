@@ -1,5 +1,6 @@
-import type { Response } from 'express'
+import type { ServerResponse } from 'node:http'
 import type { ApiError } from '../contract/errors'
+import { applyEdgeHeaders } from './requestState'
 
 /** A comment line every 15 s keeps proxies and idle timeouts from closing a quiet stream. */
 export const SSE_HEARTBEAT_MS = 15_000
@@ -15,13 +16,14 @@ export interface SseOptions {
  * stop reconnecting.
  */
 export async function writeSse(
-  res: Response,
+  res: ServerResponse,
   items: AsyncIterable<unknown>,
   signal: AbortSignal,
   toError: (err: unknown) => ApiError,
   opts: SseOptions = {},
 ): Promise<void> {
-  res.status(200)
+  res.statusCode = 200
+  applyEdgeHeaders(res)
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8')
   res.setHeader('Cache-Control', 'no-cache, no-transform')
   res.setHeader('X-Accel-Buffering', 'no')

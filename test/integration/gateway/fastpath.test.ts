@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { GatewayModule } from '../../../src-main/gateway/module'
 import { createFastPath } from '../../../src-main/http/fastPath'
 import { startDaemon, type TestDaemon } from '../../helpers/daemon'
+import { exchange, headerLines, rawCase, type RawCase } from '../../helpers/rawExchange'
 
 /**
  * The fast path (the relayed /v1 routes dispatched before the router) against the router itself
@@ -101,7 +102,7 @@ function startRecordingUpstream(): Promise<RecordingUpstream> {
       }
       const port = (server.address() as AddressInfo).port
       const parsed = JSON.parse(body.toString('utf8')) as { x_id: number; x_case: string }
-      const head = [`${req.method} ${req.url} HTTP/${req.httpVersion}`, ...pairs(req.rawHeaders)]
+      const head = [`${req.method} ${req.url} HTTP/${req.httpVersion}`, ...headerLines(req.rawHeaders)]
         .join('\n')
         .replaceAll(`127.0.0.1:${port}`, 'UPSTREAM')
       seen.set(parsed.x_id, { head, body })
@@ -123,20 +124,7 @@ function startRecordingUpstream(): Promise<RecordingUpstream> {
   )
 }
 
-function pairs(raw: string[]): string[] {
-  const out: string[] = []
-  for (let i = 0; i < raw.length; i += 2) out.push(`${raw[i]}: ${raw[i + 1]}`)
-  return out
-}
-
-/** One request of the mix: where it goes, how its body is framed, what it carries. */
-interface Case {
-  readonly path: string
-  readonly headers: Record<string, string>
-  /** Body pieces: one piece with Content-Length, several as a chunked request body. */
-  readonly pieces: string[]
-  readonly chunked: boolean
-}
+type Case = RawCase
 
 /** A small deterministic generator, so both runs get exactly the same mix. */
 function rng(seed: number): () => number {
@@ -179,44 +167,21 @@ function makeCases(n: number): Case[] {
     }
     if (roll >= 0.06 && roll < 0.07) key = 'wrong-key-' + id // 401, from its own address (no lockout)
     if (roll >= 0.07 && roll < 0.075) path += '?debug=1' // not an exact fast-path URL: the router serves it on both
-    const chunked = r() < 0.3 && text.length > 3
-    const cut = Math.floor(text.length / 3)
-    out.push({
-      path,
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Bearer ${key}`,
-        'x-forwarded-for': `198.51.100.${id % 250}`,
-      },
-      pieces: chunked ? [text.slice(0, cut), text.slice(cut, 2 * cut), text.slice(2 * cut)] : [text],
-      chunked,
-    })
+    const headers = {
+      'content-type': 'application/json',
+      authorization: `Bearer ${key}`,
+      'x-forwarded-for': `198.51.100.${id % 250}`,
+    }
+    out.push(rawCase(path, headers, text, r() < 0.3 && text.length > 3))
   }
   return out
 }
 
 /** What the client got back: status line, headers without Date, the de-chunked body, or how it failed. */
-function send(base: string, c: Case): Promise<string> {
-  return new Promise((resolve) => {
-    const headers: Record<string, string | number> = { ...c.headers }
-    if (!c.chunked) headers['content-length'] = Buffer.byteLength(c.pieces[0]!)
-    const req = http.request(base + c.path, { method: 'POST', headers, agent: false })
-    req.on('response', (res) => {
-      const chunks: Buffer[] = []
-      const head = [
-        `${res.statusCode} ${res.statusMessage}`,
-        ...pairs(res.rawHeaders).filter((h) => !/^date:/i.test(h)),
-      ]
-      res.on('data', (b: Buffer) => chunks.push(b))
-      res.on('end', () => resolve(`${head.join('\n')}\n\n${Buffer.concat(chunks).toString('base64')}`))
-      res.on('error', (err) =>
-        resolve(`${head.join('\n')}\n\nCUT ${err.message} after ${Buffer.concat(chunks).length}`),
-      )
-    })
-    req.on('error', (err) => resolve(`ERROR ${err.message}`))
-    for (const p of c.pieces.slice(0, -1)) req.write(p)
-    req.end(c.pieces.at(-1))
-  })
+async function send(base: string, c: Case): Promise<string> {
+  const a = await exchange(base, c)
+  if (typeof a === 'string') return a
+  return `${a.head}\n\n${a.cut === undefined ? a.body.toString('base64') : `CUT ${a.cut} after ${a.body.length}`}`
 }
 
 async function runAll(base: string, cases: Case[], concurrency: number): Promise<string[]> {
