@@ -75,12 +75,18 @@ describe('HTTP server limits', () => {
   })
 
   it('reaps a half-sent JSON body with 408 and closes the connection', async () => {
-    const c = await connect(port)
-    c.socket.write(
-      'POST /scrub HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text": "hal',
-    )
-    await waitFor(() => c.closed(), 10_000)
-    expect(c.received()).toMatch(/^HTTP\/1\.1 408 /)
+    // Contract calls on the fast path (/scrub, /v1/validate) and through the router (?q) alike.
+    for (const target of ['/scrub', '/v1/validate', '/scrub?from=test']) {
+      const c = await connect(port)
+      c.socket.write(
+        `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text": "hal`,
+      )
+      await waitFor(() => c.closed(), 10_000)
+      const got = c.received()
+      expect(got, target).toMatch(/^HTTP\/1\.1 408 /)
+      expect(got, target).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i)
+      expect(got, target).toMatch(/\r\nAccess-Control-Allow-Origin: \*\r\n/i)
+    }
   })
 
   it('reaps a half-sent chat body on the fast path with 408 in OpenAI shape, with the edge headers', async () => {
