@@ -17,6 +17,7 @@ import { createPayments } from './payments'
 import { subscriptionHandlers } from './subscriptionHandlers'
 import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './services'
+import { WalCheckpointer } from '../core/walCheckpointer'
 import { validationHandlers } from './validationHandlers'
 
 export type LicensingModule = DomainModule<typeof licensingContract> & {
@@ -40,6 +41,8 @@ function licensingModule(services: LicensingServices): LicensingModule {
   const buyer = buyerHandlers(services)
   const admin = adminHandlers(services)
   const payments = createPayments(services)
+  // Checkpoints off the event loop while the module runs (core/walCheckpointer.ts).
+  let checkpointer: WalCheckpointer | null = null
 
   return {
     name: 'licensing',
@@ -57,11 +60,17 @@ function licensingModule(services: LicensingServices): LicensingModule {
       payments.mountRoutes(router)
     },
     start() {
+      checkpointer ??= WalCheckpointer.start(
+        services.db,
+        services.deps.config.paths.licensingDb,
+        services.deps.logger.child('checkpoints'),
+      )
       services.validationLog.start()
       payments.start()
     },
     async stop() {
       await payments.stop()
+      await checkpointer?.stop()
       services.close()
     },
   }
