@@ -1,8 +1,7 @@
-import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import type { Logger } from './logger'
-import { sqliteOptions } from './nativeBinding'
+import { sqliteModuleFile, sqliteOptions } from './nativeBinding'
 
 /** One checkpoint: frames in the write-ahead log, and how many of them are now in the database file. */
 export interface CheckpointResult {
@@ -93,12 +92,17 @@ export class WalCheckpointer {
     opts: { intervalMs?: number } = {},
   ): WalCheckpointer | null {
     if (file === ':memory:') return null
+    const sqlite = sqliteModuleFile()
+    if (sqlite === null) {
+      logger.warn('the database checkpoints on its own connection: better-sqlite3 not found for a worker thread')
+      return null
+    }
     let worker: Worker
     try {
       worker = new Worker(WORKER_SCRIPT, {
         eval: true,
         workerData: {
-          sqlite: createRequire(import.meta.url).resolve('better-sqlite3'),
+          sqlite,
           file,
           options: sqliteOptions(),
           intervalMs: opts.intervalMs ?? 1000,

@@ -3,6 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { sqliteModuleFile } from '../../../src-main/core/nativeBinding'
 import { WalCheckpointer } from '../../../src-main/core/walCheckpointer'
 import { openLicensingDb, type LicensingDb } from '../../../src-main/licensing/db'
 import type { LicensingModule } from '../../../src-main/licensing/module'
@@ -96,6 +97,13 @@ describe('WAL checkpoints on a worker thread', () => {
     expect(cp.active).toBe(false)
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000)
     expect(sink.lines.some((l) => /checkpoints on its own connection again/.test(l))).toBe(true)
+  })
+
+  it('gives the worker the copy of better-sqlite3 this process loaded', () => {
+    freshDb()
+    const file = sqliteModuleFile()!
+    expect(file).toMatch(/[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/)
+    expect(fs.existsSync(file)).toBe(true)
   })
 
   it('runs while the licensing module runs', async () => {
