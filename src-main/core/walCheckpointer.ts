@@ -139,10 +139,7 @@ export class WalCheckpointer {
 
   /** Stops the worker; the main connection checkpoints for itself again (and when it closes). */
   async stop(): Promise<void> {
-    if (this.stopped) return
-    this.stopped = true
-    this.restoreAutocheckpoint()
-    this.rejectPending(new Error('the checkpoint worker stopped'))
+    if (!this.handBack(new Error('the checkpoint worker stopped'))) return
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()))
     this.worker.postMessage('stop')
     const late = setTimeout(() => void this.worker.terminate(), STOP_WAIT_MS)
@@ -171,24 +168,24 @@ export class WalCheckpointer {
   }
 
   private fallBack(why: string): void {
-    if (this.stopped) return
-    this.stopped = true
-    this.restoreAutocheckpoint()
-    this.rejectPending(new Error(why))
-    this.logger.warn(`${why}; the database checkpoints on its own connection again`)
+    if (this.handBack(new Error(why))) this.logger.warn(`${why}; the database checkpoints on its own connection again`)
   }
 
-  private restoreAutocheckpoint(): void {
+  /**
+   * Gives checkpoints back to the main connection and fails every checkpoint still waiting, once;
+   * false when that was already done.
+   */
+  private handBack(why: Error): boolean {
+    if (this.stopped) return false
+    this.stopped = true
     this.running = false
     this.settle(false)
     if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`)
-  }
-
-  private rejectPending(err: Error): void {
     for (const { reject, timer } of this.pending.values()) {
       clearTimeout(timer)
-      reject(err)
+      reject(why)
     }
     this.pending.clear()
+    return true
   }
 }
