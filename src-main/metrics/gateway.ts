@@ -1,38 +1,6 @@
-import { Counter, Gauge, Histogram, type LabelValues, type Registry } from 'prom-client'
+import { Counter, Gauge, type Registry } from 'prom-client'
+import { GatheredHistogram, PendingCounts, gatheredCounter } from './gathered'
 import type { RequestObserver } from '../gateway/requestLog'
-
-/**
- * Counter increments gathered per label set between scrapes and handed to prom-client when it
- * collects: a request adds to a plain map (one string key) instead of paying prom-client's label
- * validation and hashing for every counter on every request (the gateway's hot path).
- */
-class PendingCounts<L extends string> {
-  private readonly pending = new Map<string, { labels: LabelValues<L>; n: number }>()
-
-  add(key: string, labels: () => LabelValues<L>, n: number): void {
-    const known = this.pending.get(key)
-    if (known) known.n += n
-    else this.pending.set(key, { labels: labels(), n })
-  }
-
-  flushInto(counter: Counter<L>): void {
-    for (const { labels, n } of this.pending.values()) counter.inc(labels, n)
-    this.pending.clear()
-  }
-}
-
-/** A counter whose increments wait in `pending` until a scrape collects them. */
-function gatheredCounter<L extends string>(
-  config: { name: string; help: string; labelNames: readonly L[]; registers: Registry[] },
-  pending: PendingCounts<L>,
-): Counter<L> {
-  return new Counter<L>({
-    ...config,
-    collect() {
-      pending.flushInto(this)
-    },
-  })
-}
 
 /** Gateway metrics, fed by every finished request-log entry; open streams are read at scrape time. */
 export function gatewayMetrics(registers: Registry[], openStreams: () => number): RequestObserver {
@@ -46,21 +14,21 @@ export function gatewayMetrics(registers: Registry[], openStreams: () => number)
     },
     requestCounts,
   )
-  const latency = new Histogram({
+  const latency = new GatheredHistogram<'route'>({
     name: 'tandem_gateway_request_duration_seconds',
     help: 'Gateway request duration, start to end of response',
     labelNames: ['route'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers,
   })
-  const ttft = new Histogram({
+  const ttft = new GatheredHistogram<'route' | 'key'>({
     name: 'tandem_gateway_ttft_seconds',
     help: 'Time to first token of streamed answers',
     labelNames: ['route', 'key'],
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
     registers,
   })
-  const rate = new Histogram({
+  const rate = new GatheredHistogram<'route' | 'key'>({
     name: 'tandem_gateway_stream_tokens_per_second',
     help: 'Generation speed of streamed answers (completion tokens per second)',
     labelNames: ['route', 'key'],
@@ -113,10 +81,11 @@ export function gatewayMetrics(registers: Registry[], openStreams: () => number)
     const route = entry.path
     const status = entry.status
     requestCounts.add(`${route}\u0000${status}\u0000${key}`, () => ({ route, status: String(status), key }), 1)
-    latency.observe({ route }, entry.latency_ms / 1000)
+    latency.record(route, () => ({ route }), entry.latency_ms / 1000)
     if (!usage) return
-    if (usage.ttft_ms !== null) ttft.observe({ route, key }, usage.ttft_ms / 1000)
-    if (usage.tokens_per_s !== null) rate.observe({ route, key }, usage.tokens_per_s)
+    const routeAndKey = `${route}\u0000${key}`
+    if (usage.ttft_ms !== null) ttft.record(routeAndKey, () => ({ route, key }), usage.ttft_ms / 1000)
+    if (usage.tokens_per_s !== null) rate.record(routeAndKey, () => ({ route, key }), usage.tokens_per_s)
     if (usage.prompt_tokens) promptTokens.add(key, () => ({ key }), usage.prompt_tokens)
     if (usage.completion_tokens) {
       const estimated = usage.tokens_estimated
