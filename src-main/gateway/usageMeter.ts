@@ -24,10 +24,13 @@ export interface RequestUsage {
 
 /** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
 const BODY_PEEK_LIMIT = 4 * 1024 * 1024
-const TEXT_FIELDS = ['"content":"', '"text":"', '"reasoning_content":"']
+/** The names of the fields that carry generated text, up to the `t` their `t":"` starts with. */
+const TEXT_FIELDS = ['"content', '"text', '"reasoning_content']
 /** Every text field's name ends in `t` before `":"`: one scan for this finds them all (three scans cost a stream's chunk three times). */
 const FIELD_END = 't":"'
-const CRLF_EVENT_END = /\r?\n\r?\n/
+/** A blank line: the end of an event. */
+const EVENT_END = /\r?\n\r?\n/
+const NOTHING = Buffer.alloc(0)
 
 interface UpstreamUsage {
   prompt_tokens?: unknown
@@ -77,9 +80,10 @@ export class UsageMeter {
   private characters = 0
   private streamed = false
   private stripUsage = false
-  // Bytes are read as latin1: one character per byte, so the text maps back to the exact bytes and
-  // a multi-byte character split across chunks needs no decoder (every pattern sought is ASCII).
-  private pending = ''
+  // Bytes are read as latin1: one character per byte, so a place in the text is a place in the
+  // bytes, and a multi-byte character split across chunks needs no decoder (every pattern sought is ASCII).
+  /** The unfinished last event of the reads so far. */
+  private pending: Buffer = NOTHING
   private bodyParts: Buffer[] = []
   private bodySize = 0
 
@@ -105,7 +109,10 @@ export class UsageMeter {
   onSseChunk(chunk: Buffer): Buffer {
     this.streamed = true
     const held = this.pending
-    const text = held + chunk.toString('latin1')
+    const text = held.length === 0 ? chunk.toString('latin1') : held.toString('latin1') + chunk.toString('latin1')
+    // What is forwarded is cut from the bytes that came (the held ones, then the chunk's), never
+    // encoded again from the text: a stream's last read is most of the stream.
+    const bytes = new TextRange(held, chunk)
     // The whole events before the first that mentions usage (mostly all of them) have their text
     // counted in one pass and pass as they came; the rest is read event by event. Only an
     // unfinished last event is held back: a read of the upstream may end inside one.
@@ -113,37 +120,39 @@ export class UsageMeter {
     const usageAt = crlf ? 0 : text.indexOf('"usage"')
     const boundary = crlf ? -1 : usageAt === -1 ? text.lastIndexOf('\n\n') : text.lastIndexOf('\n\n', usageAt)
     const cut = boundary === -1 ? 0 : boundary + 2
-    const whole = cut === text.length ? text : text.slice(0, cut)
-    const rest = cut === text.length ? '' : text.slice(cut)
-    this.countText(whole)
+    this.countText(cut === text.length ? text : text.slice(0, cut))
     if (usageAt === -1) {
-      this.pending = rest
+      this.pending = bytes.copy(cut, text.length)
       if (!this.stripUsage) return chunk
-      if (held === '') return cut === text.length ? chunk : chunk.subarray(0, cut)
-      return Buffer.from(whole, 'latin1')
+      return bytes.slice(0, cut)
     }
-    const events = splitEvents(rest)
-    this.pending = events.pop() ?? ''
+    const events = eventsIn(text, cut)
+    const last = events.pop()!
+    this.pending = bytes.copy(last.start, text.length)
     if (!this.stripUsage) {
-      for (const ev of events) this.readEvent(ev)
+      for (const ev of events) this.readEvent(text.slice(ev.start, ev.end))
       return chunk
     }
     // Only whole events are forwarded, so a usage event split across chunks can still be removed.
-    let out = whole
+    const out = [bytes.slice(0, cut)]
     for (const ev of events) {
-      const keep = this.readEvent(ev)
-      if (keep !== null) out += `${keep}\n\n`
+      const original = text.slice(ev.start, ev.end)
+      const keep = this.readEvent(original)
+      if (keep === original) out.push(bytes.slice(ev.start, ev.next))
+      else if (keep !== null) out.push(Buffer.from(keep, 'latin1'), bytes.slice(ev.end, ev.next))
     }
-    return Buffer.from(out, 'latin1')
+    return out.length === 1 ? out[0]! : Buffer.concat(out)
   }
 
   /** At the end of the stream: what is still held back (a last event without its blank line). */
   flushSse(): Buffer {
     const rest = this.pending
-    this.pending = ''
-    if (rest === '') return Buffer.alloc(0)
-    const keep = this.readEvent(rest)
-    return this.stripUsage ? Buffer.from(keep ?? '', 'latin1') : Buffer.alloc(0)
+    this.pending = NOTHING
+    if (rest.length === 0) return rest
+    const text = rest.toString('latin1')
+    const keep = this.readEvent(text)
+    if (!this.stripUsage) return NOTHING
+    return keep === text ? rest : Buffer.from(keep ?? '', 'latin1')
   }
 
   /** Reads a plain (non-stream) answer as it passes, for its `usage` or `duration`; returns `src`. */
@@ -244,17 +253,49 @@ export class UsageMeter {
   }
 }
 
-/** Whole events and the unfinished rest (last); `\n\n` is what engines send, `\r\n\r\n` is accepted too. */
-function splitEvents(text: string): string[] {
-  if (text.includes('\r')) return text.split(CRLF_EVENT_END)
-  const out: string[] = []
-  let from = 0
-  for (let at = text.indexOf('\n\n'); at !== -1; at = text.indexOf('\n\n', from)) {
-    out.push(text.slice(from, at))
-    from = at + 2
+/** One event in a text: `[start, end)`, and `next` where the one after it starts (after the blank line). */
+interface EventSpan {
+  readonly start: number
+  readonly end: number
+  readonly next: number
+}
+
+/**
+ * The events of `text` from `from` on; the last one is the unfinished rest (its `end` and `next`
+ * are the text's end). `\n\n` ends an event as engines send them; `\r\n\r\n` is accepted too.
+ */
+function eventsIn(text: string, from: number): EventSpan[] {
+  const out: EventSpan[] = []
+  const blank = new RegExp(EVENT_END, 'g')
+  blank.lastIndex = from
+  let start = from
+  for (let m = blank.exec(text); m !== null; m = blank.exec(text)) {
+    out.push({ start, end: m.index, next: blank.lastIndex })
+    start = blank.lastIndex
   }
-  out.push(text.slice(from))
+  out.push({ start, end: text.length, next: text.length })
   return out
+}
+
+/** The bytes behind a text read as latin1 from `held` then `chunk`: a range of the text is the same range of them. */
+class TextRange {
+  constructor(
+    private readonly held: Buffer,
+    private readonly chunk: Buffer,
+  ) {}
+
+  /** The bytes `[a, b)`, sharing the chunk's memory where they lie in it. */
+  slice(a: number, b: number): Buffer {
+    const h = this.held.length
+    if (a >= h) return this.chunk.subarray(a - h, b - h)
+    if (b <= h) return this.held.subarray(a, b)
+    return Buffer.concat([this.held.subarray(a), this.chunk.subarray(0, b - h)])
+  }
+
+  /** The bytes `[a, b)` in memory of their own, to keep past this read. */
+  copy(a: number, b: number): Buffer {
+    return a === b ? NOTHING : Buffer.from(this.slice(a, b))
+  }
 }
 
 /** How many non-empty content, text or reasoning fields `text` holds: chunks that carry generated text. */
@@ -265,10 +306,12 @@ function textFields(text: string): number {
   return n
 }
 
-/** Whether the field name whose `t":"` is at `at` is one of TEXT_FIELDS. */
+/** Whether the field name whose `t":"` is at `at` is one of TEXT_FIELDS (told apart by the letter before the `t`). */
 function isTextField(s: string, at: number): boolean {
-  for (const f of TEXT_FIELDS) if (at + 4 >= f.length && s.startsWith(f, at + 4 - f.length)) return true
-  return false
+  const before = s.charCodeAt(at - 1)
+  if (before === 0x78) return s.startsWith(TEXT_FIELDS[1]!, at - 4) // "text
+  if (before !== 0x6e) return false
+  return s.startsWith(TEXT_FIELDS[0]!, at - 7) || s.startsWith(TEXT_FIELDS[2]!, at - 17) // "content, "reasoning_content
 }
 
 /** The joined `data:` lines of an event with other fields (event:, id:), or null when it has none. */

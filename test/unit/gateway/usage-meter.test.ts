@@ -159,6 +159,68 @@ describe('UsageMeter on a stream', () => {
   })
 })
 
+describe('UsageMeter on a stream read in any pieces', () => {
+  /** Streams as engines send them: multi-byte text, OpenAI's `usage: null` on every chunk, CRLF events, an error event. */
+  const withNull = (t: string) =>
+    `data: {"id":"c1","choices":[{"delta":{"content":${JSON.stringify(t)}}}],"usage":null}\n\n`
+  const streams: { name: string; wire: string; strip: boolean; expected: string; tokens: number }[] = [
+    {
+      name: 'usage asked for by Tandem',
+      wire: delta('Grüße') + delta(' 日本') + delta('') + USAGE + DONE,
+      strip: true,
+      expected: delta('Grüße') + delta(' 日本') + delta('') + DONE,
+      tokens: 3,
+    },
+    {
+      name: 'usage asked for by the client',
+      wire: delta('Grüße') + delta(' 日本') + USAGE + DONE,
+      strip: false,
+      expected: delta('Grüße') + delta(' 日本') + USAGE + DONE,
+      tokens: 3,
+    },
+    {
+      name: 'usage: null on every chunk',
+      wire: withNull('é') + withNull('b') + USAGE + DONE,
+      strip: true,
+      expected: withNull('é').replace(',"usage":null', '') + withNull('b').replace(',"usage":null', '') + DONE,
+      tokens: 3,
+    },
+    {
+      name: 'CRLF events and an error event',
+      wire: delta('a').replace('\n\n', '\r\n\r\n') + 'event: error\ndata: {"error":{"message":"ü"}}\n\n' + DONE,
+      strip: true,
+      expected: delta('a').replace('\n\n', '\r\n\r\n') + 'event: error\ndata: {"error":{"message":"ü"}}\n\n' + DONE,
+      tokens: 1,
+    },
+  ]
+
+  it.each(streams)(
+    '$name: the same bytes out and the same counts, however the reads are cut',
+    ({ wire, strip, expected, tokens }) => {
+      const bytes = Buffer.from(wire)
+      let seed = 11
+      const next = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n
+      for (let round = 0; round < 400; round++) {
+        const cuts = [...new Set(Array.from({ length: 1 + next(4) }, () => 1 + next(bytes.length - 1)))].sort(
+          (a, b) => a - b,
+        )
+        const { m } = meter()
+        if (strip) m.stripInjectedUsage()
+        const out: Buffer[] = []
+        let from = 0
+        for (const at of [...cuts, bytes.length]) {
+          out.push(m.onSseChunk(bytes.subarray(from, at)))
+          from = at
+        }
+        out.push(m.flushSse())
+        expect(Buffer.concat(out).toString(), `cut at ${cuts.join(', ')}`).toBe(expected)
+        const r = m.result()
+        expect(r.completion_tokens, `cut at ${cuts.join(', ')}`).toBe(tokens)
+      }
+    },
+  )
+})
+
 describe('UsageMeter on a plain answer', () => {
   const answer = (content: string, extra: Record<string, unknown> = {}): string =>
     JSON.stringify({
