@@ -24,8 +24,10 @@ export interface RequestUsage {
 
 /** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
 const BODY_PEEK_LIMIT = 4 * 1024 * 1024
-/** The names of the fields that carry generated text, up to the `t` their `t":"` starts with. */
-const TEXT_FIELDS = ['"content', '"text', '"reasoning_content']
+/** The fields that carry generated text, each up to the `t` its `t":"` starts with. */
+const CONTENT = '"content'
+const TEXT = '"text'
+const REASONING = '"reasoning_content'
 /** Every text field's name ends in `t` before `":"`: one scan for this finds them all (three scans cost a stream's chunk three times). */
 const FIELD_END = 't":"'
 /** A blank line: the end of an event. */
@@ -306,12 +308,12 @@ function textFields(text: string): number {
   return n
 }
 
-/** Whether the field name whose `t":"` is at `at` is one of TEXT_FIELDS (told apart by the letter before the `t`). */
+/** Whether the field name whose `t":"` is at `at` is a text field (told apart by the letter before the `t`). */
 function isTextField(s: string, at: number): boolean {
   const before = s.charCodeAt(at - 1)
-  if (before === 0x78) return s.startsWith(TEXT_FIELDS[1]!, at - 4) // "text
-  if (before !== 0x6e) return false
-  return s.startsWith(TEXT_FIELDS[0]!, at - 7) || s.startsWith(TEXT_FIELDS[2]!, at - 17) // "content, "reasoning_content
+  if (before === 0x78) return s.startsWith(TEXT, at + 1 - TEXT.length) // x
+  if (before !== 0x6e) return false // n
+  return s.startsWith(CONTENT, at + 1 - CONTENT.length) || s.startsWith(REASONING, at + 1 - REASONING.length)
 }
 
 /** The joined `data:` lines of an event with other fields (event:, id:), or null when it has none. */
