@@ -1,6 +1,7 @@
 import type http from 'node:http'
 import type { Dispatcher } from 'undici'
 import { ApiError } from '../contract/errors'
+import { Deadlines, type Deadline } from '../core/deadlines'
 import type { Logger } from '../core/logger'
 import { bodyTimeout } from '../http/bodyDeadline'
 import { bodyTooLarge, ClientGone } from '../http/body'
@@ -36,6 +37,13 @@ export interface RelayDeps {
   readonly drainMs: number
   /** Where chat and completions wait until they may go upstream (a model swap). */
   readonly gate?: LlmGate
+  /** The relays' deadlines: the body's, then the call's (`relayDeadlines`). */
+  readonly deadlines: Deadlines<RelayedRequest>
+}
+
+/** The deadlines every relay of one gateway shares: one list and one timer per deadline length. */
+export function relayDeadlines(): Deadlines<RelayedRequest> {
+  return new Deadlines<RelayedRequest>((relay, ms) => relay.deadlinePassed(ms))
 }
 
 /** One relayed route: its path (the request log's name for it) and where it goes. */
@@ -88,15 +96,16 @@ const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-acce
  * One relayed request from its first body byte to the log entry: it reads and checks the body,
  * dispatches it as the undici handler of its upstream call, relays the answer and settles every
  * failure in one place (`fail`). One object per request holds what closures, promises and listeners
- * per step would otherwise hold; its one timer is first the body's deadline, then the call's.
+ * per step would otherwise hold; its one deadline is first the body's, then the call's, kept in
+ * lists the gateway's relays share (core/deadlines.ts), not in a timer of its own.
  * Answers are coalesced: the chunks parsed from one read of the upstream's socket go out as one
  * write (an event stream carries a tiny chunk per token, and a write per token would cost a
  * syscall each on both sides; a small whole answer goes out with its headers in one write).
  * Backpressure: the upstream is paused while the client's socket is full.
  */
-class RelayedRequest implements Dispatcher.DispatchHandler {
+export class RelayedRequest implements Dispatcher.DispatchHandler {
   private mode = Mode.Receiving
-  private timer: NodeJS.Timeout | null = null
+  private deadline: Deadline<RelayedRequest> | null = null
   private parts: Buffer[] = []
   private received = 0
   private up: Upstream | null = null
@@ -133,10 +142,7 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
       return this.fail(err)
     }
     if (Number(req.headers['content-length'] ?? NaN) > deps.bodyLimit) return this.fail(bodyTooLarge(deps.bodyLimit))
-    if (bodyDeadlineMs > 0 && !req.complete) {
-      this.timer = setTimeout(bodyExpired, bodyDeadlineMs, this, bodyDeadlineMs)
-      this.timer.unref()
-    }
+    if (bodyDeadlineMs > 0 && !req.complete) this.deadline = deps.deadlines.start(this, bodyDeadlineMs)
     req.on('data', this.onBodyData)
     req.on('end', this.onBodyEnd)
   }
@@ -152,7 +158,7 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
 
   private readonly onBodyEnd = (): void => {
     if (this.mode !== Mode.Receiving) return
-    this.clearTimer()
+    this.endDeadline()
     const p = this.parts
     this.parts = []
     const received = p.length === 1 ? p[0]! : Buffer.concat(p)
@@ -183,10 +189,16 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
     this.req.resume()
   }
 
+  /** The deadline started for `ms` passed: the body's while receiving, the call's after. */
+  deadlinePassed(ms: number): void {
+    this.deadline = null
+    if (this.mode === Mode.Receiving) this.bodyExpired(ms)
+    else if (this.mode !== Mode.Done) this.callExpired()
+  }
+
   /** The body did not arrive in time: 408, and the connection closes after it. */
-  bodyExpired(ms: number): void {
-    this.timer = null
-    if (this.mode !== Mode.Receiving || this.req.complete || this.req.socket.destroyed) return
+  private bodyExpired(ms: number): void {
+    if (this.req.complete || this.req.socket.destroyed) return
     this.stopReading()
     this.fail(bodyTimeout(ms))
   }
@@ -195,8 +207,7 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
     if (this.mode === Mode.Done) return
     this.mode = Mode.Waiting
     const up = this.up!
-    this.timer = setTimeout(callExpired, this.deps.timeoutMs, this)
-    this.timer.unref()
+    this.deadline = this.deps.deadlines.start(this, this.deps.timeoutMs)
     up.pool.dispatch(
       {
         method: 'POST',
@@ -213,8 +224,7 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
   }
 
   /** The call's deadline passed: it is cancelled with a 504 (or an error event mid-stream). */
-  callExpired(): void {
-    this.timer = null
+  private callExpired(): void {
     const minutes = Math.round(this.deps.timeoutMs / 60000)
     this.abort(
       new ApiError('upstream_timeout', `${this.up!.name} did not finish within ${minutes} min`, { status: 504 }),
@@ -419,30 +429,22 @@ class RelayedRequest implements Dispatcher.DispatchHandler {
     return this.takeChunks()?.toString('utf8') ?? ''
   }
 
-  private clearTimer(): void {
-    if (this.timer === null) return
-    clearTimeout(this.timer)
-    this.timer = null
+  private endDeadline(): void {
+    if (this.deadline === null) return
+    this.deadline.cancel()
+    this.deadline = null
   }
 
-  /** Ends the work once: the timer and the drain listener go (the close listener stays for the log). */
+  /** Ends the work once: the deadline and the drain listener go (the close listener stays for the log). */
   private finish(): void {
     this.mode = Mode.Done
-    this.clearTimer()
+    this.endDeadline()
     this.res.off('drain', this.onDrain)
   }
 }
 
 function flushRelay(relay: RelayedRequest): void {
   relay.flush()
-}
-
-function bodyExpired(relay: RelayedRequest, ms: number): void {
-  relay.bodyExpired(ms)
-}
-
-function callExpired(relay: RelayedRequest): void {
-  relay.callExpired()
 }
 
 /** Waits at the gate; a client that leaves meanwhile is released and nothing goes upstream. */

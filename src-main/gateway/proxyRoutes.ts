@@ -3,7 +3,7 @@ import { RELAY_JSON_BODY_LIMIT } from '../contract/relays'
 import type { Logger } from '../core/logger'
 import { sendJson } from '../http/respond'
 import type { ModelLists } from './modelLists'
-import { relayRoute, type LlmGate, type RelayRoute } from './proxy'
+import { relayDeadlines, relayRoute, type LlmGate, type RelayRoute } from './proxy'
 import type { RawRoute } from './rawRoute'
 import type { RequestLog } from './requestLog'
 import { embeddingsPath } from './search'
@@ -32,6 +32,7 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
     bodyLimit: RELAY_JSON_BODY_LIMIT,
     drainMs: d.drainMs,
     gate: d.gate,
+    deadlines: relayDeadlines(),
   }
   const llm = (path: string): RelayRoute => relayRoute(deps, { path, upstream: 'llm', upstreamPath: () => path })
   return new Map([

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import { ApiError } from '../contract/errors'
+import { Deadlines, type Deadline } from '../core/deadlines'
 import { applyEdgeHeaders } from './requestState'
 import { sendError } from './respond'
 
@@ -8,34 +9,35 @@ import { sendError } from './respond'
  * The deadline for receiving a request body. Node's own `requestTimeout` is server-wide, and upload
  * routes may take hours on a slow link, so the server arms this per request and an upload route
  * replaces it with its idle timeout (`releaseBodyDeadline`). Only receiving is bounded: a proxied
- * generation may stream its answer for as long as it needs.
+ * generation may stream its answer for as long as it needs. The deadlines share lists and timers
+ * (core/deadlines.ts): most requests end long before theirs.
  */
-const deadlines = new WeakMap<IncomingMessage, NodeJS.Timeout>()
+const bodyDeadlines = new Deadlines<ServerResponse>((res, ms) => {
+  const req = res.req
+  waiting.delete(req)
+  if (req.complete || req.socket.destroyed) return
+  answerUnfinished(req, res, bodyTimeout(ms))
+})
+const waiting = new WeakMap<IncomingMessage, Deadline<ServerResponse>>()
 
 export function armBodyDeadline(req: IncomingMessage, res: ServerResponse, ms: number): void {
   // A request that announces no body has nothing left to wait for once its headers are in.
   if (ms <= 0 || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return
-  const timer = setTimeout(() => {
-    deadlines.delete(req)
-    if (req.complete || req.socket.destroyed) return
-    answerUnfinished(req, res, bodyTimeout(ms))
-  }, ms)
-  timer.unref()
-  deadlines.set(req, timer)
-  // An answer sent before the body was read keeps the deadline: the rest must still arrive in time.
-  res.once('close', () => {
-    if (!req.complete) return
-    clearTimeout(timer)
-    deadlines.delete(req)
-  })
+  waiting.set(req, bodyDeadlines.start(res, ms))
+  res.once('close', endBodyDeadline)
+}
+
+/** On the response's close. An answer sent before the body was read keeps the deadline: the rest must still arrive in time. */
+function endBodyDeadline(this: ServerResponse): void {
+  if (this.req.complete) releaseBodyDeadline(this.req)
 }
 
 /** For upload routes, which bound their body by an idle timeout instead. */
 export function releaseBodyDeadline(req: IncomingMessage): void {
-  const timer = deadlines.get(req)
-  if (timer === undefined) return
-  clearTimeout(timer)
-  deadlines.delete(req)
+  const deadline = waiting.get(req)
+  if (deadline === undefined) return
+  deadline.cancel()
+  waiting.delete(req)
 }
 
 /**

@@ -2,7 +2,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger, MemorySink } from '../../../src-main/core/logger'
-import { relayRoute } from '../../../src-main/gateway/proxy'
+import { relayDeadlines, relayRoute } from '../../../src-main/gateway/proxy'
 import { RequestLog } from '../../../src-main/gateway/requestLog'
 import { systemClock } from '../../../src-main/core/clock'
 import { Upstreams } from '../../../src-main/gateway/upstreams'
@@ -20,6 +20,7 @@ describe('relay timeout', () => {
   let server: http.Server
   let url: string
   let upstreams: Upstreams
+  const deadlines = relayDeadlines()
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-proxy-'))
 
   beforeAll(async () => {
@@ -37,10 +38,11 @@ describe('relay timeout', () => {
         timeoutMs: 300,
         bodyLimit: 1 << 20,
         drainMs: 1000,
+        deadlines,
       },
       { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },
     )
-    server = http.createServer((req, res) => relay(req, res, 0))
+    server = http.createServer((req, res) => relay(req, res, req.headers['x-body-deadline'] ? 200 : 0))
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   })
@@ -71,5 +73,34 @@ describe('relay timeout', () => {
     await llm.setFault('none')
     expect(res.status).toBe(200)
     expect(text).toMatch(/event: error\ndata: .*did not finish within/)
+  })
+
+  it('answers 408 when the body stops arriving, before the call deadline would have', async () => {
+    const status = await new Promise<string>((resolve, reject) => {
+      const req = http.request(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': '100', 'x-body-deadline': '1' },
+      })
+      req.on('response', (res) => resolve(String(res.statusCode)))
+      req.on('error', reject)
+      req.write('{"messages":')
+    })
+    expect(status).toBe('408')
+  })
+
+  it('leaves no deadline behind once its requests are over, answered or timed out', async () => {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'a' }] })
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        fetch(url, {
+          method: 'POST',
+          body: i % 2 === 0 ? body : JSON.stringify({ stream: true, messages: [] }),
+          headers: i % 4 === 0 ? { 'x-body-deadline': '1' } : {},
+        }).then((r) => r.text().then(() => r.status)),
+      ),
+    )
+    expect(answers).toEqual(Array(20).fill(200))
+    // Checked at once: left behind, they would linger until the 300 ms call deadline passed.
+    expect(deadlines.pending).toBe(0)
   })
 })
