@@ -27,8 +27,9 @@ export interface HttpAppOptions {
 function domainRoutes(core: Core): RequestHandler {
   const router = express.Router()
   router.use((req, res, next) =>
-    core.callers.run(
+    core.callers.runUntilClosed(
       { via: 'http', clientIp: requestState(res).client.ip, userAgent: req.headers['user-agent'] },
+      res,
       next,
     ),
   )

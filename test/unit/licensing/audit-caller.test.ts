@@ -1,3 +1,5 @@
+import { executionAsyncId } from 'node:async_hooks'
+import { EventEmitter } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import type { CallContext } from '../../../src-main/contract/define'
 import { CallerScope } from '../../../src-main/core/callerScope'
@@ -37,5 +39,86 @@ describe('audit log caller', () => {
     expect(byAction['outside']).toMatchObject({ via: null, client_ip: null })
     expect(byAction['ua.with.password']!.user_agent).toContain('mirror.example')
     expect(byAction['ua.with.password']!.user_agent).not.toContain('hunter2')
+  })
+})
+
+/** The async id a promise reaction runs under: 0 when no async hooks are on in the process. */
+const reactionAsyncId = (): Promise<number> => Promise.resolve().then(() => executionAsyncId())
+
+describe('caller scope cost', () => {
+  it('turns async hooks off once no call is in progress, and keeps each caller while calls overlap', async () => {
+    const f = licensingFixture()
+    const scope = new CallerScope()
+    const audit = new AuditLog(f.db, f.clock, () => scope.current())
+    expect(await reactionAsyncId()).toBe(0)
+    let releaseFirst!: () => void
+    const firstHeld = new Promise<void>((r) => (releaseFirst = r))
+    let secondAt!: () => void
+    const secondStarted = new Promise<void>((r) => (secondAt = r))
+    const ids: number[] = []
+    const first = scope.run(ctx({ clientIp: '192.0.2.1' }), async () => {
+      ids.push(await reactionAsyncId())
+      await firstHeld
+      audit.record({ actor: 'admin', action: 'first' })
+    })
+    const second = scope.run(ctx({ clientIp: '192.0.2.2' }), async () => {
+      secondAt()
+      await first // the first call ends while this one is still in progress
+      await new Promise((r) => setTimeout(r, 1))
+      audit.record({ actor: 'admin', action: 'second' })
+    })
+    await secondStarted
+    expect(scope.callsInProgress).toBe(2)
+    releaseFirst()
+    await second
+    const byAction = Object.fromEntries(audit.list({ limit: 10 }).map((e) => [e.action, e]))
+    expect(byAction['first']).toMatchObject({ client_ip: '192.0.2.1' })
+    expect(byAction['second']).toMatchObject({ client_ip: '192.0.2.2' })
+    // While a call ran, promises were tracked; with none in progress, the process runs no hooks.
+    expect(ids[0]).toBeGreaterThan(0)
+    await Promise.resolve()
+    expect(scope.callsInProgress).toBe(0)
+    expect(await reactionAsyncId()).toBe(0)
+    expect(scope.current()).toBeUndefined()
+  })
+
+  it('ends a call whose handler throws at once, or answers a stream', async () => {
+    const scope = new CallerScope()
+    expect(() =>
+      scope.run(ctx({}), () => {
+        throw new Error('refused')
+      }),
+    ).toThrow('refused')
+    await expect(scope.run(ctx({}), () => Promise.reject(new Error('later')))).rejects.toThrow('later')
+    const items = scope.run(ctx({}), () => [1, 2, 3])
+    expect(items).toEqual([1, 2, 3])
+    await Promise.resolve()
+    expect(scope.callsInProgress).toBe(0)
+    expect(await reactionAsyncId()).toBe(0)
+  })
+
+  it('keeps a route that answers later in its call until its response closes', async () => {
+    const f = licensingFixture()
+    const scope = new CallerScope()
+    const audit = new AuditLog(f.db, f.clock, () => scope.current())
+    const res = new EventEmitter()
+    let answered!: Promise<void>
+    scope.runUntilClosed(ctx({ clientIp: '192.0.2.7', userAgent: 'page' }), res, () => {
+      // An Express handler: it returns at once and answers after an await.
+      answered = (async () => {
+        await new Promise((r) => setTimeout(r, 1))
+        audit.record({ actor: 'buyer', action: 'page.later' })
+      })()
+    })
+    await answered
+    expect(scope.callsInProgress).toBe(1)
+    res.emit('close')
+    expect(scope.callsInProgress).toBe(0)
+    expect(await reactionAsyncId()).toBe(0)
+    expect(audit.list({ limit: 1 })[0]).toMatchObject({
+      action: 'page.later',
+      client_ip: '192.0.2.7',
+      user_agent: 'page',
+    })
   })
 })
