@@ -11,8 +11,13 @@
  * there (invalid UTF-8 decodes to U+FFFD, a character like any other) and none outside them.
  */
 
+/** Where the values of wanted members are: per member, in the order asked, `[start, end)` or -1, -1. */
+export interface MemberSpans {
+  readonly spans: Int32Array
+}
+
 /** What one scan found. */
-export interface JsonScan {
+export interface JsonScan extends MemberSpans {
   /** Null when the text is valid JSON; otherwise why not (`malformed` or `too_deep`). */
   readonly error: 'malformed' | 'too_deep' | null
   /** The text is a JSON object (members are only looked for in one). */
@@ -118,6 +123,111 @@ export function scanJson(buf: Uint8Array, maxDepth: number, wanted: readonly Uin
   return { error, isObject, spans }
 }
 
+/**
+ * The top-level members `wanted` of a JSON object text, read from its end: the same spans as
+ * scanJson gives for a valid text (the last occurrence of a name is the first met from the end),
+ * found without reading the text before them. An answer's `usage` comes at or near its end, so
+ * its token counts cost the bytes of the tail, however long the answer (scanJson reads every byte,
+ * about 40 instructions each). Nothing is validated on the way: for a text that is not valid JSON
+ * the spans may be anything a forward scan would refuse, so a value read from them must still be
+ * parsed or scanned on its own. Null when the tail is not members of an object. Linear: each byte
+ * is read at most twice (a quote's backslashes counted once more).
+ */
+export function membersFromEnd(buf: Uint8Array, wanted: readonly Uint8Array[]): MemberSpans | null {
+  const spans = new Int32Array(wanted.length * 2).fill(-1)
+  let left = wanted.length
+  let i = spaceBefore(buf, buf.length - 1)
+  if (i < 0 || buf[i] !== 0x7d) return null
+  i = spaceBefore(buf, i - 1)
+  if (i >= 0 && buf[i] === 0x7b) return spaceBefore(buf, i - 1) < 0 ? { spans } : null
+  while (left > 0) {
+    if (i < 0) return null
+    const valueStart = valueStartBefore(buf, i)
+    if (valueStart < 0) return null
+    const valueEnd = i + 1
+    i = spaceBefore(buf, valueStart - 1)
+    if (i < 0 || buf[i] !== 0x3a) return null
+    i = spaceBefore(buf, i - 1)
+    if (i < 0 || buf[i] !== QUOTE) return null
+    const keyStart = stringStartBefore(buf, i)
+    if (keyStart < 0) return null
+    const w = keyIndexOf(buf, keyStart, i + 1, wanted)
+    if (w >= 0 && spans[w * 2]! < 0) {
+      spans[w * 2] = valueStart
+      spans[w * 2 + 1] = valueEnd
+      left--
+    }
+    i = spaceBefore(buf, keyStart - 1)
+    if (i < 0) return null
+    if (buf[i] === 0x2c) i = spaceBefore(buf, i - 1)
+    else if (buf[i] === 0x7b && spaceBefore(buf, i - 1) < 0) break
+    else return null
+  }
+  return { spans }
+}
+
+/** The index of the last byte at or before i that is not JSON white space; -1 when none is. */
+function spaceBefore(buf: Uint8Array, i: number): number {
+  while (i >= 0) {
+    const c = buf[i]!
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break
+    i--
+  }
+  return i
+}
+
+/** The first byte of the value whose last byte is at `end`; -1 when there is none. */
+function valueStartBefore(buf: Uint8Array, end: number): number {
+  const c = buf[end]!
+  if (c === QUOTE) return stringStartBefore(buf, end)
+  if (c === 0x7d || c === 0x5d) {
+    // A container: count brackets back to its opening one, stepping over strings whole.
+    let depth = 0
+    for (let i = end; i >= 0; i--) {
+      const d = buf[i]!
+      if (d === QUOTE) {
+        i = stringStartBefore(buf, i)
+        if (i < 0) return -1
+      } else if (d === 0x7d || d === 0x5d) depth++
+      else if ((d === 0x7b || d === 0x5b) && --depth === 0) return i
+    }
+    return -1
+  }
+  // A number or a literal: its bytes back to the first that cannot be one of them.
+  let i = end
+  while (i >= 0 && isScalarByte(buf[i]!)) i--
+  return i === end ? -1 : i + 1
+}
+
+function isScalarByte(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x45
+}
+
+/** The opening quote of the string whose closing quote is at `close`: the first quote before it not escaped. */
+function stringStartBefore(buf: Uint8Array, close: number): number {
+  for (let i = close - 1; i >= 0; i--) {
+    if (buf[i] !== QUOTE) continue
+    let k = i - 1
+    while (k >= 0 && buf[k] === BACKSLASH) k--
+    // An even run of backslashes escapes one another, not the quote.
+    if ((i - 1 - k) % 2 === 0) return i
+    i = k + 1
+  }
+  return -1
+}
+
+/** Which wanted name the key string `[open, close)` (quotes included) is, or -1. */
+function keyIndexOf(buf: Uint8Array, open: number, close: number, wanted: readonly Uint8Array[]): number {
+  if (bytesOf(buf, open + 1, close - 1).includes(BACKSLASH)) {
+    try {
+      return wantedIndex(buf, open + 1, close - 1, true, wanted)
+    } catch {
+      return -1 // not a valid string: no name at all
+    }
+  }
+  return wantedIndex(buf, open + 1, close - 1, false, wanted)
+}
+
 /** Set by readMemberName: which wanted name the key it read is; -1 for none (or not at the top level). */
 let keyIndex = -1
 
@@ -135,7 +245,7 @@ function readMemberName(buf: Uint8Array, at: number, topLevel: boolean, wanted: 
 }
 
 /** The value of a scanned member as `JSON.parse` would give it; undefined when the member is absent. */
-export function memberValue(buf: Uint8Array, scan: JsonScan, index: number): unknown {
+export function memberValue(buf: Uint8Array, scan: MemberSpans, index: number): unknown {
   const start = scan.spans[index * 2]!
   if (start < 0) return undefined
   return JSON.parse(bytesOf(buf, start, scan.spans[index * 2 + 1]!).toString())
@@ -150,7 +260,7 @@ function bytesOf(buf: Uint8Array, start: number, end: number): Buffer {
  * A scanned member's value when it is a string (without escapes: read straight from the bytes),
  * null when it is absent or anything else.
  */
-export function memberString(buf: Uint8Array, scan: JsonScan, index: number): string | null {
+export function memberString(buf: Uint8Array, scan: MemberSpans, index: number): string | null {
   const start = scan.spans[index * 2]!
   if (start < 0 || buf[start] !== QUOTE) return null
   const end = scan.spans[index * 2 + 1]!
@@ -163,7 +273,7 @@ export function memberString(buf: Uint8Array, scan: JsonScan, index: number): st
  * integer is read from the bytes here; any other number (a fraction, an exponent, 16 digits or
  * more) is read by Number, which reads every JSON number as JSON.parse does.
  */
-export function memberNumber(buf: Uint8Array, scan: JsonScan, index: number): number | null {
+export function memberNumber(buf: Uint8Array, scan: MemberSpans, index: number): number | null {
   const start = scan.spans[index * 2]!
   if (start < 0) return null
   const end = scan.spans[index * 2 + 1]!
@@ -180,13 +290,13 @@ export function memberNumber(buf: Uint8Array, scan: JsonScan, index: number): nu
 }
 
 /** A scanned member's value as a Buffer of its own bytes (a view, not a copy); null when absent. */
-export function memberBytes(buf: Uint8Array, scan: JsonScan, index: number): Uint8Array | null {
+export function memberBytes(buf: Uint8Array, scan: MemberSpans, index: number): Uint8Array | null {
   const start = scan.spans[index * 2]!
   return start < 0 ? null : buf.subarray(start, scan.spans[index * 2 + 1]!)
 }
 
 /** True when a scanned member is the literal `true`. */
-export function memberIsTrue(buf: Uint8Array, scan: JsonScan, index: number): boolean {
+export function memberIsTrue(buf: Uint8Array, scan: MemberSpans, index: number): boolean {
   const start = scan.spans[index * 2]!
   return start >= 0 && scan.spans[index * 2 + 1]! - start === 4 && buf[start] === 0x74
 }

@@ -1,5 +1,5 @@
 import type http from 'node:http'
-import { memberBytes, memberNumber, scanJson } from './jsonScan'
+import { memberBytes, memberNumber, membersFromEnd, scanJson } from './jsonScan'
 import type { RelayRequest } from './wire'
 
 /**
@@ -40,7 +40,8 @@ interface UpstreamUsage {
 }
 
 /** The members of a plain answer the meter reads: `usage` (chat, completions), `duration` (transcription). */
-const ANSWER_MEMBERS = ['usage', 'duration'].map((name) => Buffer.from(name))
+const ANSWER_MEMBERS = [Buffer.from('usage')]
+const TRANSCRIPT_MEMBERS = ['usage', 'duration'].map((name) => Buffer.from(name))
 const USAGE_MEMBERS = ['prompt_tokens', 'completion_tokens'].map((name) => Buffer.from(name))
 
 const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}')
@@ -157,10 +158,10 @@ export class UsageMeter {
     return keep === text ? rest : Buffer.from(keep ?? '', 'latin1')
   }
 
-  /** Reads a plain (non-stream) answer as it passes, for its `usage` or `duration`; returns `src`. */
+  /** Reads a plain (non-stream) transcription answer as it passes, for its `usage` or `duration`; returns `src`. */
   watchBody(src: http.IncomingMessage): http.IncomingMessage {
     src.on('data', (c: Buffer) => this.onBodyChunk(c))
-    src.once('end', () => this.endBody())
+    src.once('end', () => this.endTranscript())
     return src
   }
 
@@ -170,26 +171,41 @@ export class UsageMeter {
     if (this.bodySize <= BODY_PEEK_LIMIT) this.bodyParts.push(chunk)
   }
 
-  /** The plain answer ended: its `usage` (chat, completions) or `duration` (transcription) is counted. */
+  /** The plain answer of a relayed call (chat, completions, embeddings) ended: its `usage` is counted. */
   endBody(): void {
+    this.readAnswer(ANSWER_MEMBERS)
+  }
+
+  /** A plain transcription answer ended: its `duration` (or its `usage`) is counted. */
+  endTranscript(): void {
+    this.readAnswer(TRANSCRIPT_MEMBERS)
+  }
+
+  private readAnswer(members: readonly Uint8Array[]): void {
     const parts = this.bodyParts
     this.bodyParts = []
     if (this.bodySize > BODY_PEEK_LIMIT || this.bodySize === 0) return
     const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
-    // Read from the bytes, nothing built: in the running daemon JSON.parse and a string decode
-    // cost microseconds each on a path this cold. A body that is not JSON (text or srt
-    // transcripts, audio) counts nothing.
-    const scan = scanJson(whole, Number.MAX_SAFE_INTEGER, ANSWER_MEMBERS)
-    if (scan.error !== null || !scan.isObject) return
-    const usage = memberBytes(whole, scan, 0)
+    // Read from the end, nothing built: `usage` comes last or nearly, so the answer's length does
+    // not count (docs/gateway-profile.md, eighth pass). A body that is not a JSON object (text or
+    // srt transcripts, audio) counts nothing; what is read is checked on its own.
+    const found = membersFromEnd(whole, members)
+    if (found === null) return
+    const usage = memberBytes(whole, found, 0)
     if (usage !== null && usage[0] === 0x7b) {
       const counts = scanJson(usage, Number.MAX_SAFE_INTEGER, USAGE_MEMBERS)
-      const prompt = memberNumber(usage, counts, 0)
-      const completion = memberNumber(usage, counts, 1)
-      if (prompt !== null) this.prompt = prompt
-      if (completion !== null) this.completion = completion
+      if (counts.error === null) {
+        const prompt = memberNumber(usage, counts, 0)
+        const completion = memberNumber(usage, counts, 1)
+        if (prompt !== null) this.prompt = prompt
+        if (completion !== null) this.completion = completion
+      }
     }
-    const duration = memberNumber(whole, scan, 1)
+    if (members.length < 2) return
+    const durationBytes = memberBytes(whole, found, 1)
+    // Checked as JSON on its own; a number read as scanJson's callers read one (the whole text its span).
+    if (durationBytes === null || scanJson(durationBytes, 0, []).error !== null) return
+    const duration = memberNumber(durationBytes, { spans: Int32Array.of(0, durationBytes.length) }, 0)
     if (duration !== null && Number.isFinite(duration) && duration > 0) this.audio += duration
   }
 

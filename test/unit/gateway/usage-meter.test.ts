@@ -230,14 +230,15 @@ describe('UsageMeter on a plain answer', () => {
       ...extra,
       usage: { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 },
     })
-  const read = (text: string, cuts: number[] = []): ReturnType<UsageMeter['result']> => {
+  const read = (text: string, cuts: number[] = [], transcript = false): ReturnType<UsageMeter['result']> => {
     const { m } = meter()
     let from = 0
     for (const at of [...cuts, text.length]) {
       m.onBodyChunk(Buffer.from(text.slice(from, at)))
       from = at
     }
-    m.endBody()
+    if (transcript) m.endTranscript()
+    else m.endBody()
     return m.result()
   }
 
@@ -290,9 +291,15 @@ describe('UsageMeter on a plain answer', () => {
   })
 
   it('counts a transcription’s duration, with or without a usage member of its own', () => {
-    const plain = read(JSON.stringify({ text: 'hi', duration: 2.5, segments: [{ start: 0, end: 2.5 }] }))
+    const plain = read(JSON.stringify({ text: 'hi', duration: 2.5, segments: [{ start: 0, end: 2.5 }] }), [], true)
     expect(plain.audio_seconds).toBe(2.5)
-    const withUsage = read(JSON.stringify({ text: 'hi', duration: 3, usage: { type: 'duration', seconds: 3 } }))
+    const withUsage = read(
+      JSON.stringify({ text: 'hi', duration: 3, usage: { type: 'duration', seconds: 3 } }),
+      [],
+      true,
+    )
     expect(withUsage.audio_seconds).toBe(3)
+    // A chat answer is read for its usage only: a duration there is not audio.
+    expect(read(JSON.stringify({ duration: 4, usage: { prompt_tokens: 1 } })).audio_seconds).toBe(0)
   })
 })
