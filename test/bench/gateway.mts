@@ -12,7 +12,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, runDaemonChild, spawnBuiltDaemon, spawnChild, spawnTranspiled } from './lib/child'
+import { benchDaemonEnv, freePort, runDaemonChild, spawnBuiltDaemon, spawnChild, spawnTranspiled } from './lib/child'
 import { profileOf, summarizeProfile, type ProfileSummary } from './lib/cpuProfile'
 
 const SELF = fileURLToPath(import.meta.url)
@@ -335,27 +335,6 @@ async function scrubScores(): Promise<{
   return { precision: tp / (tp + fp || 1), recall: tp / (tp + fn || 1), examples: corpus.examples.length, tp, fp, fn }
 }
 
-/** Tandem's environment in front of the fake upstreams. */
-async function tandemEnv(
-  llmPort: number,
-  asrPort: number,
-  dataDir: string,
-): Promise<NodeJS.ProcessEnv & { PORT: string }> {
-  return {
-    PORT: String(await freePort()),
-    BIND: '127.0.0.1',
-    DATA_DIR: dataDir,
-    NODE1_HOST: '127.0.0.1',
-    NODE1_USER: 'bench',
-    NODE2_HOST: '127.0.0.1',
-    NODE2_USER: 'bench',
-    LLM_PORT: String(llmPort),
-    ASR_PORT: String(asrPort),
-    RATE_SOURCES: 'http://127.0.0.1:9',
-    LOG_LEVEL: 'warn',
-  }
-}
-
 type Results = Record<string, Record<number, { plain: Load; stream: Load }>>
 
 interface TargetRow {
@@ -448,7 +427,7 @@ async function main(): Promise<void> {
   const asrPort = up.info.asr as number
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
   // What ships: the built daemon, and the bare proxy as plain JavaScript too (see spawnTranspiled).
-  const tandem = await spawnBuiltDaemon(ROOT, await tandemEnv(llmPort, asrPort, dataDir))
+  const tandem = await spawnBuiltDaemon(ROOT, await benchDaemonEnv(llmPort, asrPort, dataDir))
   const nginx = await startNginx(llmPort)
   const bare = await spawnTranspiled(ROOT, path.join(path.dirname(SELF), 'lib', 'bareProxy.ts'), 'runBareProxyRole', {
     BENCH_UPSTREAM_PORT: String(llmPort),
@@ -553,7 +532,7 @@ async function profileRun(): Promise<void> {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
       process.env.BENCH_CPU_PROF = profDir
       const env = {
-        ...(await tandemEnv(up.info.llm as number, up.info.asr as number, dataDir)),
+        ...(await benchDaemonEnv(up.info.llm as number, up.info.asr as number, dataDir)),
         GATEWAY_FAST_PATH: mode === 'off' ? 'off' : 'on',
         BENCH_UPSTREAM_PORT: String(up.info.llm),
       }

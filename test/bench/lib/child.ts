@@ -18,6 +18,27 @@ export function freePort(): Promise<number> {
   })
 }
 
+/** The daemon's environment for a bench, on loopback in front of the fake upstreams. */
+export async function benchDaemonEnv(
+  llmPort: number,
+  asrPort: number,
+  dataDir: string,
+): Promise<NodeJS.ProcessEnv & { PORT: string }> {
+  return {
+    PORT: String(await freePort()),
+    BIND: '127.0.0.1',
+    DATA_DIR: dataDir,
+    NODE1_HOST: '127.0.0.1',
+    NODE1_USER: 'bench',
+    NODE2_HOST: '127.0.0.1',
+    NODE2_USER: 'bench',
+    LLM_PORT: String(llmPort),
+    ASR_PORT: String(asrPort),
+    RATE_SOURCES: 'http://127.0.0.1:9',
+    LOG_LEVEL: 'warn',
+  }
+}
+
 /**
  * Runs `script` with `args` under tsx in a child and resolves with the first JSON line it prints.
  * BENCH_CPU_PROF=<dir> writes a CPU profile of the child there.
@@ -30,14 +51,32 @@ export function spawnChild(
   return spawnNode(['--import', 'tsx', script, ...args], opts)
 }
 
+/**
+ * How a child's node is started when not plainly: under a tool (`prefix`, such as valgrind and its
+ * options) and with extra node flags.
+ */
+export interface Launcher {
+  readonly prefix: readonly string[]
+  readonly nodeFlags: readonly string[]
+}
+
+/** The command and arguments that start node with `argv`, under `launcher` when given. */
+function nodeCommand(argv: readonly string[], launcher?: Launcher): [string, string[]] {
+  const node = [process.execPath, ...(launcher?.nodeFlags ?? []), ...argv]
+  return launcher && launcher.prefix.length > 0
+    ? [launcher.prefix[0]!, [...launcher.prefix.slice(1), ...node]]
+    : [node[0]!, node.slice(1)]
+}
+
 /** Runs node with `argv` and resolves with the first JSON line the child prints. */
 function spawnNode(
   argv: string[],
-  opts: { cwd: string; env?: NodeJS.ProcessEnv },
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; launcher?: Launcher },
 ): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
-    const proc = spawn(process.execPath, [...prof, ...argv], {
+    const [command, args] = nodeCommand([...prof, ...argv], opts.launcher)
+    const proc = spawn(command, args, {
       cwd: opts.cwd,
       env: { ...process.env, ...opts.env },
       stdio: ['pipe', 'pipe', 'inherit'],
@@ -62,6 +101,7 @@ export function spawnTranspiled(
   module: string,
   run: string,
   env: NodeJS.ProcessEnv,
+  launcher?: Launcher,
 ): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
   const source = fs.readFileSync(module, 'utf8')
   const js = ts.transpileModule(source, {
@@ -71,22 +111,25 @@ export function spawnTranspiled(
   fs.mkdirSync(path.dirname(out), { recursive: true })
   fs.writeFileSync(out, js)
   const entry = `import { ${run} } from ${JSON.stringify(pathToFileURL(out).href)}; await ${run}()`
-  return spawnNode(['--input-type=module', '-e', entry], { cwd: root, env })
+  return spawnNode(['--input-type=module', '-e', entry], { cwd: root, env, launcher })
 }
 
 /**
  * The built daemon (`out/main/index.js --headless`: what `npm start` and the app's main process
- * run) as a child configured by `env`, which must set PORT; resolves once `/api/health` answers.
- * Stop it with SIGTERM.
+ * run) as a child configured by `env`, which must set PORT; resolves once `/api/health` answers
+ * (within `readyS` seconds). Stop it with SIGTERM.
  */
 export async function spawnBuiltDaemon(
   root: string,
   env: NodeJS.ProcessEnv & { PORT: string },
+  opts: { launcher?: Launcher; readyS?: number } = {},
 ): Promise<{ proc: ChildProcess; info: { url: string } }> {
   const bundle = path.join(root, 'out', 'main', 'index.js')
   if (!fs.existsSync(bundle)) throw new Error('the daemon is not built: run npm run build first')
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
-  const proc = spawn(process.execPath, [...prof, bundle, '--headless'], {
+  const [command, args] = nodeCommand([...prof, bundle, '--headless'], opts.launcher)
+  const readyS = opts.readyS ?? 30
+  const proc = spawn(command, args, {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -94,7 +137,7 @@ export async function spawnBuiltDaemon(
   const url = `http://127.0.0.1:${env.PORT}`
   let exited = false
   proc.once('exit', () => (exited = true))
-  for (let tries = 0; tries < 300; tries++) {
+  for (let tries = 0; tries < readyS * 10; tries++) {
     if (exited) throw new Error('the built daemon exited before it was ready')
     const ready = await fetch(`${url}/api/health`).then(
       (r) => r.ok,
@@ -104,7 +147,7 @@ export async function spawnBuiltDaemon(
     await new Promise((r) => setTimeout(r, 100))
   }
   proc.kill('SIGTERM')
-  throw new Error('the built daemon did not answer /api/health within 30 s')
+  throw new Error(`the built daemon did not answer /api/health within ${readyS} s`)
 }
 
 /**
