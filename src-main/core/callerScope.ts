@@ -17,7 +17,8 @@ export interface Caller {
  * Carrying it costs: while the store is enabled, Node runs async hooks for every async resource in
  * the process (each promise, timer, socket write and tick), the gateway's relays included, about
  * 6 % of a relayed request's instructions (docs/gateway-profile.md, eighth pass). So the store is
- * enabled only while a call is in progress and disabled when the last one ends. An entry written by
+ * enabled only while a call (or a routed request, `runUntilClosed`) is in progress and disabled
+ * when the last one ends. An entry written by
  * work that outlives its call would have no caller then, as if a worker had written it; admin and
  * buyer entries are written before their call answers.
  */
@@ -60,7 +61,7 @@ export class CallerScope {
     return this.store.getStore()
   }
 
-  /** Contract calls whose handler has not settled yet. */
+  /** Calls in progress: contract calls whose handler has not settled, routed requests whose response is open. */
   get callsInProgress(): number {
     return this.inProgress
   }

@@ -39,7 +39,7 @@ interface UpstreamUsage {
   completion_tokens?: unknown
 }
 
-/** The members of a plain answer the meter reads: `usage` (chat, completions), `duration` (transcription). */
+/** What the meter reads of a plain answer: a relayed call's `usage`; a transcription's `usage` and `duration`. */
 const ANSWER_MEMBERS = [Buffer.from('usage')]
 const TRANSCRIPT_MEMBERS = ['usage', 'duration'].map((name) => Buffer.from(name))
 const USAGE_MEMBERS = ['prompt_tokens', 'completion_tokens'].map((name) => Buffer.from(name))
@@ -201,7 +201,7 @@ export class UsageMeter {
         if (completion !== null) this.completion = completion
       }
     }
-    if (members.length < 2) return
+    if (members !== TRANSCRIPT_MEMBERS) return
     const durationBytes = memberBytes(whole, found, 1)
     // Checked as JSON on its own; a number read as scanJson's callers read one (the whole text its span).
     if (durationBytes === null || scanJson(durationBytes, 0, []).error !== null) return
