@@ -20,10 +20,13 @@ export type ConsumerIdentity =
   | { readonly kind: 'admin' }
   | { readonly kind: 'open' }
 
+/** The labels of the callers that are not a named key: one string each, not one built per request. */
+const KIND_LABELS = { legacy: '(legacy)', admin: '(admin)', open: '(open)' } as const
+
 /** The label a request is counted under (request log, metrics). */
 export function identityLabel(who: ConsumerIdentity | undefined): string | null {
   if (!who) return null
-  return who.kind === 'key' ? who.name : `(${who.kind})`
+  return who.kind === 'key' ? who.name : KIND_LABELS[who.kind]
 }
 
 /** 403 when a named key may not use `model` (a request that names no model is not restricted). */

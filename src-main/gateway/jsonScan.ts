@@ -13,7 +13,7 @@
 
 /** Where the values of wanted members are: per member, in the order asked, `[start, end)` or -1, -1. */
 export interface MemberSpans {
-  readonly spans: Int32Array
+  readonly spans: number[]
 }
 
 /** What one scan found. */
@@ -26,7 +26,7 @@ export interface JsonScan extends MemberSpans {
    * Per wanted member, in the order asked: the `[start, end)` byte range of the value of its last
    * occurrence at the top level (as `JSON.parse` keeps the last of duplicate keys), or -1, -1.
    */
-  readonly spans: Int32Array
+  readonly spans: number[]
 }
 
 const QUOTE = 0x22
@@ -47,7 +47,7 @@ let escaped = false
  * the member names to locate at the top level, as UTF-8 bytes.
  */
 export function scanJson(buf: Uint8Array, maxDepth: number, wanted: readonly Uint8Array[]): JsonScan {
-  const spans = new Int32Array(wanted.length * 2).fill(-1)
+  const spans = noSpans(wanted.length)
   const n = buf.length
   let i = skipSpace(buf, 0)
   const isObject = i < n && buf[i] === 0x7b
@@ -123,47 +123,95 @@ export function scanJson(buf: Uint8Array, maxDepth: number, wanted: readonly Uin
   return { error, isObject, spans }
 }
 
+/** What membersFromEnd found: the spans of the members asked for, and those inside the one asked into. */
+export interface MembersFound extends MemberSpans {
+  /** The spans of `inner` inside the object value of the member `into` (all -1 when it is not an object). */
+  readonly inner: MemberSpans
+}
+
 /**
  * The top-level members `wanted` of a JSON object text, read from its end: the same spans as
  * scanJson gives for a valid text (the last occurrence of a name is the first met from the end),
  * found without reading the text before them. An answer's `usage` comes at or near its end, so
  * its token counts cost the bytes of the tail, however long the answer (scanJson reads every byte,
- * about 40 instructions each). Nothing is validated on the way: for a text that is not valid JSON
- * the spans may be anything a forward scan would refuse, so a value read from them must still be
- * parsed or scanned on its own. Null when the tail is not members of an object. Linear: each byte
- * is read at most twice (a quote's backslashes counted once more).
+ * about 40 instructions each). When the value of `wanted[into]` is an object, its members `inner`
+ * are found in the same pass (the walk back over that object is what finds where it starts).
+ * Nothing is validated on the way beyond the members' punctuation: for a text that is not valid
+ * JSON the spans may be anything a forward scan would refuse, so a value read from them must still
+ * be parsed or checked on its own. Null when the tail is not members of an object. Linear: each
+ * byte is read at most twice (a quote's backslashes counted once more).
  */
-export function membersFromEnd(buf: Uint8Array, wanted: readonly Uint8Array[]): MemberSpans | null {
-  const spans = new Int32Array(wanted.length * 2).fill(-1)
+export function membersFromEnd(
+  buf: Uint8Array,
+  wanted: readonly Uint8Array[],
+  into = -1,
+  inner: readonly Uint8Array[] = [],
+): MembersFound | null {
+  const spans = noSpans(wanted.length)
+  const nested: Into = { member: into, names: inner, spans: noSpans(inner.length) }
+  const close = spaceBefore(buf, buf.length - 1)
+  if (close < 0 || buf[close] !== 0x7d) return null
+  const open = membersBack(buf, close, wanted, spans, nested)
+  if (open !== ALL_FOUND && (open < 0 || spaceBefore(buf, open - 1) >= 0)) return null
+  return { spans, inner: { spans: nested.spans } }
+}
+
+/** Which member's object value membersBack reads the members of too, and what it found there. */
+interface Into {
+  readonly member: number
+  readonly names: readonly Uint8Array[]
+  spans: number[]
+}
+
+/** membersBack stopped once every wanted member was found (only at the top level, which has `into`). */
+const ALL_FOUND = -2
+
+/**
+ * Walks the members of the object whose closing brace is at `close` back to its opening brace,
+ * putting the spans of the `wanted` ones in `spans` (the first met from the end of each). Returns
+ * the opening brace's index, -1 when the bytes are not members of an object, or ALL_FOUND when
+ * `into` is given (the top level) and every wanted member was found before the start was reached.
+ */
+function membersBack(
+  buf: Uint8Array,
+  close: number,
+  wanted: readonly Uint8Array[],
+  spans: number[],
+  into: Into | null,
+): number {
   let left = wanted.length
-  let i = spaceBefore(buf, buf.length - 1)
-  if (i < 0 || buf[i] !== 0x7d) return null
-  i = spaceBefore(buf, i - 1)
-  if (i >= 0 && buf[i] === 0x7b) return spaceBefore(buf, i - 1) < 0 ? { spans } : null
-  while (left > 0) {
-    if (i < 0) return null
-    const valueStart = valueStartBefore(buf, i)
-    if (valueStart < 0) return null
+  let i = spaceBefore(buf, close - 1)
+  if (i >= 0 && buf[i] === 0x7b) return i
+  for (;;) {
+    if (i < 0) return -1
     const valueEnd = i + 1
+    let innerSpans: number[] | null = null
+    let valueStart: number
+    if (into !== null && into.member >= 0 && buf[i] === 0x7d) {
+      innerSpans = noSpans(into.names.length)
+      valueStart = membersBack(buf, i, into.names, innerSpans, null)
+    } else valueStart = valueStartBefore(buf, i)
+    if (valueStart < 0) return -1
     i = spaceBefore(buf, valueStart - 1)
-    if (i < 0 || buf[i] !== 0x3a) return null
+    if (i < 0 || buf[i] !== 0x3a) return -1
     i = spaceBefore(buf, i - 1)
-    if (i < 0 || buf[i] !== QUOTE) return null
+    if (i < 0 || buf[i] !== QUOTE) return -1
     const keyStart = stringStartBefore(buf, i)
-    if (keyStart < 0) return null
+    if (keyStart < 0) return -1
     const w = keyIndexOf(buf, keyStart, i + 1, wanted)
     if (w >= 0 && spans[w * 2]! < 0) {
       spans[w * 2] = valueStart
       spans[w * 2 + 1] = valueEnd
       left--
+      if (innerSpans !== null && w === into!.member) into!.spans = innerSpans
+      if (left === 0 && into !== null) return ALL_FOUND
     }
     i = spaceBefore(buf, keyStart - 1)
-    if (i < 0) return null
-    if (buf[i] === 0x2c) i = spaceBefore(buf, i - 1)
-    else if (buf[i] === 0x7b && spaceBefore(buf, i - 1) < 0) break
-    else return null
+    if (i < 0) return -1
+    if (buf[i] === 0x7b) return i
+    if (buf[i] !== 0x2c) return -1
+    i = spaceBefore(buf, i - 1)
   }
-  return { spans }
 }
 
 /** The index of the last byte at or before i that is not JSON white space; -1 when none is. */
@@ -218,7 +266,7 @@ function stringStartBefore(buf: Uint8Array, close: number): number {
 
 /** Which wanted name the key string `[open, close)` (quotes included) is, or -1. */
 function keyIndexOf(buf: Uint8Array, open: number, close: number, wanted: readonly Uint8Array[]): number {
-  if (bytesOf(buf, open + 1, close - 1).includes(BACKSLASH)) {
+  if (hasBackslash(buf, open + 1, close - 1)) {
     try {
       return wantedIndex(buf, open + 1, close - 1, true, wanted)
     } catch {
@@ -251,6 +299,22 @@ export function memberValue(buf: Uint8Array, scan: MemberSpans, index: number): 
   return JSON.parse(bytesOf(buf, start, scan.spans[index * 2 + 1]!).toString())
 }
 
+/**
+ * Spans for `count` members, none found yet: a plain array, which optimised code allocates inline,
+ * where a typed array is a call into the runtime (and `fill` another).
+ */
+function noSpans(count: number): number[] {
+  const spans: number[] = []
+  for (let k = 0; k < count * 2; k++) spans.push(-1)
+  return spans
+}
+
+/** Whether a backslash is among the bytes `[start, end)`: read in place, where `Buffer#includes` needs a view and a native call. */
+function hasBackslash(buf: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (buf[i] === BACKSLASH) return true
+  return false
+}
+
 /** The bytes `[start, end)` of `buf` as a Buffer over the same memory (no copy). */
 function bytesOf(buf: Uint8Array, start: number, end: number): Buffer {
   return Buffer.from(buf.buffer, buf.byteOffset + start, end - start)
@@ -260,12 +324,14 @@ function bytesOf(buf: Uint8Array, start: number, end: number): Buffer {
  * A scanned member's value when it is a string (without escapes: read straight from the bytes),
  * null when it is absent or anything else.
  */
-export function memberString(buf: Uint8Array, scan: MemberSpans, index: number): string | null {
+export function memberString(buf: Buffer, scan: MemberSpans, index: number): string | null {
   const start = scan.spans[index * 2]!
   if (start < 0 || buf[start] !== QUOTE) return null
   const end = scan.spans[index * 2 + 1]!
-  const text = bytesOf(buf, start + 1, end - 1)
-  return text.includes(BACKSLASH) ? (memberValue(buf, scan, index) as string) : text.toString()
+  // Decoded in place: a view of the bytes first would be one more typed array per request.
+  return hasBackslash(buf, start + 1, end - 1)
+    ? (memberValue(buf, scan, index) as string)
+    : buf.toString('utf8', start + 1, end - 1)
 }
 
 /**

@@ -93,7 +93,7 @@ export class UsageMeter {
   constructor(
     /** performance.now() when the request arrived. */
     private readonly startedAt: number,
-    private readonly now: () => number = () => performance.now(),
+    private readonly now: () => number = monotonicNow,
   ) {}
 
   /** The stream's usage event was asked for by Tandem: it is taken out of what the client receives. */
@@ -189,23 +189,16 @@ export class UsageMeter {
     // Read from the end, nothing built: `usage` comes last or nearly, so the answer's length does
     // not count (docs/gateway-profile.md, eighth pass). A body that is not a JSON object (text or
     // srt transcripts, audio) counts nothing; what is read is checked on its own.
-    const found = membersFromEnd(whole, members)
+    const found = membersFromEnd(whole, members, 0, USAGE_MEMBERS)
     if (found === null) return
-    const usage = memberBytes(whole, found, 0)
-    if (usage !== null && usage[0] === 0x7b) {
-      const counts = scanJson(usage, Number.MAX_SAFE_INTEGER, USAGE_MEMBERS)
-      if (counts.error === null) {
-        const prompt = memberNumber(usage, counts, 0)
-        const completion = memberNumber(usage, counts, 1)
-        if (prompt !== null) this.prompt = prompt
-        if (completion !== null) this.completion = completion
-      }
-    }
+    // The counts come from inside `usage` (none when it is not an object), found in the same walk
+    // back; each is then checked as a count.
+    this.takeCounts(memberNumber(whole, found.inner, 0), memberNumber(whole, found.inner, 1))
     if (members !== TRANSCRIPT_MEMBERS) return
     const durationBytes = memberBytes(whole, found, 1)
     // Checked as JSON on its own; a number read as scanJson's callers read one (the whole text its span).
     if (durationBytes === null || scanJson(durationBytes, 0, []).error !== null) return
-    const duration = memberNumber(durationBytes, { spans: Int32Array.of(0, durationBytes.length) }, 0)
+    const duration = memberNumber(durationBytes, { spans: [0, durationBytes.length] }, 0)
     if (duration !== null && Number.isFinite(duration) && duration > 0) this.audio += duration
   }
 
@@ -265,10 +258,23 @@ export class UsageMeter {
   }
 
   private takeUsage(u: UpstreamUsage | null | undefined): void {
-    if (!u || typeof u !== 'object') return
-    if (typeof u.prompt_tokens === 'number') this.prompt = u.prompt_tokens
-    if (typeof u.completion_tokens === 'number') this.completion = u.completion_tokens
+    if (u && typeof u === 'object') this.takeCounts(u.prompt_tokens, u.completion_tokens)
   }
+
+  /** An upstream's token counts, each taken only when it is a count (a whole number, not negative). */
+  private takeCounts(prompt: unknown, completion: unknown): void {
+    if (isTokenCount(prompt)) this.prompt = prompt
+    if (isTokenCount(completion)) this.completion = completion
+  }
+}
+
+/** The meter's clock unless a test gives one: one function for every meter, not a closure each. */
+function monotonicNow(): number {
+  return performance.now()
+}
+
+function isTokenCount(n: unknown): n is number {
+  return Number.isSafeInteger(n) && (n as number) >= 0
 }
 
 /** One event in a text: `[start, end)`, and `next` where the one after it starts (after the blank line). */

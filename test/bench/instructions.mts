@@ -83,7 +83,7 @@ function nameAt(map: ReturnType<typeof perfMap>, address: number): string | null
 
 const COMPILING = /compiler::|Turbofan|[Mm]aglev|Compile/
 const COLLECTING =
-  /Scaveng|heap::|Evacuat|Marking|MarkCompact|Sweep|IteratePointers|BodyDescriptor|RememberedSet|SlotSet/
+  /Scaveng|heap::|Heap::|NewSpace|Pretenuring|SizeFromMap|Evacuat|Marking|MarkCompact|Sweep|IteratePointers|BodyDescriptor|RememberedSet|SlotSet/
 
 async function main(): Promise<void> {
   try {

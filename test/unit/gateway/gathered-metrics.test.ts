@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Histogram, Registry } from 'prom-client'
-import { GatheredHistogram } from '../../../src-main/metrics/gathered'
+import { GatheredHistogram, PendingCounts, gatheredCounter } from '../../../src-main/metrics/gathered'
 
 const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 10]
 
@@ -42,7 +42,7 @@ describe('GatheredHistogram', () => {
     const { theirs, ours, a, b } = pair()
     for (const { route, key, value } of observations(5000)) {
       theirs.observe({ route, key }, value)
-      ours.record(`${route}\u0000${key}`, () => ({ route, key }), value)
+      ours.record(value, route, key)
     }
     const text = await b.metrics()
     expect(text).toContain('tandem_x_seconds_bucket{le="0.005",route="/v1/chat/completions"')
@@ -60,24 +60,48 @@ describe('GatheredHistogram', () => {
     expect(withoutExemplars(await b.getMetricsAsJSON())).toEqual(withoutExemplars(await a.getMetricsAsJSON()))
   })
 
-  it('asks for the labels once per series and skips values that are not finite', async () => {
+  it('keeps one series per label set and skips values that are not finite', async () => {
     const { ours, b } = pair()
-    let asked = 0
-    const labels = () => (asked++, { route: '/v1/completions', key: 'none' })
-    for (const value of [0.001, 0.5, Number.NaN, Infinity, 3]) ours.record('k', labels, value)
-    expect(asked).toBe(1)
+    for (const value of [0.001, 0.5, Number.NaN, Infinity, 3]) ours.record(value, '/v1/completions', 'none')
+    ours.record(0.5, '/v1/completions', 'other')
     const text = await b.metrics()
     expect(text).toContain('tandem_x_seconds_count{route="/v1/completions",key="none"} 3')
     expect(text).toContain('tandem_x_seconds_sum{route="/v1/completions",key="none"} 3.501')
     expect(text).toContain('tandem_x_seconds_bucket{le="0.25",route="/v1/completions",key="none"} 1')
     expect(text).toContain('tandem_x_seconds_bucket{le="1",route="/v1/completions",key="none"} 2')
+    expect(text).toContain('tandem_x_seconds_count{route="/v1/completions",key="other"} 1')
   })
 
   it('is fed only through record, and reset empties it', async () => {
     const { ours, b } = pair()
     expect(() => ours.observe({ route: 'r', key: 'k' }, 1)).toThrow(/record\(\)/)
-    ours.record('k', () => ({ route: 'r', key: 'k' }), 1)
+    ours.record(1, 'r', 'k')
     ours.reset()
     expect(await b.metrics()).not.toContain('_count')
+    ours.record(2, 'r', 'k')
+    expect(await b.metrics()).toContain('tandem_x_seconds_sum{route="r",key="k"} 2')
+  })
+})
+
+describe('PendingCounts', () => {
+  it('hands a scrape the increments since the last one, per label set', async () => {
+    const registry = new Registry()
+    const pending = new PendingCounts(['route', 'status'] as const)
+    gatheredCounter({ name: 'tandem_x_total', help: 'x', registers: [registry] }, pending)
+    pending.add(1, '/v1/completions', '200')
+    pending.add(2, '/v1/completions', '200')
+    pending.add(1, '/v1/completions', '503')
+    // Values that a key joined with a separator would run together stay apart.
+    pending.add(5, 'a', 'b c')
+    pending.add(7, 'a b', 'c')
+    const first = await registry.metrics()
+    expect(first).toContain('tandem_x_total{route="/v1/completions",status="200"} 3')
+    expect(first).toContain('tandem_x_total{route="/v1/completions",status="503"} 1')
+    expect(first).toContain('tandem_x_total{route="a",status="b c"} 5')
+    expect(first).toContain('tandem_x_total{route="a b",status="c"} 7')
+    // A scrape with nothing new changes nothing; the next increments add to the totals once.
+    expect(await registry.metrics()).toBe(first)
+    pending.add(4, '/v1/completions', '200')
+    expect(await registry.metrics()).toContain('tandem_x_total{route="/v1/completions",status="200"} 7')
   })
 })

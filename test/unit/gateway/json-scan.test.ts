@@ -237,16 +237,30 @@ function randomJson(seed: number): () => string {
 describe('membersFromEnd', () => {
   const NAMES = ['usage', 'duration'].map((k) => Buffer.from(k))
 
+  /** The members of `obj` named in NAMES as JSON.parse gives them, undefined for the absent ones. */
+  const expected = (obj: unknown): unknown[] =>
+    NAMES.map((k) =>
+      obj !== null && typeof obj === 'object' && !Array.isArray(obj) && Object.hasOwn(obj, k.toString())
+        ? (obj as Record<string, unknown>)[k.toString()]
+        : undefined,
+    )
+
   function agreeFromEnd(text: string): void {
     const buf = Buffer.from(text, 'utf8')
-    const found = membersFromEnd(buf, NAMES)
     const obj = JSON.parse(text) as Record<string, unknown>
+    const found = membersFromEnd(buf, NAMES)
     expect(found, text).not.toBeNull()
-    NAMES.forEach((k, index) => {
-      const key = k.toString()
-      const has = Object.prototype.hasOwnProperty.call(obj, key)
-      expect(memberValue(buf, found!, index), `${text} ${key}`).toEqual(has ? obj[key] : undefined)
-    })
+    expect(
+      NAMES.map((_, index) => memberValue(buf, found!, index)),
+      text,
+    ).toEqual(expected(obj))
+    // The same members inside `usage`, read in the same walk back.
+    const nested = membersFromEnd(buf, NAMES, 0, NAMES)
+    expect(nested, text).not.toBeNull()
+    expect(
+      NAMES.map((_, index) => memberValue(buf, nested!.inner, index)),
+      text,
+    ).toEqual(expected(obj.usage))
   }
 
   it('finds the same members as JSON.parse in every valid object among the edge cases', () => {
@@ -265,8 +279,9 @@ describe('membersFromEnd', () => {
   it('reads an answer from its end: what comes before its last members is not read', () => {
     const head = Buffer.from('{"choices":[' + '{"never read": "'.repeat(1000))
     const buf = Buffer.concat([head, Buffer.from('1,"usage":{"prompt_tokens":7,"completion_tokens":9}}')])
-    const found = membersFromEnd(buf, [Buffer.from('usage')])!
+    const found = membersFromEnd(buf, [Buffer.from('usage')], 0, [Buffer.from('completion_tokens')])!
     expect(memberValue(buf, found, 0)).toEqual({ prompt_tokens: 7, completion_tokens: 9 })
+    expect(memberValue(buf, found.inner, 0)).toBe(9)
     // A name that is not there sends it to the start, where the broken head ends the read.
     expect(membersFromEnd(buf, NAMES)).toBeNull()
   })
@@ -288,14 +303,15 @@ describe('membersFromEnd', () => {
         else bytes.splice(at, 1)
       }
       const buf = Buffer.from(bytes)
-      const found = membersFromEnd(buf, NAMES)
+      const found = membersFromEnd(buf, NAMES, 0, NAMES)
       if (found === null) continue
-      for (let k = 0; k < NAMES.length; k++) {
-        const start = found.spans[k * 2]!
-        const end = found.spans[k * 2 + 1]!
-        if (start === -1) expect(end).toBe(-1)
-        else expect(0 <= start && start < end && end <= buf.length).toBe(true)
-      }
+      for (const { spans } of [found, found.inner])
+        for (let k = 0; k < NAMES.length; k++) {
+          const start = spans[k * 2]!
+          const end = spans[k * 2 + 1]!
+          if (start === -1) expect(end).toBe(-1)
+          else expect(0 <= start && start < end && end <= buf.length).toBe(true)
+        }
     }
   })
 

@@ -281,6 +281,31 @@ describe('UsageMeter on a plain answer', () => {
     }
   })
 
+  it('takes only counts: a negative, fractional or unsafe number of tokens is not counted', () => {
+    for (const bad of [-3, 2.5, 2 ** 60, '7']) {
+      const plain = read(JSON.stringify({ usage: { prompt_tokens: bad, completion_tokens: bad } }))
+      expect([plain.prompt_tokens, plain.completion_tokens], String(bad)).toEqual([null, null])
+      const { m } = meter()
+      m.onSseChunk(Buffer.from(ev({ choices: [], usage: { prompt_tokens: bad, completion_tokens: bad } }) + DONE))
+      expect([m.result().prompt_tokens, m.result().completion_tokens], String(bad)).toEqual([null, null])
+    }
+    // Spaces and a member the meter does not read, around the counts it does.
+    const spaced = read('{"usage" : { "prompt_tokens" : 0 , "completion_tokens" : 12 , "total_tokens" : 12 } }')
+    expect([spaced.prompt_tokens, spaced.completion_tokens]).toEqual([0, 12])
+  })
+
+  it('reads the usage object’s counts only when the object holds together from its end', () => {
+    for (const text of [
+      '{"usage":{"prompt_tokens":5 "completion_tokens":2}}',
+      '{"usage":{"prompt_tokens":5,,"completion_tokens":2}}',
+      '{"usage":{"completion_tokens":2:3}}',
+      '{"usage":{prompt_tokens:5}}',
+    ]) {
+      const r = read(text)
+      expect([r.prompt_tokens, r.completion_tokens], text).toEqual([null, null])
+    }
+  })
+
   it('reads only the top-level usage, and the last of duplicate members as JSON.parse does', () => {
     const nested = read('{"choices":[{"usage":{"prompt_tokens":999}}],"meta":{"usage":{"completion_tokens":999}}}')
     expect([nested.prompt_tokens, nested.completion_tokens]).toEqual([null, null])
