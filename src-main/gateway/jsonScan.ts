@@ -39,7 +39,7 @@ const ARRAY = 2
  * copy for its own scan, so one deep answer does not leave a large buffer behind.
  */
 const SHARED_KINDS = new Uint8Array(64)
-/** Set by scanString: the string just scanned held an escape (a key must then be decoded to compare). */
+/** Set by scanString and stringStartBefore: the string just read held an escape (a key must then be decoded to compare). */
 let escaped = false
 
 /**
@@ -198,7 +198,7 @@ function membersBack(
     if (i < 0 || buf[i] !== QUOTE) return -1
     const keyStart = stringStartBefore(buf, i)
     if (keyStart < 0) return -1
-    const w = keyIndexOf(buf, keyStart, i + 1, wanted)
+    const w = keyIndexOf(buf, keyStart, i + 1, escaped, wanted)
     if (w >= 0 && spans[w * 2]! < 0) {
       spans[w * 2] = valueStart
       spans[w * 2 + 1] = valueEnd
@@ -251,29 +251,41 @@ function isScalarByte(c: number): boolean {
   return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x45
 }
 
-/** The opening quote of the string whose closing quote is at `close`: the first quote before it not escaped. */
+/**
+ * The opening quote of the string whose closing quote is at `close`: the first quote before it not
+ * escaped. Sets `escaped`, as scanString does.
+ */
 function stringStartBefore(buf: Uint8Array, close: number): number {
+  escaped = false
   for (let i = close - 1; i >= 0; i--) {
-    if (buf[i] !== QUOTE) continue
-    let k = i - 1
-    while (k >= 0 && buf[k] === BACKSLASH) k--
-    // An even run of backslashes escapes one another, not the quote.
-    if ((i - 1 - k) % 2 === 0) return i
-    i = k + 1
+    const c = buf[i]!
+    if (c === BACKSLASH) escaped = true
+    else if (c === QUOTE) {
+      let k = i - 1
+      while (k >= 0 && buf[k] === BACKSLASH) k--
+      // An even run of backslashes escapes one another, not the quote.
+      if ((i - 1 - k) % 2 === 0) return i
+      escaped = true
+      i = k + 1
+    }
   }
   return -1
 }
 
-/** Which wanted name the key string `[open, close)` (quotes included) is, or -1. */
-function keyIndexOf(buf: Uint8Array, open: number, close: number, wanted: readonly Uint8Array[]): number {
-  if (hasBackslash(buf, open + 1, close - 1)) {
-    try {
-      return wantedIndex(buf, open + 1, close - 1, true, wanted)
-    } catch {
-      return -1 // not a valid string: no name at all
-    }
+/** Which wanted name the key string `[open, close)` (quotes included) is, or -1; `hasEscape` as stringStartBefore found. */
+function keyIndexOf(
+  buf: Uint8Array,
+  open: number,
+  close: number,
+  hasEscape: boolean,
+  wanted: readonly Uint8Array[],
+): number {
+  if (!hasEscape) return wantedIndex(buf, open + 1, close - 1, false, wanted)
+  try {
+    return wantedIndex(buf, open + 1, close - 1, true, wanted)
+  } catch {
+    return -1 // not a valid string: no name at all
   }
-  return wantedIndex(buf, open + 1, close - 1, false, wanted)
 }
 
 /** Set by readMemberName: which wanted name the key it read is; -1 for none (or not at the top level). */
