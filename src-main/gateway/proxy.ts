@@ -212,11 +212,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       {
         method: 'POST',
         path: up.target.basePath + this.target.upstreamPath(up),
-        headers: {
-          'content-type': 'application/json',
-          accept: this.streaming ? 'text/event-stream' : 'application/json',
-          'content-length': String(raw.length),
-        },
+        // undici sends a Buffer body's content-length itself.
+        headers: this.streaming ? STREAM_CALL_HEADERS : JSON_CALL_HEADERS,
         body: raw,
       },
       this,
@@ -460,6 +457,10 @@ async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal
   }
   if (left.signal.aborted || res.destroyed) throw new ClientGone()
 }
+
+/** A relayed call's headers, as a list undici takes without building one per request. */
+const JSON_CALL_HEADERS: string[] = ['content-type', 'application/json', 'accept', 'application/json']
+const STREAM_CALL_HEADERS: string[] = ['content-type', 'application/json', 'accept', 'text/event-stream']
 
 /** An event stream's own headers, as a `writeHead` list. */
 const SSE_HEADERS: readonly string[] = [

@@ -344,6 +344,12 @@ describe('fast path and router path', () => {
         const asksUsage = parsed.stream === true && parsed.stream_options === undefined
         const expected = asksUsage ? sent.replace(/\}(\s*)$/, ',"stream_options":{"include_usage":true}}$1') : sent
         expect(a.body.toString('utf8')).toBe(expected)
+        // Sent with its length, not chunked, and with the content type and accept of the call.
+        const headLines = a.head.toLowerCase().split('\n')
+        expect(headLines, `upstream head of request ${i}`).toContain(`content-length: ${a.body.length}`)
+        expect(headLines).toContain('content-type: application/json')
+        expect(headLines).toContain(`accept: ${parsed.stream === true ? 'text/event-stream' : 'application/json'}`)
+        expect(a.head.toLowerCase()).not.toContain('transfer-encoding')
         compared++
       }
     }
