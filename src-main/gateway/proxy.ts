@@ -1,5 +1,4 @@
 import type http from 'node:http'
-import type { Dispatcher } from 'undici'
 import { ApiError } from '../contract/errors'
 import { Deadlines, type Deadline } from '../core/deadlines'
 import type { Logger } from '../core/logger'
@@ -9,10 +8,11 @@ import { requestState, takeEdgeHeaders } from '../http/requestState'
 import { sendError } from '../http/respond'
 import { checkKeyModel } from './consumerKeys'
 import { answerFailure } from './rawRoute'
+import type { RelayCall, RelayCallHandler } from './relayConnections'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { describeNetError, readRelayRequest, safeHeaderList, upstreamDetail } from './wire'
+import { describeNetError, headerIn, readRelayRequest, safeHeaderList, upstreamDetail } from './wire'
 
 /**
  * Where chat and completions wait while the llm is being swapped: resolves when the request may be
@@ -94,7 +94,7 @@ const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-acce
 
 /**
  * One relayed request from its first body byte to the log entry: it reads and checks the body,
- * dispatches it as the undici handler of its upstream call, relays the answer and settles every
+ * dispatches it as the handler of its upstream call (relayConnections.ts), relays the answer and settles every
  * failure in one place (`fail`). One object per request holds what closures, promises and listeners
  * per step would otherwise hold; its one deadline is first the body's, then the call's, kept in
  * lists the gateway's relays share (core/deadlines.ts), not in a timer of its own.
@@ -103,18 +103,18 @@ const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-acce
  * syscall each on both sides; a small whole answer goes out with its headers in one write).
  * Backpressure: the upstream is paused while the client's socket is full.
  */
-export class RelayedRequest implements Dispatcher.DispatchHandler {
+export class RelayedRequest implements RelayCallHandler {
   private mode = Mode.Receiving
   private deadline: Deadline<RelayedRequest> | null = null
   private parts: Buffer[] = []
   private received = 0
   private up: Upstream | null = null
   private streaming = false
-  private controller: Dispatcher.DispatchController | null = null
+  private controller: RelayCall | null = null
   private abortReason: Error | null = null
   private status = 0
   private sse = false
-  private headers: Record<string, string | string[]> = {}
+  private headers: readonly string[] = []
   private chunks: Buffer[] = []
   private kept = 0
   private flushScheduled = false
@@ -208,11 +208,9 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.mode = Mode.Waiting
     const up = this.up!
     this.deadline = this.deps.deadlines.start(this, this.deps.timeoutMs)
-    up.pool.dispatch(
+    up.relay.dispatch(
       {
-        method: 'POST',
         path: up.target.basePath + this.target.upstreamPath(up),
-        // undici sends a Buffer body's content-length itself.
         headers: this.streaming ? STREAM_CALL_HEADERS : JSON_CALL_HEADERS,
         body: raw,
       },
@@ -247,16 +245,12 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (this.mode !== Mode.Done) this.controller?.resume()
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onRequestStart(controller: RelayCall): void {
     this.controller = controller
     if (this.abortReason !== null) controller.abort(this.abortReason)
   }
 
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    status: number,
-    headers: Record<string, string | string[]>,
-  ): void {
+  onResponseStart(_controller: RelayCall, status: number, headers: readonly string[]): void {
     if (status < 200) return // an informational answer: the real one follows
     this.status = status
     this.headers = headers
@@ -265,8 +259,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       this.mode = Mode.StreamError
       return
     }
-    const type = headers['content-type']
-    this.sse = this.streaming || (typeof type === 'string' && type.startsWith('text/event-stream'))
+    this.sse = this.streaming || (headerIn(headers, 'content-type')?.startsWith('text/event-stream') ?? false)
     // An upstream's error answer: in OpenAI's shape, so the official clients show its message.
     if (!this.sse && status >= 400) {
       this.mode = Mode.PlainError
@@ -293,7 +286,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.exchange.markHeaders()
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_controller: RelayCall, chunk: Buffer): void {
     if (this.mode !== Mode.Relaying) {
       if (this.kept < ERROR_BODY_LIMIT) this.chunks.push(chunk.subarray(0, ERROR_BODY_LIMIT - this.kept))
       this.kept += chunk.length
@@ -346,7 +339,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     res.end(rest.length === 0 ? last : last === undefined ? rest : Buffer.concat([last, rest]))
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onResponseError(_controller: RelayCall, err: Error): void {
     const mode = this.mode
     if (mode === Mode.Done) return
     const reason = this.abortReason ?? err
@@ -458,9 +451,9 @@ async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal
   if (left.signal.aborted || res.destroyed) throw new ClientGone()
 }
 
-/** A relayed call's headers, as a list undici takes without building one per request. */
-const JSON_CALL_HEADERS: string[] = ['content-type', 'application/json', 'accept', 'application/json']
-const STREAM_CALL_HEADERS: string[] = ['content-type', 'application/json', 'accept', 'text/event-stream']
+/** A relayed call's headers besides host and length, one list per kind. */
+const JSON_CALL_HEADERS: readonly string[] = ['content-type', 'application/json', 'accept', 'application/json']
+const STREAM_CALL_HEADERS: readonly string[] = ['content-type', 'application/json', 'accept', 'text/event-stream']
 
 /** An event stream's own headers, as a `writeHead` list. */
 const SSE_HEADERS: readonly string[] = [

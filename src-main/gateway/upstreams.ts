@@ -1,6 +1,6 @@
 import http from 'node:http'
 import https from 'node:https'
-import { Pool } from 'undici'
+import { RelayConnections } from './relayConnections'
 import type { ServiceDirectory, ServiceName } from '../core/serviceDirectory'
 
 /** The services the gateway forwards to. */
@@ -12,7 +12,7 @@ export interface Upstream {
   readonly base: string
   readonly agent: http.Agent
   /** Keep-alive connections for the relayed JSON routes (chat, completions, embeddings). */
-  readonly pool: Pool
+  readonly relay: RelayConnections
   /** The parsed base, so a call builds no URL object (this is the hot path of every proxied request). */
   readonly target: {
     readonly https: boolean
@@ -23,14 +23,15 @@ export interface Upstream {
 }
 
 /**
- * Per upstream, one keep-alive agent (uploads, model lists, health) and one undici pool (the relayed
- * JSON routes, where the client's per-request cost shows): proxied requests reuse connections, so
- * the gateway adds no TCP handshake per call. Where each upstream lives comes from the service directory.
+ * Per upstream, one keep-alive agent (uploads, model lists, health) and the relays' own connections
+ * (the relayed JSON routes, where the client's per-request cost shows; relayConnections.ts):
+ * proxied requests reuse connections, so the gateway adds no TCP handshake per call. Where each
+ * upstream lives comes from the service directory.
  */
 export class Upstreams {
   private readonly cache = new Map<UpstreamName, Upstream>()
   private readonly agents: http.Agent[] = []
-  private readonly pools: Pool[] = []
+  private readonly relays: RelayConnections[] = []
 
   constructor(private readonly services: ServiceDirectory) {}
 
@@ -51,22 +52,20 @@ export class Upstreams {
     }
     const agent = secure ? new https.Agent(opts) : new http.Agent(opts)
     this.agents.push(agent)
-    const pool = new Pool(u.origin, {
-      connections: opts.maxSockets,
-      // The relay keeps its own deadline (the 30-minute timeout); undici's 5-minute defaults would cut a long generation.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    })
-    this.pools.push(pool)
+    const hostname = u.hostname.replace(/^\[|\]$/g, '')
+    const port = Number(u.port || (secure ? 443 : 80))
+    // The relay keeps its own deadline (the 30-minute timeout) for a long generation.
+    const relay = new RelayConnections({ https: secure, hostname, port, maxConnections: opts.maxSockets })
+    this.relays.push(relay)
     const up: Upstream = {
       name,
       base,
       agent,
-      pool,
+      relay,
       target: {
         https: secure,
-        hostname: u.hostname.replace(/^\[|\]$/g, ''),
-        port: Number(u.port || (secure ? 443 : 80)),
+        hostname,
+        port,
         basePath: u.pathname.replace(/\/+$/, ''),
       },
     }
@@ -77,8 +76,8 @@ export class Upstreams {
   destroy(): void {
     for (const a of this.agents) a.destroy()
     this.agents.length = 0
-    for (const p of this.pools) p.destroy().catch(() => undefined)
-    this.pools.length = 0
+    for (const r of this.relays) r.destroy()
+    this.relays.length = 0
     this.cache.clear()
   }
 }

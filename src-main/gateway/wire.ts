@@ -212,21 +212,19 @@ export function safeHeaders(
 }
 
 /**
- * The same headers appended to `into` as a `writeHead` list (name, value, name, value): Node writes
- * such a list as it is, where an object after `setHeader` calls goes through `setHeader` again.
+ * The safe ones of an answer's header list (name, value, …, names lower-cased) appended to `into`
+ * as a `writeHead` list: Node writes such a list as it is, where an object after `setHeader` calls
+ * goes through `setHeader` again.
  */
-export function safeHeaderList(
-  headers: Readonly<Record<string, string | string[] | undefined>>,
-  drop: readonly string[],
-  into: string[],
-): string[] {
-  for (const k in headers) {
-    const v = headers[k]
-    if (v === undefined || !passes(k, drop)) continue
-    if (typeof v === 'string') into.push(k, v)
-    else for (const one of v) into.push(k, one)
-  }
+export function safeHeaderList(headers: readonly string[], drop: readonly string[], into: string[]): string[] {
+  for (let i = 0; i < headers.length; i += 2) if (passes(headers[i]!, drop)) into.push(headers[i]!, headers[i + 1]!)
   return into
+}
+
+/** The first value of `name` (lower-case) in a header list, or undefined. */
+export function headerIn(headers: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) return headers[i + 1]
+  return undefined
 }
 
 /** Pipes an upstream body to the client; an upstream cut short cuts the client too (an error, never a hang). */

@@ -1,7 +1,8 @@
 // The gateway bench's reference for "what Node itself costs": Node's HTTP server and undici's Pool,
-// the same two pieces Tandem's fast path stands on, relaying POSTs to the upstream with nothing else
-// (no edge, no credentials, no JSON check, no request log, no usage meter). Chunks from one upstream
-// read leave in one write, as Tandem's relay does, so only Tandem's own work separates the two.
+// the usual two pieces of a proxy written for Node (Tandem's fast path stood on both until its
+// relays got their own client), relaying POSTs to the upstream with nothing else (no edge, no
+// credentials, no JSON check, no request log, no usage meter). Chunks from one upstream read leave
+// in one write, as Tandem's relay does.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Pool, type Dispatcher } from 'undici'
