@@ -206,23 +206,39 @@ function lastItem(list: string): string {
 }
 
 const enum ChunkStep {
+  /** The size's hex digits. */
   Size,
+  /** Extensions (or white space) after the size, up to its CR. */
+  SizeExtension,
+  SizeLf,
   Data,
-  DataEnd,
+  DataCr,
+  DataLf,
   Trailers,
   Done,
 }
 
+/** A hex digit's value, or -1. */
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30
+  if (c >= 0x61 && c <= 0x66) return c - 0x57
+  if (c >= 0x41 && c <= 0x46) return c - 0x37
+  return -1
+}
+
 /**
- * A chunked body read as it arrives, across any split of its bytes. `push` hands each piece of
- * data to `onData` and returns how many bytes of `buf` it used (all of them until the body ends),
- * or an error.
+ * A chunked body read as it arrives, across any split of its bytes, byte by byte (an event stream
+ * is a chunk per token: its sizes are read without making strings of them). `push` hands each
+ * piece of data to `onData` and returns how many bytes of `buf` it used (all of them until the
+ * body ends), or an error.
  */
 export class ChunkedBody {
   private step = ChunkStep.Size
-  /** The unfinished size or trailer line, and the bytes of the chunk still to come. */
-  private line = ''
   private left = 0
+  private digits = 0
+  private extensionBytes = 0
+  /** The unfinished trailer line, and the trailers' bytes so far. */
+  private trailer = ''
   private trailerBytes = 0
 
   get done(): boolean {
@@ -230,50 +246,81 @@ export class ChunkedBody {
   }
 
   push(buf: Buffer, onData: (piece: Buffer) => void): number | UpstreamProtocolError {
+    const n = buf.length
     let i = 0
-    while (i < buf.length && this.step !== ChunkStep.Done) {
-      if (this.step === ChunkStep.Data) {
-        const take = Math.min(this.left, buf.length - i)
-        onData(buf.subarray(i, i + take))
-        i += take
-        this.left -= take
-        if (this.left === 0) this.step = ChunkStep.DataEnd
-        continue
+    while (i < n) {
+      switch (this.step) {
+        case ChunkStep.Size: {
+          const c = buf[i]!
+          const d = hexValue(c)
+          if (d >= 0) {
+            if (++this.digits > 12) return new UpstreamProtocolError('a chunk size of more than 12 hex digits')
+            this.left = this.left * 16 + d
+          } else if (this.digits === 0) return new UpstreamProtocolError('a chunk without a size')
+          else if (c === 0x0d) this.step = ChunkStep.SizeLf
+          else if (c === 0x3b || c === 0x20 || c === 0x09) this.step = ChunkStep.SizeExtension
+          else return new UpstreamProtocolError('a malformed chunk size')
+          i++
+          break
+        }
+        case ChunkStep.SizeExtension: {
+          const cr = buf.indexOf(0x0d, i)
+          const end = cr === -1 ? n : cr
+          const lf = buf.indexOf(0x0a, i)
+          if (lf !== -1 && lf < end) return new UpstreamProtocolError('a chunk line not ended by CRLF')
+          this.extensionBytes += end - i
+          if (this.extensionBytes > MAX_CHUNK_LINE) return new UpstreamProtocolError('a chunk line over 4 KiB')
+          i = end
+          if (cr !== -1) {
+            this.step = ChunkStep.SizeLf
+            i++
+          }
+          break
+        }
+        case ChunkStep.SizeLf:
+          if (buf[i] !== 0x0a) return new UpstreamProtocolError('a chunk line not ended by CRLF')
+          i++
+          this.step = this.left === 0 ? ChunkStep.Trailers : ChunkStep.Data
+          this.digits = 0
+          this.extensionBytes = 0
+          break
+        case ChunkStep.Data: {
+          const take = Math.min(this.left, n - i)
+          onData(buf.subarray(i, i + take))
+          i += take
+          this.left -= take
+          if (this.left === 0) this.step = ChunkStep.DataCr
+          break
+        }
+        case ChunkStep.DataCr:
+          if (buf[i] !== 0x0d) return new UpstreamProtocolError('chunk data longer than its size')
+          i++
+          this.step = ChunkStep.DataLf
+          break
+        case ChunkStep.DataLf:
+          if (buf[i] !== 0x0a) return new UpstreamProtocolError('chunk data longer than its size')
+          i++
+          this.step = ChunkStep.Size
+          break
+        case ChunkStep.Trailers: {
+          // Lines up to an empty one; read as text (trailers are rare and ignored).
+          const lf = buf.indexOf(0x0a, i)
+          const end = lf === -1 ? n : lf + 1
+          this.trailer += buf.toString('latin1', i, end)
+          this.trailerBytes += end - i
+          i = end
+          if (this.trailerBytes > MAX_TRAILER_BYTES) return new UpstreamProtocolError('trailers over 16 KiB')
+          if (lf === -1) break
+          if (!this.trailer.endsWith('\r\n')) return new UpstreamProtocolError('a trailer line not ended by CRLF')
+          if (this.trailer === '\r\n') this.step = ChunkStep.Done
+          this.trailer = ''
+          break
+        }
+        case ChunkStep.Done:
+          return i
       }
-      // A line: a chunk's size, the CRLF after its data, or a trailer.
-      const lf = buf.indexOf(0x0a, i)
-      const end = lf === -1 ? buf.length : lf + 1
-      this.line += buf.toString('latin1', i, end)
-      i = end
-      if (this.line.length > MAX_CHUNK_LINE) return new UpstreamProtocolError('a chunk line over 4 KiB')
-      if (lf === -1) continue
-      const line = this.line
-      this.line = ''
-      if (!line.endsWith('\r\n')) return new UpstreamProtocolError('a chunk line not ended by CRLF')
-      const error = this.endLine(line.slice(0, -2))
-      if (error !== null) return error
     }
     return i
-  }
-
-  private endLine(line: string): UpstreamProtocolError | null {
-    if (this.step === ChunkStep.DataEnd) {
-      if (line !== '') return new UpstreamProtocolError('chunk data longer than its size')
-      this.step = ChunkStep.Size
-      return null
-    }
-    if (this.step === ChunkStep.Trailers) {
-      this.trailerBytes += line.length + 2
-      if (this.trailerBytes > MAX_TRAILER_BYTES) return new UpstreamProtocolError('trailers over 16 KiB')
-      if (line === '') this.step = ChunkStep.Done
-      return null
-    }
-    // The size, in hex, then extensions after `;`, which are skipped.
-    const size = /^([0-9a-fA-F]{1,12})[ \t]*(?:;.*)?$/.exec(line)
-    if (size === null) return new UpstreamProtocolError(`a malformed chunk size: ${JSON.stringify(line.slice(0, 40))}`)
-    this.left = parseInt(size[1]!, 16)
-    this.step = this.left === 0 ? ChunkStep.Trailers : ChunkStep.Data
-    return null
   }
 }
 
@@ -364,9 +411,7 @@ class Connection {
         buf = buf.subarray(take)
         if (this.left === 0) return this.finish(call, buf.length)
       } else if (this.reading === Reading.Chunked) {
-        const used = this.chunked!.push(buf, (piece) => {
-          if (this.call === call) call.handler.onResponseData(call, piece)
-        })
+        const used = this.chunked!.push(buf, this.onChunkData)
         if (this.call !== call) return
         if (used instanceof UpstreamProtocolError) return this.fail(call, used)
         if (this.chunked!.done) return this.finish(call, buf.length - used)
@@ -376,6 +421,12 @@ class Connection {
         return
       }
     }
+  }
+
+  /** A piece of a chunked answer's data, for the call still reading it (an abort in a handler ends it). */
+  private readonly onChunkData = (piece: Buffer): void => {
+    const call = this.call
+    if (call !== null) call.handler.onResponseData(call, piece)
   }
 
   /** Reads the head from `buf` on; returns the bytes after it, or null when it is not whole yet or the call ended. */
