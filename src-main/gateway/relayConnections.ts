@@ -434,16 +434,13 @@ class Connection {
     const held = this.head
     const all = held === null ? buf : Buffer.concat([held, buf])
     const end = all.indexOf(HEAD_END, held === null ? 0 : Math.max(0, held.length - 3))
-    if (end === -1) {
-      if (all.length > MAX_HEAD_BYTES) this.fail(call, new UpstreamProtocolError('an answer head over 64 KiB'))
-      else this.head = all
-      return null
-    }
-    this.head = null
-    if (end > MAX_HEAD_BYTES) {
+    // Whole or not yet, a head longer than the limit is refused.
+    if ((end === -1 ? all.length : end) > MAX_HEAD_BYTES) {
       this.fail(call, new UpstreamProtocolError('an answer head over 64 KiB'))
       return null
     }
+    this.head = end === -1 ? all : null
+    if (end === -1) return null
     const head = parseResponseHead(all.toString('latin1', 0, end))
     if (head instanceof UpstreamProtocolError) {
       this.fail(call, head)
