@@ -120,6 +120,9 @@ export function scanJson(buf: Uint8Array, maxDepth: number, wanted: readonly Uin
       i++
     }
   }
+  // The word view is only for this scan: a long body must not stay alive in it.
+  words = null
+  wordsFor = null
   return { error, isObject, spans }
 }
 
@@ -397,30 +400,88 @@ function skipSpace(buf: Uint8Array, i: number): number {
 
 /** The string starting at the quote at i: the index after its closing quote, or -1. Sets `escaped`. */
 function scanString(buf: Uint8Array, i: number): number {
-  const n = buf.length
   escaped = false
-  for (i++; i < n; i++) {
+  const n = buf.length
+  const shortEnd = Math.min(n, i + 1 + LONG_RUN)
+  for (i++; i < shortEnd; i++) {
     const c = buf[i]!
     if (c === QUOTE) return i + 1
     if (c < 0x20) return -1
-    if (c !== BACKSLASH) continue
-    escaped = true
-    const e = buf[++i]
-    if (e === 0x75) {
-      for (let k = 0; k < 4; k++) if (!isHex(buf[++i])) return -1
-    } else if (
-      e !== QUOTE &&
-      e !== BACKSLASH &&
-      e !== 0x2f &&
-      e !== 0x62 &&
-      e !== 0x66 &&
-      e !== 0x6e &&
-      e !== 0x72 &&
-      e !== 0x74
-    )
-      return -1
+    if (c === BACKSLASH && (i = escapeEnd(buf, i)) < 0) return -1
+  }
+  return i < n ? scanLongString(buf, i) : -1
+}
+
+/**
+ * The rest of a string from i, as scanString, read a word (four bytes) at a time where the word is
+ * aligned and holds no byte that may end a plain run, and byte by byte elsewhere. Optimised code
+ * reads a typed array at about 20 instructions a read (a map and a bounds check each time round),
+ * so prose, with an escape every few hundred bytes, is read about twice as fast as byte by byte, and
+ * code, with one every few dozen, no slower.
+ */
+function scanLongString(buf: Uint8Array, i: number): number {
+  const n = buf.length
+  const w32 = wordsOf(buf)
+  const first = wordsStart
+  const end = first + w32.length * 4
+  while (i < n) {
+    if (i >= first && i < end && ((i - first) & 3) === 0) {
+      const w = w32[(i - first) >> 2]!
+      const q = w ^ 0x22222222
+      const b = w ^ 0x5c5c5c5c
+      // Some byte is a quote, a backslash or under 0x20 exactly when this is not 0 (the bit tricks
+      // for "has a zero byte" and "has a byte less than n", which never miss one).
+      if (((((q - 0x01010101) & ~q) | ((b - 0x01010101) & ~b) | ((w - 0x20202020) & ~w)) & 0x80808080) === 0) {
+        i += 4
+        continue
+      }
+    }
+    const c = buf[i]!
+    if (c === QUOTE) return i + 1
+    if (c < 0x20) return -1
+    if (c === BACKSLASH && (i = escapeEnd(buf, i)) < 0) return -1
+    i++
   }
   return -1
+}
+
+/** The last byte of the escape whose backslash is at i, or -1 when it is not one JSON allows. Sets `escaped`. */
+function escapeEnd(buf: Uint8Array, i: number): number {
+  escaped = true
+  const e = buf[++i]
+  if (e === 0x75) {
+    for (let k = 0; k < 4; k++) if (!isHex(buf[++i])) return -1
+    return i
+  }
+  return e === QUOTE ||
+    e === BACKSLASH ||
+    e === 0x2f ||
+    e === 0x62 ||
+    e === 0x66 ||
+    e === 0x6e ||
+    e === 0x72 ||
+    e === 0x74
+    ? i
+    : -1
+}
+
+/** Strings longer than this are read on by scanLongString; shorter ones never pay for its word view. */
+const LONG_RUN = 32
+/** The scanned text's aligned words, made for its first long string and dropped when the scan ends. */
+let words: Int32Array | null = null
+let wordsFor: Uint8Array | null = null
+/** The index in the scanned text of the first byte of words[0]. */
+let wordsStart = 0
+
+/** The aligned four-byte words inside `buf`, one view per scan; sets wordsStart. */
+function wordsOf(buf: Uint8Array): Int32Array {
+  if (wordsFor !== buf || words === null) {
+    const start = (buf.byteOffset + 3) & ~3
+    words = new Int32Array(buf.buffer, start, Math.max(0, (buf.byteOffset + buf.length - start) >> 2))
+    wordsStart = start - buf.byteOffset
+    wordsFor = buf
+  }
+  return words
 }
 
 function isHex(c: number | undefined): boolean {

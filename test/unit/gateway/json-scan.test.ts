@@ -183,6 +183,59 @@ describe('scanJson', () => {
     }
   })
 
+  it('agrees with JSON.parse on long strings: each byte that may end a run, at every offset and alignment', () => {
+    // Strings past 32 bytes are searched four bytes at a time; every kind of byte that ends a plain
+    // run is put at each offset of a long one, in a Buffer starting at each of four alignments.
+    const specials: number[][] = [
+      [0x22], // the closing quote, early
+      [0x5c, 0x22], // an escaped quote
+      [0x5c, 0x5c], // an escaped backslash
+      [0x5c, 0x75, 0x30, 0x30, 0x65, 0x39], // \u00e9
+      [0x5c, 0x75, 0x30, 0x30], // a short \u escape
+      [0x5c, 0x78], // an escape JSON has not
+      [0x00],
+      [0x09],
+      [0x0a],
+      [0x1f],
+      [0x20],
+      [0x7f],
+      [0xc3, 0xa9],
+      [0xff],
+      [0x21, 0x23, 0x5b, 0x5d, 0x5e, 0x3c],
+    ]
+    const plain = Buffer.from('The quick brown fox jumps over the lazy dog again and again, ')
+    let checked = 0
+    for (const special of specials)
+      for (let at = 0; at <= 70; at++)
+        for (let shift = 0; shift < 4; shift++) {
+          const body = Buffer.concat([
+            Buffer.from('{"model":"'),
+            plain.subarray(0, at),
+            Buffer.from(special),
+            plain,
+            Buffer.from('","stream":true}'),
+          ])
+          const backing = Buffer.alloc(body.length + 8, 0x22)
+          body.copy(backing, shift)
+          agree(backing.subarray(shift, shift + body.length))
+          checked++
+        }
+    expect(checked).toBe(specials.length * 71 * 4)
+  })
+
+  it('agrees with JSON.parse on a long key, and on a long string that never ends', () => {
+    const long = 'k'.repeat(200)
+    agree(Buffer.from(`{"${long}":1,"model":"${long}"}`))
+    agree(Buffer.from(`{"model":"${long}`))
+    agree(Buffer.from(`{"model":"${long}\\`))
+    agree(Buffer.from(`{"model":"${long}\\"}`))
+    const buf = Buffer.from(`{"${long}":1,"model":"${long}é"}`)
+    const scan = scanJson(buf, MAX_DEPTH, WANTED)
+    expect(scan.error).toBeNull()
+    expect(scan.spans.slice(0, 2)).toEqual([buf.indexOf('"model":') + 8, buf.length - 1])
+    expect(memberString(buf, scan, 0)).toBe(`${long}é`)
+  })
+
   it('reads a member of a Buffer that is a slice of a larger one', () => {
     const big = Buffer.from('xxxxx{"model":"sliced","stream":true}yyy')
     const buf = big.subarray(5, big.length - 3)
