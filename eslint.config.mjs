@@ -80,7 +80,16 @@ export default tseslint.config(
   {
     // A newcomer reads any main-process function on one screen.
     files: ['src-main/**/*.ts'],
-    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
+    rules: {
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }],
+      // fetch's byte streams detach ArrayBuffers, which slows every typed-array read in the process for good.
+      'no-restricted-globals': [
+        'error',
+        { name: 'fetch', message: 'call out with httpClient (src-main/core/httpClient.ts), not fetch' },
+        { name: 'Response', message: 'answers come from httpClient (src-main/core/httpClient.ts)' },
+        { name: 'ReadableStream', message: 'web byte streams detach ArrayBuffers; use node:stream' },
+      ],
+    },
   },
   {
     // The renderer shares only the contract with main: schemas, types and pure helpers.

@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from 'commander'
 import { loadConfig, type Config } from '../config/load'
 import { ensureAdminToken, rotateAdminToken } from '../core/adminToken'
+import { httpCall } from '../core/httpClient'
 import { systemClock } from '../core/clock'
 import { createLogger, Redactor } from '../core/logger'
 import { ServiceDirectory } from '../core/serviceDirectory'
@@ -117,8 +118,8 @@ async function daemonAnswers(config: Config): Promise<boolean> {
   const host = config.bind === '0.0.0.0' || config.bind === '::' || config.bind === '' ? '127.0.0.1' : config.bind
   const authority = host.includes(':') ? `[${host}]` : host
   try {
-    const res = await fetch(`http://${authority}:${config.port}/api/health`, { signal: AbortSignal.timeout(1500) })
-    await res.body?.cancel()
+    const res = await httpCall(`http://${authority}:${config.port}/api/health`, { signal: AbortSignal.timeout(1500) })
+    res.discard()
     return res.ok
   } catch {
     return false

@@ -9,7 +9,7 @@ import { ClientGone } from '../http/body'
 /**
  * Multipart helpers that never hold an upload in memory: busboy reads incoming forms (to spool a
  * file, or to find where the file part begins in a body relayed byte for byte), and an encoder
- * builds an outgoing form around a file on disk.
+ * builds an outgoing form around a file on disk or a small one in memory.
  */
 
 /** A busboy parser for a `multipart/form-data` request; 400 when the request is not one. */
@@ -91,13 +91,24 @@ export function scanForFilePart(req: http.IncomingMessage, opts: ScanOptions = {
   })
 }
 
-export interface FormFile {
+interface FilePart {
   readonly field: string
   readonly filename: string
   readonly contentType: string
+}
+
+/** A file part on disk (an upload being relayed), streamed from there. */
+export interface SpooledFile extends FilePart {
   readonly path: string
   readonly size: number
 }
+
+/** A file part held in memory (a probe's sample). */
+export interface MemoryFile extends FilePart {
+  readonly bytes: Buffer
+}
+
+export type FormFile = SpooledFile | MemoryFile
 
 /** An outgoing multipart body: fields, then at most one file streamed from disk; its length is known up front. */
 export function encodeMultipart(
@@ -115,12 +126,13 @@ export function encodeMultipart(
   const tail = Buffer.from(`${file ? '\r\n' : ''}--${boundary}--\r\n`)
   async function* parts(): AsyncGenerator<Buffer> {
     yield head
-    if (file) yield* fs.createReadStream(file.path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>
+    if (file && 'bytes' in file) yield file.bytes
+    else if (file) yield* fs.createReadStream(file.path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>
     yield tail
   }
   return {
     contentType: `multipart/form-data; boundary=${boundary}`,
-    length: head.length + (file?.size ?? 0) + tail.length,
+    length: head.length + (file === undefined ? 0 : 'bytes' in file ? file.bytes.length : file.size) + tail.length,
     body: Readable.from(parts(), { objectMode: false }),
   }
 }

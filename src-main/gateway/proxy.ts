@@ -1,6 +1,7 @@
 import type http from 'node:http'
 import { ApiError } from '../contract/errors'
 import { Deadlines, type Deadline } from '../core/deadlines'
+import { describeNetError } from '../core/httpClient'
 import type { Logger } from '../core/logger'
 import { bodyTimeout } from '../http/bodyDeadline'
 import { bodyTooLarge, ClientGone } from '../http/body'
@@ -12,7 +13,7 @@ import type { RelayCall, RelayCallHandler } from './relayConnections'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { describeNetError, headerIn, readRelayRequest, safeHeaderList, upstreamDetail } from './wire'
+import { headerIn, readRelayRequest, safeHeaderList, upstreamDetail } from './wire'
 
 /**
  * Where chat and completions wait while the llm is being swapped: resolves when the request may be

@@ -5,7 +5,7 @@ import type { FileInfo } from 'busboy'
 import { ApiError } from '../contract/errors'
 import { ClientGone } from '../http/body'
 import { releaseBodyDeadline } from '../http/bodyDeadline'
-import { openMultipart, type FormFile } from './multipart'
+import { openMultipart, type SpooledFile } from './multipart'
 import type { SpoolLease } from './spool'
 import { MiB } from './wire'
 
@@ -63,7 +63,7 @@ export function guardIdle(req: http.IncomingMessage, ms: number, onIdle: () => v
 
 /** A form received into the spool: its `file` part on disk, and its text fields. */
 export interface ReceivedForm {
-  readonly file: FormFile
+  readonly file: SpooledFile
   readonly fields: ReadonlyMap<string, string>
 }
 
@@ -141,7 +141,7 @@ function charging(lease: SpoolLease): Transform {
   })
 }
 
-function formFile(field: string, info: FileInfo, lease: SpoolLease): FormFile {
+function formFile(field: string, info: FileInfo, lease: SpoolLease): SpooledFile {
   return {
     field,
     filename: safeName(info.filename),

@@ -1,7 +1,7 @@
 import http from 'node:http'
-import https from 'node:https'
 import type { Readable } from 'node:stream'
 import { ApiError } from '../contract/errors'
+import { describeNetError, HttpUnreachable, sendRequest } from '../core/httpClient'
 import { jsonTooDeep, malformedJson, parseJsonText } from '../http/body'
 import { memberIsTrue, memberString, memberValue, scanJson } from './jsonScan'
 import type { Upstream } from './upstreams'
@@ -72,49 +72,22 @@ export class UpstreamUnreachable extends Error {
   }
 }
 
-export function describeNetError(err: Error): string {
-  const code = (err as NodeJS.ErrnoException).code
-  return code ? `${code}${err.message.includes(code) ? '' : ` (${err.message})`}` : err.message
-}
-
 /** Sends one request to an upstream; resolves with its response as soon as the headers arrive. */
-export function callUpstream(up: Upstream, call: UpstreamCall): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const t = up.target
-    const headers: http.OutgoingHttpHeaders = { ...call.headers }
-    if (Buffer.isBuffer(call.body)) headers['content-length'] = call.body.length
-    const mod = t.https ? https : http
-    const req = mod.request({
-      hostname: t.hostname,
-      port: t.port,
-      path: t.basePath + call.path,
-      method: call.method,
-      headers,
-      agent: up.agent,
-      signal: call.signal,
-    })
-    let responded = false
-    req.once('response', (res) => {
-      responded = true
-      resolve(res)
-    })
-    req.once('error', (err) => {
-      if (responded) return
-      if (call.signal?.aborted) reject(abortReason(call.signal))
-      else reject(new UpstreamUnreachable(up, err))
-    })
-    if (call.body === undefined) req.end()
-    else if (Buffer.isBuffer(call.body)) req.end(call.body)
-    else {
-      call.body.once('error', (err) => req.destroy(err))
-      call.body.pipe(req)
-    }
-  })
-}
-
-function abortReason(signal: AbortSignal): Error {
-  const r: unknown = signal.reason
-  return r instanceof Error ? r : new Error('aborted')
+export async function callUpstream(up: Upstream, call: UpstreamCall): Promise<http.IncomingMessage> {
+  const t = up.target
+  const head = {
+    hostname: t.hostname,
+    port: t.port,
+    path: t.basePath + call.path,
+    method: call.method,
+    headers: { ...call.headers },
+    agent: up.agent,
+  }
+  try {
+    return await sendRequest(t.https, head, call.body, call.signal)
+  } catch (err) {
+    throw err instanceof HttpUnreachable ? new UpstreamUnreachable(up, err.netError) : err
+  }
 }
 
 /** Reads at most `limit` bytes of an upstream body as text (error bodies, small JSON). */

@@ -11,6 +11,7 @@ import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import type { RateSourceView } from '../contract/licensing'
 import type { Clock } from '../core/clock'
+import { httpCall } from '../core/httpClient'
 import { redactUrlCredentials, type Logger } from '../core/logger'
 
 export type FiatCurrency = 'USD' | 'EUR'
@@ -49,7 +50,14 @@ const KrakenTicker = z.object({
 const CoinbaseRates = z.object({ data: z.object({ currency: z.string(), rates: z.record(z.string(), z.string()) }) })
 const CoinGeckoPrice = z.object({ bitcoin: z.record(z.string(), z.number()) })
 
-type Fetch = (url: string, init: { signal: AbortSignal; headers: Record<string, string> }) => Promise<Response>
+/** What a rate source call needs of an answer (tests hand in their own). */
+interface RateAnswer {
+  readonly ok: boolean
+  readonly status: number
+  json(): Promise<unknown>
+  discard?(): void
+}
+type Fetch = (url: string, init: { signal: AbortSignal; headers: Record<string, string> }) => Promise<RateAnswer>
 
 interface SourceState {
   lastOkAt: number | null
@@ -73,7 +81,7 @@ export class RateService {
       timeoutMs?: number
     },
   ) {
-    this.fetchFn = opts.fetch ?? ((url, init) => fetch(url, init))
+    this.fetchFn = opts.fetch ?? ((url, init) => httpCall(url, init))
     this.timeoutMs = opts.timeoutMs ?? 5000
     for (const s of SOURCE_ORDER) this.state.set(s, { lastOkAt: null, lastError: null, lastErrorAt: null })
   }
@@ -144,7 +152,10 @@ export class RateService {
       signal: AbortSignal.timeout(this.timeoutMs),
       headers: { accept: 'application/json' },
     })
-    if (!res.ok) throw new Error(`HTTP ${res.status}`)
+    if (!res.ok) {
+      res.discard?.()
+      throw new Error(`HTTP ${res.status}`)
+    }
     const body: unknown = await res.json().catch(() => {
       throw new Error('response is not JSON')
     })

@@ -9,6 +9,7 @@ import type {
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../core/clock'
+import { httpCall } from '../core/httpClient'
 import { redactUrlCredentials, type Logger } from '../core/logger'
 import type { AuditLog } from './audit'
 import { orderBy, searchAny, type LicensingDb } from './db'
@@ -80,14 +81,8 @@ export type Poster = (
 ) => Promise<{ status: number }>
 
 const defaultPoster: Poster = async (url, init) => {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: init.headers,
-    body: init.body,
-    signal: init.signal,
-    redirect: 'manual',
-  })
-  await res.arrayBuffer().catch(() => undefined)
+  const res = await httpCall(url, { method: 'POST', headers: init.headers, body: init.body, signal: init.signal })
+  res.discard()
   return { status: res.status }
 }
 

@@ -8,6 +8,7 @@ import type { NodeName } from '../contract/schemas'
 import type { Clock } from '../core/clock'
 import type { EventPublisher } from '../core/events'
 import { atomicWriteFile, readStateFile } from '../core/files'
+import { httpCall } from '../core/httpClient'
 import type { Logger } from '../core/logger'
 import type { JobControl, JobRegistry } from '../jobs/registry'
 import type { SshPool, SshTarget } from '../ssh/pool'
@@ -454,8 +455,11 @@ export class SwapManager implements SwapStatus {
     const base = this.deps.llmBaseUrl()
     if (base === null) return null
     try {
-      const res = await fetch(`${base}/v1/models`, { signal: AbortSignal.timeout(timeoutMs) })
-      if (!res.ok) return null
+      const res = await httpCall(`${base}/v1/models`, { signal: AbortSignal.timeout(timeoutMs) })
+      if (!res.ok) {
+        res.discard()
+        return null
+      }
       const body = (await res.json()) as { data?: { id?: unknown }[] }
       return (body.data ?? []).map((m) => m.id).filter((id): id is string => typeof id === 'string')
     } catch {

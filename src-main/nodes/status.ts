@@ -1,6 +1,7 @@
 import type { Config } from '../config/load'
 import { publicBaseUrl } from '../config/publicUrl'
 import type { Clock } from '../core/clock'
+import { httpCall, HttpUnreachable } from '../core/httpClient'
 import type { EventPublisher } from '../core/events'
 import type { Logger } from '../core/logger'
 import type { RoleLocation, RoleName, ServiceDirectory } from '../core/serviceDirectory'
@@ -97,26 +98,30 @@ export async function httpHealth(baseUrl: string, signal?: AbortSignal): Promise
   const timeout = AbortSignal.timeout(HTTP_TIMEOUT_MS)
   const sig = signal ? AbortSignal.any([signal, timeout]) : timeout
   try {
-    const health = await fetch(`${baseUrl}/health`, { signal: sig })
-    await health.body?.cancel()
+    const health = await httpCall(`${baseUrl}/health`, { signal: sig })
+    health.discard()
     const ms = Math.round(performance.now() - t0)
     if (!health.ok) return { ok: false, answered: true, ms, model: null, error: `HTTP ${health.status} from /health` }
     let model: string | null = null
     try {
-      const models = await fetch(`${baseUrl}/v1/models`, { signal: sig })
+      const models = await httpCall(`${baseUrl}/v1/models`, { signal: sig })
       if (models.ok) {
         const body = (await models.json()) as { data?: { id?: unknown }[] }
         const id = body.data?.[0]?.id
         model = typeof id === 'string' ? id : null
-      } else await models.body?.cancel()
+      } else models.discard()
     } catch {
       // health answered; the model list is optional
     }
     return { ok: true, answered: true, ms, model, error: null }
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } }
+    const e = err as Error
     const reason =
-      e.name === 'TimeoutError' ? `no answer within ${HTTP_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.message)
+      e.name === 'TimeoutError'
+        ? `no answer within ${HTTP_TIMEOUT_MS / 1000} s`
+        : e instanceof HttpUnreachable
+          ? (e.code ?? e.message)
+          : e.message
     return { ok: false, answered: false, ms: null, model: null, error: reason }
   }
 }

@@ -1,10 +1,12 @@
 import type { Clock } from '../core/clock'
+import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../core/httpClient'
 import type { EventPublisher } from '../core/events'
 import type { Logger } from '../core/logger'
 import type { ServiceDirectory } from '../core/serviceDirectory'
 import type { z } from 'zod'
 import type { DeepHealthResult, DeepHealthView, RestartHold } from '../contract/services'
 import type { DeepHealthHook, ProbedService, ProbeStart, ReportSink } from '../gateway/deepHealth'
+import { encodeMultipart, type MemoryFile } from '../gateway/multipart'
 import { voiceLanguage } from '../gateway/speech'
 import { upstreamDetail } from '../gateway/wire'
 import { inspectContainer } from '../nodes/status'
@@ -86,29 +88,41 @@ class NoAnswer extends Error {
   }
 }
 
-async function call(url: string, init: RequestInit, signal: AbortSignal): Promise<Response> {
+async function call(url: string, init: Omit<HttpCall, 'signal'>, signal: AbortSignal): Promise<HttpAnswer> {
   try {
-    return await fetch(url, { ...init, signal })
+    return await httpCall(url, { ...init, signal })
   } catch (err) {
     if (signal.aborted) throw new NoAnswer(`no answer from ${new URL(url).pathname} in time`, false)
-    const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause
-    const why = typeof cause?.code === 'string' ? cause.code : String(cause?.message ?? (err as Error).message)
+    const why = err instanceof HttpUnreachable ? (err.code ?? err.message) : (err as Error).message
     throw new NoAnswer(`unreachable (${why})`, true)
   }
 }
 
+/** A multipart form of `fields` and at most one in-memory file, as a call's body and headers. */
+function formCall(fields: readonly (readonly [string, string])[], file?: MemoryFile): Omit<HttpCall, 'signal'> {
+  const form = encodeMultipart(fields, file)
+  return {
+    method: 'POST',
+    headers: { 'content-type': form.contentType, 'content-length': form.length },
+    body: form.body,
+  }
+}
+
 /** A non-2xx answer as a failing outcome: status and the service's own error text. */
-async function httpFailure(path: string, res: Response): Promise<Outcome> {
-  const text = await res.text().catch(() => '')
+async function httpFailure(path: string, res: HttpAnswer): Promise<Outcome> {
+  const text = await res.text(64 * 1024).catch(() => '')
   return failed(`HTTP ${res.status} from ${path}: ${upstreamDetail(text)}`, res.status)
 }
 
 /** Spec 1, 4.6 rule 1: 1 s of silence to the transcription endpoint. */
 async function probeAsr(base: string, signal: AbortSignal): Promise<Outcome> {
-  const form = new FormData()
-  form.append('file', new Blob([silenceWav()], { type: 'audio/wav' }), 'deep-health-silence.wav')
-  form.append('response_format', 'json')
-  const res = await call(`${base}/v1/audio/transcriptions`, { method: 'POST', body: form }, signal)
+  const form = formCall([['response_format', 'json']], {
+    field: 'file',
+    filename: 'deep-health-silence.wav',
+    contentType: 'audio/wav',
+    bytes: silenceWav(),
+  })
+  const res = await call(`${base}/v1/audio/transcriptions`, form, signal)
   if (!res.ok) return httpFailure('/v1/audio/transcriptions', res)
   const body = (await res.json().catch(() => null)) as { text?: unknown } | null
   if (body === null || typeof body.text !== 'string') return failed('the transcription answer has no text field')
@@ -131,24 +145,28 @@ async function ttsVoice(base: string, signal: AbortSignal): Promise<{ voice: str
   return failed('the tts lists no voice to synthesize with')
 }
 
+/** The synthesized probe sentence is a second or two of audio; a tts that sends more is not answering it. */
+const TTS_AUDIO_LIMIT = 16 * 1024 * 1024
+
 /** Spec 1, 4.6 rule 2: a short text as multipart to the synthesize endpoint. */
 async function probeTts(base: string, signal: AbortSignal): Promise<Outcome> {
   const v = await ttsVoice(base, signal)
   if ('ok' in v) return v
-  const form = new FormData()
-  form.append('text', 'Health check.')
-  form.append('language', v.language)
-  form.append('voice', v.voice)
-  const res = await call(`${base}/v1/audio/synthesize`, { method: 'POST', body: form }, signal)
+  const form = formCall([
+    ['text', 'Health check.'],
+    ['language', v.language],
+    ['voice', v.voice],
+  ])
+  const res = await call(`${base}/v1/audio/synthesize`, form, signal)
   if (!res.ok) return httpFailure('/v1/audio/synthesize', res)
-  const audio = Buffer.from(await res.arrayBuffer())
+  const audio = await res.bytes(TTS_AUDIO_LIMIT)
   if (audio.length === 0) return failed('the tts answered no audio')
   return ok()
 }
 
 /** Spec 1, 3.3: nothing answering or an empty model list is an idle llm; otherwise one token. */
 async function probeLlm(base: string, signal: AbortSignal): Promise<Outcome> {
-  let res: Response
+  let res: HttpAnswer
   try {
     res = await call(`${base}/v1/models`, { method: 'GET' }, signal)
   } catch (err) {
@@ -169,7 +187,7 @@ async function probeLlm(base: string, signal: AbortSignal): Promise<Outcome> {
     signal,
   )
   if (!done.ok) return httpFailure('/v1/completions', done)
-  await done.arrayBuffer()
+  await done.bytes()
   return ok(`one token from ${model}`)
 }
 

@@ -1,6 +1,7 @@
 import { createParser } from 'eventsource-parser'
 import type { z } from 'zod'
 import { ApiError } from '../contract/errors'
+import { httpCall } from '../core/httpClient'
 import type { ExplainChunk } from '../contract/services'
 import type { Logger } from '../core/logger'
 import type { SshPool } from '../ssh/pool'
@@ -53,7 +54,7 @@ export class UpdateExplainer {
       return
     }
     const diffstat = await this.diffstat(signal)
-    const res = await fetch(`${base}/v1/chat/completions`, {
+    const res = await httpCall(`${base}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
       body: JSON.stringify({
@@ -69,12 +70,12 @@ export class UpdateExplainer {
     }).catch((err: unknown) => {
       throw new ApiError('upstream_unreachable', `the llm could not be reached: ${errText(err)}`)
     })
-    if (!res.ok || !res.body) {
-      const text = (await res.text().catch(() => '')).slice(0, 300)
+    if (!res.ok) {
+      const text = (await res.text(64 * 1024).catch(() => '')).slice(0, 300)
       if (res.status === 404) throw noModel()
       throw new ApiError('upstream_error', `the llm answered HTTP ${res.status}${text ? `: ${text}` : ''}`)
     }
-    yield* splitStream(res.body as unknown as AsyncIterable<Uint8Array>)
+    yield* splitStream(res.body)
     yield { type: 'done', model, commits: st.pending.length }
   }
 
@@ -148,7 +149,7 @@ export async function* splitStream(body: AsyncIterable<Uint8Array>): AsyncGenera
 
 async function servedModel(base: string, signal: AbortSignal): Promise<string> {
   try {
-    const res = await fetch(`${base}/v1/models`, {
+    const res = await httpCall(`${base}/v1/models`, {
       signal: AbortSignal.any([signal, AbortSignal.timeout(MODELS_TIMEOUT_MS)]),
     })
     const body = (await res.json()) as { data?: { id?: unknown }[] }

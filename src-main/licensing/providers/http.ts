@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import { ApiError } from '../../contract/errors'
+import { httpCall, HttpBodyTooLarge, type HttpAnswer } from '../../core/httpClient'
 
 const TIMEOUT_MS = 15_000
 const MAX_BODY = 1024 * 1024
@@ -19,23 +20,25 @@ export interface ProviderRequest {
  */
 export async function providerJson<T>(provider: string, req: ProviderRequest, schema: z.ZodType<T>): Promise<T> {
   const signals = [AbortSignal.timeout(TIMEOUT_MS), ...(req.signal ? [req.signal] : [])]
-  let res: Response
+  let res: HttpAnswer
   try {
-    res = await fetch(req.url, {
+    res = await httpCall(req.url, {
       method: req.method,
       headers: {
         authorization: req.authorization,
         accept: 'application/json',
         ...(req.body === undefined ? {} : { 'content-type': 'application/json' }),
       },
-      body: req.body === undefined ? undefined : JSON.stringify(req.body),
+      ...(req.body === undefined ? {} : { body: JSON.stringify(req.body) }),
       signal: AbortSignal.any(signals),
-      redirect: 'error',
     })
   } catch (err) {
     throw new ApiError('upstream_unreachable', `${provider} is unreachable: ${(err as Error).message}`)
   }
-  const text = await readLimited(res)
+  const text = await res.text(MAX_BODY).catch((err: unknown) => {
+    if (err instanceof HttpBodyTooLarge) throw new ApiError('upstream_error', `${provider} answer too large`)
+    throw new ApiError('upstream_unreachable', `${provider} answer was cut off: ${(err as Error).message}`)
+  })
   if (res.status === 401 || res.status === 403) {
     throw new ApiError('upstream_refused', `${provider} refused the credentials (HTTP ${res.status})`, { status: 502 })
   }
@@ -55,14 +58,6 @@ export async function providerJson<T>(provider: string, req: ProviderRequest, sc
     )
   }
   return parsed.data
-}
-
-async function readLimited(res: Response): Promise<string> {
-  const declared = Number(res.headers.get('content-length') ?? '0')
-  if (declared > MAX_BODY) throw new ApiError('upstream_error', 'provider answer too large')
-  const buf = Buffer.from(await res.arrayBuffer())
-  if (buf.length > MAX_BODY) throw new ApiError('upstream_error', 'provider answer too large')
-  return buf.toString('utf8')
 }
 
 /** Joins a validated base URL and a path whose dynamic parts the caller already encoded. */

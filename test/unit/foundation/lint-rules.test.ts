@@ -19,4 +19,16 @@ describe('lint rules', () => {
     expect(await ruleIds('src-main/desktop/example.ts')).not.toContain('no-restricted-imports')
     expect(await ruleIds('src-preload/example.ts')).not.toContain('no-restricted-imports')
   })
+
+  it('bans the global fetch and web streams in the daemon, not in the renderer', async () => {
+    const ids = async (text: string, filePath: string): Promise<string[]> => {
+      const [res] = await eslint.lintText(text, { filePath })
+      return (res?.messages ?? []).map((m) => m.ruleId ?? '')
+    }
+    const call = "export const probe = (): Promise<unknown> => fetch('http://127.0.0.1:9/health')\n"
+    const stream = 'export const s = new ReadableStream()\n'
+    expect(await ids(call, 'src-main/nodes/example.ts')).toContain('no-restricted-globals')
+    expect(await ids(stream, 'src-main/gateway/example.ts')).toContain('no-restricted-globals')
+    expect(await ids(call, 'src-renderer/api/example.ts')).not.toContain('no-restricted-globals')
+  })
 })
