@@ -2,6 +2,7 @@ import http from 'node:http'
 import https from 'node:https'
 import type { Readable } from 'node:stream'
 import { urlToHttpOptions } from 'node:url'
+import pkg from '../../package.json'
 
 /**
  * The daemon's one HTTP client for the calls it makes on its own: health and deep-health probes,
@@ -18,6 +19,9 @@ import { urlToHttpOptions } from 'node:url'
  * Redirects are not followed: a 3xx is an answer like any other, which every caller treats as a
  * failure (a payment provider or webhook endpoint that moved is the operator's to update).
  */
+
+/** Sent unless the caller names its own: some APIs behind a CDN refuse a request without one. */
+const USER_AGENT = `Tandem/${pkg.version}`
 
 /** How much of an answer's body is read when the caller names no limit. */
 export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
@@ -75,7 +79,9 @@ export function httpCall(url: string | URL, call: HttpCall): Promise<HttpAnswer>
   if (target.protocol !== 'http:' && target.protocol !== 'https:')
     return Promise.reject(new Error(`not an http(s) URL: ${target.protocol}`))
   const body = typeof call.body === 'string' ? Buffer.from(call.body, 'utf8') : call.body
-  const head = { ...urlToHttpOptions(target), method: call.method ?? 'GET', headers: { ...call.headers } }
+  const headers: http.OutgoingHttpHeaders = { ...call.headers }
+  if (!Object.keys(headers).some((name) => name.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT
+  const head = { ...urlToHttpOptions(target), method: call.method ?? 'GET', headers }
   return sendRequest(target.protocol === 'https:', head, body, call.signal).then((res) => answerOf(res, call.signal))
 }
 

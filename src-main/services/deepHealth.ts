@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock'
-import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../core/httpClient'
 import type { EventPublisher } from '../core/events'
+import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../core/httpClient'
 import type { Logger } from '../core/logger'
 import type { ServiceDirectory } from '../core/serviceDirectory'
 import type { z } from 'zod'

@@ -64,6 +64,14 @@ describe('httpCall', () => {
     expect(await res.json()).toEqual({ data: [{ id: 'm' }] })
   })
 
+  it('names itself unless the caller names its own user agent', async () => {
+    ;(await httpCall(`${base}/json`, { signal: timeout() })).discard()
+    ;(await httpCall(`${base}/json`, { headers: { 'User-Agent': 'Tandem-Webhooks/1' }, signal: timeout() })).discard()
+    const [own, given] = seen.filter((r) => r.path === '/json').slice(-2)
+    expect(own!.headers['user-agent']).toMatch(/^Tandem\/\d+\.\d+\.\d+$/)
+    expect(given!.headers['user-agent']).toBe('Tandem-Webhooks/1')
+  })
+
   it('sends a string, a Buffer or a stream as the body, with its length when it has one', async () => {
     for (const body of [
       'text body',
