@@ -78,6 +78,10 @@ export function httpCall(url: string | URL, call: HttpCall): Promise<HttpAnswer>
   const target = typeof url === 'string' ? new URL(url) : url
   if (target.protocol !== 'http:' && target.protocol !== 'https:')
     return Promise.reject(new Error(`not an http(s) URL: ${target.protocol}`))
+  // Refused as fetch refuses them: node:http would send them as Basic auth, and a credential
+  // belongs in a header the caller sets.
+  if (target.username !== '' || target.password !== '')
+    return Promise.reject(new Error('a URL with credentials in it is not called'))
   const body = typeof call.body === 'string' ? Buffer.from(call.body, 'utf8') : call.body
   const headers: http.OutgoingHttpHeaders = { ...call.headers }
   if (!Object.keys(headers).some((name) => name.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT

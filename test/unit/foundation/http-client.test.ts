@@ -124,9 +124,13 @@ describe('httpCall', () => {
     expect((err as HttpUnreachable).code).toBe('ECONNREFUSED')
   })
 
-  it('refuses a URL that is not http(s), and a signal already aborted, without sending anything', async () => {
+  it('refuses a URL that is not http(s) or holds credentials, and a signal already aborted, without sending anything', async () => {
     const before = seen.length
     await expect(httpCall('file:///etc/passwd', { signal: timeout() })).rejects.toThrow(/not an http\(s\) URL/)
+    const withCredentials = `${base.replace('http://', 'http://user:secret@')}/json`
+    await expect(httpCall(withCredentials, { signal: timeout() })).rejects.toThrow(
+      'a URL with credentials in it is not called',
+    )
     await expect(httpCall(`${base}/json`, { signal: AbortSignal.abort(new Error('gone')) })).rejects.toThrow('gone')
     expect(seen.length).toBe(before)
   })
