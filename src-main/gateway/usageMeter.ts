@@ -33,10 +33,18 @@ const TEXT_END = 'xt":"'
 const CONTENT_END = 'nt":"'
 const TEXT_NAMES = [TEXT]
 const CONTENT_NAMES = [CONTENT, REASONING]
+/** The member an OpenAI-style engine adds to every chunk once asked for usage, as it mostly writes it. */
+const NULL_USAGE = ',"usage":null'
+/** What follows `"usage"` in it. */
+const NULL_TAIL = ':null'
+/** The end of a chunk whose last member it is. */
+const NULL_USAGE_END = `${NULL_USAGE}}`
 /** `"usage"` without its opening quote (usageKeyAt). */
 const USAGE_TAIL = 'usage"'
 /** A blank line: the end of an event. */
 const EVENT_END = /\r?\n\r?\n/
+/** EVENT_END searched from a place (eventsIn, which runs to the end each call: nothing is left in it between calls). */
+const EVENT_ENDS = new RegExp(EVENT_END, 'g')
 const NOTHING = Buffer.alloc(0)
 
 interface UpstreamUsage {
@@ -154,6 +162,8 @@ export class UsageMeter {
       const original = text.slice(ev.start, ev.end)
       const keep = this.readEvent(original)
       if (keep === original) out.push(bytes.slice(ev.start, ev.next))
+      else if (typeof keep === 'number')
+        out.push(bytes.slice(ev.start, ev.start + keep), bytes.slice(ev.start + keep + NULL_USAGE.length, ev.next))
       else if (keep !== null) out.push(Buffer.from(keep, 'latin1'), bytes.slice(ev.end, ev.next))
     }
     return out.length === 1 ? out[0]! : Buffer.concat(out)
@@ -167,6 +177,8 @@ export class UsageMeter {
     const text = rest.toString('latin1')
     const keep = this.readEvent(text)
     if (!this.stripUsage) return NOTHING
+    if (typeof keep === 'number')
+      return Buffer.concat([rest.subarray(0, keep), rest.subarray(keep + NULL_USAGE.length)])
     return keep === text ? rest : Buffer.from(keep ?? '', 'latin1')
   }
 
@@ -240,12 +252,21 @@ export class UsageMeter {
     }
   }
 
-  /** One event: counts text and usage; returns the event to forward, or null to drop it. */
-  private readEvent(ev: string): string | null {
-    const data = ev.startsWith('data:') ? ev.slice(ev.startsWith('data: ') ? 6 : 5) : dataOf(ev)
+  /**
+   * One event: counts text and usage; returns the event to forward, null to drop it, or the index in
+   * it of a `,"usage":null` to cut out (OpenAI-style engines add one to every chunk once asked).
+   */
+  private readEvent(ev: string): string | number | null {
+    const from = ev.startsWith('data: ') ? 6 : ev.startsWith('data:') ? 5 : -1
+    const data = from === -1 ? dataOf(ev) : ev.slice(from)
     if (data === null || data === '[DONE]') return ev
     this.countText(data)
-    if (usageKeyAt(data) === -1) return ev
+    const key = usageKeyAt(data)
+    if (key === -1) return ev
+    // The `usage: null` an engine adds to every chunk once asked, as its last member and the only
+    // usage: nothing to count, so the chunk is not parsed (JSON.parse was most of a chunk's cost).
+    if (from !== -1 && key === data.length - NULL_USAGE.length && data.endsWith(NULL_USAGE_END))
+      return this.stripUsage ? from + key - 1 : ev
     let v: { usage?: UpstreamUsage | null; choices?: unknown }
     try {
       v = JSON.parse(data) as typeof v
@@ -256,6 +277,9 @@ export class UsageMeter {
     if (!this.stripUsage) return ev
     // The event Tandem asked for: usage with no choices. Other events lose only the `usage: null` it added.
     if (v.usage && Array.isArray(v.choices) && v.choices.length === 0) return null
+    // Mostly written without spaces: then it is cut from the bytes as they came, not replaced in a new string.
+    if (from !== -1 && key > 0 && data.charCodeAt(key - 1) === 0x2c && data.startsWith(NULL_TAIL, key + 7))
+      return from + key - 1
     return ev.replace(/,\s*"usage":\s*null/, '')
   }
 
@@ -302,7 +326,7 @@ interface EventSpan {
  */
 function eventsIn(text: string, from: number): EventSpan[] {
   const out: EventSpan[] = []
-  const blank = new RegExp(EVENT_END, 'g')
+  const blank = EVENT_ENDS
   blank.lastIndex = from
   let start = from
   for (let m = blank.exec(text); m !== null; m = blank.exec(text)) {

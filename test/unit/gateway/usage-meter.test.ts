@@ -75,6 +75,33 @@ describe('UsageMeter on a stream', () => {
     )
   })
 
+  it('cuts that `usage: null` from the bytes as they came, wherever it sits, and reads a usage nested before it', () => {
+    const { m } = meter()
+    m.stripInjectedUsage()
+    const last = `data: {"id":"c1","choices":[{"delta":{"content":"é"}}],"usage":null}\n\n`
+    const first = `data: {"usage":null,"id":"c2","choices":[{"delta":{"content":"b"}}]}\n\n`
+    const middle = `data: {"id":"c3","usage":null,"choices":[{"delta":{"content":"c"}}]}\n\n`
+    const nested = `data: {"choices":[{"delta":{"content":"d"},"usage":{"x":1}}],"usage":null}\n\n`
+    const spaced = `data: {"id":"c5","choices":[{"delta":{"content":"e"}}], "usage": null}\n\n`
+    const out = m.onSseChunk(Buffer.from(last + first + middle + nested + spaced + DONE, 'utf8')).toString('utf8')
+    expect(out).toBe(
+      `data: {"id":"c1","choices":[{"delta":{"content":"é"}}]}\n\n` +
+        first + // not preceded by a comma: left as it came
+        `data: {"id":"c3","choices":[{"delta":{"content":"c"}}]}\n\n` +
+        `data: {"choices":[{"delta":{"content":"d"},"usage":{"x":1}}]}\n\n` +
+        `data: {"id":"c5","choices":[{"delta":{"content":"e"}}]}\n\n` +
+        DONE,
+    )
+    expect(m.result()).toMatchObject({ completion_tokens: 5, tokens_estimated: true })
+  })
+
+  it('cuts a last `usage: null` from a chunk that is not JSON as well (nothing there is counted either way)', () => {
+    const { m } = meter()
+    m.stripInjectedUsage()
+    const broken = `data: {"id":"c1","choices":[{"delta":{"content":"a"}}],"usage":null}\n\n`.replace('"id"', 'id')
+    expect(m.onSseChunk(Buffer.from(broken)).toString()).toBe(broken.replace(',"usage":null', ''))
+  })
+
   it('leaves a usage event the client asked for', () => {
     const { m } = meter()
     const chunk = Buffer.from(delta('x') + USAGE + DONE)
