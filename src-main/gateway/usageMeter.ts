@@ -24,7 +24,7 @@ export interface RequestUsage {
 
 /** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
 const BODY_PEEK_LIMIT = 4 * 1024 * 1024
-/** The fields that carry generated text, each up to the `t` its `t":"` starts with. */
+/** The names of the fields that carry generated text, each with its opening quote. */
 const CONTENT = '"content'
 const TEXT = '"text'
 const REASONING = '"reasoning_content'
@@ -381,9 +381,9 @@ function textFields(text: string): number {
 
 /**
  * How many fields named one of `names` (each with its opening quote) with a non-empty string value
- * `text` holds, found by their name's last two letters and `":"`: a rare first letter lets each search skip
- * most of a chunk, where the `t":"` all three share also stopped at every `"object":"` (a stream's
- * events read in one go cost one search per match, about 500 instructions each).
+ * `text` holds, found by `end`: their names' last two letters and `":"`. A rare first letter lets
+ * each search skip most of a chunk; the `t":"` all three names share also stopped at every
+ * `"object":"` (a stream's events read in one go cost one search per match, about 500 instructions).
  */
 function namedFields(text: string, end: string, names: readonly string[]): number {
   let n = 0
