@@ -141,10 +141,13 @@ function answerOf(res: http.IncomingMessage, signal: AbortSignal): HttpAnswer {
 /** The body, refused past `limit` bytes (the declared length is checked before anything is read). */
 function readBody(res: http.IncomingMessage, limit: number, signal: AbortSignal): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    // A stream that ended or was destroyed before this read emits nothing more: waiting would be for ever.
+    if (res.readableEnded) return reject(new Error("the answer's body was already read"))
+    if (res.destroyed)
+      return reject(signal.aborted ? abortReason(signal) : new Error('the connection closed mid-answer'))
     if (Number(res.headers['content-length'] ?? 0) > limit) {
       res.destroy()
-      reject(new HttpBodyTooLarge(limit))
-      return
+      return reject(new HttpBodyTooLarge(limit))
     }
     const chunks: Buffer[] = []
     let size = 0

@@ -143,6 +143,18 @@ describe('httpCall', () => {
     expect((body as Error).name).toBe('TimeoutError')
   })
 
+  it('refuses to read a body its deadline ended before the read began, or one read already, instead of waiting for ever', async () => {
+    const signal = AbortSignal.timeout(100)
+    const res = await httpCall(`${base}/slow-body`, { signal })
+    await new Promise((r) => signal.addEventListener('abort', r))
+    await new Promise((r) => setImmediate(r))
+    const late = await res.text().catch((e: unknown) => e)
+    expect((late as Error).name).toBe('TimeoutError')
+    const once = await httpCall(`${base}/json`, { signal: timeout() })
+    await once.json()
+    await expect(once.text()).rejects.toThrow(/already read/)
+  })
+
   it('says when the connection closes mid-answer', async () => {
     const res = await httpCall(`${base}/cut`, { signal: timeout() })
     await expect(res.text()).rejects.toThrow(/closed mid-answer|aborted/)
