@@ -125,7 +125,7 @@ export function sendRequest(
 
 function answerOf(res: http.IncomingMessage, signal: AbortSignal): HttpAnswer {
   const status = res.statusCode ?? 0
-  const bytes = (limit = DEFAULT_BODY_LIMIT): Promise<Buffer> => readBody(res, limit, signal)
+  const bytes = (limit = DEFAULT_BODY_LIMIT): Promise<Buffer> => readBody(res, limit, { signal })
   return {
     status,
     ok: status >= 200 && status < 300,
@@ -138,30 +138,43 @@ function answerOf(res: http.IncomingMessage, signal: AbortSignal): HttpAnswer {
   }
 }
 
-/** The body, refused past `limit` bytes (the declared length is checked before anything is read). */
-function readBody(res: http.IncomingMessage, limit: number, signal: AbortSignal): Promise<Buffer> {
+/**
+ * Reads an answer's body: past `limit` bytes it is refused (the connection closed; the declared
+ * length is checked before anything is read), or with `truncate` its first `limit` bytes are kept
+ * and the rest read and dropped (an error body, whose connection stays usable). Rejects with the
+ * signal's reason once it aborts, and when the answer ends before its end.
+ */
+export function readBody(
+  res: http.IncomingMessage,
+  limit: number,
+  opts: { readonly signal?: AbortSignal; readonly truncate?: boolean } = {},
+): Promise<Buffer> {
+  const cut = (): Error =>
+    opts.signal?.aborted ? abortReason(opts.signal) : new Error('the connection closed mid-answer')
   return new Promise((resolve, reject) => {
     // A stream that ended or was destroyed before this read emits nothing more: waiting would be for ever.
     if (res.readableEnded) return reject(new Error("the answer's body was already read"))
-    if (res.destroyed)
-      return reject(signal.aborted ? abortReason(signal) : new Error('the connection closed mid-answer'))
-    if (Number(res.headers['content-length'] ?? 0) > limit) {
+    if (res.destroyed) return reject(cut())
+    if (!opts.truncate && Number(res.headers['content-length'] ?? 0) > limit) {
       res.destroy()
       return reject(new HttpBodyTooLarge(limit))
     }
     const chunks: Buffer[] = []
     let size = 0
     res.on('data', (c: Buffer) => {
-      size += c.length
-      if (size > limit) {
+      if (size + c.length <= limit) chunks.push(c)
+      else if (opts.truncate) {
+        if (size < limit) chunks.push(c.subarray(0, limit - size))
+      } else {
         res.destroy()
         reject(new HttpBodyTooLarge(limit))
-      } else chunks.push(c)
+      }
+      size += c.length
     })
-    res.once('end', () => resolve(Buffer.concat(chunks, size)))
-    res.once('error', (err) => reject(signal.aborted ? abortReason(signal) : err))
+    res.once('end', () => resolve(Buffer.concat(chunks)))
+    res.once('error', (err) => reject(opts.signal?.aborted ? abortReason(opts.signal) : err))
     res.once('close', () => {
-      if (!res.complete) reject(signal.aborted ? abortReason(signal) : new Error('the connection closed mid-answer'))
+      if (!res.complete) reject(cut())
     })
   })
 }

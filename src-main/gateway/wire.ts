@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { Readable } from 'node:stream'
 import { ApiError } from '../contract/errors'
-import { describeNetError, HttpUnreachable, sendRequest } from '../core/httpClient'
+import { describeNetError, HttpUnreachable, readBody, sendRequest } from '../core/httpClient'
 import { jsonTooDeep, malformedJson, parseJsonText } from '../http/body'
 import { memberIsTrue, memberString, memberValue, scanJson } from './jsonScan'
 import type { Upstream } from './upstreams'
@@ -90,19 +90,9 @@ export async function callUpstream(up: Upstream, call: UpstreamCall): Promise<ht
   }
 }
 
-/** Reads at most `limit` bytes of an upstream body as text (error bodies, small JSON). */
-export function readText(res: http.IncomingMessage, limit = 64 * 1024): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let n = 0
-    res.on('data', (c: Buffer) => {
-      if (n < limit) chunks.push(c.subarray(0, limit - n))
-      n += c.length
-    })
-    res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-    res.once('error', reject)
-    res.once('aborted', () => reject(new Error('upstream closed the connection mid-body')))
-  })
+/** Reads at most `limit` bytes of an upstream body as text (error bodies, small JSON); the rest is read and dropped. */
+export async function readText(res: http.IncomingMessage, limit = 64 * 1024): Promise<string> {
+  return (await readBody(res, limit, { truncate: true })).toString('utf8')
 }
 
 /** The human part of an upstream error body: `detail`, `error.message`, `message`, or the text itself. */
