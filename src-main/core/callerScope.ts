@@ -18,9 +18,8 @@ export interface Caller {
  * the process (each promise, timer, socket write and tick), the gateway's relays included, about
  * 6 % of a relayed request's instructions (docs/gateway-profile.md, eighth pass). So the store is
  * enabled only while a call (or a routed request, `runUntilClosed`) is in progress and disabled
- * when the last one ends. An entry written by
- * work that outlives its call would have no caller then, as if a worker had written it; admin and
- * buyer entries are written before their call answers.
+ * when the last one ends. An entry written by work that outlives its call would have no caller
+ * then, as if a worker had written it; admin and buyer entries are written before their call answers.
  */
 export class CallerScope {
   private readonly store = new AsyncLocalStorage<Caller>()
