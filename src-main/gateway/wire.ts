@@ -140,25 +140,33 @@ export class UpstreamStatus extends Error {
   }
 }
 
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-])
-
 /** Upstream response headers safe to pass to the client. */
 export function passHeaders(res: http.IncomingMessage, drop: readonly string[] = []): http.OutgoingHttpHeaders {
   return safeHeaders(res.headers, drop)
 }
 
-/** Whether an upstream response header (lower-case name) may go on to the client. */
+/**
+ * Whether an upstream response header (lower-case name) may go on to the client: not hop-by-hop,
+ * not a cookie, not one Node's server writes itself, not in `drop`. A switch, not a Set: a Set
+ * hashes every name it is asked about, and a relayed answer's names are new strings each time
+ * (docs/gateway-profile.md, twelfth pass).
+ */
 function passes(k: string, drop: readonly string[]): boolean {
-  return !HOP_BY_HOP.has(k) && !drop.includes(k) && k !== 'set-cookie' && k !== 'server' && k !== 'date'
+  switch (k) {
+    case 'connection':
+    case 'keep-alive':
+    case 'proxy-authenticate':
+    case 'proxy-authorization':
+    case 'te':
+    case 'trailer':
+    case 'transfer-encoding':
+    case 'upgrade':
+    case 'set-cookie':
+    case 'server':
+    case 'date':
+      return false
+  }
+  return drop.length === 0 || !drop.includes(k)
 }
 
 /** The headers of a response record (lower-case names) that may go on to the client. */
