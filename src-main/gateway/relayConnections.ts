@@ -173,13 +173,21 @@ function digitsValue(value: string): number {
   return n
 }
 
-/** The `timeout=` of a lower-cased Keep-Alive value, in ms; null when it has none. */
+/**
+ * The `timeout=` of a lower-cased Keep-Alive value, in ms; null when it has none. Read in place:
+ * splitting the value into items cost more than the rest of the head (docs/gateway-profile.md,
+ * twelfth pass).
+ */
 function keepAliveTimeoutMs(value: string): number | null {
-  for (const item of value.split(',')) {
-    const [key, seconds] = item.split('=')
-    if (key!.trim() !== 'timeout' || seconds === undefined) continue
-    const n = digitsValue(seconds.trim())
-    if (n >= 0) return n * 1000
+  for (let start = 0; start < value.length;) {
+    const comma = value.indexOf(',', start)
+    const end = comma === -1 ? value.length : comma
+    const eq = value.indexOf('=', start)
+    if (eq !== -1 && eq < end && withoutOws(value, start, eq) === 'timeout') {
+      const n = digitsValue(withoutOws(value, eq + 1, end))
+      if (n >= 0) return n * 1000
+    }
+    start = end + 1
   }
   return null
 }

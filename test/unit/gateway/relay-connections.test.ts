@@ -48,6 +48,17 @@ describe('parseResponseHead', () => {
     expect(head('HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1').keepAlive).toBe(true)
     expect(head('HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\nContent-Length: 1').idleHintMs).toBe(5000)
     expect(head('HTTP/1.1 200 OK\r\nKeep-Alive: max=100\r\nContent-Length: 1').idleHintMs).toBeNull()
+    const hint = (value: string): number | null =>
+      head(`HTTP/1.1 200 OK\r\nKeep-Alive: ${value}\r\nContent-Length: 1`).idleHintMs
+    expect(hint('max=100, Timeout=7')).toBe(7000)
+    expect(hint('max=100,timeout = 3 ,x=1')).toBe(3000)
+    expect(hint('timeouts=4, timeout=2')).toBe(2000)
+    expect(hint('timeout=, timeout=x, timeout=-1, timeout=1e3, max=timeout=9')).toBeNull()
+    expect(hint(',,timeout=6,')).toBe(6000)
+    // Two headers: the last that gives a timeout wins.
+    expect(head('HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nKeep-Alive: max=1\r\nContent-Length: 1').idleHintMs).toBe(
+      5000,
+    )
   })
 
   it('refuses a head a strict parser would refuse', () => {
