@@ -5,7 +5,7 @@ import { allowsAnyOrigin, surfaceOf } from '../surfaces'
 
 /** Every answer's baseline headers, as a `writeHead` list. */
 const BASELINE: readonly string[] = ['X-Content-Type-Options', 'nosniff', 'Referrer-Policy', 'same-origin']
-/** With CORS for the surfaces LAN apps and buyers' browsers call. */
+/** With CORS: a browser's request (it has an Origin) on the surfaces LAN apps and buyers' browsers call. */
 const BASELINE_CORS: readonly string[] = [
   ...BASELINE,
   'Access-Control-Allow-Origin',
@@ -13,12 +13,21 @@ const BASELINE_CORS: readonly string[] = [
   'Access-Control-Expose-Headers',
   'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
 ]
+/**
+ * The same surfaces' answer to a GET or HEAD without an Origin: it has no CORS headers, so a cache
+ * must not hand it to a browser's request for the same URL, which has one. Other methods' answers
+ * are not reused by caches.
+ */
+const BASELINE_VARY: readonly string[] = [...BASELINE, 'Vary', 'Origin']
 
 /**
  * First for every request: which surface it is on, who sent it (the trusted-proxy rule),
- * baseline headers, and CORS for the surfaces LAN apps and buyers' browsers call. False when the
- * request was answered here (a CORS preflight). `holdHeaders`: the headers are kept in the
- * request state for the answer's one `writeHead` (the fast path) instead of set now.
+ * baseline headers, and CORS for the surfaces LAN apps and buyers' browsers call. CORS headers go
+ * only on answers to requests that carry an Origin, which every CORS request does (Fetch, 3.2):
+ * the agents, IDE plugins and scripts that make most gateway calls send none, and each header
+ * costs every answer Node's checks of its name and value (docs/gateway-profile.md, twelfth pass).
+ * False when the request was answered here (a CORS preflight). `holdHeaders`: the headers are
+ * kept in the request state for the answer's one `writeHead` (the fast path) instead of set now.
  */
 export function enterSurface(
   req: IncomingMessage,
@@ -30,8 +39,10 @@ export function enterSurface(
 ): boolean {
   st.surface = surfaceOf(path)
   st.client = resolveClient(req)
-  const cors = allowsAnyOrigin(st.surface)
-  const headers = cors ? BASELINE_CORS : BASELINE
+  const anyOrigin = allowsAnyOrigin(st.surface)
+  const cors = anyOrigin && req.headers.origin !== undefined
+  const cacheable = req.method === 'GET' || req.method === 'HEAD'
+  const headers = cors ? BASELINE_CORS : anyOrigin && cacheable ? BASELINE_VARY : BASELINE
   if (holdHeaders && req.method !== 'OPTIONS') {
     st.edgeHeaders = headers
     return true

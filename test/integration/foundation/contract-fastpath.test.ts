@@ -161,13 +161,23 @@ describe('contract calls on the fast path and through the router', () => {
     const post = (p: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
       fetch(url + p, { method: 'POST', headers, body: JSON.stringify(body) })
     try {
-      const valid = await post('/v1/validate', { key: keys[0], product_slug: 'notes' })
+      const valid = await post(
+        '/v1/validate',
+        { key: keys[0], product_slug: 'notes' },
+        { origin: 'https://app.example' },
+      )
       expect(valid.status).toBe(200)
       expect(await valid.json()).toMatchObject({ ok: true, product_slug: 'notes', max_machines: 3 })
       expect(valid.headers.get('x-content-type-options')).toBe('nosniff')
       expect(valid.headers.get('referrer-policy')).toBe('same-origin')
       expect(valid.headers.get('access-control-allow-origin')).toBe('*')
       expect(valid.headers.get('content-type')).toBe('application/json; charset=utf-8')
+      // A call that is not a browser's (no Origin) gets no CORS headers, and no Vary: a POST's answer is not cached.
+      const plain = await post('/v1/validate', { key: keys[0], product_slug: 'notes' })
+      expect(plain.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(plain.headers.get('access-control-allow-origin')).toBeNull()
+      expect(plain.headers.get('access-control-expose-headers')).toBeNull()
+      expect(plain.headers.get('vary')).toBeNull()
       // Login is a contract call of the open login surface: refused here, and a cookie when right.
       expect((await post('/api/login', { token: 'wrong' }, { 'x-forwarded-for': '192.0.2.1' })).status).toBe(401)
       const login = await post('/api/login', { token: fast.adminToken })

@@ -178,6 +178,25 @@ describe('admin token, sessions and the origin guard', () => {
     expect(control.headers.get('access-control-allow-origin')).toBeNull()
   })
 
+  it('sends CORS headers only to requests with an Origin, and keeps a cache from reusing one answer for the other', async () => {
+    const browser = await fetch(`${d.url}/v1/openapi.json`, { headers: { Origin: 'http://app.example' } })
+    expect(browser.headers.get('access-control-allow-origin')).toBe('*')
+    expect(browser.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining')
+    const script = await fetch(`${d.url}/v1/openapi.json`)
+    expect(script.status).toBe(200)
+    expect(script.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(script.headers.get('access-control-allow-origin')).toBeNull()
+    expect(script.headers.get('access-control-expose-headers')).toBeNull()
+    expect(script.headers.get('vary')).toBe('Origin')
+    // The control API sends no CORS headers to anyone, so its answers need no Vary either.
+    const control = await fetch(`${d.url}/api/health`)
+    expect(control.headers.get('vary')).toBeNull()
+    // An OPTIONS without an Origin is not a preflight: it is not answered with CORS headers.
+    const options = await fetch(`${d.url}/api/health-event`, { method: 'OPTIONS' })
+    expect(options.headers.get('access-control-allow-origin')).toBeNull()
+    expect(options.headers.get('access-control-allow-methods')).toBeNull()
+  })
+
   it('leaves consumer paths open on the LAN when no consumer keys are set', async () => {
     const res = await fetch(`${d.url}/api/health-event`, {
       method: 'POST',

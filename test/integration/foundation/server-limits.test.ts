@@ -79,7 +79,7 @@ describe('HTTP server limits', () => {
     for (const target of ['/scrub', '/v1/validate', '/scrub?from=test']) {
       const c = await connect(port)
       c.socket.write(
-        `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text": "hal`,
+        `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://app.example\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text": "hal`,
       )
       await waitFor(() => c.closed(), 10_000)
       const got = c.received()
@@ -93,7 +93,7 @@ describe('HTTP server limits', () => {
     const before = llm.requests.length
     const c = await connect(port)
     c.socket.write(
-      'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model": "x',
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://app.example\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model": "x',
     )
     await waitFor(() => c.closed(), 10_000)
     const got = c.received()

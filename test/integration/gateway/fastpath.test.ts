@@ -246,19 +246,26 @@ describe('fast path and router path', () => {
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    const post = (p: string, auth = KEY): Promise<Response> =>
+    const post = (p: string, auth = KEY, origin?: string): Promise<Response> =>
       fetch(url + p, {
         method: 'POST',
-        headers: { authorization: `Bearer ${auth}` },
+        headers: { authorization: `Bearer ${auth}`, ...(origin === undefined ? {} : { origin }) },
         body: JSON.stringify({ x_id: 5000, x_case: 'json', messages: [] }),
       })
     try {
-      const served = await post('/v1/chat/completions')
+      const served = await post('/v1/chat/completions', KEY, 'https://app.example')
       expect(served.status).toBe(200)
       // The edge's headers, held back for the answer's one writeHead, are on it once each.
       expect(served.headers.get('x-content-type-options')).toBe('nosniff')
       expect(served.headers.get('referrer-policy')).toBe('same-origin')
       expect(served.headers.get('access-control-allow-origin')).toBe('*')
+      expect(served.headers.get('access-control-expose-headers')).toMatch(/^Retry-After, /)
+      // An agent's call (no Origin): the baseline headers only.
+      const agent = await post('/v1/chat/completions')
+      expect(agent.status).toBe(200)
+      expect(agent.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(agent.headers.get('access-control-allow-origin')).toBeNull()
+      expect(agent.headers.get('access-control-expose-headers')).toBeNull()
       expect(((await served.json()) as { id: number }).id).toBe(5000)
       expect(fast.upstream.seen.has(5000)).toBe(true)
       // The same edge as the router: a wrong key is refused in OpenAI's shape, nothing goes upstream.
