@@ -1,6 +1,7 @@
-// Gateway bench (issues 4, 15): direct vs Debian nginx vs Tandem vs a bare Node proxy (the floor: Node's
-// HTTP server and undici with none of Tandem's work) in front of the same fake llm, at 1,
-// 16 and 64 concurrent clients; a 200 MB upload through /v1/audio/transcriptions with Tandem's peak
+// Gateway bench (issues 4, 15): direct vs Debian nginx vs Tandem vs two bare Node proxies in front of
+// the same fake llm, at 1, 16 and 64 concurrent clients: the bare Node proxy (Node's HTTP server and
+// undici, none of Tandem's work) and the Node floor (Node's HTTP server and Tandem's own relay
+// client, none of Tandem's other work: what Tandem would cost if it did nothing but relay); a 200 MB upload through /v1/audio/transcriptions with Tandem's peak
 // RSS growth; and the scrub corpus's precision and recall. Loopback only, every loop bounded.
 // Run: npx tsx test/bench/gateway.mts   (prints each target beside its ratio, met / not met, and
 //      writes the tables into docs/benchmarks.md, Gateway section)
@@ -342,6 +343,8 @@ interface TargetRow {
   value: string
   /** The same figure for the bare Node proxy: what Node's HTTP server and undici reach with none of Tandem's work. */
   bare: string
+  /** The same figure for the Node floor: Node's HTTP server and Tandem's relay client, nothing else. */
+  floor: string
   target: string
   met: boolean
 }
@@ -357,7 +360,14 @@ function targetRows(r: Results, uploadGrowthMb: number): TargetRow[] {
     met: (x: number) => boolean,
   ): void => {
     const value = figure(r.tandem!)
-    rows.push({ what, value: show(value), bare: show(figure(r.bare!)), target, met: met(value) })
+    rows.push({
+      what,
+      value: show(value),
+      bare: show(figure(r.bare!)),
+      floor: show(figure(r.floor!)),
+      target,
+      met: met(value),
+    })
   }
   for (const c of [16, 64])
     each(
@@ -398,6 +408,7 @@ function targetRows(r: Results, uploadGrowthMb: number): TargetRow[] {
     what: '200 MB upload, Tandem RSS growth',
     value: `${uploadGrowthMb.toFixed(1)} MB`,
     bare: '',
+    floor: '',
     target: '< 64 MB',
     met: uploadGrowthMb < 64,
   })
@@ -429,14 +440,18 @@ async function main(): Promise<void> {
   // What ships: the built daemon, and the bare proxy as plain JavaScript too (see spawnTranspiled).
   const tandem = await spawnBuiltDaemon(ROOT, await benchDaemonEnv(llmPort, asrPort, dataDir))
   const nginx = await startNginx(llmPort)
-  const bare = await spawnTranspiled(ROOT, path.join(path.dirname(SELF), 'lib', 'bareProxy.ts'), 'runBareProxyRole', {
+  const bareProxy = path.join(path.dirname(SELF), 'lib', 'bareProxy.ts')
+  const bare = await spawnTranspiled(ROOT, bareProxy, 'runBareProxyRole', { BENCH_UPSTREAM_PORT: String(llmPort) })
+  const floor = await spawnTranspiled(ROOT, bareProxy, 'runBareProxyRole', {
     BENCH_UPSTREAM_PORT: String(llmPort),
+    BENCH_BARE_CLIENT: 'relay',
   })
   const targets = {
     direct: `http://127.0.0.1:${llmPort}`,
     nginx: nginx.url,
     tandem: tandem.info.url as string,
     bare: bare.info.url as string,
+    floor: floor.info.url as string,
   }
   const rows: string[] = []
   const results: Results = {}
@@ -444,7 +459,12 @@ async function main(): Promise<void> {
     // Other work on the machine comes in bursts: each case runs ROUNDS times, interleaved across the
     // targets in a rotating order, and the table shows the median round.
     const names = Object.keys(targets) as (keyof typeof targets)[]
-    const pids: Record<string, number | undefined> = { nginx: nginx.pid, tandem: tandem.proc.pid, bare: bare.proc.pid }
+    const pids: Record<string, number | undefined> = {
+      nginx: nginx.pid,
+      tandem: tandem.proc.pid,
+      bare: bare.proc.pid,
+      floor: floor.proc.pid,
+    }
     // Steady state, as a daemon that has run for a while is: the Node proxies' hot code optimised
     // by the JIT before anything is measured (nginx and the fake llm need no warming, and get it too).
     for (const name of names) {
@@ -489,9 +509,11 @@ async function main(): Promise<void> {
       `| Tandem added p50 latency over direct (ms) | ${added(1)} | ${added(16)} | ${added(64)} |`,
       `| Tandem stream throughput vs nginx | ${ratio(1)} % | ${ratio(16)} % | ${ratio(64)} % |`,
       '',
-      '| target (issue 15) | Tandem | target | | bare Node proxy |',
-      '|---|---|---|---|---|',
-      ...goals.map((g) => `| ${g.what} | ${g.value} | ${g.target} | ${g.met ? 'met' : 'not met'} | ${g.bare} |`),
+      '| target (issue 15) | Tandem | target | | bare Node proxy | Node floor |',
+      '|---|---|---|---|---|---|',
+      ...goals.map(
+        (g) => `| ${g.what} | ${g.value} | ${g.target} | ${g.met ? 'met' : 'not met'} | ${g.bare} | ${g.floor} |`,
+      ),
       '',
       `200 MB upload through \`/v1/audio/transcriptions\`: HTTP ${upload.status} in ${upload.seconds.toFixed(1)} s; Tandem RSS ${(upload.before / 2 ** 20).toFixed(0)} MB before, peak ${(upload.peak / 2 ** 20).toFixed(0)} MB, growth **${growthMb.toFixed(1)} MB**.`,
       '',
@@ -501,13 +523,14 @@ async function main(): Promise<void> {
     console.log('\ntargets (issue 15):')
     for (const g of goals)
       console.log(
-        `  ${g.what.padEnd(44)} ${g.value.padStart(9)}   target ${g.target.padEnd(9)} ${(g.met ? 'met' : 'NOT MET').padEnd(8)} ${g.bare === '' ? '' : `bare Node proxy ${g.bare}`}`,
+        `  ${g.what.padEnd(44)} ${g.value.padStart(9)}   target ${g.target.padEnd(9)} ${(g.met ? 'met' : 'NOT MET').padEnd(8)} ${g.bare === '' ? '' : `bare Node proxy ${g.bare.padStart(8)}   Node floor ${g.floor.padStart(8)}`}`,
       )
     writeSection(path.join(ROOT, 'docs', 'benchmarks.md'), 'bench', table)
   } finally {
     agent.destroy()
     await nginx.stop()
     bare.proc.stdin!.end()
+    floor.proc.stdin!.end()
     tandem.proc.kill('SIGTERM')
     up.proc.stdin!.end()
     await Promise.all([new Promise((r) => tandem.proc.once('exit', r)), new Promise((r) => up.proc.once('exit', r))])

@@ -1,13 +1,19 @@
-// The gateway bench's reference for "what Node itself costs": Node's HTTP server and undici's Pool,
-// the usual two pieces of a proxy written for Node (Tandem's fast path stood on both until its
-// relays got their own client), relaying POSTs to the upstream with nothing else (no edge, no
-// credentials, no JSON check, no request log, no usage meter). Chunks from one upstream read leave
-// in one write, as Tandem's relay does.
+// The gateway bench's references for "what Node itself costs": Node's HTTP server relaying POSTs to
+// the upstream with nothing else (no edge, no credentials, no JSON check, no request log, no usage
+// meter), through one of two clients:
+// - `undici`: undici's Pool, the usual client of a proxy written for Node (the bench's "bare Node
+//   proxy"; Tandem's fast path stood on it until its relays got their own client);
+// - `relay`: Tandem's own relay client (gateway/relayConnections.ts), the one its relays use now
+//   (the bench's "Node floor": what Tandem would cost with none of its own work).
+// Chunks from one upstream read leave in one write, as Tandem's relay does.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Pool, type Dispatcher } from 'undici'
+import { RelayConnections } from '../../../src-main/gateway/relayConnections'
 
-class BareRelay implements Dispatcher.DispatchHandler {
+export type BareClient = 'undici' | 'relay'
+
+class BareRelay {
   private chunks: Buffer[] = []
   private scheduled = false
 
@@ -15,12 +21,17 @@ class BareRelay implements Dispatcher.DispatchHandler {
 
   onRequestStart(): void {}
 
-  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: Record<string, string | string[]>): void {
-    const type = headers['content-type']
+  /** `headers`: undici's record, or the relay client's list (name, value, …; names lower-cased). */
+  onResponseStart(_c: unknown, status: number, headers: Record<string, string | string[]> | readonly string[]): void {
+    let type: string | string[] | undefined
+    if (Array.isArray(headers)) {
+      for (let i = 0; i < headers.length && type === undefined; i += 2)
+        if (headers[i] === 'content-type') type = headers[i + 1] as string
+    } else type = (headers as Record<string, string | string[]>)['content-type']
     this.res.writeHead(status, typeof type === 'string' ? { 'content-type': type } : {})
   }
 
-  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_c: unknown, chunk: Buffer): void {
     this.chunks.push(chunk)
     if (this.scheduled) return
     this.scheduled = true
@@ -35,7 +46,7 @@ class BareRelay implements Dispatcher.DispatchHandler {
     this.res.end(this.take())
   }
 
-  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+  onResponseError(_c: unknown, err: Error): void {
     this.res.destroy(err)
   }
 
@@ -46,25 +57,58 @@ class BareRelay implements Dispatcher.DispatchHandler {
   }
 }
 
-/** Listens on loopback (`port`, or a free one) in front of `upstreamPort`; resolves with its URL. */
-export async function startBareProxy(upstreamPort: number, port = 0): Promise<{ url: string; close(): void }> {
+const JSON_HEADERS = ['content-type', 'application/json', 'accept', 'application/json']
+const SSE_HEADERS = ['content-type', 'application/json', 'accept', 'text/event-stream']
+
+interface Upstream {
+  /** Sends one relayed POST; `relay` hears the answer. */
+  send(path: string, body: Buffer, relay: BareRelay): void
+  close(): void
+}
+
+function upstreamThrough(client: BareClient, upstreamPort: number): Upstream {
+  if (client === 'relay') {
+    const connections = new RelayConnections({ https: false, hostname: '127.0.0.1', port: upstreamPort })
+    return {
+      send: (path, body, relay) =>
+        connections.dispatch(
+          { path, headers: body.includes('"stream":true') ? SSE_HEADERS : JSON_HEADERS, body },
+          relay,
+        ),
+      close: () => connections.destroy(),
+    }
+  }
   const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { connections: 128 })
-  const server = http.createServer((req, res) => {
-    const parts: Buffer[] = []
-    req.on('data', (c: Buffer) => parts.push(c))
-    req.on('end', () => {
-      const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+  return {
+    send: (path, body, relay) => {
       const accept = body.includes('"stream":true') ? 'text/event-stream' : 'application/json'
       pool.dispatch(
         {
           method: 'POST',
-          path: req.url ?? '/',
+          path,
           headers: { 'content-type': 'application/json', accept, 'content-length': String(body.length) },
           body,
         },
-        new BareRelay(res),
+        relay as unknown as Dispatcher.DispatchHandler,
       )
-    })
+    },
+    close: () => void pool.close(),
+  }
+}
+
+/** Listens on loopback (`port`, or a free one) in front of `upstreamPort`; resolves with its URL. */
+export async function startBareProxy(
+  upstreamPort: number,
+  port = 0,
+  client: BareClient = 'undici',
+): Promise<{ url: string; close(): void }> {
+  const upstream = upstreamThrough(client, upstreamPort)
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = []
+    req.on('data', (c: Buffer) => parts.push(c))
+    req.on('end', () =>
+      upstream.send(req.url ?? '/', parts.length === 1 ? parts[0]! : Buffer.concat(parts), new BareRelay(res)),
+    )
   })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return {
@@ -72,14 +116,18 @@ export async function startBareProxy(upstreamPort: number, port = 0): Promise<{ 
     close: () => {
       server.closeAllConnections()
       server.close()
-      void pool.close()
+      upstream.close()
     },
   }
 }
 
-/** The bench's child role: listens in front of BENCH_UPSTREAM_PORT, prints `{url}`, exits when stdin closes. */
+/**
+ * The bench's child role: listens in front of BENCH_UPSTREAM_PORT through BENCH_BARE_CLIENT's
+ * client (undici unless `relay`), prints `{url}`, exits when stdin closes.
+ */
 export async function runBareProxyRole(): Promise<void> {
-  const proxy = await startBareProxy(Number(process.env.BENCH_UPSTREAM_PORT))
+  const client: BareClient = process.env.BENCH_BARE_CLIENT === 'relay' ? 'relay' : 'undici'
+  const proxy = await startBareProxy(Number(process.env.BENCH_UPSTREAM_PORT), 0, client)
   process.stdout.write(JSON.stringify({ url: proxy.url }) + '\n')
   process.stdin.resume()
   process.stdin.on('end', () => process.exit(0))

@@ -92,9 +92,10 @@ function spawnNode(
 }
 
 /**
- * Calls `run` (an export of `module`, which must import only Node and npm modules) in a child
- * running plain JavaScript: the module is transpiled to `out/bench/` first. Code run under tsx
- * pays for tsx's function-naming shim on every closure it creates, which built code does not.
+ * Calls `run` (an export of `module`) in a child running plain JavaScript: the module, and the
+ * project's modules it imports by relative path, are transpiled to `out/bench/` first (each must
+ * import only Node, npm and such modules). Code run under tsx pays for tsx's function-naming shim on
+ * every closure it creates, which built code does not.
  */
 export function spawnTranspiled(
   root: string,
@@ -103,15 +104,29 @@ export function spawnTranspiled(
   env: NodeJS.ProcessEnv,
   launcher?: Launcher,
 ): Promise<{ proc: ChildProcess; info: Record<string, unknown> }> {
-  const source = fs.readFileSync(module, 'utf8')
-  const js = ts.transpileModule(source, {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  }).outputText
-  const out = path.join(root, 'out', 'bench', `${path.basename(module, '.ts')}.mjs`)
-  fs.mkdirSync(path.dirname(out), { recursive: true })
-  fs.writeFileSync(out, js)
+  const out = transpileToBench(root, module)
   const entry = `import { ${run} } from ${JSON.stringify(pathToFileURL(out).href)}; await ${run}()`
   return spawnNode(['--input-type=module', '-e', entry], { cwd: root, env, launcher })
+}
+
+/** `module` as `out/bench/<name>.mjs`, with its relative imports of `.ts` modules transpiled beside it; returns its path. */
+function transpileToBench(root: string, module: string, done = new Map<string, string>()): string {
+  const known = done.get(module)
+  if (known !== undefined) return known
+  const out = path.join(root, 'out', 'bench', `${path.basename(module, '.ts')}.mjs`)
+  done.set(module, out)
+  const js = ts
+    .transpileModule(fs.readFileSync(module, 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, preserveConstEnums: true },
+    })
+    .outputText.replace(/(from\s+)(['"])(\.{1,2}\/[^'"]+)\2/g, (whole, from: string, _q: string, spec: string) => {
+      const source = path.resolve(path.dirname(module), `${spec}.ts`)
+      if (!fs.existsSync(source)) return whole
+      return `${from}${JSON.stringify(`./${path.basename(transpileToBench(root, source, done))}`)}`
+    })
+  fs.mkdirSync(path.dirname(out), { recursive: true })
+  fs.writeFileSync(out, js)
+  return out
 }
 
 /**
