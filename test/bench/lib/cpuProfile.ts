@@ -39,7 +39,10 @@ const STAGES: [string, (url: string, fn: string) => boolean][] = [
     'body read and JSON check',
     (u, f) => /http\/body\.ts|gateway\/(wire|jsonScan)\.ts/.test(u) || (u === '' && f === 'parse'),
   ],
-  ['upstream client (undici)', (u) => /node_modules\/undici\/|^wasm:/.test(u)],
+  [
+    "upstream client (the relays' own; undici for the bare proxy)",
+    (u) => /gateway\/relayConnections\.ts|node_modules\/undici\/|^wasm:/.test(u),
+  ],
   ['relay (proxy.ts)', (u) => /gateway\/proxy\.ts/.test(u)],
   ['request log', (u) => /gateway\/requestLog\.ts/.test(u)],
   [
