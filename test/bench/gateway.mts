@@ -1,8 +1,9 @@
 // Gateway bench (issues 4, 15): direct vs Debian nginx vs Tandem vs two bare Node proxies in front of
 // the same fake llm, at 1, 16 and 64 concurrent clients: the bare Node proxy (Node's HTTP server and
 // undici, none of Tandem's work) and the Node floor (Node's HTTP server and Tandem's own relay
-// client, none of Tandem's other work: what Tandem would cost if it did nothing but relay); a 200 MB upload through /v1/audio/transcriptions with Tandem's peak
-// RSS growth; and the scrub corpus's precision and recall. Loopback only, every loop bounded.
+// client, none of Tandem's other work: what Tandem would cost if it did nothing but relay); a 200 MB
+// upload through /v1/audio/transcriptions with Tandem's peak RSS growth; and the scrub corpus's
+// precision and recall. Loopback only, every loop bounded.
 // Run: npx tsx test/bench/gateway.mts   (prints each target beside its ratio, met / not met, and
 //      writes the tables into docs/benchmarks.md, Gateway section)
 //      npx tsx test/bench/gateway.mts --profile   (Tandem alone under --cpu-prof, fast path on and

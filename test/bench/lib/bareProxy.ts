@@ -9,11 +9,12 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Pool, type Dispatcher } from 'undici'
-import { RelayConnections } from '../../../src-main/gateway/relayConnections'
+import { RelayConnections, type RelayCallHandler } from '../../../src-main/gateway/relayConnections'
 
 export type BareClient = 'undici' | 'relay'
 
-class BareRelay {
+/** One relayed call's answer to the client, for either client. */
+class BareRelay implements Dispatcher.DispatchHandler, RelayCallHandler {
   private chunks: Buffer[] = []
   private scheduled = false
 
@@ -22,12 +23,16 @@ class BareRelay {
   onRequestStart(): void {}
 
   /** `headers`: undici's record, or the relay client's list (name, value, …; names lower-cased). */
-  onResponseStart(_c: unknown, status: number, headers: Record<string, string | string[]> | readonly string[]): void {
+  onResponseStart(
+    _c: unknown,
+    status: number,
+    headers: Record<string, string | string[] | undefined> | readonly string[],
+  ): void {
     let type: string | string[] | undefined
-    if (Array.isArray(headers)) {
+    if (isList(headers)) {
       for (let i = 0; i < headers.length && type === undefined; i += 2)
-        if (headers[i] === 'content-type') type = headers[i + 1] as string
-    } else type = (headers as Record<string, string | string[]>)['content-type']
+        if (headers[i] === 'content-type') type = headers[i + 1]
+    } else type = headers['content-type']
     this.res.writeHead(status, typeof type === 'string' ? { 'content-type': type } : {})
   }
 
@@ -55,6 +60,10 @@ class BareRelay {
     this.chunks = []
     return c.length === 0 ? undefined : c.length === 1 ? c[0] : Buffer.concat(c)
   }
+}
+
+function isList(headers: object): headers is readonly string[] {
+  return Array.isArray(headers)
 }
 
 const JSON_HEADERS = ['content-type', 'application/json', 'accept', 'application/json']
@@ -89,7 +98,7 @@ function upstreamThrough(client: BareClient, upstreamPort: number): Upstream {
           headers: { 'content-type': 'application/json', accept, 'content-length': String(body.length) },
           body,
         },
-        relay as unknown as Dispatcher.DispatchHandler,
+        relay,
       )
     },
     close: () => void pool.close(),
