@@ -494,6 +494,9 @@ async function main(): Promise<void> {
     const upload = await uploadRss(targets.tandem, tandem.proc.pid!)
     const scrub = await scrubScores()
     const added = (c: number): string => (results.tandem![c]!.plain.p50 - results.direct![c]!.plain.p50).toFixed(2)
+    // What Tandem's own work costs: its rate against a Node server that does nothing but relay.
+    const ofFloor = (c: number): string =>
+      ((100 * results.tandem![c]!.plain.rps) / results.floor![c]!.plain.rps).toFixed(0)
     const ratio = (c: number): string =>
       ((100 * results.tandem![c]!.stream.chunksPerS) / results.nginx![c]!.stream.chunksPerS).toFixed(0)
     const growthMb = (upload.peak - upload.before) / 2 ** 20
@@ -509,6 +512,7 @@ async function main(): Promise<void> {
       '|---|---|---|---|',
       `| Tandem added p50 latency over direct (ms) | ${added(1)} | ${added(16)} | ${added(64)} |`,
       `| Tandem stream throughput vs nginx | ${ratio(1)} % | ${ratio(16)} % | ${ratio(64)} % |`,
+      `| Tandem non-stream req/s vs the Node floor | ${ofFloor(1)} % | ${ofFloor(16)} % | ${ofFloor(64)} % |`,
       '',
       '| target (issue 15) | Tandem | target | | bare Node proxy | Node floor |',
       '|---|---|---|---|---|---|',
