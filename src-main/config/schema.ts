@@ -472,7 +472,13 @@ export const SettingChanges = z.preprocess(
   z.record(z.string(), z.string().max(4096)),
 )
 
-const port = z.coerce.number().int().min(1).max(65535)
+/**
+ * Every numeric setting (spec 1, 2.1 rule 3): decimal digits, then the range. `Number()` alone
+ * would also read 0x2328, 1e3, 0b10, 9000.0 and +9000. Values arrive trimmed.
+ */
+const wholeNumber = (min: number, max: number) =>
+  z.string().regex(/^\d+$/, 'must be decimal digits').transform(Number).pipe(z.number().int().min(min).max(max))
+const port = wholeNumber(1, 65535)
 const hostLike = z
   .string()
   .regex(/^[A-Za-z0-9._:-]*$/, 'must be a host name or address (letters, digits, dots, dashes and colons)')
@@ -511,10 +517,7 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   NODE2_USER: userLike,
   NODE2_SSH_PORT: port,
   WOL_BROADCAST: z.ipv4('must be an IPv4 address such as 192.168.1.255'),
-  MONITOR_INTERVAL_S: z.coerce
-    .number()
-    .int()
-    .refine((n) => n === 0 || (n >= 1 && n <= 3600), '0, or 1 to 3600'),
+  MONITOR_INTERVAL_S: wholeNumber(0, 3600),
   LLM_PORT: port,
   LLM_CONTAINER: containerLike,
   LAUNCHER_DIR: z.string().regex(/^(\$HOME\/)?[A-Za-z0-9._/-]+$/, 'must be an absolute path or $HOME/<path>'),
@@ -534,21 +537,21 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
     .refine((v) => v.split(',').every((p) => /^\/[A-Za-z0-9._/-]*$/.test(p.trim()) && !p.split('/').includes('..')), {
       message: 'must be absolute paths of letters, digits, dot, dash, underscore and slash, comma separated',
     }),
-  SWAP_LOAD_TIMEOUT_S: z.coerce.number().int().min(30).max(86400),
-  SWAP_HOLD_S: z.coerce.number().int().min(0).max(86400),
+  SWAP_LOAD_TIMEOUT_S: wholeNumber(30, 86400),
+  SWAP_HOLD_S: wholeNumber(0, 86400),
   SWAP_ROLLBACK: z.enum(['on', 'off'], 'must be on or off'),
   SWAP_ON_DEMAND: z.enum(['on', 'off'], 'must be on or off'),
-  DEEP_HEALTH_INTERVAL_S: z.coerce.number().int().min(10).max(86400),
+  DEEP_HEALTH_INTERVAL_S: wholeNumber(10, 86400),
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),
   SCRUB_TERMS: z.string(),
   // Checked entry by entry by the gateway (gateway/speech.ts): a malformed entry is reported and skipped, not the whole list.
   TTS_VOICE_ALIASES: z.string(),
-  GATEWAY_UPLOAD_MAX_MB: z.coerce.number().int().min(1).max(1048576),
-  GATEWAY_UPLOAD_IDLE_S: z.coerce.number().int().min(5).max(3600),
-  GATEWAY_SPOOL_MB: z.coerce.number().int().min(64).max(1048576),
-  GATEWAY_DISK_FLOOR_MB: z.coerce.number().int().min(0).max(1048576),
-  GATEWAY_TIMEOUT_MIN: z.coerce.number().int().min(1).max(1440),
+  GATEWAY_UPLOAD_MAX_MB: wholeNumber(1, 1048576),
+  GATEWAY_UPLOAD_IDLE_S: wholeNumber(5, 3600),
+  GATEWAY_SPOOL_MB: wholeNumber(64, 1048576),
+  GATEWAY_DISK_FLOOR_MB: wholeNumber(0, 1048576),
+  GATEWAY_TIMEOUT_MIN: wholeNumber(1, 1440),
   GATEWAY_FAST_PATH: z.enum(['on', 'off']),
   RATE_SOURCES: z
     .string()
@@ -556,16 +559,16 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
       (s) => s.split(',').every((u) => z.url({ protocol: /^https?$/ }).safeParse(u.trim()).success),
       'must be a comma list of http:// or https:// addresses',
     ),
-  LICENSING_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
+  LICENSING_RATE_LIMIT: wholeNumber(0, 1_000_000),
   REDIRECT_ALLOWLIST: z
     .string()
     .refine(
       (s) => s.split(',').every((u) => u.trim() === '' || isOrigin(u.trim())),
       'must be a comma list of http(s) origins (scheme://host[:port], no path)',
     ),
-  DISCOUNT_RESERVATION_MINUTES: z.coerce.number().int().min(1).max(1440),
-  VALIDATION_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500),
-  VALIDATION_LOG_MAX_ROWS: z.coerce.number().int().min(0).max(1_000_000_000),
+  DISCOUNT_RESERVATION_MINUTES: wholeNumber(1, 1440),
+  VALIDATION_LOG_RETENTION_DAYS: wholeNumber(0, 36_500),
+  VALIDATION_LOG_MAX_ROWS: wholeNumber(0, 1_000_000_000),
   CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),
   MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),
   SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),

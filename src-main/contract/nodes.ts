@@ -116,13 +116,20 @@ export const ConnectivityView = z.object({
 })
 export type ConnectivityView = z.infer<typeof ConnectivityView>
 
+/**
+ * A report's subject: any name an outside app gives (spec 1, 2.7), spaces and letters of any
+ * script included. It reaches the log file, the event log and the dashboard, so control, format
+ * (bidi, zero-width) and line-separator characters are refused and the length is bounded.
+ */
+export const HealthSubject = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .regex(/^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]+$/u, 'printable characters only')
+
 export const HealthEventInput = z.object({
-  service: z
-    .string()
-    .trim()
-    .min(1)
-    .max(64)
-    .regex(/^[\x21-\x7e]+$/, 'printable, no spaces'),
+  service: HealthSubject,
   ok: z.boolean(),
   source: z.string().max(128).optional(),
   error: z.string().max(2000).optional(),

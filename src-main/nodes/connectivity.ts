@@ -176,7 +176,8 @@ const LooseFile = z.object({
 
 /**
  * Reads a store written by this or an older version: legacy events named their node in `spark`
- * (moved to `subject`, kind `transition`); entries that do not fit are skipped with a warning.
+ * (moved to `subject`, kind `transition`); entries that do not fit are skipped with a warning. A
+ * subject with no saved state takes it from its last transition.
  */
 export function parseStore(raw: unknown, warn: (msg: string) => void = () => {}): ConnectivityView {
   const file = LooseFile.parse(raw)
@@ -196,7 +197,20 @@ export function parseStore(raw: unknown, warn: (msg: string) => void = () => {})
   }
   if (skipped > 0) warn(`connectivity store: ${skipped} malformed event(s) skipped`)
   out.events = out.events.reduce<ConnectivityEvent[]>(appendBounded, [])
+  seedSubjects(out)
   return out
+}
+
+/**
+ * Legacy stores kept no per-subject state. Without it the next poll would be a first sighting: a
+ * node coming back up would record nothing, and the period after it no length.
+ */
+function seedSubjects(view: ConnectivityView): void {
+  const saved = new Set(Object.keys(view.subjects))
+  for (const e of view.events) {
+    if (e.kind === 'transition' && !saved.has(e.subject))
+      view.subjects[e.subject] = { state: e.state, last_change: e.at }
+  }
 }
 
 /**
@@ -225,7 +239,20 @@ function migrateEvent(e: unknown): unknown {
     ev.at = ev.ts < 1e11 ? Math.round(ev.ts * 1000) : ev.ts
     delete ev.ts
   }
-  if (ev.kind === 'transition' && ev.state === undefined && typeof ev.up === 'boolean') ev.state = ev.up ? 'up' : 'down'
+  if (ev.kind === 'transition') migrateTransition(ev)
   delete ev.up
   return ev
+}
+
+/** Gives a legacy transition the state it left implicit and whole-second durations. */
+function migrateTransition(ev: Record<string, unknown>): void {
+  if (ev.state === undefined && typeof ev.up === 'boolean') ev.state = ev.up ? 'up' : 'down'
+  const { down_seconds: downFor, up_seconds: upFor } = ev
+  // The period that ended names the new state: a down period ends when the subject comes back up.
+  // With both or neither there is nothing to go on, so the event stays malformed.
+  if (ev.state === undefined && (typeof downFor === 'number') !== (typeof upFor === 'number'))
+    ev.state = typeof downFor === 'number' ? 'up' : 'down'
+  // Older versions wrote float seconds; Tandem records whole ones.
+  if (typeof downFor === 'number') ev.down_seconds = Math.round(downFor)
+  if (typeof upFor === 'number') ev.up_seconds = Math.round(upFor)
 }

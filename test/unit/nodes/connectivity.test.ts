@@ -122,6 +122,10 @@ describe('ConnectivityStore', () => {
       { subject: 'asr', kind: 'report', at: 7, ok: false, source: 'app', error: 'x', detail: null, ms: 3 },
     ])
     expect(v.macs).toEqual({ node1: '4c:bb:47:2e:91:0a' })
-    expect(Object.keys(v.subjects)).toEqual(['node1'])
+    // node1's saved state wins over its events; spark2 had none, so its last transition gives it.
+    expect(v.subjects).toEqual({
+      node1: { state: 'down', last_change: 1 },
+      spark2: { state: 'up', last_change: 1700000000500 },
+    })
   })
 })
