@@ -6,7 +6,7 @@ import type { Logger } from '../core/logger'
 import type { JobRegistry } from '../jobs/registry'
 import type { NodesModule } from '../nodes/module'
 import { SshError } from '../ssh/pool'
-import { homePath, shq } from '../ssh/quote'
+import { isSafeSegment, shq } from '../ssh/quote'
 import type { CatalogReader, SwapStatus } from './types'
 
 /** One probe command covers every model on a node; du over a large cache can take a while cold. */
@@ -28,28 +28,41 @@ export interface WeightsOnDiskDeps {
   readonly clock: Clock
 }
 
+/**
+ * The hub cache root exactly as the launcher's hf-download.sh computes it (and the hub CLI writes to):
+ * HF_HOME when the node's shell has it, else `$HOME/.cache/huggingface`. Expanded by the node's shell
+ * inside double quotes (spec 2.4 rule 1), so where weights land and where disk status looks agree.
+ */
+export const HF_HOME_DIR = '${HF_HOME:-$HOME/.cache/huggingface}'
+export const HUB_ROOT = `${HF_HOME_DIR}/hub`
+
 /** Where a model's weights live on a node: the hub cache directory, or the local path. */
 export interface WeightsLocation {
-  /** The shell word for the remote command: `"$HOME/…"` (expanded there) or a single-quoted local path. */
+  /** The shell word for the remote command: `"${HF_HOME:-$HOME…}/hub/…"` (expanded there) or a single-quoted local path. */
   readonly word: string
-  /** How the path is shown. */
+  /** How the path is shown until the node has resolved the hub root. */
   readonly display: string
   readonly local: boolean
+  /** A hub model's directory under the hub root. */
+  readonly hubDir?: string
 }
 
-/** `org/name` → the hub cache directory, double-quoted so the node's shell expands `$HOME` (spec 2.4 rule 1). */
-export function hubCacheDir(repo: string): WeightsLocation {
+/** `org/name` → `models--org--name`; refuses anything that is not a model repo. */
+export function hubDirName(repo: string): string {
   // The repo rules (no "..", no "--") keep org--name unambiguous and every segment plain.
   const parts = repo.split('/')
   if (!ModelRepo.safeParse(repo).success || parts.length !== 2)
     throw new ApiError('bad_input', `not a model repo: ${JSON.stringify(repo)}`)
   const dir = `models--${parts[0]}--${parts[1]}`
-  // homePath refuses any segment outside [A-Za-z0-9._-]: nothing special inside double quotes gets through.
-  return {
-    word: homePath(['.cache', 'huggingface', 'hub', dir]),
-    display: `$HOME/.cache/huggingface/hub/${dir}`,
-    local: false,
-  }
+  // Only [A-Za-z0-9._-]: nothing that is special inside double quotes gets through.
+  if (!isSafeSegment(dir)) throw new ApiError('bad_input', `not a model repo: ${JSON.stringify(repo)}`)
+  return dir
+}
+
+/** `org/name` → the hub cache directory, double-quoted so the node's shell expands it (spec 2.4 rule 1). */
+export function hubCacheDir(repo: string): WeightsLocation {
+  const dir = hubDirName(repo)
+  return { word: `"${HUB_ROOT}/${dir}"`, display: `${HUB_ROOT}/${dir}`, local: false, hubDir: dir }
 }
 
 export function weightsLocation(def: ModelDef): WeightsLocation {
@@ -64,12 +77,13 @@ export function nodesFor(def: ModelDef): NodeName[] {
 }
 
 /**
- * The probe, POSIX sh without a fork per model: each model present on the node (a hub cache with a
- * snapshot, or an existing local directory) is announced as `P <index> <path>` and collected, then
- * one `du` sizes them all (`<bytes>\t<path>`, apparent size). Paths are matched back by name.
+ * The probe, POSIX sh without a fork per model: the node's hub root is announced as `H <path>`; each
+ * model present on the node (a hub cache with a snapshot, or an existing local directory) is announced
+ * as `P <index> <path>` and collected, then one `du` sizes them all (`<bytes>\t<path>`, apparent size).
+ * Paths are matched back by name.
  */
 export function probeCommand(locations: readonly WeightsLocation[]): string {
-  const lines = ['set --']
+  const lines = [`echo "H ${HUB_ROOT}"`, 'set --']
   locations.forEach((loc, i) => {
     const add = `echo "P ${i} $d"; set -- "$@" "$d"`
     lines.push(
@@ -89,12 +103,18 @@ export interface Presence {
   bytes: number | null
 }
 
-/** The probe's output → presence and bytes per location index. */
-export function parseProbe(stdout: string, count: number): Presence[] {
+/** The probe's output → the node's hub root, and presence and bytes per location index. */
+export function parseProbe(stdout: string, count: number): { hub: string | null; found: Presence[] } {
   const out: Presence[] = Array.from({ length: count }, () => ({ present: false, bytes: null }))
   const byPath = new Map<string, number[]>()
   const sizes: [string, number][] = []
+  let hub: string | null = null
   for (const line of stdout.slice(0, MAX_PROBE_OUTPUT).split('\n')) {
+    const root = /^H (\/.*)$/.exec(line)
+    if (root && hub === null) {
+      hub = root[1] as string
+      continue
+    }
     const present = /^P (\d+) (.+)$/.exec(line)
     if (present) {
       const i = Number(present[1])
@@ -106,7 +126,12 @@ export function parseProbe(stdout: string, count: number): Presence[] {
   }
   for (const idx of byPath.values()) for (const i of idx) out[i] = { present: true, bytes: null }
   for (const [p, bytes] of sizes) for (const i of byPath.get(p) ?? []) out[i] = { present: true, bytes }
-  return out
+  return { hub, found: out }
+}
+
+/** Where a location is on a node, once the node told its hub root. */
+function shownPath(loc: WeightsLocation, hub: string | null): string {
+  return hub !== null && loc.hubDir !== undefined ? `${hub}/${loc.hubDir}` : loc.display
 }
 
 /** Weights on disk (spec 2.4): probing, sizing and deleting a model's weights on the nodes. */
@@ -142,7 +167,7 @@ export class WeightsOnDisk {
           node,
           present: found?.present === true,
           bytes: size,
-          path: m.loc.display,
+          path: shownPath(m.loc, result.ok ? result.hub : null),
           error: result.ok ? null : result.error,
         }
         entries.set(m.def.key, [...(entries.get(m.def.key) ?? []), entry])
@@ -182,7 +207,7 @@ export class WeightsOnDisk {
     const failed: string[] = []
     results.forEach((r, i) => {
       const node = nodes[i] as NodeName
-      if (r.status === 'fulfilled') deleted.push({ node, path: loc.display, bytes: r.value })
+      if (r.status === 'fulfilled') deleted.push({ node, path: r.value.path, bytes: r.value.bytes })
       else failed.push(`${node}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`)
     })
     this.last = null
@@ -221,24 +246,27 @@ export class WeightsOnDisk {
       )
   }
 
-  /** Measures, then removes; answers the bytes freed (null when nothing was there). */
-  private async removeOn(node: NodeName, loc: WeightsLocation): Promise<number | null> {
+  /** Measures, then removes; answers the path as the node resolved it and the bytes freed (null when nothing was there). */
+  private async removeOn(node: NodeName, loc: WeightsLocation): Promise<{ path: string; bytes: number | null }> {
     const target = this.deps.nodes.targets[node]
     if (!target) throw new Error(`${node} is not configured`)
-    const dir = loc.word
-    const command = `d=${dir}; if [ -d "$d" ]; then du -sb -- "$d" 2>/dev/null | cut -f1; rm -rf -- "$d"; else echo -; fi`
+    const command = [
+      `d=${loc.word}; printf 'D %s\\n' "$d"`,
+      'if [ -d "$d" ]; then du -sb -- "$d" 2>/dev/null | cut -f1; rm -rf -- "$d"; else echo -; fi',
+    ].join('\n')
     const res = await this.deps.nodes.pool.exec(target, command, { timeoutMs: DELETE_TIMEOUT_MS })
     if (res.code !== 0) throw new Error(res.stderr.trim().slice(0, 500) || `exit status ${String(res.code)}`)
-    const first = res.stdout.trim().split('\n')[0] ?? '-'
-    return /^\d+$/.test(first) ? Number(first) : null
+    const [first = '', second = '-'] = res.stdout.trim().split('\n')
+    const shown = /^D (\/.*)$/.exec(first)
+    return { path: shown ? (shown[1] as string) : loc.display, bytes: /^\d+$/.test(second) ? Number(second) : null }
   }
 
   private async probe(
     node: NodeName,
     locations: readonly WeightsLocation[],
     signal?: AbortSignal,
-  ): Promise<{ ok: true; found: Presence[] } | { ok: false; error: string }> {
-    if (locations.length === 0) return { ok: true, found: [] }
+  ): Promise<{ ok: true; found: Presence[]; hub: string | null } | { ok: false; error: string }> {
+    if (locations.length === 0) return { ok: true, found: [], hub: null }
     const target = this.deps.nodes.targets[node]
     if (!target) return { ok: false, error: `${node} is not configured` }
     try {
@@ -248,7 +276,7 @@ export class WeightsOnDisk {
       })
       if (res.code !== 0)
         return { ok: false, error: res.stderr.trim().slice(0, 500) || `exit status ${String(res.code)}` }
-      return { ok: true, found: parseProbe(res.stdout, locations.length) }
+      return { ok: true, ...parseProbe(res.stdout, locations.length) }
     } catch (err) {
       const message = err instanceof SshError || err instanceof Error ? err.message : String(err)
       return { ok: false, error: message }

@@ -49,7 +49,8 @@ describe('models disk and download routes', () => {
     expect(cached).toMatchObject({ on_disk: true, nodes: [{ node: 'node1', present: true, error: null }] })
     expect(cached.nodes[0].bytes).toBeGreaterThan(1024 * 1024)
     const probe = sim.cluster.node1.commands[sim.cluster.node1.commands.length - 1]!
-    expect(probe).toContain('"$HOME/.cache/huggingface/hub/models--Qwen--Qwen3-32B-FP8"')
+    expect(probe).toContain('"${HF_HOME:-$HOME/.cache/huggingface}/hub/models--Qwen--Qwen3-32B-FP8"')
+    expect(cached.nodes[0].path).toBe(hub(sim.cluster.node1.home, CACHED))
   })
 
   it('POST /api/download refuses a repo with shell metacharacters (400) and sends nothing', async () => {
@@ -84,11 +85,14 @@ describe('models disk and download routes', () => {
       'Fetching 4 files',
       'Downloading',
       'Copying to peer nodes',
+      'Done',
     ])
     expect(events[events.length - 1]).toMatchObject({ type: 'end', state: 'succeeded' })
     const job = await json(await daemon.admin(`/api/download/${id}`))
     expect(job.body).toMatchObject({ kind: 'download', state: 'succeeded', phase: 'Done' })
+    // Done keeps the average rate of the last phase (the copy), not null.
     expect(job.body.progress).toMatchObject({ percent: 100, eta_s: 0 })
+    expect(job.body.progress.rate).toBeGreaterThan(0)
     for (const n of sim.cluster.nodes) expect(fs.existsSync(hub(n.home, 'org/http-dl'))).toBe(true)
   })
 
@@ -99,9 +103,7 @@ describe('models disk and download routes', () => {
   it('DELETE /api/models/{key}/disk removes the weights and records a connectivity event', async () => {
     const { status, body } = await json(await daemon.admin('/api/models/qwen3-32b-fp8/disk', { method: 'DELETE' }))
     expect(status).toBe(200)
-    expect(body.deleted).toMatchObject([
-      { node: 'node1', path: '$HOME/.cache/huggingface/hub/models--Qwen--Qwen3-32B-FP8' },
-    ])
+    expect(body.deleted).toMatchObject([{ node: 'node1', path: hub(sim.cluster.node1.home, CACHED) }])
     expect(fs.existsSync(hub(sim.cluster.node1.home, CACHED))).toBe(false)
     const conn = (await json(await daemon.admin('/api/connectivity'))).body
     expect(

@@ -1,7 +1,6 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
 import { ApiError } from '../../../src-main/contract/errors'
@@ -19,8 +18,10 @@ import { ensureServiceKey } from '../../../src-main/ssh/keys'
 import { testCoreDeps } from '../../helpers/coreDeps'
 import { startSimCluster, type SimCluster, type SimNode } from '../../sim/cluster'
 
-const LAUNCHER = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../sim/launcher')
 const MiB = 1024 * 1024
+/** What the recorded Xet output declares: 8.07 GB over 50 s of its own clock. */
+const RECORDED_BYTES = 8.07e9
+const RECORDED_SECONDS = 50
 
 /** A catalog of fixed entries: the disk and download parts only read it. */
 class FixedCatalog implements CatalogReader {
@@ -53,15 +54,15 @@ describe('weights on disk and downloads against the simulated cluster', () => {
   const clock = new ManualClock(Date.now())
   const swap = { loadedKey: null as string | null, swapping: false }
   const swapStatus: SwapStatus = {
-    loaded: () => (swap.loadedKey ? { key: swap.loadedKey, served: swap.loadedKey, mode: 'solo', since: 0 } : null),
+    loaded: () =>
+      swap.loadedKey ? { key: swap.loadedKey, served: swap.loadedKey, mode: 'solo', since: 0, layout: null } : null,
     busy: () => swap.swapping,
   }
   let disk: WeightsOnDisk
   let downloads: Downloads
   let handlers: ReturnType<typeof diskHandlers>
 
-  const hub = (n: SimNode, repo: string): string =>
-    path.join(n.home, '.cache/huggingface/hub', `models--${repo.replace('/', '--')}`)
+  const hub = (n: SimNode, repo: string): string => path.join(n.hubDir, `models--${repo.replace('/', '--')}`)
   const duBytes = (dir: string): number => Number(/^(\d+)/.exec(execDu(dir))![1])
   const execDu = (dir: string): string => sim.node1.runLocal(`du -sb -- '${dir}'`).stdout
   const tune = (n: SimNode, delay: number, steps: number): void => {
@@ -101,8 +102,6 @@ describe('weights on disk and downloads against the simulated cluster', () => {
     localDir = path.join(sim.root, 'models', 'local-d')
     fs.mkdirSync(localDir, { recursive: true })
     fs.writeFileSync(path.join(localDir, 'model.safetensors'), Buffer.alloc(3 * MiB))
-    // The launcher checkout on node2 too, for downloads aimed at node2 alone.
-    sim.node2.runLocal(`mkdir -p ~/spark-vllm-docker && cp '${LAUNCHER}/hf-download.sh' ~/spark-vllm-docker/`)
     for (const n of sim.nodes) tune(n, 0.01, 4)
     const config = loadConfig({ env: { DATA_DIR: dataDir, ...sim.daemonEnv(), MONITOR_INTERVAL_S: '0' } })
     deps = testCoreDeps({ config, clock })
@@ -146,11 +145,12 @@ describe('weights on disk and downloads against the simulated cluster', () => {
     expect(byKey['absent-f']!.nodes.every((n) => !n.present && n.bytes === null && n.error === null)).toBe(true)
     expect(byKey['local-d']!.nodes[0]).toMatchObject({ node: 'node1', present: true, path: localDir })
     expect(byKey['local-d']!.nodes[0]!.bytes).toBe(duBytes(localDir))
-    expect(byKey['solo-a']!.nodes[0]!.path).toBe('$HOME/.cache/huggingface/hub/models--org--solo-a')
+    // The path as the node resolved it.
+    expect(byKey['solo-a']!.nodes[0]!.path).toBe(hub(sim.node1, 'org/solo-a'))
 
     const probe = sim.node1.commands[sim.node1.commands.length - 1]!
-    expect(probe).toContain('"$HOME/.cache/huggingface/hub/models--org--solo-a"')
-    expect(probe).not.toMatch(/'\$HOME/)
+    expect(probe).toContain('"${HF_HOME:-$HOME/.cache/huggingface}/hub/models--org--solo-a"')
+    expect(probe).not.toMatch(/'\$(HOME|\{HF_HOME)/)
     expect(probe).toContain(`'${localDir}'`)
   })
 
@@ -170,7 +170,8 @@ describe('weights on disk and downloads against the simulated cluster', () => {
     expect(res.deleted[0]!.bytes).toBeGreaterThan(MiB)
     for (const n of sim.nodes) expect(fs.existsSync(hub(n, 'org/cluster-b'))).toBe(false)
     const rm = sim.node2.commands[sim.node2.commands.length - 1]!
-    expect(rm).toContain('d="$HOME/.cache/huggingface/hub/models--org--cluster-b"')
+    expect(rm).toContain('d="${HF_HOME:-$HOME/.cache/huggingface}/hub/models--org--cluster-b"')
+    expect(res.deleted[1]!.path).toBe(hub(sim.node2, 'org/cluster-b'))
     expect(rm).toContain('rm -rf -- "$d"')
     const events = nodes.connectivity.view().events.filter((e) => e.kind === 'report' && e.source === 'disk-delete')
     expect(events.map((e) => e.subject).sort()).toEqual(['node1', 'node2'])
@@ -204,53 +205,78 @@ describe('weights on disk and downloads against the simulated cluster', () => {
     const job = await handlers.getDownload({ id: job_id }, ctx())
     expect(job).toMatchObject({ state: 'succeeded', kind: 'download', result: { target: 'node1', nodes: ['node1'] } })
     const phases = events.flatMap((e) => (e.type === 'phase' ? [e.phase] : []))
-    expect(phases).toEqual(['Connecting', 'Fetching 4 files', 'Downloading'])
+    expect(phases).toEqual(['Connecting', 'Fetching 4 files', 'Downloading', 'Done'])
     const progress = events.flatMap((e) => (e.type === 'progress' ? [e.progress] : []))
+    // The Xet bars (the sim replays the recorded hub CLI output): bytes, rate and ETA while it runs.
+    const running = progress.filter((p) => p.percent !== null && p.percent > 0 && p.percent < 100)
+    expect(running.length).toBeGreaterThan(3)
+    for (const p of running) {
+      expect(p.bytes_total).toBe(RECORDED_BYTES)
+      expect(p.bytes_done).toBeGreaterThan(0)
+      expect(p.rate).toBe(161e6)
+      expect(p.eta_s).toBeGreaterThan(0)
+    }
     const last = progress[progress.length - 1]!
-    expect(last).toMatchObject({ percent: 100, eta_s: 0 })
-    // tqdm prints three significant digits: two shards of 4.19M.
-    expect(last.bytes_total).toBe(2 * 4.19e6)
-    expect(last.bytes_done).toBe(last.bytes_total)
-    expect(progress.some((p) => p.percent !== null && p.percent > 0 && p.percent < 100 && p.rate !== null)).toBe(true)
+    expect(last).toMatchObject({ percent: 100, eta_s: 0, bytes_done: RECORDED_BYTES, bytes_total: RECORDED_BYTES })
+    // The finished record keeps the average rate.
+    expect(job.progress).toMatchObject({ percent: 100, rate: Math.round(RECORDED_BYTES / RECORDED_SECONDS) })
     expect(job.log).toContain('Done downloading org/fresh-g.')
-    // Each shard's bar once, when complete, without the cursor movements tqdm stacks bars with.
-    expect(job.log.filter((l) => l.startsWith('model-00002-of-00002.safetensors: 100%'))).toHaveLength(1)
+    // One line per state change and each bar once at its end, without tqdm's cursor movements.
+    expect(job.log.filter((l) => l.startsWith('Reconstruction complete: 100%'))).toHaveLength(1)
+    // Two bytes-written lines (the phase change, the end); stdout text arriving between stderr redraws may add the last redraw before it.
+    const writtenLines = job.log.filter((l) => /\| *\d[\d.]*[kMG]?B \/ /.test(l)).length
+    expect(writtenLines).toBeGreaterThanOrEqual(2)
+    expect(writtenLines).toBeLessThanOrEqual(3)
     expect(job.log.some((l) => l.includes('\x1b'))).toBe(false)
     expect(fs.statSync(path.join(hub(sim.node1, 'org/fresh-g'), 'snapshots')).isDirectory()).toBe(true)
-    expect(duBytes(hub(sim.node1, 'org/fresh-g'))).toBeGreaterThanOrEqual(8 * MiB)
+    expect(duBytes(hub(sim.node1, 'org/fresh-g'))).toBeGreaterThanOrEqual(RECORDED_BYTES)
     expect(fs.existsSync(hub(sim.node2, 'org/fresh-g'))).toBe(false)
     const cmd = sim.node1.commands.find((c) => c.includes('hf-download.sh'))!
     expect(cmd).toContain("setsid ./hf-download.sh 'org/fresh-g' </dev/null")
     expect(cmd).toContain('cd "$HOME/spark-vllm-docker"')
   })
 
-  it("a cluster download copies to node2 with the script's -c … --copy-parallel", async () => {
+  it("a cluster download copies to node2 with node2's user, port and hub path", async () => {
     const { job_id } = downloads.start({ repo: 'org/both-h', mode: 'cluster' })
     const events = await drain(job_id)
     expect(deps.jobs.get(job_id).state).toBe('succeeded')
     const phases = events.flatMap((e) => (e.type === 'phase' ? [e.phase] : []))
-    expect(phases).toEqual(['Connecting', 'Fetching 4 files', 'Downloading', 'Copying to peer nodes'])
+    expect(phases).toEqual(['Connecting', 'Fetching 4 files', 'Downloading', 'Copying to peer nodes', 'Done'])
     const copying = events.filter(
       (e) =>
         e.type === 'progress' &&
         e.seq > events.find((x) => x.type === 'phase' && x.phase === 'Copying to peer nodes')!.seq,
     )
     expect(copying.length).toBeGreaterThan(0)
+    // node2's SSH port is not 22 (loopback in the sim): the launcher's own copy could not reach it.
     const t = nodes.targets.node2!
     const cmd = sim.node1.commands.filter((c) => c.includes('hf-download.sh')).pop()!
-    expect(cmd).toContain(`'org/both-h' '-c' '${t.host}' '-u' '${t.user}' '--copy-parallel'`)
+    expect(cmd).toContain("setsid ./hf-download.sh 'org/both-h' </dev/null")
+    const copy = sim.node1.commands.filter((c) => c.includes('rsync')).pop()!
+    expect(copy).toContain(`-e 'ssh -p ${t.port} -o BatchMode=yes -o ConnectTimeout=20'`)
+    expect(copy).toContain(`'${hub(sim.node1, 'org/both-h')}' '${t.user}@${t.host}:${sim.node2.hubDir}/'`)
     for (const n of sim.nodes) expect(fs.readdirSync(path.join(hub(n, 'org/both-h'), 'snapshots'))).toHaveLength(1)
     const status = await disk.status()
     expect(status.models.find((m) => m.key === 'absent-f')!.on_disk).toBe(false)
   })
 
-  it('a node2 download runs there and nowhere else', async () => {
+  it("a node2 download runs node1's launcher script on node2, which has no launcher checkout", async () => {
+    expect(fs.existsSync(path.join(sim.node2.home, 'spark-vllm-docker'))).toBe(false)
     const n1 = sim.node1.commands.length
     const { job_id } = downloads.start({ repo: 'org/only-two', target: 'node2' })
-    expect((await deps.jobs.wait(job_id)).state).toBe('succeeded')
-    expect(sim.node1.commands.length).toBe(n1)
+    const job = await deps.jobs.wait(job_id)
+    expect(job.error).toBeNull()
+    expect(job).toMatchObject({ state: 'succeeded', phase: 'Done', result: { target: 'node2', nodes: ['node2'] } })
+    // node1 is only read from: the script, never run there.
+    const onNode1 = sim.node1.commands.slice(n1)
+    expect(onNode1).toHaveLength(1)
+    expect(onNode1[0]).toContain('base64')
+    expect(onNode1[0]).not.toContain('setsid')
+    const run = sim.node2.commands.filter((c) => c.includes('hf-download.sh')).pop()!
+    expect(run).toContain("setsid bash ./hf-download.sh 'org/only-two' </dev/null")
     expect(fs.existsSync(hub(sim.node2, 'org/only-two'))).toBe(true)
     expect(fs.existsSync(hub(sim.node1, 'org/only-two'))).toBe(false)
+    expect(fs.existsSync(path.join(sim.node2.home, 'spark-vllm-docker'))).toBe(false)
   })
 
   it('a second download is refused (409 naming the running one), and so is deleting weights meanwhile', async () => {
@@ -296,7 +322,8 @@ describe('weights on disk and downloads against the simulated cluster', () => {
       jobs: deps.jobs,
       swap: swapStatus,
       logger: deps.logger,
-      idleTimeoutMs: 400,
+      // Past the replaying hub CLI's start-up on a busy machine; well short of its 5 s pause.
+      idleTimeoutMs: 1500,
     })
     tune(sim.node1, 5, 2)
     const { job_id } = impatient.start({ repo: 'org/silent-k' })
@@ -313,8 +340,10 @@ describe('weights on disk and downloads against the simulated cluster', () => {
     const job = await deps.jobs.wait(job_id)
     sim.node1.setFlag('peer_unreachable', false)
     expect(job.state).toBe('failed')
-    expect(job.error).toMatch(/failed on node1 during "Copying to peer nodes" \(exit status 1\): rsync error/)
-    expect(job.log).toContain('One or more copies failed.')
+    expect(job.error).toMatch(
+      /^rsync failed on node1 during "Copying to peer nodes" \(exit status 255\): ssh: connect to host .* No route to host; node1 copies over SSH: spark@127\.0\.0\.1 port \d+ must accept node1's key$/,
+    )
+    expect(job.log.some((l) => /^ssh: connect to host .* No route to host$/.test(l))).toBe(true)
   })
 
   it('a node that is down: its entries carry the error, the other node still answers', async () => {

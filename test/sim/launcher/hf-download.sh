@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Simulated launcher download script: the upstream flags (-c/--copy-to [hosts...], --copy-parallel,
-# -u/--user, --config, -h) and its output; the hub CLI's tqdm bars on stderr, then rsync --progress
-# lines while copying to the peer. Writes real files of a small declared size into the hub cache.
-# Knobs (environment or a file of the same name in $SIM_STATE): download_bytes (model size, default
-# 8 MiB), download_steps (bar redraws per shard), download_delay (seconds per redraw).
+# Simulated launcher download script, shaped like the current upstream one (eugr/spark-vllm-docker
+# hf-download.sh; facts in test/fixtures/downloads/README.md): the same flags (-c/--copy-to [hosts...],
+# --copy-parallel, -u/--user, --config, -h) and messages; `uvx hf download` into
+# ${HF_HOME:-$HOME/.cache/huggingface}/hub, then per peer
+# `rsync -av --mkpath --progress "$model_dir" "${SSH_USER}@${host}:$HUB_PATH/"` — this node's hub path,
+# SSH port 22. uvx and rsync are the sim's shims, which replay recorded output (test/sim/shims).
+# Knobs (environment or a file of the same name in $SIM_STATE): download_bytes, download_steps,
+# download_delay (see shims/uvx.mjs). Faults: hub_down, missing_repos, peer_unreachable.
 set -e
 
 HUB_PATH="${HF_HOME:-$HOME/.cache/huggingface}/hub"
@@ -20,6 +23,19 @@ usage() {
     echo "  --config <file>             : Path to .env configuration file"
     echo "  -h, --help                  : Show this help message"
     exit 1
+}
+
+copy_model_to_host() {
+    local host="$1" model_name="$2" model_dir="$3" start t
+    echo "Copying model '$model_name' to ${SSH_USER}@${host}..."
+    start=$(date +%s)
+    if rsync -av --mkpath --progress "$model_dir" "${SSH_USER}@${host}:$HUB_PATH/"; then
+        t=$(( $(date +%s) - start ))
+        printf "Copy to %s completed in %02d:%02d:%02d\n" "$host" $((t/3600)) $((t%3600/60)) $((t%60))
+    else
+        echo "Copy to $host failed."
+        return 1
+    fi
 }
 
 COPY_TO_FLAG=false
@@ -51,75 +67,15 @@ if [ "$COPY_TO_FLAG" = true ] && [ "${#COPY_HOSTS[@]}" -eq 0 ]; then
     echo "Autodiscovered copy hosts: ${COPY_HOSTS[*]}"
 fi
 
-knob() { local v="${!1:-}"; [ -z "$v" ] && [ -f "$SIM_STATE/$2" ] && v=$(cat "$SIM_STATE/$2"); echo "${v:-$3}"; }
-MODEL_BYTES=$(knob SIM_MODEL_BYTES download_bytes 8388608)
-STEPS=$(knob SIM_DOWNLOAD_STEPS download_steps 10)
-DELAY=$(knob SIM_DOWNLOAD_DELAY download_delay 0.1)
-SNAPSHOT="${SIM_SNAPSHOT:-5f0b02c75b57c5855da9ae460ce51323ea669d8a}"
+if ! command -v uvx &> /dev/null; then
+    echo "Error: 'uvx' command not found."
+    exit 1
+fi
 
 START_TIME=$(date +%s)
 echo "Downloading model '$MODEL_NAME' using uvx..."
-
-# --- what `uvx hf download` does: tqdm bars on stderr, the snapshot path on stdout ---
-hf_download() {
-    if [[ ! "$MODEL_NAME" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
-        echo "huggingface_hub.errors.HFValidationError: Repo id must use alphanumeric chars or '-', '_', '.', '--' and '..' are forbidden: '$MODEL_NAME'." >&2
-        return 1
-    fi
-    if [ -f "$SIM_STATE/hub_down" ]; then
-        echo "requests.exceptions.ConnectionError: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with url: /api/models/$MODEL_NAME/revision/main\"))" >&2
-        return 1
-    fi
-    if [ -f "$SIM_STATE/missing_repos" ] && grep -qx "$MODEL_NAME" "$SIM_STATE/missing_repos"; then
-        echo "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url: https://huggingface.co/api/models/$MODEL_NAME/revision/main." >&2
-        return 1
-    fi
-    local name="models--${MODEL_NAME//\//--}" dest
-    dest="$HUB_PATH/$name/snapshots/$SNAPSHOT"
-    mkdir -p "$dest" "$HUB_PATH/$name/refs" "$HUB_PATH/$name/blobs"
-    echo "$SNAPSHOT" > "$HUB_PATH/$name/refs/main"
-    local n=4 shard=$(( MODEL_BYTES / 2 ))
-    # tqdm's format_sizeof (powers of 1000, three significant digits) and clock (MM:SS).
-    size() { awk -v b="$1" 'BEGIN{ split(",k,M,G,T",u,","); i=1; while (b>=999.5 && i<5) { b/=1000; i++ } if (b<9.995) f="%.2f"; else if (b<99.95) f="%.1f"; else f="%.0f"; printf f "%s", b, u[i] }'; }
-    clk() { printf '%02d:%02d' $(( $1 / 60 )) $(( $1 % 60 )); }
-    local shards=(model-00001-of-00002.safetensors model-00002-of-00002.safetensors)
-    fetch_bar() {
-        printf '\rFetching %d files: %3d%%|%s| %d/%d [%s<00:00, 1.00it/s]' "$n" $(( 100 * $1 / n )) \
-            "$(printf '%*s' $(( 10 * $1 / n )) '' | sed 's/ /█/g')$(printf '%*s' $(( 10 - 10 * $1 / n )) '')" "$1" "$n" "$(clk "$1")" >&2
-    }
-    printf 'Fetching %d files:   0%%|          | 0/%d [00:00<?, ?it/s]' "$n" "$n" >&2
-    echo '{"architectures":["SimForCausalLM"],"model_type":"sim","num_hidden_layers":24}' > "$dest/config.json"
-    echo '{"version":"1.0"}' > "$dest/tokenizer.json"
-    fetch_bar 2
-    # The hub CLI fetches files in parallel: the shard bars advance together, stacked (cursor up between).
-    local s rate=$(( shard / STEPS * 10 )) bar done_b pct bars f k
-    for s in $(seq 0 "$STEPS"); do
-        done_b=$(( shard * s / STEPS )); pct=$(( 100 * s / STEPS )); bars=$(( pct / 10 ))
-        bar=$(printf '%*s' "$bars" '' | sed 's/ /█/g')$(printf '%*s' $((10 - bars)) '')
-        k=0
-        for f in "${shards[@]}"; do
-            k=$((k + 1))
-            printf '\n' >&2
-            if [ "$s" = 0 ]; then
-                printf '\r%s: %3d%%|%s| %s/%s [00:00<?, ?B/s]' "$f" 0 "$bar" "$(size 0)" "$(size "$shard")" >&2
-            else
-                printf '\r%s: %3d%%|%s| %s/%s [%s<%s, %sB/s]' "$f" "$pct" "$bar" "$(size "$done_b")" "$(size "$shard")" \
-                    "$(clk "$s")" "$(clk $((STEPS - s)))" "$(size "$rate")" >&2
-            fi
-            head -c "$done_b" /dev/zero > "$HUB_PATH/$name/blobs/$f.incomplete"
-        done
-        printf '\033[A\033[A' >&2
-        sleep "$DELAY"
-    done
-    for f in "${shards[@]}"; do mv "$HUB_PATH/$name/blobs/$f.incomplete" "$dest/$f"; done
-    printf '\n\n' >&2
-    fetch_bar "$n"
-    printf '\n' >&2
-    echo "$dest"
-}
-
 DOWNLOAD_START=$(date +%s)
-if hf_download; then
+if uvx hf download "$MODEL_NAME"; then
     DOWNLOAD_TIME=$(( $(date +%s) - DOWNLOAD_START ))
     printf "Download completed in %02d:%02d:%02d\n" $((DOWNLOAD_TIME/3600)) $((DOWNLOAD_TIME%3600/60)) $((DOWNLOAD_TIME%60))
 else
@@ -130,48 +86,24 @@ fi
 MODEL_DIR="$HUB_PATH/models--${MODEL_NAME%%/*}--${MODEL_NAME##*/}"
 echo "Model directory: $MODEL_DIR"
 
-# --- what `rsync -av --mkpath --progress` prints (lines end in \r\n, redraws in \r) ---
-copy_model_to_host() {
-    local host="$1"
-    echo "Copying model '$MODEL_NAME' to ${SSH_USER}@${host}..."
-    local start; start=$(date +%s)
-    if [ -z "${SIM_PEER_HOME:-}" ] || [ -f "$SIM_STATE/peer_unreachable" ]; then
-        echo "ssh: connect to host $host port 22: No route to host" >&2
-        echo "rsync: connection unexpectedly closed (0 bytes received so far) [sender]" >&2
-        echo "rsync error: unexplained error (code 255) at io.c(232) [sender=3.2.7]" >&2
-        echo "Copy to $host failed."
-        return 1
-    fi
-    local peer="$SIM_PEER_HOME/.cache/huggingface/hub" base rel sz total=0 k=0 count
-    base=$(basename "$MODEL_DIR")
-    mkdir -p "$peer"
-    printf 'sending incremental file list\r\n%s/\r\n' "$base"
-    count=$(find "$MODEL_DIR" -type f | wc -l)
-    while IFS= read -r rel; do
-        k=$((k + 1))
-        sz=$(stat -c %s "$MODEL_DIR/$rel")
-        total=$((total + sz))
-        printf '%s/%s\r\n' "$base" "$rel"
-        for p in 0 50; do
-            printf '\r %14s %3d%%   58.61MB/s    0:00:%02d  ' "$(printf "%'d" $((sz * p / 100)))" "$p" $(( (100 - p) / 50 ))
-            sleep "$DELAY"
-        done
-        printf '\r %14s 100%%   58.61MB/s    0:00:01 (xfr#%d, to-chk=%d/%d)\r\n' "$(printf "%'d" "$sz")" "$k" $((count - k)) "$count"
-    done < <(cd "$MODEL_DIR" && find . -type f | sed 's|^\./||' | sort)
-    cp -a "$MODEL_DIR" "$peer/"
-    printf '\r\nsent %s bytes  received 132 bytes  51,824,701.29 bytes/sec\r\n' "$(printf "%'d" "$total")"
-    printf 'total size is %s  speedup is 1.00\r\n' "$(printf "%'d" "$total")"
-    local t=$(( $(date +%s) - start ))
-    printf "Copy to %s completed in %02d:%02d:%02d\n" "$host" $((t/3600)) $((t%3600/60)) $((t%60))
-}
-
 COPY_TIME=0
 if [ "${#COPY_HOSTS[@]}" -gt 0 ]; then
     echo ""
     echo "Copying model to ${#COPY_HOSTS[@]} host(s): ${COPY_HOSTS[*]}"
     [ "$PARALLEL_COPY" = true ] && echo "Parallel copy enabled."
     COPY_START=$(date +%s)
-    for host in "${COPY_HOSTS[@]}"; do copy_model_to_host "$host" || { echo "One or more copies failed."; exit 1; }; done
+    if [ "$PARALLEL_COPY" = true ]; then
+        PIDS=()
+        for host in "${COPY_HOSTS[@]}"; do
+            copy_model_to_host "$host" "$MODEL_NAME" "$MODEL_DIR" &
+            PIDS+=($!)
+        done
+        COPY_FAILURE=0
+        for pid in "${PIDS[@]}"; do wait "$pid" || COPY_FAILURE=1; done
+        if [ "$COPY_FAILURE" -ne 0 ]; then echo "One or more copies failed."; exit 1; fi
+    else
+        for host in "${COPY_HOSTS[@]}"; do copy_model_to_host "$host" "$MODEL_NAME" "$MODEL_DIR"; done
+    fi
     COPY_TIME=$(( $(date +%s) - COPY_START ))
     echo ""
     echo "Copy complete."

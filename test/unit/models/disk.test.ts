@@ -12,7 +12,7 @@ const def = (d: Partial<ModelDef>): ModelDef =>
 
 describe('weights locations', () => {
   it('builds the hub cache directory in double quotes from validated segments', () => {
-    expect(hubCacheDir('Qwen/Qwen3-8B').word).toBe('"$HOME/.cache/huggingface/hub/models--Qwen--Qwen3-8B"')
+    expect(hubCacheDir('Qwen/Qwen3-8B').word).toBe('"${HF_HOME:-$HOME/.cache/huggingface}/hub/models--Qwen--Qwen3-8B"')
     for (const bad of ['a/b"c', 'a/$(id)', 'a/b`c`', 'a/b c', 'a/..', 'abc', 'a--b/c'])
       expect(() => hubCacheDir(bad)).toThrow()
   })
@@ -48,7 +48,8 @@ describe('the probe', () => {
       encoding: 'utf8',
     })
     expect(r.status).toBe(0)
-    const found = parseProbe(r.stdout, locs.length)
+    const { found, hub } = parseProbe(r.stdout, locs.length)
+    expect(hub).toBe(path.join(home, '.cache/huggingface/hub'))
     expect(found.map((f) => f.present)).toEqual([true, false, true, false, true, false])
     expect(found[0]!.bytes).toBeGreaterThanOrEqual(50_000)
     expect(found[2]!.bytes).toBe(found[0]!.bytes)
@@ -57,7 +58,8 @@ describe('the probe', () => {
   })
 
   it('ignores lines that are not the probe’s and indices out of range', () => {
-    const found = parseProbe('P 0 /x\nP 9 /y\nnoise\n123\t/x\n77\t/y\n', 2)
+    const { found, hub } = parseProbe('P 0 /x\nP 9 /y\nnoise\n123\t/x\n77\t/y\n', 2)
+    expect(hub).toBeNull()
     expect(found).toEqual([
       { present: true, bytes: 123 },
       { present: false, bytes: null },

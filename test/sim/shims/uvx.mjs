@@ -1,0 +1,81 @@
+// Simulated `uvx hf download <repo>`: replays the recorded Xet progress output of the current hub CLI
+// (test/fixtures/downloads/hf-xet-progress.raw.txt) on stderr, byte for byte, paced by the node's
+// knobs, and writes the model into the hub cache (HF_HOME honoured) with the size the recording
+// declares, as sparse files. Knobs (environment, or a file of that name in $SIM_STATE):
+// download_bytes (model size; the recording is redrawn for it in the same format), download_steps
+// (pauses spread over the replay), download_delay (seconds per pause). Fault files: hub_down,
+// missing_repos (one repo per line).
+import fs from 'node:fs'
+import path from 'node:path'
+import { declaredTotal, knob, rescaleFrame, sleep, XET_RECORDING, xetFrames } from './recordings.mjs'
+
+const die = (msg, code = 1) => {
+  process.stderr.write(msg + '\n')
+  process.exit(code)
+}
+const [tool, verb, repo] = process.argv.slice(2)
+if (tool !== 'hf' || verb !== 'download' || !repo) die('usage (simulated): uvx hf download <repo>', 2)
+const state = process.env.SIM_STATE ?? ''
+if (
+  !/^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(repo) ||
+  repo.includes('..') ||
+  repo.includes('--')
+)
+  die(
+    `huggingface_hub.errors.HFValidationError: Repo id must use alphanumeric chars or '-', '_', '.', '--' and '..' are forbidden: '${repo}'.`,
+  )
+if (fs.existsSync(path.join(state, 'hub_down')))
+  die(
+    `requests.exceptions.ConnectionError: (MaxRetryError("HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with url: /api/models/${repo}/revision/main"))`,
+  )
+const missing = fs.existsSync(path.join(state, 'missing_repos'))
+  ? fs.readFileSync(path.join(state, 'missing_repos'), 'utf8').split('\n')
+  : []
+if (missing.includes(repo))
+  die(
+    `huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url: https://huggingface.co/api/models/${repo}/revision/main.`,
+  )
+
+const recording = fs.readFileSync(XET_RECORDING, 'utf8')
+const declared = declaredTotal(recording)
+const total = Math.round(Number(knob('SIM_MODEL_BYTES', 'download_bytes', String(declared))))
+const scale = total / declared
+const steps = Math.max(0, Math.floor(Number(knob('SIM_DOWNLOAD_STEPS', 'download_steps', '10'))))
+const delay = Number(knob('SIM_DOWNLOAD_DELAY', 'download_delay', '0.1'))
+
+const hub = path.join(process.env.HF_HOME || path.join(process.env.HOME ?? '', '.cache', 'huggingface'), 'hub')
+const folder = path.join(hub, `models--${repo.replace('/', '--')}`)
+const snapshot = process.env.SIM_SNAPSHOT ?? '5f0b02c75b57c5855da9ae460ce51323ea669d8a'
+const incomplete = path.join(folder, 'blobs', `${snapshot}.incomplete`)
+fs.mkdirSync(path.dirname(incomplete), { recursive: true })
+fs.mkdirSync(path.join(folder, 'refs'), { recursive: true })
+fs.writeFileSync(path.join(folder, 'refs', 'main'), snapshot)
+fs.writeFileSync(incomplete, '')
+
+// The pauses fall evenly over the redraws, so steps × delay is the replay's length.
+const frames = xetFrames(recording)
+for (const [i, { frame, written }] of frames.entries()) {
+  process.stderr.write(rescaleFrame(frame, scale))
+  if (written !== null) fs.truncateSync(incomplete, Math.min(total, Math.round(written * scale)))
+  const pauses = Math.floor(((i + 1) * steps) / frames.length) - Math.floor((i * steps) / frames.length)
+  if (pauses > 0) await sleep(pauses * delay)
+}
+
+// The recording's four files: two small JSON files and two shards holding the rest of the declared size.
+const config = '{"architectures":["SimForCausalLM"],"model_type":"sim","num_hidden_layers":24}\n'
+const tokenizer = '{"version":"1.0"}\n'
+const rest = Math.max(0, total - config.length - tokenizer.length)
+const first = Math.round((rest * 5) / 8)
+const dest = path.join(folder, 'snapshots', snapshot)
+fs.mkdirSync(dest, { recursive: true })
+fs.writeFileSync(path.join(dest, 'config.json'), config)
+fs.writeFileSync(path.join(dest, 'tokenizer.json'), tokenizer)
+for (const [name, size] of [
+  ['model-00001-of-00002.safetensors', first],
+  ['model-00002-of-00002.safetensors', rest - first],
+]) {
+  fs.writeFileSync(path.join(dest, name), '')
+  fs.truncateSync(path.join(dest, name), size)
+}
+fs.rmSync(incomplete, { force: true })
+process.stdout.write(dest + '\n')
