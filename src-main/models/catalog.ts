@@ -24,6 +24,23 @@ const FLAG = /^--?[A-Za-z0-9][A-Za-z0-9._-]*$/
  * specially (`$`, backquote, `;`, `|`, `&`, `<`, `>`, parentheses, quotes other than `"`, backslash, glob).
  */
 const VALUE = /^[A-Za-z0-9 ._:/,=+@%{}[\]"-]*$/
+/** Outside and inside the double-quoted strings of a value; `"` itself is the separator. */
+const UNQUOTED_PART = /^[A-Za-z0-9 ._:/,=+@%{}[\]-]*$/
+/**
+ * Inside a double-quoted string `<`, `>` and `|` are allowed too: a reasoning parser's
+ * `"reasoning_start_str":"<think>"` and a stop token `"<|im_end|>"` need them, and were one shell
+ * layer ever to lose the outer single quotes, double quotes still keep them literal.
+ */
+const QUOTED_PART = /^[A-Za-z0-9 ._:/,=+@%{}[\]<>|-]*$/
+
+/** A value passes the safe set, or pairs its double quotes and holds `<`, `>` only inside them. */
+function safeValue(value: string): boolean {
+  if (VALUE.test(value)) return true
+  const parts = value.split('"')
+  // An odd count of quotes leaves a string open: nothing is known to be inside one.
+  if (parts.length % 2 === 0) return false
+  return parts.every((part, i) => (i % 2 === 1 ? QUOTED_PART : UNQUOTED_PART).test(part))
+}
 /** A chat template reference: a path or file name of safe characters. */
 const TEMPLATE = /^[A-Za-z0-9._/-]+$/
 
@@ -33,11 +50,11 @@ export function engineArgProblem(arg: string): string | null {
     const eq = arg.indexOf('=')
     const flag = eq === -1 ? arg : arg.slice(0, eq)
     if (!FLAG.test(flag)) return `engine argument ${JSON.stringify(arg)} is not a valid flag`
-    if (eq !== -1 && !VALUE.test(arg.slice(eq + 1)))
+    if (eq !== -1 && !safeValue(arg.slice(eq + 1)))
       return `engine argument ${JSON.stringify(arg)} holds a character outside the safe set`
     return null
   }
-  return VALUE.test(arg) ? null : `engine argument ${JSON.stringify(arg)} holds a character outside the safe set`
+  return safeValue(arg) ? null : `engine argument ${JSON.stringify(arg)} holds a character outside the safe set`
 }
 
 const badField = (param: string, message: string): ApiError => new ApiError('bad_input', message, { param })

@@ -2,19 +2,22 @@ import { randomBytes } from 'node:crypto'
 import YAML from 'yaml'
 import { z } from 'zod'
 import type { Config } from '../config/load'
-import { badInput, notFound } from '../contract/errors'
-import type { ModelDef, Recipe } from '../contract/models'
+import { badInput, conflict, notFound } from '../contract/errors'
+import type { ModelDef, ModelMode, Recipe } from '../contract/models'
 import { ModelRepo } from '../contract/schemas'
 import type { Logger } from '../core/logger'
 import type { NodesModule } from '../nodes/module'
-import { remoteDir } from '../ssh/quote'
+import { remoteDir, shq } from '../ssh/quote'
 import { validateModelDef } from './catalog'
+import { LLM_IMAGE } from './launch'
 
 /**
- * The launcher checkout's recipes (spec 4.2; the launcher's recipes/README.md): YAML files with a
- * `vllm serve` command template, `{param}` placeholders filled from `defaults`, and solo/cluster
- * flags. Each is read over SSH from node1, turned into a ModelDef and put through the catalog's
- * validator; a refused recipe is listed with the reason and can never be imported.
+ * The launcher checkout's recipes (spec 4.2; test/fixtures/recipes/README.md has the format as
+ * learned from the launcher): YAML files with a `vllm serve` command template, `{param}`
+ * placeholders filled from `defaults`, the image (`container`) and its `build_args`, `mods`, and
+ * solo/cluster flags. Each is read over SSH from node1, turned into a ModelDef and put through the
+ * catalog's validator; a refused recipe, or one needing more nodes than are configured, is listed
+ * with the reason and can never be imported.
  */
 
 /** At most this many recipe files, each at most this many bytes, are read. */
@@ -29,17 +32,61 @@ const RecipeFile = z.object({
   name: z.string().max(200).optional(),
   description: z.string().max(2000).optional(),
   model: z.string().max(200).optional(),
+  container: z.string().max(512).optional(),
   cluster_only: z.boolean().optional(),
   solo_only: z.boolean().optional(),
   defaults: z.record(z.string(), Scalar.nullable()).nullish(),
   env: z.record(z.string(), Scalar.nullable()).nullish(),
   mods: z.array(z.string()).nullish(),
+  // A YAML list item such as `- 8` is a number; build-and-copy.sh receives it as a word.
+  build_args: z.array(Scalar.transform(String)).nullish(),
   command: z.string().max(MAX_RECIPE_BYTES),
 })
+type RecipeFile = z.infer<typeof RecipeFile>
 
-/** Flags the launcher or the swap decide (host, port; the tensor-parallel layout unless cluster-only). */
-const LAUNCH_FLAGS = new Set(['--host', '--port'])
-const LAYOUT_FLAGS = new Set(['-tp', '--tensor-parallel-size', '--distributed-executor-backend'])
+/** What the recipe is read against: the allowed local roots and the nodes configured here. */
+export interface RecipeContext {
+  readonly localRoots: readonly string[]
+  /** node1 alone is 1, node1 and node2 are 2. */
+  readonly nodeCount: number
+  /** node2, where build-and-copy.sh copies a cluster model's image; null when not configured. */
+  readonly peer: { readonly host: string; readonly user: string } | null
+}
+
+/**
+ * Flags the launcher or Tandem set (value taken: true): host and port are Tandem's; the executor
+ * backend and the per-node arguments are launch-cluster.sh's (its usage says not to pass them).
+ */
+const LAUNCH_FLAGS = new Map<string, boolean>([
+  ['--host', true],
+  ['--port', true],
+  ['--distributed-executor-backend', true],
+  ['--nnodes', true],
+  ['--node-rank', true],
+  ['--master-addr', true],
+  ['--master-port', true],
+  ['--headless', false],
+])
+
+type Axis = 'tp' | 'pp' | 'dp'
+/** The parallelism flags launch-cluster.sh counts nodes by (parse_parallelism_from_text). */
+const PARALLEL_FLAGS = new Map<string, Axis>([
+  ['-tp', 'tp'],
+  ['--tensor-parallel-size', 'tp'],
+  ['-pp', 'pp'],
+  ['--pipeline-parallel-size', 'pp'],
+  ['-dp', 'dp'],
+  ['--data-parallel-size', 'dp'],
+])
+
+/** How a recipe runs: the entry's mode, its parallel sizes and the nodes that takes. */
+interface Layout {
+  readonly mode: ModelMode
+  readonly sizes: Readonly<Record<Axis, number>>
+  readonly nodes: number
+  /** Why the recipe cannot run at all, whatever the cluster (contradictory flags). */
+  readonly problem: string | null
+}
 
 /** `{param}` from the recipe's defaults; `{{` and `}}` are literal braces (the launcher's format rules). */
 export function resolveTemplate(command: string, defaults: Record<string, unknown>): string {
@@ -55,7 +102,8 @@ export function resolveTemplate(command: string, defaults: Record<string, unknow
 /**
  * Splits a command into words the way a POSIX shell would for the plain subset recipes use:
  * blanks, backslash-newline continuations, single and double quotes. Anything that would make
- * the shell do more (expansion, substitution, redirection, a second command) is refused.
+ * the shell do more (expansion, substitution, redirection, a second command) is refused; inside
+ * quotes `<`, `>`, `|` and the like are plain characters, as they are to the shell.
  */
 export function shellWords(text: string): string[] {
   const words: string[] = []
@@ -94,63 +142,183 @@ export function shellWords(text: string): string[] {
   return words
 }
 
-/** A recipe file as read from node1, turned into the entry an import would create (or the reason not). */
-export function recipeToView(file: string, text: string, localRoots: readonly string[]): RecipeView {
+/** A recipe file as read from node1: the entry an import would create, whether it can run here, or why not. */
+export function recipeToView(file: string, text: string, ctx: RecipeContext): RecipeView {
   const name = file.replace(/\.ya?ml$/, '')
-  let doc: z.infer<typeof RecipeFile> | null = null
+  let doc: RecipeFile | null = null
+  let layout: Layout | null = null
   try {
     doc = RecipeFile.parse(YAML.parse(text))
-    const def = recipeToModelDef(name, doc)
-    return view(name, doc, validateModelDef(def, localRoots), null)
+    const words = commandWords(doc)
+    layout = recipeLayout(doc, words)
+    const def = validateModelDef(recipeToModelDef(name, doc, words, layout, ctx), ctx.localRoots)
+    return view(name, doc, layout, ctx, def, null)
   } catch (err) {
     const reason =
       err instanceof z.ZodError ? `not a recipe: ${err.issues[0]?.message ?? 'invalid'}` : (err as Error).message
-    return view(name, doc, null, reason)
+    return view(name, doc, layout, ctx, null, reason)
   }
 }
 
 function view(
   name: string,
-  doc: z.infer<typeof RecipeFile> | null,
+  doc: RecipeFile | null,
+  layout: Layout | null,
+  ctx: RecipeContext,
   model: ModelDef | null,
   error: string | null,
 ): RecipeView {
+  const reason = error ?? (layout === null ? 'the recipe could not be read' : layoutProblem(layout, ctx.nodeCount))
   return {
     name,
     description: doc?.description?.trim() ?? doc?.name ?? '',
     solo: doc?.cluster_only !== true,
     cluster: doc?.solo_only !== true,
+    nodes_needed: layout?.nodes ?? null,
+    runnable: reason === null,
+    reason,
     model,
     error,
   }
 }
 
-function recipeToModelDef(name: string, doc: z.infer<typeof RecipeFile>): unknown {
-  const words = shellWords(resolveTemplate(doc.command, doc.defaults ?? {}))
+/** Why a layout cannot run on `nodeCount` nodes, or null when it can. */
+function layoutProblem(layout: Layout, nodeCount: number): string | null {
+  if (layout.problem !== null) return layout.problem
+  if (layout.nodes <= nodeCount) return null
+  const { tp, pp, dp } = layout.sizes
+  const why =
+    tp * pp * dp < layout.nodes
+      ? 'cluster only'
+      : `tensor parallel ${String(tp)} × pipeline ${String(pp)} × data ${String(dp)}, one GPU per Spark`
+  return `needs ${String(layout.nodes)} nodes (${why}); ${String(nodeCount)} configured here`
+}
+
+/**
+ * The command as the launcher runs it, in words. A solo-only recipe is filled the way the launcher
+ * fills a solo run: `tensor_parallel` is 1 whatever its default (run-recipe.py).
+ */
+function commandWords(doc: RecipeFile): string[] {
+  const params: Record<string, unknown> = { ...(doc.defaults ?? {}) }
+  if (doc.solo_only === true && doc.cluster_only !== true) params.tensor_parallel = 1
+  const words = shellWords(resolveTemplate(doc.command, params))
   if (words[0] !== 'vllm' || words[1] !== 'serve' || words[2] === undefined || words[2].startsWith('-'))
     throw new Error('the command is not `vllm serve <model> …`')
-  const source = words[2]
-  const clusterOnly = doc.cluster_only === true
-  const engineArgs: string[] = []
+  return words
+}
+
+/** `--flag=value` and `--flag` with underscores read as hyphens (as vLLM reads them); null for a non-flag. */
+function flagName(word: string): string | null {
+  if (!word.startsWith('-')) return null
+  const name = word.split('=')[0] as string
+  return name.startsWith('--') ? name.replace(/_/g, '-') : name
+}
+
+/** The parallel sizes of the command: the last numeric value of each flag wins, as in the launcher. */
+function parallelSizes(words: readonly string[]): Record<Axis, number> {
+  const sizes: Record<Axis, number> = { tp: 1, pp: 1, dp: 1 }
   for (let i = 3; i < words.length; i++) {
     const w = words[i] as string
-    const flag = (w.split('=')[0] as string).replace(/_/g, '-')
-    const dropped = LAUNCH_FLAGS.has(flag) || (!clusterOnly && LAYOUT_FLAGS.has(flag))
-    if (!dropped) engineArgs.push(w)
-    else if (!w.includes('=') && i + 1 < words.length && !(words[i + 1] as string).startsWith('-')) i++
+    const axis = PARALLEL_FLAGS.get(flagName(w) ?? '')
+    if (axis === undefined) continue
+    const value = w.includes('=') ? w.slice(w.indexOf('=') + 1) : words[i + 1]
+    if (value !== undefined && /^[1-9][0-9]{0,3}$/.test(value)) sizes[axis] = Number(value)
   }
-  const notes = [
-    doc.mods && doc.mods.length > 0 ? `mods not applied: ${doc.mods.join(', ')}` : null,
-    doc.env && Object.keys(doc.env).length > 0 ? `environment not applied: ${Object.keys(doc.env).join(', ')}` : null,
-  ].filter((n): n is string => n !== null)
+  return sizes
+}
+
+/**
+ * The mode and node count: solo-only runs on node1; cluster-only needs at least two nodes; a recipe
+ * for either whose command asks for two or more GPUs is a cluster model of that many nodes.
+ */
+function recipeLayout(doc: RecipeFile, words: readonly string[]): Layout {
+  const sizes = parallelSizes(words)
+  const product = sizes.tp * sizes.pp * sizes.dp
+  if (doc.solo_only === true && doc.cluster_only === true)
+    return { mode: 'solo', sizes, nodes: product, problem: 'the recipe is marked both solo-only and cluster-only' }
+  if (doc.solo_only === true) {
+    const problem = product > 1 ? `a solo-only recipe whose command needs ${String(product)} GPUs` : null
+    return { mode: 'solo', sizes, nodes: product, problem }
+  }
+  if (doc.cluster_only === true) return { mode: 'cluster', sizes, nodes: Math.max(2, product), problem: null }
+  return product > 1
+    ? { mode: 'cluster', sizes, nodes: product, problem: null }
+    : { mode: 'both', sizes, nodes: 1, problem: null }
+}
+
+/**
+ * The serve arguments an entry keeps: without the flags Tandem and the launcher set. A cluster
+ * entry keeps its parallel flags (they fix how many nodes it spans); a solo or either-mode entry
+ * drops a parallel size of 1, leaving the layout to the swap.
+ */
+function engineArgs(words: readonly string[], mode: ModelMode): string[] {
+  const out: string[] = []
+  for (let i = 3; i < words.length; i++) {
+    const w = words[i] as string
+    const flag = flagName(w) ?? ''
+    const next = words[i + 1]
+    const valueWord = !w.includes('=') && next !== undefined && !next.startsWith('-') ? next : undefined
+    const value = w.includes('=') ? w.slice(w.indexOf('=') + 1) : valueWord
+    const launcherOwned = LAUNCH_FLAGS.has(flag)
+    const unitLayout = mode !== 'cluster' && PARALLEL_FLAGS.has(flag) && value === '1'
+    if (!launcherOwned && !unitLayout) out.push(w)
+    else if (valueWord !== undefined && LAUNCH_FLAGS.get(flag) !== false) i++
+  }
+  return out
+}
+
+/** A word of a displayed shell command: bare when it needs no quoting. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9._/:=@%+,-]+$/.test(word) ? word : shq(word)
+}
+
+/**
+ * The build-and-copy.sh command that makes the recipe's image on node1 (`-t` its tag, then the
+ * recipe's build arguments) and, for a model that may span both nodes, copies it to node2.
+ */
+export function imageBuildCommand(image: string, buildArgs: readonly string[], copyTo: RecipeContext['peer']): string {
+  const copy = copyTo === null ? [] : ['-c', copyTo.host, '-u', copyTo.user, '--copy-parallel']
+  return ['./build-and-copy.sh', '-t', image, ...buildArgs, ...copy].map(shellWord).join(' ')
+}
+
+/** What must happen outside Tandem for the entry to run: the image build, the mods, the environment. */
+function recipeNotes(doc: RecipeFile, layout: Layout, ctx: RecipeContext): string[] {
+  const image = doc.container ?? LLM_IMAGE
+  const buildArgs = doc.build_args ?? []
+  const mods = doc.mods ?? []
+  const env = Object.keys(doc.env ?? {})
+  const notes: string[] = []
+  if (image !== LLM_IMAGE || buildArgs.length > 0) {
+    const copyTo = layout.mode === 'solo' ? null : ctx.peer
+    notes.push(`Runs in image ${image}; build it on node1 with \`${imageBuildCommand(image, buildArgs, copyTo)}\`.`)
+  }
+  if (mods.length > 0)
+    notes.push(`Needs launcher mods, applied at launch with launch-cluster.sh --apply-mod: ${mods.join(', ')}.`)
+  if (env.length > 0) notes.push(`Environment not applied: ${env.join(', ')}.`)
+  return notes
+}
+
+function recipeToModelDef(
+  name: string,
+  doc: RecipeFile,
+  words: readonly string[],
+  layout: Layout,
+  ctx: RecipeContext,
+): unknown {
+  const source = words[2] as string
   const isRepo = ModelRepo.safeParse(source).success
+  const buildArgs = doc.build_args ?? []
+  const mods = doc.mods ?? []
   return {
     key: name,
     name: doc.name ?? name,
     ...(isRepo ? { repo: source } : source.startsWith('/') ? { local_path: source } : { repo: source }),
-    engine_args: engineArgs,
-    mode: clusterOnly ? 'cluster' : doc.solo_only === true ? 'solo' : 'both',
-    description: [`From launcher recipe ${name}.`, doc.description?.trim(), ...notes]
+    engine_args: engineArgs(words, layout.mode),
+    mode: layout.mode,
+    ...(doc.container !== undefined ? { container: doc.container } : {}),
+    ...(mods.length > 0 ? { mods } : {}),
+    ...(buildArgs.length > 0 ? { build_args: buildArgs } : {}),
+    description: [`From launcher recipe ${name}.`, ...recipeNotes(doc, layout, ctx), doc.description?.trim()]
       .filter(Boolean)
       .join(' ')
       .slice(0, 2000),
@@ -186,17 +354,26 @@ export class Recipes {
         recipes: [],
         hint: `No launcher checkout with a recipes folder at ${dir} on node1: clone the launcher there to import its recipes.`,
       }
-    const roots = this.opts.config.models.localRoots
-    const recipes = splitFiles(stdout, mark).map((f) => recipeToView(f.file, f.text, roots))
+    const node2 = this.opts.nodes.targets.node2
+    const ctx: RecipeContext = {
+      localRoots: this.opts.config.models.localRoots,
+      nodeCount: node2 ? 2 : 1,
+      peer: node2 ? { host: node2.host, user: node2.user } : null,
+    }
+    const recipes = splitFiles(stdout, mark).map((f) => recipeToView(f.file, f.text, ctx))
     return { recipes: recipes.sort((a, b) => a.name.localeCompare(b.name)), hint: null }
   }
 
-  /** The custom entry a recipe imports as; 404 for an unknown recipe, 400 with the reason for a refused one. */
+  /**
+   * The custom entry a recipe imports as: 404 for an unknown recipe, 400 with the reason for a
+   * refused one, 409 for one that cannot run on the nodes configured here.
+   */
   async toModelDef(name: string): Promise<ModelDef> {
     const { recipes, hint } = await this.list()
     const recipe = recipes.find((r) => r.name === name)
     if (!recipe) throw notFound(hint ?? `no launcher recipe named ${JSON.stringify(name)}`)
     if (recipe.model === null) throw badInput(`recipe ${name} cannot be imported: ${recipe.error ?? 'refused'}`)
+    if (!recipe.runnable) throw conflict(`recipe ${name} is not runnable here: ${recipe.reason ?? 'refused'}`)
     return recipe.model
   }
 }

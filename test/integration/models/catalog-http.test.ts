@@ -115,7 +115,14 @@ describe('models catalog over HTTP', () => {
     expect(body.hint).toBeNull()
     const names = body.recipes.map((r: { name: string }) => r.name)
     expect(names).toEqual(
-      expect.arrayContaining(['glm-4.7-flash-awq', 'minimax-m2.5-awq', 'gemma4-26b-a4b-nvfp4', 'evil']),
+      expect.arrayContaining([
+        'glm-4.7-flash-awq',
+        'minimax-m2.5-awq',
+        'gemma4-26b-a4b-nvfp4',
+        'deepseek-v4-flash',
+        'glm-5-int4',
+        'evil',
+      ]),
     )
     const evil = body.recipes.find((r: { name: string }) => r.name === 'evil')
     expect(evil).toMatchObject({ model: null, error: expect.stringMatching(/shell syntax/) })
@@ -132,13 +139,40 @@ describe('models catalog over HTTP', () => {
     expect(sshLog()).not.toContain('MARK')
     const imported = await post('/api/models/recipes/nemotron-3-nano-nvfp4/import', {})
     expect(imported.status).toBe(200)
-    expect(imported.body).toMatchObject({ key: 'nemotron-3-nano-nvfp4', tags: ['custom'], mode: 'solo' })
-    expect(imported.body.description).toMatch(/mods not applied/)
+    expect(imported.body).toMatchObject({
+      key: 'nemotron-3-nano-nvfp4',
+      tags: ['custom'],
+      mode: 'solo',
+      mods: ['mods/fix-nemotron-nano'],
+    })
+    expect(imported.body.description).toMatch(/--apply-mod: mods\/fix-nemotron-nano/)
     expect((await post('/api/models/recipes/nemotron-3-nano-nvfp4/import', {})).status).toBe(409)
     // A recipe named like a bundled entry cannot shadow it.
     expect((await post('/api/models/recipes/glm-4.7-flash-awq/import', {})).status).toBe(409)
     expect((await post('/api/models/recipes/nope/import', {})).status).toBe(404)
     fs.rmSync(path.join(recipesDir, 'evil.yaml'))
+  })
+
+  it('a recipe needing four nodes is listed as not runnable and its import is a 409; a two-node one imports whole', async () => {
+    const { body } = await call('/api/models/recipes')
+    const glm5 = body.recipes.find((r: { name: string }) => r.name === 'glm-5-int4')
+    expect(glm5).toMatchObject({ nodes_needed: 4, runnable: false, error: null, model: { mode: 'cluster' } })
+    expect(glm5.reason).toMatch(/needs 4 nodes.*2 configured here/)
+    const refused = await post('/api/models/recipes/glm-5-int4/import', {})
+    expect(refused.status).toBe(409)
+    expect(JSON.stringify(refused.body)).toMatch(/needs 4 nodes/)
+    expect((await call('/api/models')).body.some((m: { key: string }) => m.key === 'glm-5-int4')).toBe(false)
+
+    const ds = await post('/api/models/recipes/deepseek-v4-flash/import', {})
+    expect(ds.status).toBe(200)
+    expect(ds.body).toMatchObject({ mode: 'cluster', container: 'vllm-node-dsv4', build_args: expect.any(Array) })
+    const args: string[] = ds.body.engine_args
+    expect(args[args.indexOf('--reasoning-config') + 1]).toBe(
+      '{"reasoning_parser":"deepseek_v4","reasoning_start_str":"<think>","reasoning_end_str":"</think>"}',
+    )
+    expect(args[args.indexOf('--tensor-parallel-size') + 1]).toBe('2')
+    expect(fs.readFileSync(overrides(), 'utf8')).toContain('vllm-node-dsv4')
+    expect((await call('/api/models/deepseek-v4-flash', { method: 'DELETE' })).status).toBe(200)
   })
 
   it('no recipes folder in the checkout: an empty list with a hint', async () => {

@@ -1,9 +1,16 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { readCommand, recipeToView, resolveTemplate, shellWords } from '../../../src-main/models/recipes'
+import {
+  readCommand,
+  recipeToView,
+  resolveTemplate,
+  shellWords,
+  type RecipeContext,
+} from '../../../src-main/models/recipes'
 
 const ROOTS = ['/home', '/data', '/mnt', '/srv', '/opt/models']
+const CTX: RecipeContext = { localRoots: ROOTS, nodeCount: 2, peer: { host: '10.0.0.12', user: 'spark' } }
 const SIM_RECIPES = path.resolve(__dirname, '../../sim/launcher/recipes')
 
 const recipe = (command: string, extra: Record<string, unknown> = {}): string =>
@@ -39,33 +46,63 @@ describe('recipe templates and words', () => {
   for (const bad of ['a; b', 'a && b', 'a | b', 'a > f', '$(id)', '`id`', 'x$HOME', 'a*', '"$HOME"', 'a{b,c}', '# c']) {
     it(`refuses shell syntax: ${bad}`, () => expect(() => shellWords(`vllm serve ${bad}`)).toThrow())
   }
+  for (const bad of ['a<b', '<think>', 'x>/tmp/f']) {
+    it(`refuses an unquoted redirection: ${bad}`, () =>
+      expect(() => shellWords(`vllm serve ${bad}`)).toThrow(/shell syntax/))
+  }
+
+  it('< and > inside quotes are plain characters, as to the shell', () => {
+    const json = '{"reasoning_start_str":"<think>","reasoning_end_str":"</think>"}'
+    expect(shellWords(`vllm serve a/b --reasoning-config '${json}' --x "<a|b>"`)).toEqual([
+      'vllm',
+      'serve',
+      'a/b',
+      '--reasoning-config',
+      json,
+      '--x',
+      '<a|b>',
+    ])
+  })
 })
 
 describe('recipeToView', () => {
   it('the simulated launcher recipes all import, with launcher flags dropped', () => {
     const files = fs.readdirSync(SIM_RECIPES).filter((f) => f.endsWith('.yaml'))
-    expect(files.length).toBeGreaterThanOrEqual(3)
+    expect(files.length).toBeGreaterThanOrEqual(6)
     for (const f of files) {
-      const v = recipeToView(f, fs.readFileSync(path.join(SIM_RECIPES, f), 'utf8'), ROOTS)
+      const v = recipeToView(f, fs.readFileSync(path.join(SIM_RECIPES, f), 'utf8'), CTX)
       expect(v.error, f).toBeNull()
       expect(v.model?.engine_args).not.toContain('--port')
       expect(v.model?.engine_args).not.toContain('--host')
+      expect(v.model?.engine_args).not.toContain('--distributed-executor-backend')
     }
   })
 
-  it('cluster-only keeps its tensor-parallel layout; solo-capable ones drop it', () => {
+  it('the simulated launcher has what the real one has: an own image, mods, <think> JSON, a 4-node recipe', () => {
+    const views = fs
+      .readdirSync(SIM_RECIPES)
+      .filter((f) => f.endsWith('.yaml'))
+      .map((f) => recipeToView(f, fs.readFileSync(path.join(SIM_RECIPES, f), 'utf8'), CTX))
+    expect(views.some((v) => v.model?.container !== 'vllm-node' && (v.model?.build_args?.length ?? 0) > 0)).toBe(true)
+    expect(views.some((v) => (v.model?.mods?.length ?? 0) > 0)).toBe(true)
+    expect(views.some((v) => v.model?.engine_args.some((a) => a.includes('"<think>"')))).toBe(true)
+    expect(views.find((v) => v.nodes_needed === 4)).toMatchObject({ name: 'glm-5-int4', runnable: false })
+  })
+
+  it('cluster-only keeps its tensor-parallel layout but not the executor backend; solo-capable ones drop tp 1', () => {
     const mm = recipeToView(
       'minimax-m2.5-awq.yaml',
       fs.readFileSync(path.join(SIM_RECIPES, 'minimax-m2.5-awq.yaml'), 'utf8'),
-      ROOTS,
+      CTX,
     )
-    expect(mm).toMatchObject({ name: 'minimax-m2.5-awq', solo: false, cluster: true, error: null })
+    expect(mm).toMatchObject({ name: 'minimax-m2.5-awq', solo: false, cluster: true, error: null, runnable: true })
     expect(mm.model).toMatchObject({ key: 'minimax-m2.5-awq', repo: 'cyankiwi/MiniMax-M2.5-AWQ-4bit', mode: 'cluster' })
-    expect(mm.model?.engine_args).toEqual(expect.arrayContaining(['-tp', '2', '--distributed-executor-backend', 'ray']))
+    expect(mm.model?.engine_args).toEqual(expect.arrayContaining(['-tp', '2']))
+    expect(mm.model?.engine_args).not.toContain('ray')
     const glm = recipeToView(
       'glm-4.7-flash-awq.yaml',
       fs.readFileSync(path.join(SIM_RECIPES, 'glm-4.7-flash-awq.yaml'), 'utf8'),
-      ROOTS,
+      CTX,
     )
     expect(glm).toMatchObject({ solo: true, cluster: true })
     expect(glm.model?.mode).toBe('both')
@@ -78,7 +115,7 @@ describe('recipeToView', () => {
     const g = recipeToView(
       'gemma4-26b-a4b-nvfp4.yaml',
       fs.readFileSync(path.join(SIM_RECIPES, 'gemma4-26b-a4b-nvfp4.yaml'), 'utf8'),
-      ROOTS,
+      CTX,
     )
     const args = g.model?.engine_args ?? []
     expect(JSON.parse(args[args.indexOf('--speculative-config') + 1] as string)).toMatchObject({ method: 'mtp' })
@@ -94,13 +131,14 @@ describe('recipeToView', () => {
     ['a local path outside the roots', 'vllm serve /etc/models/m'],
     ['not a vllm serve command', 'python -m vllm.entrypoints.openai.api_server --model acme/m'],
     ['an unknown template parameter', 'vllm serve acme/m --x {nope}'],
+    ['metacharacters in the image', 'vllm serve acme/m', { container: 'vllm-node;reboot' }],
   ]
   for (const [what, command, extra] of refused) {
     it(`lists a recipe with ${what} as refused, with the reason and no model`, () => {
       let text = recipe(command, extra)
       if (what === 'metacharacters in a default')
         text = text.replace('max_model_len: 32768', 'max_model_len: "4096; reboot"')
-      const v = recipeToView('bad-recipe.yaml', text, ROOTS)
+      const v = recipeToView('bad-recipe.yaml', text, CTX)
       expect(v.model).toBeNull()
       expect(v.error).toEqual(expect.any(String))
       expect(v.name).toBe('bad-recipe')
@@ -109,13 +147,44 @@ describe('recipeToView', () => {
   }
 
   it('a file that is not a recipe is listed as refused', () => {
-    expect(recipeToView('x.yaml', 'just: [text', ROOTS)).toMatchObject({ model: null, error: expect.any(String) })
-    expect(recipeToView('y.yaml', 'name: no command', ROOTS).error).toMatch(/not a recipe/)
+    expect(recipeToView('x.yaml', 'just: [text', CTX)).toMatchObject({
+      model: null,
+      error: expect.any(String),
+      runnable: false,
+      nodes_needed: null,
+    })
+    expect(recipeToView('y.yaml', 'name: no command', CTX).error).toMatch(/not a recipe/)
   })
 
-  it('notes mods and environment an import cannot apply', () => {
-    const v = recipeToView('n.yaml', recipe('vllm serve acme/m', { mods: ['mods/fix'], env: { A: '1' } }), ROOTS)
-    expect(v.model?.description).toMatch(/mods not applied: mods\/fix.*environment not applied: A/)
+  it('notes the mods the launcher must apply and the environment an import cannot apply', () => {
+    const v = recipeToView('n.yaml', recipe('vllm serve acme/m', { mods: ['mods/fix'], env: { A: '1' } }), CTX)
+    expect(v.model?.mods).toEqual(['mods/fix'])
+    expect(v.model?.description).toMatch(/--apply-mod: mods\/fix.*Environment not applied: A/)
+  })
+
+  it('counts nodes the way the launcher does: the last numeric -tp/-pp/-dp, also as --flag=N', () => {
+    const nodes = (command: string, extra: Record<string, unknown> = {}) =>
+      recipeToView('p.yaml', recipe(command, extra), CTX)
+    expect(nodes('vllm serve acme/m -tp 1 -tp 2 --data-parallel-size=2')).toMatchObject({
+      nodes_needed: 4,
+      runnable: false,
+    })
+    expect(nodes('vllm serve acme/m --tensor_parallel_size 2').model?.mode).toBe('cluster')
+    expect(nodes('vllm serve acme/m -pp 2').model?.engine_args).toEqual(['-pp', '2'])
+    // Cluster-only without a parallel flag still needs two nodes.
+    expect(nodes('vllm serve acme/m', { cluster_only: true })).toMatchObject({ nodes_needed: 2, runnable: true })
+    expect(nodes('vllm serve acme/m -tp 2', { solo_only: true }).reason).toMatch(
+      /solo-only recipe whose command needs 2/,
+    )
+  })
+
+  it('drops the per-node arguments launch-cluster.sh adds itself', () => {
+    const v = recipeToView(
+      'n.yaml',
+      recipe('vllm serve acme/m --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --master-port 29501 --headless --x 1'),
+      CTX,
+    )
+    expect(v.model?.engine_args).toEqual(['--x', '1'])
   })
 })
 

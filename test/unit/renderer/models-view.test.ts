@@ -468,6 +468,9 @@ describe('Models view: recipes', () => {
       description: `vLLM serving ${name}`,
       solo: true,
       cluster: false,
+      nodes_needed: 1,
+      runnable: error === null,
+      reason: error,
       model: error ? null : { key: name, name, repo: `org/${name}`, engine_args: [], mode: 'solo' },
       error,
     })
@@ -492,5 +495,82 @@ describe('Models view: recipes', () => {
     expect(calls.find((c) => c.method === 'importRecipe')?.input).toEqual({ name: 'good-one' })
     expect(rows[0]!.textContent).toContain('Imported as good-one')
     expect([...card(el, 'good-one').querySelectorAll('.tag')].map((t) => t.textContent)).toEqual(['custom', 'recipe'])
+  })
+
+  it("shows each recipe's image, build args and mods; one needing more nodes cannot be imported", async () => {
+    const calls: Call[] = []
+    const reason = 'needs 4 nodes (tensor parallel 4 × pipeline 1 × data 1, one GPU per Spark); 2 configured here'
+    const entry = (key: string, over: Record<string, unknown>) => ({
+      key,
+      name: key,
+      repo: `org/${key}`,
+      engine_args: [],
+      mode: 'cluster',
+      ...over,
+    })
+    const el = await mountWith(
+      ModelsView,
+      fakeApi(calls, [], {
+        listRecipes: {
+          recipes: [
+            {
+              name: 'deepseek-v4-flash',
+              description: 'DeepSeek V4 Flash',
+              solo: false,
+              cluster: true,
+              nodes_needed: 2,
+              runnable: true,
+              reason: null,
+              model: entry('deepseek-v4-flash', {
+                container: 'vllm-node-dsv4',
+                build_args: ['--vllm-ref', 'nv_dev', '--rebuild-vllm'],
+              }),
+              error: null,
+            },
+            {
+              name: 'glm-5-int4',
+              description: 'GLM-5 INT4',
+              solo: false,
+              cluster: true,
+              nodes_needed: 4,
+              runnable: false,
+              reason,
+              model: entry('glm-5-int4', { container: 'vllm-node-noah-patched', mods: ['mods/gpu-mem-util-gb'] }),
+              error: null,
+            },
+            {
+              name: 'plain',
+              description: 'Plain',
+              solo: true,
+              cluster: true,
+              nodes_needed: 1,
+              runnable: true,
+              reason: null,
+              model: entry('plain', { mode: 'both' }),
+              error: null,
+            },
+          ],
+          hint: null,
+        },
+      }),
+    )
+    button(el, 'Recipes').click()
+    await flush()
+    const rows = [...el.querySelectorAll('#models-panel tbody tr')] as HTMLElement[]
+    expect(rows[0]!.textContent).toContain('vllm-node-dsv4')
+    expect(rows[0]!.textContent).toContain('--vllm-ref nv_dev --rebuild-vllm')
+    expect(button(rows[0]!, 'Import').disabled).toBe(false)
+    expect(rows[1]!.textContent).toContain('vllm-node-noah-patched')
+    expect(rows[1]!.textContent).toContain('mods/gpu-mem-util-gb')
+    expect(rows[1]!.textContent).toContain('Needs 4 nodes — not runnable here.')
+    expect(rows[1]!.textContent).toContain(reason)
+    const blocked = button(rows[1]!, 'Import')
+    expect(blocked.disabled).toBe(true)
+    blocked.click()
+    await flush()
+    expect(calls.some((c) => c.method === 'importRecipe')).toBe(false)
+    expect(rows[2]!.textContent).toContain('vllm-node (launcher default)')
+    expect(rows[2]!.textContent).not.toContain('Build args')
+    expect(rows[2]!.textContent).not.toContain('Mods')
   })
 })
