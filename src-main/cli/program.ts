@@ -11,6 +11,9 @@ import { HostKeyStore } from '../ssh/hostKeys'
 import { ensureServiceKey } from '../ssh/keys'
 import { SshPool } from '../ssh/pool'
 import { doctorExitCode, formatDoctorLine, runDoctor } from './doctor'
+import { launcherDoctorChecks } from './launcherDoctor'
+import { ModelCatalog } from '../models/catalog'
+import { LLM_IMAGE } from '../models/launch'
 
 /** Where the command line reads its environment and writes its output (tests capture both). */
 export interface CliIo {
@@ -162,7 +165,13 @@ async function doctorCommand(config: Config, io: CliIo, json: boolean): Promise<
   )
   const pool = new SshPool({ privateKey: key.privateKey, hostKeys, clock: systemClock, logger: logger.child('ssh') })
   try {
-    const checks = await runDoctor({ config, pool, services: new ServiceDirectory(config) })
+    const catalog = new ModelCatalog({ config, logger })
+    const images = [LLM_IMAGE, ...catalog.list().flatMap((e) => (e.def.container ? [e.def.container] : []))]
+    const [checks, launcher] = await Promise.all([
+      runDoctor({ config, pool, services: new ServiceDirectory(config) }),
+      launcherDoctorChecks({ config, pool, clock: systemClock, logger, images }),
+    ])
+    checks.push(...launcher)
     const code = doctorExitCode(checks)
     if (json) io.out(`${JSON.stringify({ version: VERSION, ok: code === 0, checks }, null, 2)}\n`)
     else {

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
 import { JobEvent, JobRecord } from './system'
-import { EngineArgs, JobId, Knobs, LocalPath, ModelKey, ModelRepo, NodeName } from './schemas'
+import { EngineArgs, ImageRef, JobId, Knobs, LocalPath, ModelKey, ModelRepo, NodeName } from './schemas'
 
 /**
  * The models methods (spec 1, 2.2–2.4, 4.2, 4.3): the catalog and its knobs, launcher recipes,
@@ -26,6 +26,12 @@ export const ModelDefFields = z.object({
   /** A chat template file; for a local model it must lie inside local_path. */
   chat_template: z.string().max(1024).optional(),
   mode: ModelMode.default('solo'),
+  /** The image the launcher runs this model in (`-t`); default the launcher's own `vllm-node`. */
+  container: ImageRef.optional(),
+  /** Launcher mods the model needs (a recipe's `mods`): the launcher applies them; Tandem shows them. */
+  mods: z.array(z.string().trim().min(1).max(300)).max(32).optional(),
+  /** Build arguments of the model's image (a recipe's `build_args`): what build-and-copy.sh must be given. */
+  build_args: z.array(z.string().trim().min(1).max(300)).max(64).optional(),
   /** Approximate weights size, for the fit estimate before the weights are on disk. */
   size_bytes: z
     .number()
@@ -107,7 +113,15 @@ export const Recipe = z.object({
   description: z.string(),
   solo: z.boolean(),
   cluster: z.boolean(),
-  /** The entry an import would create, or null when the validator refuses the recipe. */
+  /**
+   * Sparks a run needs: tensor × pipeline × data parallel of its command (one GPU per Spark, the
+   * launcher's rule); null when the command could not be read.
+   */
+  nodes_needed: z.number().int().min(1).nullable(),
+  /** Whether it can be imported and run on the nodes configured here; `reason` says why not. */
+  runnable: z.boolean(),
+  reason: z.string().nullable(),
+  /** The entry the recipe describes (import creates it when runnable), or null when the validator refuses it. */
   model: ModelDefFields.nullable(),
   error: z.string().nullable(),
 })
@@ -138,19 +152,86 @@ export const SWAP_PHASE_TITLES: Readonly<Record<SwapPhase, string>> = {
   failed: 'Failed',
 }
 
+/**
+ * What the launcher checkout on node1 can do, read from its scripts (DESIGN.md, The launcher: two
+ * generations are in the field). Commands are built for what is there; what is missing is named.
+ */
+export const LauncherCapability = z.enum([
+  /** `--solo`: one node, no Ray cluster. */
+  'solo',
+  /** `-t <image>`. */
+  'image_flag',
+  /** `--name <container>`. */
+  'name_flag',
+  /** `-d exec` dispatches the command and leaves the cluster running. */
+  'daemon_exec',
+  /** `exec` keeps each command word intact (`printf %q`), so JSON engine args survive. */
+  'quoted_exec',
+  /** `--ray`/`--no-ray`: the launcher picks the distributed backend and adds its own arguments. */
+  'backend_flag',
+  /** VLLM_SPARK_EXTRA_DOCKER_ARGS reaches `docker run` (a local model's bind mount). */
+  'extra_docker_args',
+  /** `--apply-mod <dir>`. */
+  'apply_mod',
+  /** The hub cache mounted from HF_HOME when set. */
+  'hf_home',
+  /** A `recipes/` folder. */
+  'recipes',
+  'download_script',
+  'build_script',
+])
+export type LauncherCapability = z.infer<typeof LauncherCapability>
+
+export const LauncherInfo = z.object({
+  /** The checkout exists on node1 with a launch-cluster.sh. */
+  found: z.boolean(),
+  dir: z.string(),
+  commit: z.string().nullable(),
+  commit_date: z.string().nullable(),
+  subject: z.string().nullable(),
+  /** early-2026 (no --solo, unquoted exec), mid-2026 (--solo, quoted -d exec, Ray), late-2026 (--ray/--no-ray). */
+  generation: z.enum(['early-2026', 'mid-2026', 'late-2026', 'unknown']),
+  capabilities: z.array(LauncherCapability),
+  /** What Tandem would use but this launcher lacks, and what it costs. */
+  missing: z.array(z.object({ capability: LauncherCapability, effect: z.string() })),
+  checked_at: z.number(),
+  error: z.string().nullable(),
+})
+export type LauncherInfo = z.infer<typeof LauncherInfo>
+
+/** How a model is laid out on the nodes: solo on node1, or tensor parallel across the cluster. */
+export const Layout = z.object({
+  mode: RunMode,
+  nodes: z.array(NodeName),
+  tensor_parallel: z.number().int().min(1),
+  /** `ray` when Tandem adds it, `launcher` when the launcher picks it, null for solo. */
+  backend: z.enum(['ray', 'launcher', 'entry']).nullable(),
+})
+export type Layout = z.infer<typeof Layout>
+
 export const LoadedModel = z.object({
   key: z.string().nullable(),
   /** The name the llm serves (its /v1/models id). */
   served: z.string(),
   mode: RunMode.nullable(),
   since: z.number().nullable(),
+  /** The layout it was launched with; null when Tandem did not launch it (found running at start). */
+  layout: Layout.nullable().default(null),
 })
 
 export const SwapView = z.object({
   loaded: LoadedModel.nullable(),
   job: JobRecord.nullable(),
   /** The swap in progress: target, phase and an ETA from the last load of that model. */
-  swapping: z.object({ key: z.string(), mode: RunMode, phase: SwapPhase, eta_s: z.number().nullable() }).nullable(),
+  swapping: z
+    .object({
+      key: z.string(),
+      mode: RunMode,
+      phase: SwapPhase,
+      eta_s: z.number().nullable(),
+      layout: Layout.nullable(),
+    })
+    .nullable(),
 })
 export type SwapView = z.infer<typeof SwapView>
 
@@ -206,7 +287,7 @@ export const modelsContract = {
     output: z.object({ recipes: z.array(Recipe), hint: z.string().nullable() }),
   }),
   importRecipe: method({
-    summary: 'Turn a launcher recipe into a custom catalog entry',
+    summary: 'Turn a launcher recipe into a custom catalog entry; 409 when it needs more nodes than are configured',
     http: 'POST /api/models/recipes/:name/import',
     input: z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'a recipe name') }),
     output: ModelView,
@@ -242,6 +323,12 @@ export const modelsContract = {
     http: 'GET /api/swap',
     input: z.object({}),
     output: SwapView,
+  }),
+  launcherInfo: method({
+    summary: 'What the launcher checkout on node1 is and can do (read once per connection and after an update)',
+    http: 'GET /api/launcher',
+    input: z.object({ refresh: z.union([z.boolean(), z.stringbool()]).optional() }),
+    output: LauncherInfo,
   }),
   startDownload: method({
     summary: "Download weights with the launcher's hf-download.sh (a job); one at a time",

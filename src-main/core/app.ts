@@ -97,7 +97,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const nodes = await createNodesModule({ ...shared, services })
   const models = await createModelsModule({ ...shared, services, nodes })
   const servicesModule = await createServicesModule({ ...shared, services, nodes, models })
-  const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap })
+  const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
   // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
   const gateway = await createGatewayModule({
     ...shared,

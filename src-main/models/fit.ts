@@ -2,7 +2,9 @@ import type { FitEstimate, RunMode } from '../contract/models'
 import type { NodeName } from '../contract/schemas'
 import type { Logger } from '../core/logger'
 import type { NodesModule } from '../nodes/module'
-import { homePath, shq } from '../ssh/quote'
+import { shq } from '../ssh/quote'
+import { hubCacheDir } from './disk'
+import { LaunchRefused, layoutArgs } from './launch'
 import type { CatalogEntry, CatalogReader } from './types'
 
 /**
@@ -106,10 +108,22 @@ export class FitEstimator {
   async estimate(key: string, mode?: RunMode): Promise<FitEstimate> {
     const entry = this.opts.catalog.get(key)
     const runMode: RunMode = mode ?? (entry.def.mode === 'cluster' ? 'cluster' : 'solo')
-    const names: NodeName[] = runMode === 'cluster' ? ['node1', 'node2'] : ['node1']
     const notes: string[] = []
     if (entry.def.mode !== 'both' && entry.def.mode !== runMode)
       notes.push(`the catalog declares this model ${entry.def.mode === 'cluster' ? 'cluster-only' : 'solo-only'}`)
+    // The layout a swap would launch (launch.ts): the nodes it spans share weights and KV cache.
+    let names: NodeName[]
+    try {
+      names = layoutArgs(entry.launchArgs, runMode, null).layout.nodes
+    } catch (err) {
+      if (!(err instanceof LaunchRefused)) throw err
+      return {
+        mode: runMode,
+        verdict: 'no_fit',
+        nodes: [],
+        notes: [...notes, `does not fit this cluster: ${err.message}`],
+      }
+    }
     const [snapshot, facts, weights] = await Promise.all([
       this.opts.nodes.hardware.snapshot().catch((err: unknown) => {
         notes.push(`live RAM could not be read: ${(err as Error).message}`)
@@ -123,7 +137,8 @@ export class FitEstimator {
     const util = entry.effectiveKnobs['gpu-memory-utilization'] ?? DEFAULT_GPU_MEMORY_UTILIZATION
     if (entry.effectiveKnobs['gpu-memory-utilization'] === undefined)
       notes.push(`gpu-memory-utilization not set: the engine default ${DEFAULT_GPU_MEMORY_UTILIZATION} is assumed`)
-    if (runMode === 'cluster') notes.push('weights and KV cache split evenly across both nodes (tensor parallel 2)')
+    if (names.length > 1)
+      notes.push(`weights and KV cache split evenly across ${names.join(' and ')} (tensor parallel ${names.length})`)
     const share = names.length
     const nodes = names.map((node) => {
       const hw = snapshot?.[node]
@@ -226,10 +241,7 @@ function parseJson(text: string): unknown {
 /** Prints `@@config`, the model's config.json, `@@index`, its safetensors index (each bounded). */
 export function factsCommand(entry: CatalogEntry): string {
   const { repo, local_path: local } = entry.def
-  const dirs =
-    local !== undefined
-      ? shq(local)
-      : `${homePath(['.cache', 'huggingface', 'hub', `models--${(repo as string).replace('/', '--')}`, 'snapshots'])}/*`
+  const dirs = local !== undefined ? shq(local) : `${hubCacheDir(repo as string).word}/snapshots/*`
   return [
     `for s in ${dirs}; do`,
     '  [ -f "$s/config.json" ] || continue',

@@ -3,7 +3,17 @@ import { z } from 'zod'
 import type { Config } from '../config/load'
 import { ApiError, badInput, conflict } from '../contract/errors'
 import { SWAP_PHASE_TITLES } from '../contract/models'
-import type { FitEstimate, LoadedModel, RunMode, SwapPhase, SwapView, ValidationResult } from '../contract/models'
+import type {
+  FitEstimate,
+  LauncherInfo,
+  Layout,
+  LoadedModel,
+  RunMode,
+  SwapPhase,
+  SwapView,
+  ValidationResult,
+} from '../contract/models'
+import { Layout as LayoutSchema } from '../contract/models'
 import type { NodeName } from '../contract/schemas'
 import type { Clock } from '../core/clock'
 import type { EventPublisher } from '../core/events'
@@ -12,7 +22,7 @@ import { httpCall } from '../core/httpClient'
 import type { Logger } from '../core/logger'
 import type { JobControl, JobRegistry } from '../jobs/registry'
 import type { SshPool, SshTarget } from '../ssh/pool'
-import { containerTailCommand, launchPlan, servedName, stopCommand, type LaunchPlan } from './launch'
+import { containerTailCommand, launchPlan, LaunchRefused, servedName, stopCommand, type LaunchPlan } from './launch'
 import type { CatalogEntry, CatalogReader, SwapStatus } from './types'
 
 type Loaded = z.infer<typeof LoadedModel>
@@ -43,6 +53,7 @@ const SwapStateFile = z.object({
       served: z.string(),
       mode: z.enum(['solo', 'cluster']).nullable(),
       since: z.number().nullable(),
+      layout: LayoutSchema.nullable().default(null),
     })
     .nullable()
     .default(null),
@@ -66,6 +77,8 @@ export interface SwapDeps {
   /** The llm's origin, or null when node1 is not configured. */
   readonly llmBaseUrl: () => string | null
   readonly estimate: (key: string, mode: RunMode) => Promise<FitEstimate>
+  /** The launcher on node1 as last read: commands are built for its generation. */
+  readonly launcher: () => Promise<LauncherInfo>
   /** Pause between looks at a loading model (ms). */
   readonly pollMs?: number
 }
@@ -73,6 +86,8 @@ export interface SwapDeps {
 interface InFlight {
   readonly key: string
   readonly mode: RunMode
+  readonly plan: LaunchPlan
+  readonly launcher: LauncherInfo
   readonly jobId: string
   phase: Phase
   /** When the launch began, and how long the model took last time (ms), for the ETA. */
@@ -155,7 +170,7 @@ export class SwapManager implements SwapStatus {
     return {
       loaded: this.current,
       job,
-      swapping: s ? { key: s.key, mode: s.mode, phase: s.phase, eta_s: this.etaS(s) } : null,
+      swapping: s ? { key: s.key, mode: s.mode, phase: s.phase, eta_s: this.etaS(s), layout: s.plan.layout } : null,
     }
   }
 
@@ -169,8 +184,19 @@ export class SwapManager implements SwapStatus {
     if (download) throw conflict(`a download is running (${download.id}: ${download.title}); swap when it has finished`)
     const swap = running('swap')
     if (swap) throw conflict(`a swap job is already running (${swap.id}: ${swap.title})`)
+    if (mode === 'cluster' && this.deps.targets.node2 === null)
+      throw conflict(`${entry.def.name} in cluster mode needs node2: set NODE2_HOST and NODE2_USER`)
+    // What the installed launcher cannot launch is refused here, before anything is stopped.
+    const launcher = await this.deps.launcher()
+    let plan: LaunchPlan
+    try {
+      plan = launchPlan(this.deps.config, entry, mode, launcher)
+    } catch (err) {
+      if (err instanceof LaunchRefused) throw conflict(`${entry.def.name} cannot be launched ${mode}: ${err.message}`)
+      throw badInput(`${entry.def.name} cannot be launched: ${(err as Error).message}`)
+    }
     if (!confirmNoFit) await this.refuseNoFit(entry, mode)
-    const title = `Swap to ${entry.def.name} (${mode})`
+    const title = `Swap to ${entry.def.name} (${layoutLabel(plan.layout)})`
     let settle!: (o: Outcome) => void
     const outcome = new Promise<Outcome>((r) => (settle = r))
     const record = this.deps.jobs.start('swap', title, (job) => this.run(job, entry, mode))
@@ -178,6 +204,8 @@ export class SwapManager implements SwapStatus {
     this.swapping = {
       key,
       mode,
+      plan,
+      launcher,
       jobId: record.id,
       phase: 'validating',
       launchedAt: null,
@@ -280,14 +308,22 @@ export class SwapManager implements SwapStatus {
     let stopped = false
     try {
       this.phase(job, s, 'validating')
-      const plan = launchPlan(this.deps.config, entry, mode)
+      const plan = s.plan
+      job.log(`layout: ${layoutLabel(plan.layout)}; ${s.launcher.generation} launcher, image ${plan.image}`)
       job.log(`$ ${plan.cmdArgs.join(' ')}`)
       const v = await this.deps.validator.validate(entry, mode, job.signal)
-      if (!v.ok && v.stage !== 'container') throw new Error(`validation failed (${v.stage}): ${v.error ?? ''}`)
-      job.log(v.ok ? `arguments accepted by ${v.parser}` : `validation skipped: ${v.error ?? ''}`)
+      // A throwaway container of the model's own image answers: its no is definitive.
+      if (!v.ok) throw new Error(`validation failed (${v.stage}): ${v.error ?? ''}`)
+      job.log(`arguments accepted by ${v.parser ?? "vLLM's parser"}`)
       stopped = true
       await this.bringUp(job, s, plan, mode, prev?.mode ?? null, false)
-      const loaded: Loaded = { key: entry.def.key, served: plan.served, mode, since: this.deps.clock.now() }
+      const loaded: Loaded = {
+        key: entry.def.key,
+        served: plan.served,
+        mode,
+        since: this.deps.clock.now(),
+        layout: plan.layout,
+      }
       this.remember(entry.def.key, s, loaded)
       this.current = loaded
       this.phase(job, s, 'ready', `${entry.def.name} answers`)
@@ -323,7 +359,7 @@ export class SwapManager implements SwapStatus {
     const stopMode = runningMode ?? (this.deps.targets.node2 ? 'cluster' : 'solo')
     // Best effort: a launcher that cannot stop (nothing ran, autodetection failed) must not block
     // the launch; a container still up would show in the launch and load that follow.
-    const stopped = await this.node1(job, stopCommand(this.deps.config, stopMode), STOP_TIMEOUT_MS, null)
+    const stopped = await this.node1(job, stopCommand(this.deps.config, stopMode, s.launcher), STOP_TIMEOUT_MS, null)
     if (stopped !== 0) job.log(`the launcher's stop exited with status ${stopped ?? 'unknown'}; launching anyway`)
     this.current = null
     step('launching')
@@ -399,9 +435,15 @@ export class SwapManager implements SwapStatus {
     this.phase(job, s, 'rolling_back', `relaunching ${back.def.name}`)
     const mode = prev.mode ?? (back.def.mode === 'cluster' ? 'cluster' : 'solo')
     try {
-      const plan = launchPlan(this.deps.config, back, mode)
+      const plan = launchPlan(this.deps.config, back, mode, s.launcher)
       await this.bringUp(job, s, plan, mode, s.mode, true)
-      this.current = { key: back.def.key, served: plan.served, mode, since: this.deps.clock.now() }
+      this.current = {
+        key: back.def.key,
+        served: plan.served,
+        mode,
+        since: this.deps.clock.now(),
+        layout: plan.layout,
+      }
       this.saveState()
       return { outcome: 'rolled_back', message: `${failed}; rolled back to ${back.def.name}` }
     } catch (rbErr) {
@@ -500,8 +542,15 @@ export class SwapManager implements SwapStatus {
       served,
       mode: same ? last.mode : null,
       since: same ? last.since : null,
+      layout: same ? last.layout : null,
     }
   }
+}
+
+/** `solo on node1` or `cluster on node1+node2, tensor parallel 2`: what a job title and log say. */
+export function layoutLabel(layout: Layout): string {
+  if (layout.mode === 'solo') return 'solo on node1'
+  return `cluster on ${layout.nodes.join('+')}, tensor parallel ${layout.tensor_parallel}`
 }
 
 function errorText(err: unknown): string {

@@ -1,13 +1,19 @@
+import { randomBytes } from 'node:crypto'
 import type { Config } from '../config/load'
-import type { RunMode, ValidationResult } from '../contract/models'
+import type { LauncherInfo, RunMode, ValidationResult } from '../contract/models'
 import type { Logger } from '../core/logger'
 import { SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq, shqArgs } from '../ssh/quote'
-import { launchPlan } from './launch'
+import { HF_HOME_DIR } from './disk'
+import { launchPlan, LaunchRefused, type LaunchPlan } from './launch'
+import { imageBuildCommand } from './recipes'
 import type { CatalogEntry } from './types'
 
-/** Importing vLLM (torch) inside the container takes seconds; a parser that has not answered by then never will. */
-export const VALIDATE_TIMEOUT_MS = 90_000
+/**
+ * Starting a container and importing vLLM (torch) in it takes seconds, longer on a cold page
+ * cache; a parser that has not answered by then never will.
+ */
+export const VALIDATE_TIMEOUT_MS = 120_000
 
 /** The line the script prints its verdict on (vLLM's logger may print to stdout before it). */
 const MARK = 'TANDEM_VALIDATE '
@@ -74,38 +80,81 @@ export interface ValidatorDeps {
   /** node1, where the llm container runs; null when it is not configured. */
   readonly target: SshTarget | null
   readonly logger: Logger
+  /** The launcher on node1 as last read (its generation decides the launch command). */
+  readonly launcher: () => Promise<LauncherInfo>
   readonly timeoutMs?: number
 }
 
-/** Launch validation (spec 1, 4.2 rules 2–3): the exact serve arguments through vLLM's parser, in the running llm container. */
+/** The hub cache the launcher mounts: HF_HOME where the launcher honours it, else the default. */
+function hubCacheMount(launcher: LauncherInfo): string {
+  const dir = launcher.capabilities.includes('hf_home') ? HF_HOME_DIR : '$HOME/.cache/huggingface'
+  return `-v "${dir}":/root/.cache/huggingface`
+}
+
+/**
+ * vLLM's parser in a throwaway container of the entry's own image, with the mounts a real launch
+ * makes (the hub cache, a local model's directory at the same path), so a chat template or model
+ * path is judged as the engine would see it. No network, removed when done, named so it never
+ * meets the llm container: the loaded model is not touched. A missing image is said as such.
+ */
+export function validationCommand(plan: LaunchPlan, launcher: LauncherInfo): string {
+  const name = `tandem-validate-${randomBytes(4).toString('hex')}`
+  const mounts = plan.mounts.map((m) => `-v ${shq(`${m}:${m}:ro`)}`)
+  const image = shq(plan.image)
+  return [
+    `docker image inspect ${image} >/dev/null 2>&1 || { echo ${shq(`${MARK}{"ok":false,"stage":"image","error":null,"parser":null}`)}; exit 0; }`,
+    [
+      'docker run --rm --network none -e HF_HUB_OFFLINE=1 --entrypoint python3',
+      `--name ${shq(name)}`,
+      hubCacheMount(launcher),
+      ...mounts,
+      image,
+      `-c ${shq(VALIDATE_SCRIPT)}`,
+      shqArgs(plan.serveArgs),
+    ].join(' '),
+  ].join('\n')
+}
+
+type Verdict = Pick<ValidationResult, 'ok' | 'stage' | 'error' | 'parser'>
+
+/** Launch validation (spec 1, 4.2 rules 2–3): the exact serve arguments through vLLM's parser, loaded model or not. */
 export class LaunchValidator {
   constructor(private readonly deps: ValidatorDeps) {}
 
   async validate(entry: CatalogEntry, mode: RunMode, signal?: AbortSignal): Promise<ValidationResult> {
-    const { config, pool, target } = this.deps
-    let plan: ReturnType<typeof launchPlan>
+    const { config, target } = this.deps
+    if (target === null)
+      return { ...EMPTY, stage: 'connect', error: 'node1 is not configured: set NODE1_HOST and NODE1_USER' }
+    const launcher = await this.deps.launcher()
+    let plan: LaunchPlan
     try {
-      plan = launchPlan(config, entry, mode)
+      plan = launchPlan(config, entry, mode, launcher)
     } catch (err) {
-      return { ok: false, stage: 'build', error: (err as Error).message, cmd_args: [], launch_cmd: '', parser: null }
+      const stage = err instanceof LaunchRefused ? 'launcher' : 'build'
+      return { ...EMPTY, stage, error: (err as Error).message }
     }
     const base = { cmd_args: [...plan.cmdArgs], launch_cmd: plan.launchCmd }
-    if (target === null)
+    const v = await this.run(plan, launcher, signal)
+    this.deps.logger.info('launch validated', { model: entry.def.key, ok: v.ok, stage: v.stage, parser: v.parser })
+    if (v.stage === 'image')
       return {
         ...base,
-        ok: false,
-        stage: 'connect',
-        error: 'node1 is not configured: set NODE1_HOST and NODE1_USER',
-        parser: null,
+        ...v,
+        error: `the image ${plan.image} is not on node1: build it in the launcher checkout with ${imageBuildCommand(plan.image, entry.def.build_args ?? [], null)} (add -c <node2 address> to copy it to node2), then validate again`,
       }
-    const container = config.llm.container
-    const command = `docker exec ${shq(container)} python3 -c ${shq(VALIDATE_SCRIPT)} ${shqArgs(plan.serveArgs)}`
+    return { ...base, ...v }
+  }
+
+  private async run(plan: LaunchPlan, launcher: LauncherInfo, signal?: AbortSignal): Promise<Verdict> {
     let out
     try {
-      out = await pool.exec(target, command, { timeoutMs: this.deps.timeoutMs ?? VALIDATE_TIMEOUT_MS, signal })
+      out = await this.deps.pool.exec(this.deps.target as SshTarget, validationCommand(plan, launcher), {
+        timeoutMs: this.deps.timeoutMs ?? VALIDATE_TIMEOUT_MS,
+        signal,
+      })
     } catch (err) {
       const stage = err instanceof SshError && err.kind === 'timeout' ? 'parser' : 'connect'
-      return { ...base, ok: false, stage, error: `node1: ${(err as Error).message}`, parser: null }
+      return { ok: false, stage, error: `node1: ${(err as Error).message}`, parser: null }
     }
     const line = out.stdout
       .split('\n')
@@ -113,29 +162,15 @@ export class LaunchValidator {
       .find((l) => l.startsWith(MARK))
     if (line === undefined) {
       const said = (out.stderr || out.stdout).trim().split('\n').slice(-3).join(' ')
-      if (/No such container|is not running/.test(said))
-        return {
-          ...base,
-          ok: false,
-          stage: 'container',
-          error: `the llm container ${container} is not running on node1; validation runs vLLM's parser inside it, so start a model first`,
-          parser: null,
-        }
       return {
-        ...base,
         ok: false,
-        stage: 'parser',
-        error: `the parser did not answer (exit ${out.code}): ${said}`,
+        stage: 'container',
+        error: `the validation container did not answer (exit ${out.code}): ${said}`,
         parser: null,
       }
     }
-    const v = JSON.parse(line.slice(MARK.length)) as {
-      ok: boolean
-      stage: string
-      error: string | null
-      parser: string | null
-    }
-    this.deps.logger.info('launch validated', { model: entry.def.key, ok: v.ok, parser: v.parser })
-    return { ...base, ok: v.ok, stage: v.stage, error: v.error, parser: v.parser }
+    return JSON.parse(line.slice(MARK.length)) as Verdict
   }
 }
+
+const EMPTY: ValidationResult = { ok: false, stage: 'build', error: null, cmd_args: [], launch_cmd: '', parser: null }

@@ -88,6 +88,8 @@ export class SshPool {
   /** The settled connection behind each entry of `conns`, so a dead one can be dropped at once. */
   private readonly live = new Map<string, Connection>()
   private readonly unreachable = new Map<string, { until: number; error: SshError }>()
+  /** How many connections to each target have become ready: what is learned "per connection" keys on it. */
+  private readonly connections = new Map<string, number>()
   private closed = false
 
   constructor(private readonly opts: SshPoolOptions) {}
@@ -149,6 +151,11 @@ export class SshPool {
       until: this.opts.clock.now() + (this.opts.unreachableTtlMs ?? UNREACHABLE_TTL_MS),
       error,
     })
+  }
+
+  /** The number of the target's current connection (0 before the first): changes when it reconnects. */
+  connectionNumber(target: SshTarget): number {
+    return this.connections.get(targetKey(target)) ?? 0
   }
 
   /** Forgets a cached 'unreachable' result (after a wake, or a host key reset). */
@@ -229,6 +236,7 @@ export class SshPool {
         // Small request/response exchanges: without this, delayed ACKs add ~40 ms per command.
         client.setNoDelay(true)
         this.unreachable.delete(key)
+        this.connections.set(key, (this.connections.get(key) ?? 0) + 1)
         resolve(conn)
       })
       client.on('error', (err: Error & { level?: string }) => {

@@ -32,6 +32,8 @@ export interface ApplyDeps {
   readonly logger: Logger
   /** A model swap holds the llm; an update then waits. */
   readonly swapBusy: () => boolean
+  /** The checkout's scripts changed (a pull went through): what was learned from them is stale. */
+  readonly checkoutChanged: () => void
   readonly idleTimeoutMs?: number
 }
 
@@ -92,6 +94,7 @@ export class UpdateApplier {
       const why = pull.code === 124 ? `timed out after ${PULL_TIMEOUT_S} s` : `exit status ${String(pull.code)}`
       throw new Error(`git pull --ff-only failed (${why})${lastLine(pull.stdout + pull.stderr)}`)
     }
+    this.deps.checkoutChanged()
     job.progress({ percent: 5 })
     job.phase(PHASES.build)
     const peer = this.deps.peer

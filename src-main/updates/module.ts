@@ -2,6 +2,7 @@ import type { Handlers } from '../contract/define'
 import type { servicesContract } from '../contract/services'
 import type { CoreDeps } from '../core/module'
 import type { ServiceDirectory } from '../core/serviceDirectory'
+import type { LauncherProbe } from '../models/launcherCapabilities'
 import type { SwapStatus } from '../models/types'
 import type { NodesModule } from '../nodes/module'
 import { UpdateApplier } from './apply'
@@ -15,6 +16,8 @@ export interface UpdatesDeps extends CoreDeps {
   readonly services: ServiceDirectory
   /** The models domain's swap manager: what is loaded, and whether a swap holds the llm. */
   readonly swap: SwapStatus
+  /** The launcher as the models domain read it: forgotten when an update changes the checkout. */
+  readonly launcher: Pick<LauncherProbe, 'invalidate'>
 }
 
 export interface UpdatesModule {
@@ -34,7 +37,15 @@ export function createUpdatesModule(deps: UpdatesDeps): UpdatesModule {
     logger,
   })
   const swapBusy = (): boolean => deps.swap.busy()
-  const applier = new UpdateApplier({ checkout, pool, peer: targets.node2, jobs: deps.jobs, logger, swapBusy })
+  const applier = new UpdateApplier({
+    checkout,
+    pool,
+    peer: targets.node2,
+    jobs: deps.jobs,
+    logger,
+    swapBusy,
+    checkoutChanged: () => deps.launcher.invalidate(),
+  })
   const explainer = new UpdateExplainer({
     checkout,
     pool,

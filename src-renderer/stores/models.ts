@@ -143,7 +143,9 @@ export const useModelsStore = defineStore('models', () => {
         swap.value = {
           ...cur,
           loaded: d.loaded ?? cur.loaded,
-          swapping: done ? null : { key: d.key, mode: d.mode, phase: d.phase, eta_s: eta },
+          swapping: done
+            ? null
+            : { key: d.key, mode: d.mode, phase: d.phase, eta_s: eta, layout: cur.swapping?.layout ?? null },
         }
         // A swap started elsewhere (another window, an on-demand request): follow it and read its ETA.
         if (swapJob.value?.id !== d.job_id && !done) {

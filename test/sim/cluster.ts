@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
+import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
@@ -12,11 +13,14 @@ import { generateEd25519PrivateKey } from '../../src-main/ssh/keys'
  * The simulated two-node cluster (DESIGN.md, Tests): per node an ssh2 server on 127.0.0.1 whose
  * `exec` runs `bash -c` with the node's own HOME and a PATH of shims (docker, nvidia-smi, ip, …),
  * so real shell expansion and quoting happen exactly as on a real node. node1 carries a launcher
- * checkout that is a real git repository with an origin (ahead/behind is real git).
+ * checkout that is a real git repository with an origin (ahead/behind is real git); node2 has none,
+ * as on a real cluster where only node1 runs the launcher.
  */
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const SHIMS_DIR = path.join(here, 'shims')
 const LAUNCHER_SRC = path.join(here, 'launcher')
+/** The early-2026 launch-cluster.sh and build-and-copy.sh (the older commit of the launcher's history). */
+const LAUNCHER_EARLY_SRC = path.join(here, 'launcher-early')
 
 export type SimNodeName = 'node1' | 'node2'
 
@@ -30,6 +34,8 @@ export interface SimNodeOptions {
   ramBytes?: number
   /** Fixed SSH port; 0 = ephemeral. */
   port?: number
+  /** HF_HOME in the node's environment (absolute, or relative to the node's directory); unset when absent. */
+  hfHome?: string
 }
 
 export interface SimClusterOptions {
@@ -43,18 +49,34 @@ export interface SimClusterOptions {
   containers?: Partial<Record<SimNodeName, SimContainerSeed[]>>
   /** Models already in each node's hub cache. */
   cachedModels?: Partial<Record<SimNodeName, string[]>>
-  /** Commits on origin that node1's launcher checkout does not have yet. */
+  /** Commits on origin that node1's launcher checkout does not have yet (on top of the mid generation). */
   launcherBehind?: number
+  /**
+   * The launcher generation node1's checkout is at (default 'mid'). The origin's history holds both:
+   * the early-2026 scripts in an older commit, the mid-2026 ones in the next (test/fixtures/launcher/README.md).
+   */
+  launcherGeneration?: LauncherGeneration
+  /** Images each node has locally (besides its seeded containers' images); default: vllm-node on both. */
+  images?: Partial<Record<SimNodeName, string[]>>
+  /** Repos that fit only across both nodes: node1's simulated vLLM runs out of memory loading them with tp < 2. */
+  clusterOnlyModels?: string[]
   /** llm port the launcher reports in its output. */
   llmPort?: number
   /** Sees every container event, including those from seeding (before startSimCluster returns). */
   onContainerEvent?: (e: ContainerEvent) => void
 }
 
+export type LauncherGeneration = 'early' | 'mid'
+
 export interface SimContainerSeed {
   name: string
   image: string
   ports?: [number, number][]
+  /**
+   * Bind mounts `host:container[:opts]`; a host path starting `~/` is in the node's home, `$HF_CACHE`
+   * is the node's hub cache home (`${HF_HOME:-~/.cache/huggingface}`).
+   */
+  volumes?: string[]
   gpu?: boolean
   running?: boolean
   command?: string[]
@@ -71,8 +93,10 @@ export interface ContainerEvent {
   name: string
   /** created | running | exited | removed | serve */
   state: string
-  /** For `serve`: the model the launcher was asked to serve. */
+  /** For `serve`: the model name vLLM serves (its served name). */
   model?: string
+  /** For `serve`: why the engine will fail to load it (`oom`: it does not fit one node), if it will. */
+  failure?: string
 }
 
 export class SimNode {
@@ -94,7 +118,7 @@ export class SimNode {
 
   constructor(
     readonly name: SimNodeName,
-    readonly opts: Required<Omit<SimNodeOptions, 'port'>> & { port: number },
+    readonly opts: Required<Omit<SimNodeOptions, 'port' | 'hfHome'>> & { port: number; hfHome?: string },
     readonly root: string,
     private readonly env: () => Record<string, string>,
     private readonly onEvent: (e: ContainerEvent) => void,
@@ -109,6 +133,13 @@ export class SimNode {
 
   get user(): string {
     return this.opts.user
+  }
+
+  /** The hub cache as the hub CLI and the launcher find it: `${HF_HOME:-$HOME/.cache/huggingface}/hub`. */
+  get hubDir(): string {
+    const hf = this.opts.hfHome
+    const home = hf ? path.resolve(path.dirname(this.home), hf) : path.join(this.home, '.cache', 'huggingface')
+    return path.join(home, 'hub')
   }
 
   /** Adds a public key line to the node's ~/.ssh/authorized_keys. */
@@ -134,6 +165,7 @@ export class SimNode {
       SIM_IP: this.opts.lanIp,
       SIM_CORES: String(this.opts.cores),
       SIM_RAM_BYTES: String(this.opts.ramBytes),
+      ...(this.opts.hfHome ? { HF_HOME: path.dirname(this.hubDir) } : {}),
       ...this.env(),
     }
   }
@@ -283,8 +315,9 @@ export class SimNode {
     const text = buf.subarray(this.eventsOffset).toString('utf8')
     this.eventsOffset = buf.length
     for (const line of text.split('\n')) {
-      const [, name, state, model] = line.trim().split(' ')
-      if (name && state) this.onEvent({ node: this.name, name, state, ...(model ? { model } : {}) })
+      const [, name, state, model, failure] = line.trim().split(' ')
+      if (name && state)
+        this.onEvent({ node: this.name, name, state, ...(model ? { model } : {}), ...(failure ? { failure } : {}) })
     }
   }
 
@@ -348,7 +381,25 @@ export class SimNode {
     this.frozen = false
   }
 
-  /** Writes a state switch read by a shim (e.g. `gpu_broken`, `hub_down`, `registry_down`). */
+  /**
+   * Makes images present locally, as if built, pulled or loaded earlier (through the simulated
+   * docker's own `load`, so the images list keeps its format).
+   */
+  addImages(refs: readonly string[]): void {
+    if (refs.length === 0) return
+    const archive = path.join(this.state, 'docker', 'seed-images.json')
+    const images = refs.map((ref) => ({
+      ref,
+      id: `sha256:${createHash('sha256').update(`seed#${ref}`).digest('hex')}`,
+      size: 18_200_000_000,
+    }))
+    fs.writeFileSync(archive, JSON.stringify({ sim_docker_archive: 1, images }))
+    const r = this.runLocal(`docker load -q -i '${archive}' >/dev/null`)
+    fs.rmSync(archive, { force: true })
+    if (r.code !== 0) throw new Error(`adding images on ${this.name} failed: ${r.stderr}`)
+  }
+
+  /** Writes a state switch read by a shim (e.g. `gpu_broken`, `hub_down`, `registry_down`, `pull_fails`). */
   setFlag(name: string, on: boolean): void {
     const f = path.join(this.state, name)
     if (on) fs.writeFileSync(f, '1')
@@ -395,13 +446,22 @@ export interface SimCluster {
    * is untracked); null restores the clean checkout.
    */
   setLauncherDirty(files: readonly string[] | null): void
+  /** The commit of each launcher generation on the origin. */
+  readonly launcherCommits: Readonly<Record<LauncherGeneration, string>>
+  /**
+   * Resets node1's launcher checkout to a generation's commit (a clean tree, behind origin). The
+   * launcher update (`git pull --ff-only`, then build-and-copy.sh) brings it to origin's head.
+   */
+  setLauncherGeneration(generation: LauncherGeneration): void
+  /** Repos node1's simulated vLLM cannot load without tensor parallelism ≥ 2 (they run out of memory). */
+  setClusterOnlyModels(repos: readonly string[]): void
   authorize(publicKeyLine: string): void
   /** Env for a Tandem daemon pointed at this cluster. */
   daemonEnv(): Record<string, string>
   close(): Promise<void>
 }
 
-const DEFAULT_NODES: Record<SimNodeName, Required<Omit<SimNodeOptions, 'port'>>> = {
+const DEFAULT_NODES: Record<SimNodeName, Required<Omit<SimNodeOptions, 'port' | 'hfHome'>>> = {
   node1: {
     user: 'spark',
     hostname: 'spark-a1',
@@ -438,6 +498,10 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
       root,
       () => ({
         SIM_PEER_HOME: nodes[peer].home,
+        SIM_PEER_STATE: nodes[peer].state,
+        // Who and where the peer is, for the simulated rsync between the nodes.
+        SIM_PEER_USER: nodes[peer].opts.user,
+        SIM_PEER_PORT: String(nodes[peer].port),
         SIM_PEER_IP: nodes[peer].opts.lanIp,
         SIM_NODES: `${nodes.node1.opts.lanIp},${nodes.node2.opts.lanIp}`,
         SIM_LLM_PORT: String(opts.llmPort ?? 8888),
@@ -473,15 +537,36 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
   git(launcherOrigin, 'init', '--bare', '-q')
   fs.mkdirSync(seed, { recursive: true })
   git(seed, 'init', '-q')
-  // Scripts and the recipes/ folder, as in the real checkout.
-  fs.cpSync(LAUNCHER_SRC, seed, { recursive: true })
+  const commitAt = (message: string, date: string): string => {
+    git(seed, 'add', '-A')
+    const r = spawnSync('git', ['commit', '-q', '-m', message], {
+      cwd: seed,
+      env: { ...gitEnv, GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date },
+      encoding: 'utf8',
+    })
+    if (r.status !== 0) throw new Error(`git commit failed: ${r.stderr}`)
+    return git(seed, 'rev-parse', 'HEAD').trim()
+  }
+  // Real history: the early-2026 scripts (no --solo, no recipes/), then the mid-2026 generation
+  // with the recipes/ folder, as upstream grew (test/fixtures/launcher/README.md).
+  fs.cpSync(path.join(LAUNCHER_SRC, 'hf-download.sh'), path.join(seed, 'hf-download.sh'))
+  fs.cpSync(LAUNCHER_EARLY_SRC, seed, { recursive: true })
   fs.writeFileSync(path.join(seed, 'README.md'), '# vLLM Docker for Spark (simulated launcher)\n')
-  git(seed, 'add', '-A')
-  git(seed, 'commit', '-q', '-m', 'Initial launcher scripts')
+  const earlyCommit = commitAt('warning message about wheel builds', '2026-01-28T13:25:02-08:00')
+  fs.cpSync(LAUNCHER_SRC, seed, { recursive: true })
+  const midCommit = commitAt(
+    'Solo mode, daemon exec dispatch, quoted exec words and recipes',
+    '2026-06-15T10:00:00+00:00',
+  )
+  const launcherCommits: Record<LauncherGeneration, string> = { early: earlyCommit, mid: midCommit }
   git(seed, 'remote', 'add', 'origin', launcherOrigin)
   git(seed, 'push', '-q', 'origin', 'HEAD:main')
   const checkout = path.join(nodes.node1.home, 'spark-vllm-docker')
   git(root, 'clone', '-q', '--branch', 'main', launcherOrigin, checkout)
+  const setLauncherGeneration = (generation: LauncherGeneration): void => {
+    git(checkout, 'reset', '-q', '--hard', launcherCommits[generation])
+    git(checkout, 'clean', '-fdq')
+  }
   fs.writeFileSync(
     path.join(nodes.node1.home, '.gitconfig'),
     '[user]\n\tname = Spark Operator\n\temail = operator@example.invalid\n[safe]\n\tdirectory = *\n[pull]\n\tff = only\n',
@@ -500,27 +585,35 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
   ]
   for (let i = 0; i < (opts.launcherBehind ?? 2); i++)
     pushUpstreamCommit(upstreamMessages[i % upstreamMessages.length] as string)
+  if ((opts.launcherGeneration ?? 'mid') !== 'mid') setLauncherGeneration(opts.launcherGeneration ?? 'mid')
+  const setClusterOnlyModels = (repos: readonly string[]): void =>
+    fs.writeFileSync(path.join(nodes.node1.state, 'cluster_only_models'), repos.map((r) => `${r}\n`).join(''))
+  setClusterOnlyModels(opts.clusterOnlyModels ?? [])
 
   for (const n of Object.values(nodes)) {
     for (const k of opts.authorizedKeys ?? []) n.authorize(k)
     for (const repo of opts.cachedModels?.[n.name] ?? []) {
-      const dir = path.join(
-        n.home,
-        '.cache',
-        'huggingface',
-        'hub',
-        `models--${repo.replace('/', '--')}`,
-        'snapshots',
-        'main',
-      )
+      const dir = path.join(n.hubDir, `models--${repo.replace('/', '--')}`, 'snapshots', 'main')
       fs.mkdirSync(dir, { recursive: true })
       fs.writeFileSync(path.join(dir, 'config.json'), '{"model_type":"sim"}\n')
       fs.writeFileSync(path.join(dir, 'model.safetensors'), Buffer.alloc(1024 * 1024))
     }
-    for (const c of opts.containers?.[n.name] ?? []) {
+    // What the node has already built, pulled or been copied: the llm image and the seeded containers' images.
+    const seeds = opts.containers?.[n.name] ?? []
+    n.addImages([...new Set([...(opts.images?.[n.name] ?? ['vllm-node']), ...seeds.map((c) => c.image)])])
+    for (const c of seeds) {
       const args = ['docker', 'run', '-d', '--name', c.name, '--restart', 'unless-stopped']
       if (c.gpu !== false) args.push('--gpus', 'all')
       for (const [h, p] of c.ports ?? []) args.push('-p', `${h}:${p}`)
+      for (const v of c.volumes ?? [])
+        args.push(
+          '-v',
+          v.startsWith('$HF_CACHE:')
+            ? `${path.dirname(n.hubDir)}${v.slice('$HF_CACHE'.length)}`
+            : v.startsWith('~/')
+              ? path.join(n.home, v.slice(2))
+              : v,
+        )
       args.push(c.image, ...(c.command ?? []))
       let cmd = args.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ') + ' >/dev/null'
       if (c.running === false) cmd += ` && docker stop '${c.name}' >/dev/null`
@@ -538,6 +631,9 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
     events,
     launcherOrigin,
     pushUpstreamCommit,
+    launcherCommits,
+    setLauncherGeneration,
+    setClusterOnlyModels,
     setLauncherDirty: (files) => {
       if (files === null) {
         git(checkout, 'checkout', '-q', '--', '.')

@@ -12,7 +12,9 @@
  * Faults can be switched from the terminal: `down node2`, `up node2`, `hang node1`, `slow node1 800`,
  * `fail node1 nvidia-smi`, `clear node1`,
  * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `wedge asr` (500 cudaErrorUnknown until a
- * container restart), `loadfail <repo>|*|none`, `help`.
+ * container restart), `loadfail <repo>|*|none`, `launcher early|mid` (reset node1's launcher checkout to that
+ * generation: the early-2026 scripts have no --solo and stop the cluster after exec; an update brings mid
+ * back), `help`.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -160,7 +162,7 @@ console.log('')
 const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
 const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
 const HELP =
-  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, wedge asr, loadfail <repo|*|none>'
+  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, wedge asr, loadfail <repo|*|none>, launcher <early|mid>'
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
   if (raw.trim() === '') return
   const [cmd, a, b] = raw.trim().split(/\s+/)
@@ -186,6 +188,10 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
       const [n, c] = containers[a as keyof typeof containers]
       const r = sim.cluster[n].runLocal(`docker ${cmd} ${c}`)
       return r.code === 0 ? `docker ${cmd} ${c}: done` : r.stderr.trim()
+    }
+    if (cmd === 'launcher' && (a === 'early' || a === 'mid')) {
+      sim.cluster.setLauncherGeneration(a)
+      return `node1's launcher checkout is now the ${a}-2026 generation, commit ${sim.cluster.launcherCommits[a].slice(0, 7)}`
     }
     if (cmd === 'loadfail' && a) {
       sim.llm.failLoads(a === 'none' ? null : a)

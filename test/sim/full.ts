@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { startSimCluster, type ContainerEvent, type SimCluster, type SimClusterOptions } from './cluster'
 import { startFakeAsr, startFakeLlm, startFakeTts, type FakeAsr, type FakeLlm, type FakeTts } from './http'
+import { SERVE_FAILURES } from './http/llm'
 
 /**
  * The whole simulated cluster: two SSH nodes plus the llm, asr and tts HTTP fakes, wired so the
@@ -32,6 +33,13 @@ export async function startFullSim(
     [SIM_CONTAINERS.tts]: { node: 'node2', fake: tts },
   }
   const pending: Promise<void>[] = []
+  // The fakes follow container events in order: a serve and the stop right after it (the early
+  // launcher's exec) must not race each other's listen/close.
+  let chain: Promise<void> = Promise.resolve()
+  const then = (step: () => Promise<void> | void): void => {
+    chain = chain.then(step, step)
+    pending.push(chain)
+  }
   let node1State: string | null = null
   // The llm answers only while `vllm serve` runs: a container the launcher started runs `sleep
   // infinity` until it dispatches the serve command (a `serve` event), which makes the engine load.
@@ -50,16 +58,27 @@ export async function startFullSim(
     if (bound.fake === llm && e.state === 'running') {
       const cmd = llmCommand()
       if (cmd[0] !== 'vllm' || cmd[1] !== 'serve') return
-      if (node1State !== null && cmd[2]) llm.setModel(cmd[2])
-      pending.push(llm.setFault('none'))
+      then(() => {
+        if (node1State !== null && cmd[2]) llm.setModel(cmd[2])
+        return llm.setFault('none')
+      })
     } else if (e.state === 'running') {
-      pending.push(bound.fake.setFault('none'))
+      then(() => bound.fake.setFault('none'))
       // A (re)started asr container is a fresh process: its wedge is gone.
       if (bound.fake === asr) asr.containerStarted()
     } else if (e.state === 'exited' || e.state === 'removed') {
-      if (bound.fake === llm && node1State !== null) llm.setModel(null)
-      pending.push(bound.fake.setFault('refused'))
-    } else if (e.state === 'serve' && e.model && bound.fake === llm) pending.push(llm.load(e.model))
+      then(() => {
+        if (bound.fake === llm && node1State !== null) llm.unload()
+        return bound.fake.setFault('refused')
+      })
+    } else if (e.state === 'serve' && e.model && bound.fake === llm) {
+      const model = e.model
+      const failure = e.failure === undefined ? undefined : (SERVE_FAILURES[e.failure] ?? e.failure)
+      // The load runs on its own (it may be held or slow); only its start is ordered.
+      then(() => {
+        pending.push(llm.load(model, failure))
+      })
+    }
   }
   const cluster = await startSimCluster({
     ...opts,
@@ -70,6 +89,8 @@ export async function startFullSim(
         {
           name: SIM_CONTAINERS.llm,
           image: 'vllm-node',
+          // As the launcher started it: the hub cache mounted where vLLM looks for it.
+          volumes: ['$HF_CACHE:/root/.cache/huggingface'],
           command: ['vllm', 'serve', opts.llmModel ?? 'Qwen/Qwen3-8B', '--port', String(llm.port)],
           running: opts.llmRunning ?? true,
         },

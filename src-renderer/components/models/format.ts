@@ -1,4 +1,4 @@
-import type { FitEstimate } from '../../../src-main/contract/models'
+import type { FitEstimate, Layout } from '../../../src-main/contract/models'
 import { bytes, duration } from '../cluster/format'
 
 /** Formatting shared by the Models view. */
@@ -40,4 +40,11 @@ export function rate(bytesPerS: number | null | undefined): string {
 export function eta(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '—'
   return seconds <= 0 ? 'any moment' : `about ${duration(Math.max(1, Math.round(seconds)))} left`
+}
+
+/** A layout in the operator's words: where the model runs and how it is split. */
+export function layoutText(layout: Layout): string {
+  if (layout.mode === 'solo') return 'solo on node1'
+  const backend = layout.backend === 'ray' ? ', Ray' : ''
+  return `cluster on ${layout.nodes.join(' + ')}, tensor parallel ${layout.tensor_parallel}${backend}`
 }

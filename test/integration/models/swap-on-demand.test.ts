@@ -47,7 +47,7 @@ describe('swap on demand', () => {
     expect(((await answered.json()) as { model: string }).model).toBe('sim/second')
     const swaps = daemon.core.jobs.list('swap')
     expect(swaps).toHaveLength(1)
-    expect(swaps[0]).toMatchObject({ state: 'succeeded', title: 'Swap to Second (solo)' })
+    expect(swaps[0]).toMatchObject({ state: 'succeeded', title: 'Swap to Second (solo on node1)' })
     // A request for the loaded model, or one the catalog does not know, starts nothing.
     sim.llm.holdLoads(false)
     for (const model of ['sim/second', 'org/unknown'])

@@ -178,6 +178,7 @@ export async function startFake(name: string, route: FakeHandler, opts: FakeOpti
     })
 
   const port = await listen(opts.port ?? 0)
+  let transitions: Promise<void> = Promise.resolve()
   return {
     url: `http://${host}:${port}`,
     port,
@@ -188,12 +189,17 @@ export async function startFake(name: string, route: FakeHandler, opts: FakeOpti
     get openRequests() {
       return open
     },
-    async setFault(f) {
-      const next = normalise(f)
-      const wasRefused = fault.kind === 'refused'
-      fault = next
-      if (next.kind === 'refused' && !wasRefused) await stopListening()
-      if (next.kind !== 'refused' && wasRefused) await listen(port)
+    setFault(f) {
+      fault = normalise(f)
+      // Listening follows the latest fault; transitions run one after another, so a quick
+      // refused → none → refused never leaves the port open (or closed) against the last word.
+      const converge = async (): Promise<void> => {
+        if (fault.kind === 'refused') {
+          if (server.listening) await stopListening()
+        } else if (!server.listening) await listen(port)
+      }
+      transitions = transitions.then(converge, converge)
+      return transitions
     },
     async close() {
       await stopListening()

@@ -28,9 +28,12 @@ export interface FakeLlm extends FakeServer {
   /**
    * The engine loads `model`, as `vllm serve` does: nothing answers while it loads (connections are
    * refused), then it serves the model, or, when loads are set to fail, it logs the error and stays
-   * down. Resolves when the load has ended either way.
+   * down. Resolves when the load has ended either way. `failure` makes this load fail with that
+   * message whatever failLoads says (a model that cannot fit the layout it was launched with).
    */
-  load(model: string): Promise<void>
+  load(model: string, failure?: string): Promise<void>
+  /** The engine is gone (its container stopped): a load in progress never completes, nothing is served. */
+  unload(): void
   setLoadDelay(ms: number): void
   /** Loads of `model` ('*': every model) fail from now on, with `message` in the log; null: none fail. */
   failLoads(model: string | null, message?: string): void
@@ -57,6 +60,12 @@ export const SIM_REASONING = ['Let', ' me', ' read', ' the', ' commits', ' first
 
 /** What vLLM logs when it cannot bring the engine up (deep health matches the last line too). */
 export const LOAD_FAILURE = 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB'
+
+/** Why a `serve` the sim announces will fail to load, by the reason the container's vLLM gave. */
+export const SERVE_FAILURES: Readonly<Record<string, string>> = {
+  // The weights of a model that needs both nodes do not fit one GB10's memory.
+  oom: LOAD_FAILURE,
+}
 
 const FILLER =
   'The quick brown fox jumps over the lazy dog while the cluster hums along and every token arrives on time'.split(' ')
@@ -198,10 +207,10 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   let engineLog: ((line: string) => void) | null = null
   const say = (line: string): void => engineLog?.(line)
 
-  const load = async (name: string): Promise<void> => {
+  const load = async (name: string, forced?: string): Promise<void> => {
     say(`INFO [core.py] Initializing a V1 LLM engine with config: model='${name}'`)
     // Nothing to wait for: the model is served at once (the sim's default).
-    const failure = failing && (failing.model === '*' || failing.model === name) ? failing.message : null
+    const failure = forced ?? (failing && (failing.model === '*' || failing.model === name) ? failing.message : null)
     if (loadDelayMs === 0 && !held && failure === null) {
       model = name
       // The engine's port opens with it (the container may have been recreated, refusing until now).
@@ -234,6 +243,10 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
       model = m
     },
     load,
+    unload() {
+      loading = null
+      model = null
+    },
     setLoadDelay(ms: number) {
       loadDelayMs = ms
     },

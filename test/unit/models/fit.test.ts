@@ -249,7 +249,8 @@ describe('FitEstimator', () => {
     const e = await fit.estimate('m', 'solo')
     expect(e.nodes[0]?.weights_bytes).toBe(12 * GB)
     expect(e.notes.join('\n')).toMatch(/safetensors.index.json/)
-    expect(commands[0]).toContain('"$HOME/.cache/huggingface/hub/models--acme--m/snapshots"/*')
+    // The same hub path the downloads write to: HF_HOME when the node's shell has it.
+    expect(commands[0]).toContain('"${HF_HOME:-$HOME/.cache/huggingface}/hub/models--acme--m"/snapshots/*')
   })
 
   it('nothing known: unknown, with notes saying what was missing', async () => {

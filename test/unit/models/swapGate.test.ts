@@ -8,6 +8,7 @@ import type { FitEstimate, ModelDef, ValidationResult } from '../../../src-main/
 import { ManualClock } from '../../../src-main/core/clock'
 import { createLogger, Redactor } from '../../../src-main/core/logger'
 import { JobRegistry } from '../../../src-main/jobs/registry'
+import { parseProbe } from '../../../src-main/models/launcherCapabilities'
 import { SwapManager, type SwapValidator } from '../../../src-main/models/swap'
 import type { CatalogEntry, CatalogReader } from '../../../src-main/models/types'
 import type { SshPool } from '../../../src-main/ssh/pool'
@@ -22,6 +23,8 @@ const entry: CatalogEntry = {
   effectiveKnobs: {},
   launchArgs: [],
 }
+/** The mid-2026 launcher as the probe reads it (test/fixtures/launcher). */
+const MID_PROBE = new URL('../../fixtures/launcher/probe-mid-2026.txt', import.meta.url)
 const catalog: CatalogReader = { list: () => [entry], get: () => entry, onChange: () => undefined }
 
 /** A swap manager whose swaps stay in validation until `verdict` is called (nothing reaches a node). */
@@ -50,6 +53,7 @@ function manager(
     targets: { node1: null, node2: null },
     llmBaseUrl: () => null,
     estimate: async () => fit,
+    launcher: async () => parseProbe(fs.readFileSync(MID_PROBE, 'utf8'), '$HOME/spark-vllm-docker', 0),
   })
   return { swap, jobs, verdict: (v: ValidationResult) => verdict(v) }
 }

@@ -1,4 +1,4 @@
-"""The `serve` subcommand, as vLLM's CLI builds it (parser only: cmd() would start the engine)."""
+"""The `serve` subcommand, as vLLM's CLI builds it; cmd() starts the sim's engine (vllm._sim.serve)."""
 from vllm.logger import init_logger
 
 logger = init_logger(__name__)
@@ -9,7 +9,10 @@ class ServeSubcommand:
 
     @staticmethod
     def cmd(args):
-        raise RuntimeError("the simulated vLLM has no engine; `vllm serve` runs through the launcher")
+        # The sim's engine: the arguments are recorded and the load is announced to the fake llm.
+        from vllm._sim import serve
+
+        return serve(args)
 
     def validate(self, args):
         from vllm.entrypoints.openai.cli_args import validate_parsed_serve_args

@@ -1,7 +1,7 @@
 """The OpenAI-compatible server's flags and the quick checks `vllm serve` runs before loading."""
 import json
-import os
 
+from vllm._sim import path_visible
 from vllm.engine.arg_utils import AsyncEngineArgs, json_arg
 
 
@@ -40,10 +40,14 @@ def make_arg_parser(parser):
 
 
 def validate_chat_template(chat_template):
-    """Like vLLM: a path-like template must exist; anything else must look like a Jinja template."""
+    """Like vLLM: a path-like template must exist; anything else must look like a Jinja template.
+
+    "Exist" as the container sees it: in the sim, python runs on the node's filesystem, so the path
+    is looked up through the container's mounts (vllm._sim.path_visible).
+    """
     if chat_template is None:
         return
-    if os.path.isfile(chat_template):
+    if path_visible(chat_template):
         return
     if any(c in chat_template for c in "{}\n"):
         return
