@@ -17,7 +17,10 @@ interface CanvasLike {
 /** Runs in the page: counts opaque canvas pixels painted in the chart's text colour (its axis labels). */
 function countInk(c: CanvasLike): { inkPixels: number; color: string } {
   const win = globalThis as unknown as { getComputedStyle(el: unknown): { color: string } }
-  const color = win.getComputedStyle(c.closest('[role="img"]')).color
+  const host = c.closest('[role="img"]')
+  // Caught between a redraw's removal of the old canvas and the new one: nothing to read yet.
+  if (host === null) return { inkPixels: 0, color: '' }
+  const color = win.getComputedStyle(host).color
   const [r, g, b] = (color.match(/\d+/g) ?? ['0', '0', '0']).map(Number) as [number, number, number]
   const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data
   let inkPixels = 0
@@ -29,7 +32,13 @@ function countInk(c: CanvasLike): { inkPixels: number; color: string } {
 
 async function axisTextPixels(canvas: Locator): Promise<{ inkPixels: number; color: string }> {
   // Passed itself (not called from a closure): Playwright sends the function's source to the page.
-  return canvas.evaluate(countInk as unknown as (c: unknown) => { inkPixels: number; color: string })
+  const read = countInk as unknown as (c: unknown) => { inkPixels: number; color: string }
+  // A theme change replaces the canvas: the locator finds the new one on the next look.
+  for (let tries = 0; ; tries++) {
+    const seen = await canvas.evaluate(read)
+    if (seen.color !== '' || tries >= 20) return seen
+    await new Promise((r) => setTimeout(r, 100))
+  }
 }
 
 test('toggling the theme on Cluster redraws the charts with visible axis labels', async ({ page }) => {
