@@ -3,7 +3,7 @@
 #   docker run -d --name tandem -p 9999:9999 -v tandem-data:/data tandem
 
 # ---- build: install everything, compile the native modules for this Node, bundle, then drop dev dependencies
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # better-sqlite3 compiles from source when no prebuilt binary is reachable.
 RUN apt-get update \
@@ -18,7 +18,7 @@ RUN npx electron-vite build \
     && npm prune --omit=dev
 
 # ---- runtime: the bundle, production node_modules built above for this same Node, and resources/
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     DATA_DIR=/data \
     PORT=9999

@@ -1,8 +1,12 @@
 import { defineConfig } from 'vitest/config'
+import { fileURLToPath } from 'node:url'
 import vue from '@vitejs/plugin-vue'
 
 export default defineConfig({
   plugins: [vue()],
+  resolve: {
+    alias: { 'virtual:contract-data': fileURLToPath(new URL('scripts/contractDataForTests.ts', import.meta.url)) },
+  },
   test: {
     include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'],
     environment: 'node',

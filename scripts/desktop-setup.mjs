@@ -64,6 +64,9 @@ async function main() {
   process.stdout.write(`2/2 ${NATIVE_MODULE}: building for Electron ${electronVersion} into ${NATIVE_DIR}/\n`)
   const built = prepareNativeApp(root)
   const { rebuild } = require('@electron/rebuild')
+  // better-sqlite3 13 ships prebuilt binaries, and its binding.gyp compiles nothing when one exists
+  // for the host; force_build (read by node-gyp from npm_config_*) makes it compile for Electron.
+  process.env.npm_config_force_build = '1'
   await rebuild({
     buildPath: path.join(root, NATIVE_DIR),
     electronVersion,

@@ -326,14 +326,6 @@ export const SETTINGS = {
     description:
       'How long a relayed chat, completion, embeddings or transcription answer may take before it is cut with 504 (minutes)',
   },
-  GATEWAY_FAST_PATH: {
-    group: 'advanced',
-    kind: 'string',
-    default: 'on',
-    label: 'Gateway fast path',
-    description:
-      'on: /v1 chat, completions and embeddings, and the contract calls on fixed POST paths of unguarded surfaces (validate, machine calls, scrub, login), are dispatched before the general router; off: through it (a debugging switch, same answers)',
-  },
   RATE_SOURCES: {
     group: 'licensing',
     kind: 'list',
@@ -552,7 +544,6 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   GATEWAY_SPOOL_MB: wholeNumber(64, 1048576),
   GATEWAY_DISK_FLOOR_MB: wholeNumber(0, 1048576),
   GATEWAY_TIMEOUT_MIN: wholeNumber(1, 1440),
-  GATEWAY_FAST_PATH: z.enum(['on', 'off']),
   RATE_SOURCES: z
     .string()
     .refine(

@@ -9,12 +9,28 @@ import { z } from 'zod'
 
 const PRINTABLE = /^[\x20-\x7e]*$/
 
+/**
+ * A text schema's rules as data (pattern, message), so a form can check as the operator types
+ * without shipping zod: the renderer gets them through the build's contract-data module.
+ */
+export interface TextRule {
+  readonly pattern: RegExp
+  readonly message: string
+}
+
+const textMatching = (max: number, rules: readonly TextRule[]) =>
+  rules.reduce((s, r) => s.regex(r.pattern, r.message), z.string().max(max))
+
+export const MODEL_REPO_RULES: readonly TextRule[] = [
+  {
+    pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/,
+    message: 'a model repo like org/name',
+  },
+  { pattern: /^(?!.*(?:\.\.|--))/, message: 'a model repo may not contain ".." or "--"' },
+]
+
 /** Model-hub repository id: `org/name`, each part from the hub's own character set. */
-export const ModelRepo = z
-  .string()
-  .max(200)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/, 'a model repo like org/name')
-  .refine((s) => !s.includes('..') && !s.includes('--'), 'a model repo may not contain ".." or "--"')
+export const ModelRepo = textMatching(200, MODEL_REPO_RULES)
 export type ModelRepo = z.infer<typeof ModelRepo>
 
 /** Catalog key: used in file names and URLs. */

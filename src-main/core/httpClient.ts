@@ -1,20 +1,12 @@
-import http from 'node:http'
-import https from 'node:https'
 import type { Readable } from 'node:stream'
-import { urlToHttpOptions } from 'node:url'
+import { Agent, type Dispatcher } from 'undici'
 import pkg from '../../package.json'
 
 /**
- * The daemon's one HTTP client for the calls it makes on its own: health and deep-health probes,
- * the llm's model list, the update explainer, payment providers, exchange rates, outbound webhooks
- * and the CLI's look for a running daemon. (The gateway's relays have their own client,
- * gateway/relayConnections.ts.)
- *
- * Not the global fetch: fetch reads every answer body through a web byte stream, whose queue
- * detaches an ArrayBuffer per chunk, and the first detach in a process makes V8 check every
- * typed-array read for detachment for the rest of the process's life. The gateway reads request
- * and answer bodies a byte at a time, and paid 20–35 % more per byte of a long request once the
- * daemon had made one health probe (docs/gateway-profile.md, eleventh pass).
+ * The daemon's one HTTP client, on undici: the calls it makes on its own (health and deep-health
+ * probes, the llm's model list, the update explainer, payment providers, exchange rates, outbound
+ * webhooks, the CLI's look for a running daemon) through one shared agent, and the gateway's
+ * upstream calls through each upstream's own pool (`sendRequest`).
  *
  * Redirects are not followed: a 3xx is an answer like any other, which every caller treats as a
  * failure (a payment provider or webhook endpoint that moved is the operator's to update).
@@ -25,6 +17,9 @@ const USER_AGENT = `Tandem/${pkg.version}`
 
 /** How much of an answer's body is read when the caller names no limit. */
 export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
+
+/** An answer's headers, names lower-cased. */
+export type AnswerHeaders = Readonly<Record<string, string | string[] | undefined>>
 
 export interface HttpCall {
   readonly method?: string
@@ -39,9 +34,9 @@ export interface HttpAnswer {
   readonly status: number
   /** 2xx. */
   readonly ok: boolean
-  readonly headers: http.IncomingHttpHeaders
+  readonly headers: AnswerHeaders
   /** The body as it arrives (an event stream is read this way). */
-  readonly body: AsyncIterable<Buffer>
+  readonly body: Readable
   /** The whole body; more than `limit` bytes is an error, and the connection is closed. */
   bytes(limit?: number): Promise<Buffer>
   text(limit?: number): Promise<string>
@@ -69,6 +64,9 @@ export class HttpBodyTooLarge extends Error {
   }
 }
 
+/** The agent of the daemon's own calls: undici keeps a keep-alive pool per origin in it. */
+const ownCalls = new Agent({ connect: { timeout: 10_000 } })
+
 /**
  * Sends one request and resolves once the answer's head has arrived. Rejects with HttpUnreachable
  * when nothing answered, and with the signal's reason (a TimeoutError for AbortSignal.timeout) once
@@ -78,63 +76,73 @@ export function httpCall(url: string | URL, call: HttpCall): Promise<HttpAnswer>
   const target = typeof url === 'string' ? new URL(url) : url
   if (target.protocol !== 'http:' && target.protocol !== 'https:')
     return Promise.reject(new Error(`not an http(s) URL: ${target.protocol}`))
-  // Refused as fetch refuses them: node:http would send them as Basic auth, and a credential
-  // belongs in a header the caller sets.
+  // A credential belongs in a header the caller sets, never in a URL that ends up in logs.
   if (target.username !== '' || target.password !== '')
     return Promise.reject(new Error('a URL with credentials in it is not called'))
-  const body = typeof call.body === 'string' ? Buffer.from(call.body, 'utf8') : call.body
-  const headers: http.OutgoingHttpHeaders = { ...call.headers }
-  if (!Object.keys(headers).some((name) => name.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT
-  const head = { ...urlToHttpOptions(target), method: call.method ?? 'GET', headers }
-  return sendRequest(target.protocol === 'https:', head, body, call.signal).then((res) => answerOf(res, call.signal))
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(call.headers ?? {})) headers[name.toLowerCase()] = String(value)
+  headers['user-agent'] ??= USER_AGENT
+  return sendRequest(ownCalls, {
+    origin: target.origin,
+    path: target.pathname + target.search,
+    method: call.method ?? 'GET',
+    headers,
+    body: typeof call.body === 'string' ? Buffer.from(call.body, 'utf8') : call.body,
+    signal: call.signal,
+  })
+}
+
+/** One request through a dispatcher (the shared agent, or an upstream's pool). */
+export interface HttpRequest {
+  /** Needed by an agent; a pool has its own. */
+  readonly origin?: string
+  readonly path: string
+  readonly method: string
+  readonly headers: Readonly<Record<string, string>>
+  /** A Buffer is sent with its length, a stream chunked (unless the headers give its length). */
+  readonly body?: Buffer | Readable
+  readonly signal?: AbortSignal
 }
 
 /**
  * The one place a request is sent: resolves with the answer once its head has arrived; rejects
- * with HttpUnreachable when nothing answered, or with the signal's reason once it aborts. A Buffer
- * body is sent with its length, a stream chunked. (gateway/wire.ts sends upstream calls with it.)
+ * with HttpUnreachable when nothing answered, or with the signal's reason once it aborts.
  */
-export function sendRequest(
-  secure: boolean,
-  head: http.RequestOptions & { headers: http.OutgoingHttpHeaders },
-  body: Buffer | Readable | undefined,
-  signal: AbortSignal | undefined,
-): Promise<http.IncomingMessage> {
-  if (signal?.aborted) return Promise.reject(abortReason(signal))
-  return new Promise((resolve, reject) => {
-    if (Buffer.isBuffer(body)) head.headers['content-length'] = body.length
-    const req = (secure ? https : http).request({ ...head, signal })
-    let answered = false
-    req.once('response', (res) => {
-      answered = true
-      resolve(res)
+export async function sendRequest(dispatcher: Dispatcher, req: HttpRequest): Promise<HttpAnswer> {
+  const signal = req.signal
+  if (signal?.aborted) throw abortReason(signal)
+  let data: Dispatcher.ResponseData
+  try {
+    data = await dispatcher.request({
+      origin: req.origin,
+      path: req.path,
+      method: req.method as Dispatcher.HttpMethod,
+      headers: req.headers,
+      body: req.body,
+      signal,
     })
-    req.once('error', (err) => {
-      if (answered) return
-      if (signal?.aborted) reject(abortReason(signal))
-      else reject(new HttpUnreachable(err))
-    })
-    if (body === undefined) req.end()
-    else if (Buffer.isBuffer(body)) req.end(body)
-    else {
-      body.once('error', (err) => req.destroy(err))
-      body.pipe(req)
-    }
-  })
+  } catch (err) {
+    if (signal?.aborted) throw abortReason(signal)
+    throw new HttpUnreachable(err as Error)
+  }
+  return answerOf(data, signal)
 }
 
-function answerOf(res: http.IncomingMessage, signal: AbortSignal): HttpAnswer {
-  const status = res.statusCode ?? 0
-  const bytes = (limit = DEFAULT_BODY_LIMIT): Promise<Buffer> => readBody(res, limit, { signal })
+function answerOf(data: Dispatcher.ResponseData, signal: AbortSignal | undefined): HttpAnswer {
+  const status = data.statusCode
+  const bytes = (limit = DEFAULT_BODY_LIMIT): Promise<Buffer> => readBody(data, limit, { signal })
   return {
     status,
     ok: status >= 200 && status < 300,
-    headers: res.headers,
-    body: res,
+    headers: data.headers,
+    body: data.body,
     bytes,
     text: async (limit) => (await bytes(limit)).toString('utf8'),
     json: async (limit) => JSON.parse((await bytes(limit)).toString('utf8')) as unknown,
-    discard: () => void res.resume(),
+    discard: () => {
+      // An answer cut while it is dropped has nobody left to tell.
+      data.body.once('error', ignore).resume()
+    },
   }
 }
 
@@ -144,40 +152,47 @@ function answerOf(res: http.IncomingMessage, signal: AbortSignal): HttpAnswer {
  * and the rest read and dropped (an error body, whose connection stays usable). Rejects with the
  * signal's reason once it aborts, and when the answer ends before its end.
  */
-export function readBody(
-  res: http.IncomingMessage,
+export async function readBody(
+  answer: { readonly headers: AnswerHeaders; readonly body: Readable },
   limit: number,
   opts: { readonly signal?: AbortSignal; readonly truncate?: boolean } = {},
 ): Promise<Buffer> {
-  const cut = (): Error =>
-    opts.signal?.aborted ? abortReason(opts.signal) : new Error('the connection closed mid-answer')
-  return new Promise((resolve, reject) => {
-    // A stream that ended or was destroyed before this read emits nothing more: waiting would be for ever.
-    if (res.readableEnded) return reject(new Error("the answer's body was already read"))
-    if (res.destroyed) return reject(cut())
-    if (!opts.truncate && Number(res.headers['content-length'] ?? 0) > limit) {
-      res.destroy()
-      return reject(new HttpBodyTooLarge(limit))
-    }
-    const chunks: Buffer[] = []
-    let size = 0
-    res.on('data', (c: Buffer) => {
-      if (size + c.length <= limit) chunks.push(c)
-      else if (opts.truncate) {
-        if (size < limit) chunks.push(c.subarray(0, limit - size))
-      } else {
-        res.destroy()
-        reject(new HttpBodyTooLarge(limit))
-      }
-      size += c.length
-    })
-    res.once('end', () => resolve(Buffer.concat(chunks)))
-    res.once('error', (err) => reject(opts.signal?.aborted ? abortReason(opts.signal) : err))
-    res.once('close', () => {
-      if (!res.complete) reject(cut())
-    })
-  })
+  const body = answer.body
+  // A stream that ended or was destroyed before this read yields nothing more: waiting would be for ever.
+  if (body.readableEnded) throw new Error("the answer's body was already read")
+  if (opts.signal?.aborted) throw abortReason(opts.signal)
+  if (!opts.truncate && Number(answer.headers['content-length'] ?? 0) > limit) {
+    dropBody(body)
+    throw new HttpBodyTooLarge(limit)
+  }
+  try {
+    return await collect(body, limit, opts.truncate === true)
+  } catch (err) {
+    if (err instanceof HttpBodyTooLarge) throw err
+    if (opts.signal?.aborted) throw abortReason(opts.signal)
+    throw new Error(`the connection closed mid-answer (${describeNetError(err as Error)})`, { cause: err })
+  }
 }
+
+/** A body's bytes up to `limit`: past it an error, or with `truncate` the first `limit` bytes (the rest read and dropped). */
+async function collect(body: Readable, limit: number, truncate: boolean): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const c of body as AsyncIterable<Buffer>) {
+    if (size + c.length <= limit) chunks.push(c)
+    else if (!truncate) throw new HttpBodyTooLarge(limit)
+    else if (size < limit) chunks.push(c.subarray(0, limit - size))
+    size += c.length
+  }
+  return Buffer.concat(chunks)
+}
+
+/** Closes an answer unread; the abort error it emits is expected. */
+export function dropBody(body: Readable): void {
+  body.once('error', ignore).destroy()
+}
+
+function ignore(): void {}
 
 function abortReason(signal: AbortSignal): Error {
   const r: unknown = signal.reason

@@ -1,9 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Router } from 'express'
 import type { ContractTable, Handlers } from '../contract/define'
-
-/** A fast-path route: it answers the request itself and bounds its body by `bodyTimeoutMs` (0: none). */
-export type FastRoute = (req: IncomingMessage, res: ServerResponse, bodyTimeoutMs: number) => void
 
 /**
  * A domain as the composition root sees it: the handlers for its slice of the contract, any
@@ -15,11 +11,6 @@ export interface DomainModule<C extends ContractTable> {
   readonly handlers: Handlers<C>
   /** Mounted after the auth and origin middleware; which surface a path belongs to is decided in http/surfaces.ts. */
   mountRoutes?(router: Router): void
-  /**
-   * Hot POST routes by exact path, also mounted by `mountRoutes`: the fast path (http/fastPath.ts)
-   * serves them before the general router, after the same surface and credential checks.
-   */
-  readonly fastRoutes?: ReadonlyMap<string, FastRoute>
   start?(): Promise<void> | void
   stop?(): Promise<void> | void
 }

@@ -1,5 +1,4 @@
 import fs from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 
 /**
@@ -33,20 +32,4 @@ export function sqliteOptions(env: NodeJS.ProcessEnv = process.env): { nativeBin
   if (!process.versions.electron || !file) return {}
   if (!path.isAbsolute(file) || !file.endsWith('.node') || !fs.existsSync(file)) return {}
   return { nativeBinding: file }
-}
-
-/**
- * The file this process loaded better-sqlite3 from (its entry in the module cache), for a worker
- * thread to load the same copy; resolved from the working directory when it was not loaded yet;
- * null when neither finds it.
- */
-export function sqliteModuleFile(): string | null {
-  const req = createRequire(path.join(process.cwd(), 'tandem.js'))
-  const loaded = Object.keys(req.cache).find((f) => /[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/.test(f))
-  if (loaded !== undefined) return loaded
-  try {
-    return req.resolve('better-sqlite3')
-  } catch {
-    return null
-  }
 }

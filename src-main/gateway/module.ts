@@ -20,7 +20,13 @@ import { RequestLog } from './requestLog'
 import { ScrubSessions } from './scrub'
 import { VoiceAliases } from './speech'
 import { UploadSpool } from './spool'
-import { Upstreams, type Upstream, type UpstreamName } from './upstreams'
+import {
+  DEFAULT_UPSTREAM_TIMEOUTS,
+  Upstreams,
+  type Upstream,
+  type UpstreamName,
+  type UpstreamTimeouts,
+} from './upstreams'
 import { MiB } from './wire'
 
 export type GatewayModule = DomainModule<typeof gatewayContract & typeof consumerKeysContract> & {
@@ -46,6 +52,8 @@ export interface GatewayOptions {
   requestLogSize: number
   /** Usage accounting per request and per key (off only to measure its cost). */
   usageAccounting: boolean
+  /** Upstream connect, head and body-idle limits; the head's defaults to the generation timeout. */
+  upstreamTimeouts?: Partial<UpstreamTimeouts>
 }
 
 export interface GatewayDeps extends CoreDeps {
@@ -84,7 +92,11 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   const { config, clock, services } = deps
   const logger = deps.logger.child('gateway')
   const opts = gatewayOptions(config, deps.options)
-  const upstreams = new Upstreams(services)
+  const upstreams = new Upstreams(services, {
+    ...DEFAULT_UPSTREAM_TIMEOUTS,
+    headersMs: opts.proxyTimeoutMs,
+    ...opts.upstreamTimeouts,
+  })
   const need = (name: UpstreamName): Upstream => {
     const up = upstreams.get(name)
     if (!up) throw new ApiError('unavailable', services.get(name).hint ?? `${name} is not configured`)
@@ -129,7 +141,6 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       ...playgroundHandlers({ need, lists, voices, spool, probe, log }),
     },
     requestLog: log,
-    fastRoutes: relayed,
     mountRoutes(router: Router) {
       mountProxyRoutes(router, relayed, { route, lists })
       mountAudioRoutes(router, {

@@ -106,7 +106,7 @@ export function playgroundHandlers(d: PlaygroundDeps): PlaygroundHandlers {
         const wav = await synthesize(d.need('tts'), sp, ctx.signal, d.probe('tts'))
         const chunks: Buffer[] = []
         let n = 0
-        for await (const c of wav as AsyncIterable<Buffer>) {
+        for await (const c of wav.body as AsyncIterable<Buffer>) {
           n += c.length
           if (n > 32 * MiB) throw new ApiError('payload_too_large', 'the audio is longer than the playground plays')
           chunks.push(c)
@@ -183,8 +183,8 @@ async function* playgroundChat(
   }).catch((err: Error) => {
     throw new ApiError('upstream_unreachable', err.message)
   })
-  if (res.statusCode !== 200)
-    throw new ApiError('upstream_error', `llm answered HTTP ${res.statusCode}: ${upstreamDetail(await readText(res))}`)
+  if (res.status !== 200)
+    throw new ApiError('upstream_error', `llm answered HTTP ${res.status}: ${upstreamDetail(await readText(res))}`)
   let ttfb: number | null = null
   let chunks = 0
   let pending: string[] = []
@@ -196,8 +196,13 @@ async function* playgroundChat(
   })
   // A multi-byte character may be split across chunks: the decoder holds its first bytes back.
   const decoder = new TextDecoder()
-  for await (const c of res as AsyncIterable<Buffer>) {
-    parser.feed(decoder.decode(c, { stream: true }))
+  const body = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
+  for (;;) {
+    const next = await body.next().catch(() => {
+      throw new ApiError('upstream_error', 'llm closed the stream before it was complete')
+    })
+    if (next.done === true) break
+    parser.feed(decoder.decode(next.value, { stream: true }))
     for (const text of pending) {
       ttfb ??= performance.now() - t0
       chunks++
@@ -205,7 +210,6 @@ async function* playgroundChat(
     }
     pending = []
   }
-  if (!res.complete) throw new ApiError('upstream_error', 'llm closed the stream before it was complete')
   yield {
     type: 'done',
     model,

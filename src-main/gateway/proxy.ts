@@ -1,19 +1,17 @@
 import type http from 'node:http'
+import type { Dispatcher } from 'undici'
 import { ApiError } from '../contract/errors'
-import { Deadlines, type Deadline } from '../core/deadlines'
 import { describeNetError } from '../core/httpClient'
 import type { Logger } from '../core/logger'
-import { bodyTimeout } from '../http/bodyDeadline'
 import { bodyTooLarge, ClientGone } from '../http/body'
-import { requestState, takeEdgeHeaders } from '../http/requestState'
+import { requestState } from '../http/requestState'
 import { sendError } from '../http/respond'
 import { checkKeyModel } from './consumerKeys'
 import { answerFailure } from './rawRoute'
-import type { RelayCall, RelayCallHandler } from './relayConnections'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { headerIn, readRelayRequest, safeHeaderList, upstreamDetail } from './wire'
+import { readRelayRequest, safeHeaders, upstreamDetail } from './wire'
 
 /**
  * Where chat and completions wait while the llm is being swapped: resolves when the request may be
@@ -38,13 +36,6 @@ export interface RelayDeps {
   readonly drainMs: number
   /** Where chat and completions wait until they may go upstream (a model swap). */
   readonly gate?: LlmGate
-  /** The relays' deadlines: the body's, then the call's (`relayDeadlines`). */
-  readonly deadlines: Deadlines<RelayedRequest>
-}
-
-/** The deadlines every relay of one gateway shares: one list and one timer per deadline length. */
-export function relayDeadlines(): Deadlines<RelayedRequest> {
-  return new Deadlines<RelayedRequest>((relay, ms) => relay.deadlinePassed(ms))
 }
 
 /** One relayed route: its path (the request log's name for it) and where it goes. */
@@ -55,11 +46,8 @@ export interface RelayTarget {
   readonly upstreamPath: (up: Upstream) => string
 }
 
-/**
- * A relayed route's handler; the same function serves the fast path and the router.
- * `bodyDeadlineMs` bounds the time to receive the body (0: the caller bounds it already).
- */
-export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse, bodyDeadlineMs: number) => void
+/** A relayed route's handler, mounted on the router; the server bounds the time to receive the body. */
+export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse) => void
 
 /**
  * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
@@ -67,7 +55,7 @@ export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse, b
  * backpressure and no buffering; the client's disconnect aborts the upstream call.
  */
 export function relayRoute(deps: RelayDeps, target: RelayTarget): RelayRoute {
-  return (req, res, bodyDeadlineMs) => new RelayedRequest(deps, target, req, res).start(bodyDeadlineMs)
+  return (req, res) => new RelayedRequest(deps, target, req, res).start()
 }
 
 /** Where one relayed request is. */
@@ -95,27 +83,24 @@ const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-acce
 
 /**
  * One relayed request from its first body byte to the log entry: it reads and checks the body,
- * dispatches it as the handler of its upstream call (relayConnections.ts), relays the answer and settles every
- * failure in one place (`fail`). One object per request holds what closures, promises and listeners
- * per step would otherwise hold; its one deadline is first the body's, then the call's, kept in
- * lists the gateway's relays share (core/deadlines.ts), not in a timer of its own.
- * Answers are coalesced: the chunks parsed from one read of the upstream's socket go out as one
- * write (an event stream carries a tiny chunk per token, and a write per token would cost a
- * syscall each on both sides; a small whole answer goes out with its headers in one write).
- * Backpressure: the upstream is paused while the client's socket is full.
+ * dispatches it on the upstream's undici pool as the call's handler, relays the answer and settles
+ * every failure in one place (`fail`). Answers are coalesced: the chunks undici parsed from one
+ * read of the upstream's socket go out as one write (an event stream carries a tiny chunk per
+ * token, and a write per token would cost a syscall each on both sides). Backpressure: the
+ * upstream call is paused while the client's socket is full.
  */
-export class RelayedRequest implements RelayCallHandler {
+export class RelayedRequest implements Dispatcher.DispatchHandler {
   private mode = Mode.Receiving
-  private deadline: Deadline<RelayedRequest> | null = null
+  private timer: NodeJS.Timeout | null = null
   private parts: Buffer[] = []
   private received = 0
   private up: Upstream | null = null
   private streaming = false
-  private controller: RelayCall | null = null
+  private controller: Dispatcher.DispatchController | null = null
   private abortReason: Error | null = null
   private status = 0
   private sse = false
-  private headers: readonly string[] = []
+  private headers: http.IncomingHttpHeaders = {}
   private chunks: Buffer[] = []
   private kept = 0
   private flushScheduled = false
@@ -135,7 +120,7 @@ export class RelayedRequest implements RelayCallHandler {
     res.on('close', this.onClose)
   }
 
-  start(bodyDeadlineMs: number): void {
+  start(): void {
     const { req, deps } = this
     try {
       this.up = deps.need(this.target.upstream)
@@ -143,7 +128,6 @@ export class RelayedRequest implements RelayCallHandler {
       return this.fail(err)
     }
     if (Number(req.headers['content-length'] ?? NaN) > deps.bodyLimit) return this.fail(bodyTooLarge(deps.bodyLimit))
-    if (bodyDeadlineMs > 0 && !req.complete) this.deadline = deps.deadlines.start(this, bodyDeadlineMs)
     req.on('data', this.onBodyData)
     req.on('end', this.onBodyEnd)
   }
@@ -159,7 +143,6 @@ export class RelayedRequest implements RelayCallHandler {
 
   private readonly onBodyEnd = (): void => {
     if (this.mode !== Mode.Receiving) return
-    this.endDeadline()
     const p = this.parts
     this.parts = []
     const received = p.length === 1 ? p[0]! : Buffer.concat(p)
@@ -190,28 +173,15 @@ export class RelayedRequest implements RelayCallHandler {
     this.req.resume()
   }
 
-  /** The deadline started for `ms` passed: the body's while receiving, the call's after. */
-  deadlinePassed(ms: number): void {
-    this.deadline = null
-    if (this.mode === Mode.Receiving) this.bodyExpired(ms)
-    else if (this.mode !== Mode.Done) this.callExpired()
-  }
-
-  /** The body did not arrive in time: 408, and the connection closes after it. */
-  private bodyExpired(ms: number): void {
-    if (this.req.complete || this.req.socket.destroyed) return
-    this.stopReading()
-    this.fail(bodyTimeout(ms))
-  }
-
   private dispatch(raw: Buffer): void {
     if (this.mode === Mode.Done) return
     this.mode = Mode.Waiting
     const up = this.up!
-    this.deadline = this.deps.deadlines.start(this, this.deps.timeoutMs)
-    up.relay.dispatch(
+    this.timer = setTimeout(() => this.callExpired(), this.deps.timeoutMs)
+    up.pool.dispatch(
       {
-        path: up.target.basePath + this.target.upstreamPath(up),
+        method: 'POST',
+        path: up.basePath + this.target.upstreamPath(up),
         headers: this.streaming ? STREAM_CALL_HEADERS : JSON_CALL_HEADERS,
         body: raw,
       },
@@ -246,12 +216,12 @@ export class RelayedRequest implements RelayCallHandler {
     if (this.mode !== Mode.Done) this.controller?.resume()
   }
 
-  onRequestStart(controller: RelayCall): void {
+  onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller
     if (this.abortReason !== null) controller.abort(this.abortReason)
   }
 
-  onResponseStart(_controller: RelayCall, status: number, headers: readonly string[]): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: http.IncomingHttpHeaders): void {
     if (status < 200) return // an informational answer: the real one follows
     this.status = status
     this.headers = headers
@@ -260,7 +230,7 @@ export class RelayedRequest implements RelayCallHandler {
       this.mode = Mode.StreamError
       return
     }
-    this.sse = this.streaming || (headerIn(headers, 'content-type')?.startsWith('text/event-stream') ?? false)
+    this.sse = this.streaming || (headers['content-type']?.startsWith('text/event-stream') ?? false)
     // An upstream's error answer: in OpenAI's shape, so the official clients show its message.
     if (!this.sse && status >= 400) {
       this.mode = Mode.PlainError
@@ -269,25 +239,19 @@ export class RelayedRequest implements RelayCallHandler {
     this.mode = Mode.Relaying
     if (this.sse) {
       this.exchange.markStreamed()
-      this.writeHead(status, safeHeaderList(headers, SSE_REPLACED, this.edgeHeaders()).concat(SSE_HEADERS))
+      this.writeHead(status, { ...safeHeaders(headers, SSE_REPLACED), ...SSE_HEADERS })
       // The headers leave at the end of this tick: with the first events when they came in the same
       // read (one write, not two), alone when they did not (the client still sees them at once).
       this.scheduleFlush()
-    } else this.writeHead(status, safeHeaderList(headers, [], this.edgeHeaders()))
+    } else this.writeHead(status, safeHeaders(headers))
   }
 
-  /** The edge's headers the fast path left for the answer's one `writeHead`; none when already set. */
-  private edgeHeaders(): string[] {
-    const edge = takeEdgeHeaders(this.res)
-    return edge === undefined ? [] : [...edge]
-  }
-
-  private writeHead(status: number, headers: string[]): void {
+  private writeHead(status: number, headers: http.OutgoingHttpHeaders): void {
     this.res.writeHead(status, headers)
     this.exchange.markHeaders()
   }
 
-  onResponseData(_controller: RelayCall, chunk: Buffer): void {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.mode !== Mode.Relaying) {
       if (this.kept < ERROR_BODY_LIMIT) this.chunks.push(chunk.subarray(0, ERROR_BODY_LIMIT - this.kept))
       this.kept += chunk.length
@@ -340,17 +304,11 @@ export class RelayedRequest implements RelayCallHandler {
     res.end(rest.length === 0 ? last : last === undefined ? rest : Buffer.concat([last, rest]))
   }
 
-  onResponseError(_controller: RelayCall, err: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     const mode = this.mode
     if (mode === Mode.Done) return
-    const reason = this.abortReason ?? err
-    if (mode === Mode.Waiting) {
-      if (reason instanceof ClientGone || reason instanceof ApiError) return this.fail(reason)
-      const up = this.up!
-      return this.fail(
-        new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${describeNetError(err)}`),
-      )
-    }
+    const reason = this.abortReason ?? upstreamFault(this.up!, err, mode !== Mode.Waiting)
+    if (mode === Mode.Waiting) return this.fail(reason)
     this.finish()
     const res = this.res
     if (res.destroyed || res.writableEnded) return
@@ -376,16 +334,13 @@ export class RelayedRequest implements RelayCallHandler {
     }
     const rest = this.meteredChunks()
     if (rest) res.write(rest)
-    const message =
-      reason instanceof ApiError
-        ? reason.message
-        : `${this.up!.name} closed the connection before the answer was complete`
+    const message = reason.message
     res.end(`\n\nevent: error\ndata: ${JSON.stringify({ error: { message, type: 'upstream_error', code: 502 } })}\n\n`)
   }
 
   /** Spec 1, 6.1: exactly one SSE event named `error` carrying the upstream's error, then the end. */
   private answerStreamError(text: string): void {
-    this.writeHead(200, this.edgeHeaders().concat(SSE_HEADERS))
+    this.writeHead(200, SSE_HEADERS)
     this.res.end(`event: error\ndata: ${errorEventData(this.status, text, this.up!.name)}\n\n`)
   }
 
@@ -393,7 +348,7 @@ export class RelayedRequest implements RelayCallHandler {
   private answerPlainError(text: string): void {
     const res = this.res
     if (hasErrorObject(text)) {
-      this.writeHead(this.status, safeHeaderList(this.headers, ['content-length'], this.edgeHeaders()))
+      this.writeHead(this.status, safeHeaders(this.headers, ['content-length']))
       res.end(text)
       return
     }
@@ -420,16 +375,11 @@ export class RelayedRequest implements RelayCallHandler {
     return this.takeChunks()?.toString('utf8') ?? ''
   }
 
-  private endDeadline(): void {
-    if (this.deadline === null) return
-    this.deadline.cancel()
-    this.deadline = null
-  }
-
   /** Ends the work once: the deadline and the drain listener go (the close listener stays for the log). */
   private finish(): void {
     this.mode = Mode.Done
-    this.endDeadline()
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
     this.res.off('drain', this.onDrain)
   }
 }
@@ -452,19 +402,36 @@ async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal
   if (left.signal.aborted || res.destroyed) throw new ClientGone()
 }
 
-/** A relayed call's headers besides host and length, one list per kind. */
-const JSON_CALL_HEADERS: readonly string[] = ['content-type', 'application/json', 'accept', 'application/json']
-const STREAM_CALL_HEADERS: readonly string[] = ['content-type', 'application/json', 'accept', 'text/event-stream']
+/** A relayed call's headers besides host and length, one set per kind. */
+const JSON_CALL_HEADERS = { 'content-type': 'application/json', accept: 'application/json' }
+const STREAM_CALL_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' }
 
-/** An event stream's own headers, as a `writeHead` list. */
-const SSE_HEADERS: readonly string[] = [
-  'content-type',
-  'text/event-stream; charset=utf-8',
-  'cache-control',
-  'no-cache',
-  'x-accel-buffering',
-  'no',
-]
+/** An event stream's own headers. */
+const SSE_HEADERS: http.OutgoingHttpHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+}
+
+/**
+ * What an upstream's failure means for the client, by undici's error codes: no head in time is a
+ * 504; an answer that is not valid HTTP or a body that stalls is the upstream's fault (502); a
+ * connection lost before the head is `upstream_unreachable`, after it a cut answer.
+ */
+function upstreamFault(up: Upstream, err: Error, midAnswer: boolean): ApiError {
+  const code = (err as NodeJS.ErrnoException).code ?? ''
+  if (code === 'UND_ERR_HEADERS_TIMEOUT')
+    return new ApiError('upstream_timeout', `${up.name} sent no answer head in time`, { status: 504 })
+  if (code === 'UND_ERR_BODY_TIMEOUT')
+    return new ApiError('upstream_error', `${up.name} stopped sending mid-answer`, { status: 502 })
+  if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH')
+    return new ApiError('upstream_error', `${up.name} sent a malformed HTTP answer: ${err.message}`, { status: 502 })
+  if (midAnswer)
+    return new ApiError('upstream_error', `${up.name} closed the connection before the answer was complete`, {
+      status: 502,
+    })
+  return new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${describeNetError(err)}`)
+}
 
 /** True when a body is already OpenAI's error shape: a JSON object with an `error` object. */
 function hasErrorObject(text: string): boolean {

@@ -3,7 +3,7 @@ import { RELAY_JSON_BODY_LIMIT } from '../contract/relays'
 import type { Logger } from '../core/logger'
 import { sendJson } from '../http/respond'
 import type { ModelLists } from './modelLists'
-import { relayDeadlines, relayRoute, type LlmGate, type RelayRoute } from './proxy'
+import { relayRoute, type LlmGate, type RelayRoute } from './proxy'
 import type { RawRoute } from './rawRoute'
 import type { RequestLog } from './requestLog'
 import { embeddingsPath } from './search'
@@ -32,7 +32,6 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
     bodyLimit: RELAY_JSON_BODY_LIMIT,
     drainMs: d.drainMs,
     gate: d.gate,
-    deadlines: relayDeadlines(),
   }
   const llm = (path: string): RelayRoute => relayRoute(deps, { path, upstream: 'llm', upstreamPath: () => path })
   return new Map([
@@ -49,16 +48,13 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
   ])
 }
 
-/**
- * The relayed routes on the router (the path when the fast path is off; the server has armed the
- * body deadline already), and the merged model list.
- */
+/** The relayed routes on the router (the server has armed the body deadline already), and the merged model list. */
 export function mountProxyRoutes(
   router: Router,
   relayed: ReadonlyMap<string, RelayRoute>,
   d: { route: RawRoute; lists: ModelLists },
 ): void {
-  for (const [p, handler] of relayed) router.post(p, (req, res) => handler(req, res, 0))
+  for (const [p, handler] of relayed) router.post(p, handler)
   router.get(
     '/v1/models',
     d.route('/v1/models', async (_req, res) => sendJson(res, 200, await d.lists.openAiList())),

@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises'
 import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import { SPEECH_FORMATS, SpeechRequest } from '../contract/relays'
+import type { HttpAnswer } from '../core/httpClient'
 import { describeZodError } from '../core/invoke'
 import { probeWording, type ProbeStart } from './deepHealth'
 import { encodeMultipart } from './multipart'
@@ -183,7 +184,7 @@ export async function synthesize(
   speech: { input: string; voice: string; language: string; speed?: number },
   signal: AbortSignal,
   onWedged: (detail: string) => ProbeStart,
-): Promise<http.IncomingMessage> {
+): Promise<HttpAnswer> {
   const fields: [string, string][] = [
     ['text', speech.input],
     ['language', speech.language],
@@ -191,7 +192,7 @@ export async function synthesize(
   ]
   if (speech.speed !== undefined) fields.push(['speed', String(speech.speed)])
   const form = encodeMultipart(fields)
-  let res: http.IncomingMessage
+  let res: HttpAnswer
   try {
     res = await callUpstream(tts, {
       method: 'POST',
@@ -204,7 +205,7 @@ export async function synthesize(
     if (err instanceof UpstreamUnreachable) throw new ApiError('upstream_unreachable', err.message)
     throw err
   }
-  const status = res.statusCode ?? 502
+  const status = res.status
   if (status === 200) return res
   const detail = upstreamDetail(await readText(res).catch(() => ''))
   if (status >= 500) {
@@ -299,18 +300,17 @@ async function* dataChunk(first: Buffer, it: AsyncIterator<Buffer>, size: number
 }
 
 /** Answers `/v1/audio/speech` from the tts's WAV: as it is, or (`pcm`) its samples without the header. */
-export async function answerSpeech(
-  res: http.ServerResponse,
-  wav: http.IncomingMessage,
-  format: SpeechFormat,
-): Promise<void> {
+export async function answerSpeech(res: http.ServerResponse, wav: HttpAnswer, format: SpeechFormat): Promise<void> {
   if (format === 'wav') {
     const length = wav.headers['content-length']
-    res.writeHead(200, { 'content-type': 'audio/wav', ...(length ? { 'content-length': length } : {}) })
-    await pipeResponse(wav, res)
+    res.writeHead(200, {
+      'content-type': 'audio/wav',
+      ...(typeof length === 'string' ? { 'content-length': length } : {}),
+    })
+    await pipeResponse(wav.body, res)
     return
   }
-  const { format: sample, samples } = await wavSamples(wav)
+  const { format: sample, samples } = await wavSamples(wav.body)
   res.writeHead(200, {
     'content-type': 'audio/pcm',
     // Raw samples say nothing about themselves: the WAV header's facts, for the client.

@@ -3,6 +3,7 @@ import { PassThrough, Transform } from 'node:stream'
 import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import { DiarizedTranscript } from '../contract/gateway'
+import type { HttpAnswer } from '../core/httpClient'
 import type { Logger } from '../core/logger'
 import { probeWording, type ProbeStart } from './deepHealth'
 import { encodeMultipart, scanForFilePart, type FormFile } from './multipart'
@@ -92,12 +93,12 @@ export async function relayUpload(
     req.pipe(body)
     req.resume()
 
-    const headers: http.OutgoingHttpHeaders = {
+    const headers: Record<string, string | number | undefined> = {
       'content-type': req.headers['content-type'],
       accept: 'application/json',
     }
     if (Number.isFinite(declared)) headers['content-length'] = declared
-    let upRes: http.IncomingMessage
+    let upRes: HttpAnswer
     try {
       upRes = await callUpstream(asr, { method: 'POST', path: opts.path, headers, body: counter, signal: ac.signal })
     } catch (err) {
@@ -105,11 +106,11 @@ export async function relayUpload(
       if (err instanceof UpstreamUnreachable) throw new ApiError('upstream_unreachable', err.message)
       throw err
     }
-    const status = upRes.statusCode ?? 502
+    const status = upRes.status
     if (status >= 500) throw asrWedged(status, upstreamDetail(await readText(upRes).catch(() => '')), opts.onWedged)
     res.writeHead(status, passHeaders(upRes))
-    opts.usage?.watchBody(upRes)
-    await pipeResponse(upRes, res)
+    opts.usage?.watchBody(upRes.body)
+    await pipeResponse(upRes.body, res)
   } finally {
     idle.dispose()
     clearTimeout(timer)

@@ -40,7 +40,7 @@ export async function probeUpstreams(
       try {
         const res = await callUpstream(d.need(s.name), { method: 'GET', path: PROBE_PATH[s.name], signal: timeout })
         const latency = Math.round((performance.now() - t0) * 10) / 10
-        const status = res.statusCode ?? 0
+        const status = res.status
         const body = await readText(res)
         if (s.name === 'llm' && status === 200) llmModel = firstModelId(body)
         return {

@@ -1,6 +1,4 @@
-import http from 'node:http'
-import https from 'node:https'
-import { RelayConnections } from './relayConnections'
+import { Pool } from 'undici'
 import type { ServiceDirectory, ServiceName } from '../core/serviceDirectory'
 
 /** The services the gateway forwards to. */
@@ -10,30 +8,42 @@ export interface Upstream {
   readonly name: UpstreamName
   /** Origin (and base path for embeddings/vector), without a trailing slash. */
   readonly base: string
-  readonly agent: http.Agent
-  /** Keep-alive connections for the relayed JSON routes (chat, completions, embeddings). */
-  readonly relay: RelayConnections
-  /** The parsed base, so a call builds no URL object (this is the hot path of every proxied request). */
-  readonly target: {
-    readonly https: boolean
-    readonly hostname: string
-    readonly port: number
-    readonly basePath: string
-  }
+  /** The base URL's path without a trailing slash ('' at the root): every upstream path goes under it. */
+  readonly basePath: string
+  /** undici's keep-alive pool to the upstream's origin: every call to it goes through this. */
+  readonly pool: Pool
 }
 
+/** How long an upstream may take at each step of a call. */
+export interface UpstreamTimeouts {
+  /** To open a connection. */
+  readonly connectMs: number
+  /** From the request sent to the answer's whole head: a non-streamed generation sends its head at its end. */
+  readonly headersMs: number
+  /** Between two reads of the answer's body: an engine silent this long mid-answer is wedged. */
+  readonly bodyMs: number
+}
+
+export const DEFAULT_UPSTREAM_TIMEOUTS: UpstreamTimeouts = {
+  connectMs: 10_000,
+  headersMs: 30 * 60_000,
+  bodyMs: 5 * 60_000,
+}
+
+/** Connections per upstream; calls beyond wait in the pool's queue. */
+const MAX_CONNECTIONS = 256
+
 /**
- * Per upstream, one keep-alive agent (uploads, model lists, health) and the relays' own connections
- * (the relayed JSON routes, where the client's per-request cost shows; relayConnections.ts):
- * proxied requests reuse connections, so the gateway adds no TCP handshake per call. Where each
- * upstream lives comes from the service directory.
+ * Per upstream, one undici pool: proxied requests reuse keep-alive connections, so the gateway adds
+ * no TCP handshake per call. Where each upstream lives comes from the service directory.
  */
 export class Upstreams {
   private readonly cache = new Map<UpstreamName, Upstream>()
-  private readonly agents: http.Agent[] = []
-  private readonly relays: RelayConnections[] = []
 
-  constructor(private readonly services: ServiceDirectory) {}
+  constructor(
+    private readonly services: ServiceDirectory,
+    private readonly timeouts: UpstreamTimeouts = DEFAULT_UPSTREAM_TIMEOUTS,
+  ) {}
 
   /** The upstream, or null when the service is not configured (see `services.get(name).hint`). */
   get(name: UpstreamName): Upstream | null {
@@ -42,42 +52,21 @@ export class Upstreams {
     const base = this.services.get(name).baseUrl
     if (base === null) return null
     const u = new URL(base)
-    const secure = u.protocol === 'https:'
-    const opts = {
-      keepAlive: true,
-      keepAliveMsecs: 1000,
-      maxSockets: 256,
-      maxFreeSockets: 64,
-      scheduling: 'lifo' as const,
-    }
-    const agent = secure ? new https.Agent(opts) : new http.Agent(opts)
-    this.agents.push(agent)
-    const hostname = u.hostname.replace(/^\[|\]$/g, '')
-    const port = Number(u.port || (secure ? 443 : 80))
-    // The relay keeps its own deadline (the 30-minute timeout) for a long generation.
-    const relay = new RelayConnections({ https: secure, hostname, port, maxConnections: opts.maxSockets })
-    this.relays.push(relay)
-    const up: Upstream = {
-      name,
-      base,
-      agent,
-      relay,
-      target: {
-        https: secure,
-        hostname,
-        port,
-        basePath: u.pathname.replace(/\/+$/, ''),
-      },
-    }
+    const pool = new Pool(u.origin, {
+      connections: MAX_CONNECTIONS,
+      connectTimeout: this.timeouts.connectMs,
+      headersTimeout: this.timeouts.headersMs,
+      bodyTimeout: this.timeouts.bodyMs,
+      // uvicorn, which serves vLLM, closes idle connections after 5 s.
+      keepAliveTimeout: 4000,
+    })
+    const up: Upstream = { name, base, basePath: u.pathname.replace(/\/+$/, ''), pool }
     this.cache.set(name, up)
     return up
   }
 
   destroy(): void {
-    for (const a of this.agents) a.destroy()
-    this.agents.length = 0
-    for (const r of this.relays) r.destroy()
-    this.relays.length = 0
+    for (const up of this.cache.values()) up.pool.destroy().catch(() => undefined)
     this.cache.clear()
   }
 }

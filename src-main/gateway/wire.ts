@@ -1,9 +1,16 @@
-import http from 'node:http'
+import type http from 'node:http'
 import type { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { ApiError } from '../contract/errors'
-import { describeNetError, HttpUnreachable, readBody, sendRequest } from '../core/httpClient'
-import { jsonTooDeep, malformedJson, parseJsonText } from '../http/body'
-import { memberIsTrue, memberString, memberValue, scanJson } from './jsonScan'
+import {
+  describeNetError,
+  HttpUnreachable,
+  readBody,
+  sendRequest,
+  type AnswerHeaders,
+  type HttpAnswer,
+} from '../core/httpClient'
+import { parseJsonText } from '../http/body'
 import type { Upstream } from './upstreams'
 
 /** Low-level HTTP plumbing shared by every gateway route: JSON bodies and upstream calls. */
@@ -34,28 +41,23 @@ export interface RelayRequest {
   readonly streamOptions: unknown
 }
 
-const RELAY_MEMBERS = ['model', 'stream', 'stream_options'].map((name) => Buffer.from(name))
-
 /**
- * Reads a relayed request's body with the same 400s as parseJsonObject, by a scan that builds
- * nothing (gateway/jsonScan.ts): the three members the relay needs are all it reads.
+ * Reads a relayed request's body with the same 400s as parseJsonObject: the depth check, then
+ * JSON.parse. Only the three members the relay needs are read; the bytes go upstream as they came.
  */
 export function readRelayRequest(raw: Buffer): RelayRequest {
-  const scan = scanJson(raw, GATEWAY_JSON_DEPTH, RELAY_MEMBERS)
-  if (scan.error === 'too_deep') throw jsonTooDeep(GATEWAY_JSON_DEPTH)
-  if (scan.error !== null) throw malformedJson()
-  if (!scan.isObject) throw notAnObject()
+  const body = parseJsonObject(raw)
   return {
-    model: memberString(raw, scan, 0),
-    stream: memberIsTrue(raw, scan, 1),
-    streamOptions: memberValue(raw, scan, 2),
+    model: typeof body.model === 'string' ? body.model : null,
+    stream: body.stream === true,
+    streamOptions: body.stream_options,
   }
 }
 
 export interface UpstreamCall {
   readonly method: 'GET' | 'POST'
   readonly path: string
-  readonly headers?: http.OutgoingHttpHeaders
+  readonly headers?: Readonly<Record<string, string | number | undefined>>
   /** A Buffer is sent with its length; a stream is piped with backpressure. */
   readonly body?: Buffer | Readable
   readonly signal?: AbortSignal
@@ -72,27 +74,27 @@ export class UpstreamUnreachable extends Error {
   }
 }
 
-/** Sends one request to an upstream; resolves with its response as soon as the headers arrive. */
-export async function callUpstream(up: Upstream, call: UpstreamCall): Promise<http.IncomingMessage> {
-  const t = up.target
-  const head = {
-    hostname: t.hostname,
-    port: t.port,
-    path: t.basePath + call.path,
-    method: call.method,
-    headers: { ...call.headers },
-    agent: up.agent,
-  }
+/** Sends one request to an upstream's pool; resolves with its answer as soon as the head arrives. */
+export async function callUpstream(up: Upstream, call: UpstreamCall): Promise<HttpAnswer> {
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(call.headers ?? {}))
+    if (value !== undefined) headers[name.toLowerCase()] = String(value)
   try {
-    return await sendRequest(t.https, head, call.body, call.signal)
+    return await sendRequest(up.pool, {
+      path: up.basePath + call.path,
+      method: call.method,
+      headers,
+      body: call.body,
+      signal: call.signal,
+    })
   } catch (err) {
     throw err instanceof HttpUnreachable ? new UpstreamUnreachable(up, err.netError) : err
   }
 }
 
 /** Reads at most `limit` bytes of an upstream body as text (error bodies, small JSON); the rest is read and dropped. */
-export async function readText(res: http.IncomingMessage, limit = 64 * 1024): Promise<string> {
-  return (await readBody(res, limit, { truncate: true })).toString('utf8')
+export async function readText(answer: HttpAnswer, limit = 64 * 1024): Promise<string> {
+  return (await readBody(answer, limit, { truncate: true })).toString('utf8')
 }
 
 /** The human part of an upstream error body: `detail`, `error.message`, `message`, or the text itself. */
@@ -119,7 +121,7 @@ export async function upstreamJson<T = unknown>(
 ): Promise<{ status: number; value: T }> {
   const res = await callUpstream(up, call)
   const text = await readText(res, limit)
-  const status = res.statusCode ?? 502
+  const status = res.status
   if (status < 200 || status >= 300) throw new UpstreamStatus(up, status, upstreamDetail(text))
   try {
     return { status, value: JSON.parse(text) as T }
@@ -141,15 +143,13 @@ export class UpstreamStatus extends Error {
 }
 
 /** Upstream response headers safe to pass to the client. */
-export function passHeaders(res: http.IncomingMessage, drop: readonly string[] = []): http.OutgoingHttpHeaders {
-  return safeHeaders(res.headers, drop)
+export function passHeaders(answer: HttpAnswer, drop: readonly string[] = []): http.OutgoingHttpHeaders {
+  return safeHeaders(answer.headers, drop)
 }
 
 /**
  * Whether an upstream response header (lower-case name) may go on to the client: not hop-by-hop,
- * not a cookie, not one Node's server writes itself, not in `drop`. A switch, not a Set: a Set
- * hashes every name it is asked about, and a relayed answer's names are new strings each time
- * (docs/gateway-profile.md, twelfth pass).
+ * not a cookie, not one Node's server writes itself, not in `drop`.
  */
 function passes(k: string, drop: readonly string[]): boolean {
   switch (k) {
@@ -166,14 +166,11 @@ function passes(k: string, drop: readonly string[]): boolean {
     case 'date':
       return false
   }
-  return drop.length === 0 || !drop.includes(k)
+  return !drop.includes(k)
 }
 
 /** The headers of a response record (lower-case names) that may go on to the client. */
-export function safeHeaders(
-  headers: Readonly<Record<string, string | string[] | undefined>>,
-  drop: readonly string[] = [],
-): http.OutgoingHttpHeaders {
+export function safeHeaders(headers: AnswerHeaders, drop: readonly string[] = []): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {}
   for (const k in headers) {
     const v = headers[k]
@@ -183,30 +180,9 @@ export function safeHeaders(
 }
 
 /**
- * The safe ones of an answer's header list (name, value, …, names lower-cased) appended to `into`
- * as a `writeHead` list: Node writes such a list as it is, where an object after `setHeader` calls
- * goes through `setHeader` again.
+ * Pipes an upstream body to the client with backpressure; an upstream cut short cuts the client
+ * too (an error, never a hang), and a client that leaves aborts the upstream's body.
  */
-export function safeHeaderList(headers: readonly string[], drop: readonly string[], into: string[]): string[] {
-  for (let i = 0; i < headers.length; i += 2) if (passes(headers[i]!, drop)) into.push(headers[i]!, headers[i + 1]!)
-  return into
-}
-
-/** The first value of `name` (lower-case) in a header list, or undefined. */
-export function headerIn(headers: readonly string[], name: string): string | undefined {
-  for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) return headers[i + 1]
-  return undefined
-}
-
-/** Pipes an upstream body to the client; an upstream cut short cuts the client too (an error, never a hang). */
-export function pipeResponse(src: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    src.pipe(res)
-    src.once('error', () => undefined)
-    src.once('close', () => {
-      if (!src.complete && !res.destroyed) res.destroy()
-      resolve()
-    })
-    res.once('close', resolve)
-  })
+export async function pipeResponse(src: Readable, res: http.ServerResponse): Promise<void> {
+  await pipeline(src, res).catch(() => undefined)
 }

@@ -1,43 +1,64 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import { Deadlines, type Deadline } from '../core/deadlines'
-import { applyEdgeHeaders } from './requestState'
+import { applyEdgeHeaders, requestState, styleFor } from './requestState'
 import { sendError } from './respond'
 
 /**
  * The deadline for receiving a request body. Node's own `requestTimeout` is server-wide, and upload
  * routes may take hours on a slow link, so the server arms this per request and an upload route
  * replaces it with its idle timeout (`releaseBodyDeadline`). Only receiving is bounded: a proxied
- * generation may stream its answer for as long as it needs. The deadlines share lists and timers
- * (core/deadlines.ts): most requests end long before theirs.
+ * generation may stream its answer for as long as it needs. One plain timer per request, cleared
+ * when the body has been read or the request is gone.
  */
-const bodyDeadlines = new Deadlines<ServerResponse>((res, ms) => {
-  const req = res.req
-  waiting.delete(req)
-  if (req.complete || req.socket.destroyed) return
-  answerUnfinished(req, res, bodyTimeout(ms))
-})
-const waiting = new WeakMap<IncomingMessage, Deadline<ServerResponse>>()
+interface BodyDeadline {
+  /** Null once released: the request's listeners stay, so arming again adds none. */
+  timer: NodeJS.Timeout | null
+  /** When the timer fires (performance.now() milliseconds). */
+  dueAt: number
+}
+const waiting = new WeakMap<IncomingMessage, BodyDeadline>()
 
 export function armBodyDeadline(req: IncomingMessage, res: ServerResponse, ms: number): void {
   // A request that announces no body has nothing left to wait for once its headers are in.
   if (ms <= 0 || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return
-  waiting.set(req, bodyDeadlines.start(res, ms))
-  res.once('close', endBodyDeadline)
+  const dueAt = performance.now() + ms
+  let deadline = waiting.get(req)
+  if (deadline === undefined) {
+    deadline = { timer: null, dueAt }
+    waiting.set(req, deadline)
+    req.once('end', onBodyDone)
+    req.once('close', onBodyDone)
+  } else if (deadline.timer !== null) {
+    // Arming again never gives the body more time than it already had.
+    if (deadline.dueAt <= dueAt) return
+    clearTimeout(deadline.timer)
+  }
+  deadline.dueAt = dueAt
+  deadline.timer = setTimeout(bodyDeadlinePassed, ms, req, res, ms)
+  // A pending deadline does not keep the process alive on its own.
+  deadline.timer.unref()
 }
 
-/** On the response's close. An answer sent before the body was read keeps the deadline: the rest must still arrive in time. */
-function endBodyDeadline(this: ServerResponse): void {
-  if (this.req.complete) releaseBodyDeadline(this.req)
+function bodyDeadlinePassed(req: IncomingMessage, res: ServerResponse, ms: number): void {
+  releaseBodyDeadline(req)
+  if (req.complete || req.socket.destroyed) return
+  // In the shape of the surface the edge put the request on (OpenAI's error on /v1).
+  const path = (req.url ?? '/').split('?', 1)[0]!
+  answerUnfinished(req, res, bodyTimeout(ms), styleFor(requestState(res).surface, path))
+}
+
+/** The body was read to its end, or the request is gone. */
+function onBodyDone(this: IncomingMessage): void {
+  releaseBodyDeadline(this)
 }
 
 /** For upload routes, which bound their body by an idle timeout instead. */
 export function releaseBodyDeadline(req: IncomingMessage): void {
   const deadline = waiting.get(req)
-  if (deadline === undefined) return
-  deadline.cancel()
-  waiting.delete(req)
+  if (deadline === undefined || deadline.timer === null) return
+  clearTimeout(deadline.timer)
+  deadline.timer = null
 }
 
 /**

@@ -24,19 +24,13 @@ export function edgeOf(core: Core): EdgeDeps {
 }
 
 /**
- * The one place every request passes first, on the router and on the fast path alike: its surface
- * and client address, baseline headers and CORS, then credentials. True when the request may go
- * on; false when it was answered here (a preflight, a 401, a 429). `holdHeaders`: see enterSurface.
+ * The one place every request passes first: its surface and client address, baseline headers and
+ * CORS, then credentials. True when the request may go on; false when it was answered here (a
+ * preflight, a 401, a 429).
  */
-export function admitAtEdge(
-  edge: EdgeDeps,
-  req: IncomingMessage,
-  res: ServerResponse,
-  path: string,
-  holdHeaders = false,
-): boolean {
+export function admitAtEdge(edge: EdgeDeps, req: IncomingMessage, res: ServerResponse, path: string): boolean {
   const st = requestState(res)
-  if (!enterSurface(req, res, path, st, edge.resolveClient, holdHeaders)) return false
+  if (!enterSurface(req, res, path, st, edge.resolveClient)) return false
   const refused = checkCredentials(edge.credentials, edge.adminCheck, req, res, st)
   if (refused === null) return true
   sendError(res, refused, styleFor(st.surface, path))

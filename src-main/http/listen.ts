@@ -3,7 +3,6 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { Core } from '../core/app'
 import { addressMatcher, limitKeyOf } from '../core/netAddress'
 import { armBodyDeadline } from './bodyDeadline'
-import { createFastPath } from './fastPath'
 import { createHttpApp, type HttpAppOptions } from './server'
 
 export interface RunningServer {
@@ -54,7 +53,6 @@ export async function startHttpServer(
     ...given,
   }
   let app = createHttpApp(core, appOptions)
-  let fast = createFastPath(core, limits.bodyTimeoutMs)
   const server = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
     // Node's request timeout is server-wide; bodies are bounded per request below instead.
@@ -66,9 +64,6 @@ export async function startHttpServer(
   server.on('connection', connectionLimiter(limits))
   // One listener: an emit with several listeners copies the listener list on every request.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    // The hot POST routes (relays, unguarded contract calls) skip the router's chain; everything else, and
-    // all of it when the switch is off, takes it.
-    if (fast !== null && fast(req, res)) return
     armBodyDeadline(req, res, limits.bodyTimeoutMs)
     app(req, res)
   })
@@ -87,7 +82,6 @@ export async function startHttpServer(
     url: `http://${shownHost}:${addr.port}`,
     replaceCore(next) {
       app = createHttpApp(next, appOptions)
-      fast = createFastPath(next, limits.bodyTimeoutMs)
       trusted = addressMatcher(next.config.trustedProxies)
     },
     close: () =>

@@ -69,14 +69,18 @@ function lastResort(logger: Logger): ErrorRequestHandler {
     const type = (err as { type?: string }).type
     if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', 'body too large'), style)
     if (type === 'entity.parse.failed') return sendError(res, new ApiError('bad_input', 'malformed JSON body'), style)
+    // The router's own refusal of a path parameter it cannot decode.
+    if (err instanceof URIError)
+      return sendError(res, new ApiError('not_found', 'no such path: not valid percent-encoding'), style)
     sendError(res, toPublicError(err, logger), style)
   }
 }
 
 /**
- * The HTTP face of Tandem, as the named steps every request passes in order: the edge (its surface
- * and client address, credentials; shared with the fast path, http/fastPath.ts), the same-origin guard, contract routes (each method's own rate
- * limit is spent in the shared pipeline), the domains' own routes, the dashboard, and 404.
+ * The HTTP face of Tandem and its one dispatcher, as the named steps every request passes in order:
+ * the edge (its surface and client address, credentials), the same-origin guard, contract routes
+ * (each method's own rate limit is spent in the shared pipeline), the domains' own routes, the
+ * dashboard, and 404.
  */
 export function createHttpApp(core: Core, opts: HttpAppOptions = {}): express.Express {
   const app = express()

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { parse as parseCookieHeader, serialize } from 'cookie'
+import { parseCookie, stringifySetCookie } from 'cookie'
 
 export const SESSION_COOKIE = 'tandem_session'
 
@@ -7,7 +7,7 @@ export const SESSION_COOKIE = 'tandem_session'
 export function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined
   try {
-    return parseCookieHeader(header)[name]
+    return parseCookie(header)[name]
   } catch {
     return undefined
   }
@@ -23,7 +23,9 @@ export function setSessionCookie(
 ): void {
   res.appendHeader(
     'Set-Cookie',
-    serialize(SESSION_COOKIE, value, {
+    stringifySetCookie({
+      name: SESSION_COOKIE,
+      value,
       httpOnly: true,
       sameSite: 'strict',
       path: '/',
@@ -38,6 +40,14 @@ export function setSessionCookie(
 export function clearSessionCookie(res: ServerResponse, secure: boolean): void {
   res.appendHeader(
     'Set-Cookie',
-    serialize(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/', expires: new Date(1), secure }),
+    stringifySetCookie({
+      name: SESSION_COOKIE,
+      value: '',
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      expires: new Date(1),
+      secure,
+    }),
   )
 }

@@ -15,6 +15,9 @@ import { sqliteOptions } from '../core/nativeBinding'
 import { MIGRATIONS, type Migration } from './migrations'
 
 export type LicensingDb = Database.Database
+
+/** Bytes the write-ahead log file is truncated to after a checkpoint (SQLite's `journal_size_limit`). */
+export const WAL_SIZE_LIMIT = 16 * 1024 * 1024
 export type { Migration }
 
 export interface OpenOptions {
@@ -55,6 +58,12 @@ export function openLicensingDb(file: string, opts: OpenOptions = {}): Licensing
     // Up to 64 MB of pages kept (SQLite's default is 2 MB): a shop's licenses and the validation
     // log's recent pages stay in memory, and a validate seldom reads a page from the file.
     db.pragma('cache_size = -65536')
+    // SQLite's own checkpoint, on the commit that grows the log past 1,000 pages (4 MB): it keeps
+    // the log bounded under steady writes, which a PASSIVE checkpoint from a second connection did
+    // not (the log reached 300 MB in 15 s of validation-log batches; docs/benchmarks.md).
+    db.pragma('wal_autocheckpoint = 1000')
+    // A log grown by one large transaction (a migration, a bulk import) is cut back after its checkpoint.
+    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`)
     runMigrations(db, opts.migrations ?? MIGRATIONS, { upTo: opts.upTo, now: opts.now })
     return db
   } catch (err) {

@@ -9,7 +9,6 @@ import type { Router } from 'express'
 import type { licensingContract } from '../contract/licensing'
 import type { ComponentHealth } from '../contract/system'
 import type { CoreDeps, DomainModule } from '../core/module'
-import { WalCheckpointer } from '../core/walCheckpointer'
 import { adminHandlers } from './adminApi'
 import { buyerHandlers } from './buyerApi'
 import type { LicensingDb } from './db'
@@ -41,8 +40,6 @@ function licensingModule(services: LicensingServices): LicensingModule {
   const buyer = buyerHandlers(services)
   const admin = adminHandlers(services)
   const payments = createPayments(services)
-  // Checkpoints off the event loop while the module runs (core/walCheckpointer.ts).
-  let checkpointer: WalCheckpointer | null = null
 
   return {
     name: 'licensing',
@@ -60,17 +57,11 @@ function licensingModule(services: LicensingServices): LicensingModule {
       payments.mountRoutes(router)
     },
     start() {
-      checkpointer ??= WalCheckpointer.start(
-        services.db,
-        services.deps.config.paths.licensingDb,
-        services.deps.logger.child('checkpoints'),
-      )
       services.validationLog.start()
       payments.start()
     },
     async stop() {
       await payments.stop()
-      await checkpointer?.stop()
       services.close()
     },
   }

@@ -1,6 +1,7 @@
 import { createParser } from 'eventsource-parser'
-import { contract, type MethodName } from '../../src-main/contract'
-import { splitRoute, type MethodDef } from '../../src-main/contract/define'
+import { routes } from 'virtual:contract-data'
+import type { MethodName } from '../../src-main/contract'
+import type { HttpVerb } from '../../src-main/contract/define'
 import {
   ABORTED,
   BackendError,
@@ -13,10 +14,9 @@ import {
 
 /** Fills `:param` segments from the input; the rest goes to the query (GET/DELETE) or the JSON body. */
 export function buildRequest(
-  def: MethodDef,
+  [verb, path]: readonly [HttpVerb, string],
   input: Record<string, unknown>,
 ): { verb: string; path: string; body?: string } {
-  const { verb, path } = splitRoute(def.http)
   const rest: Record<string, unknown> = { ...input }
   const filled = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_m, name: string) => {
     const v = rest[name]
@@ -50,7 +50,7 @@ export function httpApi(origin: string, onUnauthorized: () => void = () => undef
   return {
     transport: 'http',
     async call<M extends MethodName>(method: M, input: InputOf<M>, opts: CallOptions = {}): Promise<OutputOf<M>> {
-      const req = buildRequest(contract[method], (input ?? {}) as Record<string, unknown>)
+      const req = buildRequest(routes[method], (input ?? {}) as Record<string, unknown>)
       let res: Response
       try {
         res = await fetch(origin + req.path, {
@@ -72,7 +72,7 @@ export function httpApi(origin: string, onUnauthorized: () => void = () => undef
       return (await res.json()) as OutputOf<M>
     },
     subscribe<M extends MethodName>(method: M, input: InputOf<M>, h: StreamHandlers<OutputOf<M>>): () => void {
-      const req = buildRequest(contract[method], (input ?? {}) as Record<string, unknown>)
+      const req = buildRequest(routes[method], (input ?? {}) as Record<string, unknown>)
       // EventSource can only GET; a POST stream (explain-updates) is read from a fetch body.
       if (req.verb !== 'GET') return postStream(origin, req, h)
       const es = new EventSource(origin + req.path, { withCredentials: false })

@@ -27,6 +27,38 @@ const HISTORY_MS = 15 * 60 * 1000
 /** The connectivity log the daemon keeps (spec 1, 2.7). */
 const MAX_LOG = 200
 
+type NodeReading = Extract<Snapshot['node1'], { status: 'ok' }>
+type SavedReading = OutputOf<'getHardwareHistory'>['node1'][number]
+
+/** A live reading as a chart sample at `t` (seconds). */
+function sampleOf(hw: NodeReading, t: number): Sample {
+  return {
+    t,
+    util: hw.gpu?.utilization_pct ?? null,
+    temp: hw.gpu?.temperature_c ?? null,
+    load1: hw.load[0] ?? null,
+    ramUsed: hw.ram?.used_bytes ?? null,
+    ramTotal: hw.ram?.total_bytes ?? null,
+    gpuMemUsed: hw.gpu?.memory_used_bytes ?? null,
+    gpuMemTotal: hw.gpu?.memory_total_bytes ?? null,
+  }
+}
+
+/** A reading the server kept, as a chart sample. */
+function savedSample(x: SavedReading): Sample {
+  return {
+    t: Math.round(x.at / 1000),
+    util: x.gpu_utilization_pct,
+    temp: x.gpu_temperature_c,
+    load1: x.load1,
+    // Readings saved by an older daemon have no memory figures.
+    ramUsed: x.ram_used_bytes ?? null,
+    ramTotal: x.ram_total_bytes ?? null,
+    gpuMemUsed: x.gpu_memory_used_bytes ?? null,
+    gpuMemTotal: x.gpu_memory_total_bytes ?? null,
+  }
+}
+
 /**
  * The cluster as the dashboard sees it: read once, then kept current by push events (hardware
  * snapshots, connectivity transitions, service state changes) instead of polling.
@@ -56,16 +88,7 @@ export const useClusterStore = defineStore('cluster', () => {
       const list = history[name]
       const t = Math.round(hw.probed_at / 1000)
       if ((list.at(-1)?.t ?? 0) >= t) continue
-      list.push({
-        t,
-        util: hw.gpu?.utilization_pct ?? null,
-        temp: hw.gpu?.temperature_c ?? null,
-        load1: hw.load[0] ?? null,
-        ramUsed: hw.ram?.used_bytes ?? null,
-        ramTotal: hw.ram?.total_bytes ?? null,
-        gpuMemUsed: hw.gpu?.memory_used_bytes ?? null,
-        gpuMemTotal: hw.gpu?.memory_total_bytes ?? null,
-      })
+      list.push(sampleOf(hw, t))
       while (list.length > 0 && list[0]!.t < (Date.now() - HISTORY_MS) / 1000) list.shift()
     }
   }
@@ -80,18 +103,7 @@ export const useClusterStore = defineStore('cluster', () => {
   async function loadHistory(): Promise<void> {
     try {
       const h = await useApi().call('getHardwareHistory', {})
-      for (const name of ['node1', 'node2'] as const)
-        history[name] = h[name].map((x) => ({
-          t: Math.round(x.at / 1000),
-          util: x.gpu_utilization_pct,
-          temp: x.gpu_temperature_c,
-          load1: x.load1,
-          // Readings saved by an older daemon have no memory figures.
-          ramUsed: x.ram_used_bytes ?? null,
-          ramTotal: x.ram_total_bytes ?? null,
-          gpuMemUsed: x.gpu_memory_used_bytes ?? null,
-          gpuMemTotal: x.gpu_memory_total_bytes ?? null,
-        }))
+      for (const name of ['node1', 'node2'] as const) history[name] = h[name].map(savedSample)
     } catch {
       // The charts fill from hardware events instead.
     }

@@ -1,13 +1,14 @@
-// Gateway bench (issues 4, 15): direct vs Debian nginx vs Tandem vs two bare Node proxies in front of
-// the same fake llm, at 1, 16 and 64 concurrent clients: the bare Node proxy (Node's HTTP server and
-// undici, none of Tandem's work) and the Node floor (Node's HTTP server and Tandem's own relay
-// client, none of Tandem's other work: what Tandem would cost if it did nothing but relay); a 200 MB
-// upload through /v1/audio/transcriptions with Tandem's peak RSS growth; and the scrub corpus's
-// precision and recall. Loopback only, every loop bounded.
-// Run: npx tsx test/bench/gateway.mts   (prints each target beside its ratio, met / not met, and
-//      writes the tables into docs/benchmarks.md, Gateway section)
-//      npx tsx test/bench/gateway.mts --profile   (Tandem alone under --cpu-prof, fast path on and
-//      off: where a relayed request's CPU time goes, written into docs/gateway-profile.md)
+// Gateway bench (issue 30): what an LLM client feels through Tandem, beside Debian's nginx and the
+// Node floor (Node's HTTP server relaying through undici's Pool, doing nothing else), all in front
+// of the same fake llm: non-stream requests per second and latency; 64 streams paced like a real
+// engine (50 ms to the first token, then 100 tokens at 20 ms each) with time to first token, the
+// gaps between chunks and each proxy's CPU per 1,000 relayed chunks; a 200 MB upload through
+// /v1/audio/transcriptions with Tandem's peak RSS growth; /v1/validate's rate; the scrub corpus's
+// precision and recall; and the source lines of src-main/gateway and src-main/http. Loopback only,
+// every loop bounded; targets are printed as met / not met, never asserted.
+// Run: npx tsx test/bench/gateway.mts   (writes the tables into docs/benchmarks.md, Gateway section)
+//      npx tsx test/bench/gateway.mts --profile   (Tandem and the Node floor under --cpu-prof: where a
+//      relayed request's CPU time goes, written into docs/gateway-profile.md)
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
@@ -21,16 +22,21 @@ const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 
-/** Child: the bare Node proxy (Node's HTTP server and undici, nothing of Tandem's), the floor Tandem stands on. */
+/** Child: the Node floor (Node's HTTP server and undici's Pool, nothing of Tandem's). */
 async function runBareProxy(): Promise<void> {
   const { runBareProxyRole } = await import('./lib/bareProxy')
   await runBareProxyRole()
 }
 
-/** Child: the fake llm and asr, in their own process so they do not share the load generator's CPU. */
+/** A paced engine: 50 ms to the first token (30 ms prefill, then the first chunk's 20 ms), then one token per 20 ms. */
+const PREFILL_MS = 30
+const TOKEN_MS = 20
+const PACED_TOKENS = 100
+
+/** Child: the fake llm (paced streams, instant plain answers) and asr, in their own process. */
 async function runUpstream(): Promise<void> {
   const { startFakeLlm, startFakeAsr } = await import('../sim/http/index')
-  const llm = await startFakeLlm()
+  const llm = await startFakeLlm({ chunkDelayMs: TOKEN_MS, prefillMs: PREFILL_MS })
   const asr = await startFakeAsr()
   process.stdout.write(JSON.stringify({ llm: llm.port, asr: asr.port }) + '\n')
   process.stdin.resume()
@@ -117,33 +123,43 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 let agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
 
-/** One request; resolves with time to first body byte, total time and the number of SSE data events. */
-function request(
-  base: string,
-  p: string,
-  method: 'GET' | 'POST',
-  body?: string,
-): Promise<{ ttfb: number; total: number; chunks: number; status: number }> {
+interface Answer {
+  /** Request start to the first body byte (ms). */
+  ttfb: number
+  total: number
+  /** SSE data events received. */
+  chunks: number
+  /** Times between reads that carried events (ms). */
+  gaps: number[]
+  status: number
+}
+
+/** One request; resolves with its timings and the SSE data events it carried. */
+function request(base: string, p: string, body: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now()
     const req = http.request(
       base + p,
       {
-        method,
+        method: 'POST',
         agent,
-        headers: body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {},
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
         let ttfb = -1
         let chunks = 0
-        let tail = ''
+        let last = -1
+        const gaps: number[] = []
         res.on('data', (c: Buffer) => {
-          if (ttfb < 0) ttfb = performance.now() - t0
-          const s = tail + c.toString('latin1')
-          chunks += s.split('data: ').length - 1
-          tail = s.slice(-6)
+          const now = performance.now()
+          if (ttfb < 0) ttfb = now - t0
+          const n = c.toString('latin1').split('data: ').length - 1
+          if (n === 0) return
+          chunks += n
+          if (last >= 0) gaps.push(now - last)
+          last = now
         })
-        res.on('end', () => resolve({ ttfb, total: performance.now() - t0, chunks, status: res.statusCode ?? 0 }))
+        res.on('end', () => resolve({ ttfb, total: performance.now() - t0, chunks, gaps, status: res.statusCode ?? 0 }))
         res.on('error', reject)
       },
     )
@@ -151,16 +167,6 @@ function request(
     req.on('error', reject)
     req.end(body)
   })
-}
-
-interface Load {
-  p50: number
-  p99: number
-  rps: number
-  ttfbP50: number
-  chunksPerS: number
-  /** The proxy's CPU (user + system) per request during the load, µs; NaN for direct. */
-  cpuUs: number
 }
 
 const CLOCK_TICK_US = 10_000 // Linux's USER_HZ (100) in µs
@@ -176,34 +182,28 @@ function cpuTicks(pid: number): number {
   return ticks
 }
 
-/** `load`, with the proxy's CPU per request measured around it when the proxy's pid is known. */
-async function loadWithCpu(pid: number | undefined, ...args: Parameters<typeof load>): Promise<Load> {
-  const before = pid === undefined ? 0 : cpuTicks(pid)
-  const result = await load(...args)
-  if (pid !== undefined) result.cpuUs = ((cpuTicks(pid) - before) * CLOCK_TICK_US) / result.count
-  return result
+interface Plain {
+  p50: number
+  p99: number
+  rps: number
 }
 
-/** `total` requests spread over `clients` concurrent loops (bounded by count and by `maxMs`). */
-async function load(
+const CHAT = JSON.stringify({ model: 'sim/Qwen3-8B-Instruct', messages: [{ role: 'user', content: 'hello bench' }] })
+const PACED = JSON.stringify({ model: 'sim/Qwen3-8B-Instruct', prompt: 'x', max_tokens: PACED_TOKENS, stream: true })
+
+/** `total` requests to `p` spread over `clients` concurrent loops (bounded by count and by `maxMs`). */
+async function plainLoad(
   base: string,
   clients: number,
   total: number,
-  stream: boolean,
+  p = '/v1/chat/completions',
+  body = CHAT,
   maxMs = 20_000,
-): Promise<Load & { count: number }> {
+): Promise<Plain> {
   agent.destroy()
   agent = new http.Agent({ keepAlive: true, maxSockets: clients })
-  const body = JSON.stringify(
-    stream
-      ? { model: 'sim/Qwen3-8B-Instruct', prompt: 'x', max_tokens: 200, stream: true }
-      : { model: 'sim/Qwen3-8B-Instruct', messages: [{ role: 'user', content: 'hello bench' }] },
-  )
-  const p = stream ? '/v1/completions' : '/v1/chat/completions'
-  for (let i = 0; i < Math.min(clients, 8); i++) await request(base, p, 'POST', body) // warm connections
+  for (let i = 0; i < Math.min(clients, 8); i++) await request(base, p, body) // warm connections
   const lat: number[] = []
-  const ttfb: number[] = []
-  let chunks = 0
   let started = 0
   const t0 = performance.now()
   const deadline = t0 + maxMs
@@ -211,43 +211,56 @@ async function load(
     Array.from({ length: clients }, async () => {
       while (started < total && performance.now() < deadline) {
         started++
-        const r = await request(base, p, 'POST', body)
+        const r = await request(base, p, body)
         if (r.status !== 200) throw new Error(`${base}${p} answered ${r.status}`)
         lat.push(r.total)
-        ttfb.push(r.ttfb)
+      }
+    }),
+  )
+  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: lat.length / ((performance.now() - t0) / 1000) }
+}
+
+interface Paced {
+  ttftP99: number
+  gapP99: number
+  errors: number
+  chunks: number
+  /** The proxy's CPU per 1,000 relayed chunks (ms); NaN for direct. */
+  cpuPer1000: number
+}
+
+/** `clients` paced streams at once, `waves` times over, with the proxy's CPU measured around them. */
+async function pacedLoad(base: string, pid: number | undefined, clients = 64, waves = 2): Promise<Paced> {
+  agent.destroy()
+  agent = new http.Agent({ keepAlive: true, maxSockets: clients })
+  const ttft: number[] = []
+  const gaps: number[] = []
+  let errors = 0
+  let chunks = 0
+  const before = pid === undefined ? 0 : cpuTicks(pid)
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      for (let w = 0; w < waves; w++) {
+        const r = await request(base, '/v1/completions', PACED).catch(() => null)
+        // Every token, the last empty chunk and [DONE].
+        if (r === null || r.status !== 200 || r.chunks < PACED_TOKENS + 2) errors++
+        if (r === null) continue
+        ttft.push(r.ttfb)
+        gaps.push(...r.gaps)
         chunks += r.chunks
       }
     }),
   )
-  const elapsed = (performance.now() - t0) / 1000
-  return {
-    count: lat.length,
-    cpuUs: NaN,
-    p50: pct(lat, 50),
-    p99: pct(lat, 99),
-    rps: lat.length / elapsed,
-    ttfbP50: pct(ttfb, 50),
-    chunksPerS: chunks / elapsed,
-  }
+  const cpuMs = pid === undefined ? NaN : ((cpuTicks(pid) - before) * CLOCK_TICK_US) / 1000
+  return { ttftP99: pct(ttft, 99), gapP99: pct(gaps, 99), errors, chunks, cpuPer1000: (1000 * cpuMs) / chunks }
 }
 
-const ROUNDS = 5
-/** Requests and streams each target serves before the measured rounds. */
+const ROUNDS = 3
+/** Requests each target serves before the measured rounds. */
 const WARM_UP_REQUESTS = 10_000
-const WARM_UP_STREAMS = 300
 
-/** Metric by metric, the median over rounds. */
-function median(rounds: { plain: Load; stream: Load }[]): { plain: Load; stream: Load } {
-  const mid = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-  const of = (pick: (r: { plain: Load; stream: Load }) => Load): Load => ({
-    p50: mid(rounds.map((r) => pick(r).p50)),
-    p99: mid(rounds.map((r) => pick(r).p99)),
-    rps: mid(rounds.map((r) => pick(r).rps)),
-    ttfbP50: mid(rounds.map((r) => pick(r).ttfbP50)),
-    chunksPerS: mid(rounds.map((r) => pick(r).chunksPerS)),
-    cpuUs: mid(rounds.map((r) => pick(r).cpuUs)),
-  })
-  return { plain: of((r) => r.plain), stream: of((r) => r.stream) }
+function mid(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 }
 
 function pct(xs: number[], q: number): number {
@@ -337,85 +350,6 @@ async function scrubScores(): Promise<{
   return { precision: tp / (tp + fp || 1), recall: tp / (tp + fn || 1), examples: corpus.examples.length, tp, fp, fn }
 }
 
-type Results = Record<string, Record<number, { plain: Load; stream: Load }>>
-
-interface TargetRow {
-  what: string
-  value: string
-  /** The same figure for the bare Node proxy: what Node's HTTP server and undici reach with none of Tandem's work. */
-  bare: string
-  /** The same figure for the Node floor: Node's HTTP server and Tandem's relay client, nothing else. */
-  floor: string
-  target: string
-  met: boolean
-}
-
-/** Issue 15's targets, each measured value beside its target (ratios within this one run). */
-function targetRows(r: Results, uploadGrowthMb: number): TargetRow[] {
-  const rows: TargetRow[] = []
-  const each = (
-    what: string,
-    target: string,
-    figure: (proxy: Results[string]) => number,
-    show: (x: number) => string,
-    met: (x: number) => boolean,
-  ): void => {
-    const value = figure(r.tandem!)
-    rows.push({
-      what,
-      value: show(value),
-      bare: show(figure(r.bare!)),
-      floor: show(figure(r.floor!)),
-      target,
-      met: met(value),
-    })
-  }
-  for (const c of [16, 64])
-    each(
-      `non-stream req/s vs nginx, ${c} clients`,
-      '≥ 75 %',
-      (p) => p[c]!.plain.rps / r.nginx![c]!.plain.rps,
-      pctOf,
-      (x) => x >= 0.75,
-    )
-  for (const [c, limit] of [
-    [1, 1],
-    [16, 1.5],
-  ] as const)
-    each(
-      `added p50 over direct, ${c} client${c > 1 ? 's' : ''}`,
-      `< ${limit} ms`,
-      (p) => p[c]!.plain.p50 - r.direct![c]!.plain.p50,
-      msOf,
-      (x) => x < limit,
-    )
-  for (const c of [16, 64])
-    each(
-      `stream chunks/s vs nginx, ${c} clients`,
-      '≥ 90 %',
-      (p) => p[c]!.stream.chunksPerS / r.nginx![c]!.stream.chunksPerS,
-      pctOf,
-      (x) => x >= 0.9,
-    )
-  for (const c of [1, 16, 64])
-    each(
-      `stream TTFB p50 minus nginx's, ${c} client${c > 1 ? 's' : ''}`,
-      '≤ 0.5 ms',
-      (p) => p[c]!.stream.ttfbP50 - r.nginx![c]!.stream.ttfbP50,
-      msOf,
-      (x) => x <= 0.5,
-    )
-  rows.push({
-    what: '200 MB upload, Tandem RSS growth',
-    value: `${uploadGrowthMb.toFixed(1)} MB`,
-    bare: '',
-    floor: '',
-    target: '< 64 MB',
-    met: uploadGrowthMb < 64,
-  })
-  return rows
-}
-
 const msOf = (x: number): string => `${x.toFixed(2)} ms`
 
 const pctOf = (x: number): string => `${(100 * x).toFixed(0)} %`
@@ -432,109 +366,169 @@ function writeSection(doc: string, name: string, text: string): void {
     )
 }
 
+/** Source lines of every .ts file under `dir`, at any depth. */
+function sourceLines(dir: string): number {
+  let n = 0
+  for (const entry of fs.readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true }))
+    if (entry.isFile() && entry.name.endsWith('.ts'))
+      n += fs.readFileSync(path.join(entry.parentPath, entry.name), 'utf8').split('\n').length - 1
+  return n
+}
+
+/** The lines of src-main/gateway and src-main/http before issue 30 (the commit it was filed on). */
+const LINES_BEFORE = { gateway: 6080, http: 1297 }
+
+interface Figures {
+  plain1: Record<string, Plain>
+  plain16: Record<string, Plain>
+  paced: Record<string, Paced>
+}
+
+/** Issue 30's targets, each measured value beside its target (ratios within this one run). */
+function goals(
+  f: Figures,
+  growthMb: number,
+  validateRps: number,
+): { what: string; value: string; target: string; met: boolean }[] {
+  const ofFloor = f.plain16.tandem!.rps / f.plain16.floor!.rps
+  const ttft = f.paced.tandem!.ttftP99 - f.paced.nginx!.ttftP99
+  const gap = f.paced.tandem!.gapP99 - f.paced.nginx!.gapP99
+  const added = f.plain1.tandem!.p50 - f.plain1.direct!.p50
+  return [
+    {
+      what: 'non-stream req/s vs the Node floor, 16 connections',
+      value: pctOf(ofFloor),
+      target: '≥ 85 %',
+      met: ofFloor >= 0.85,
+    },
+    { what: "64 paced streams: TTFT p99 minus nginx's", value: msOf(ttft), target: '≤ 3 ms', met: ttft <= 3 },
+    { what: "64 paced streams: chunk-gap p99 minus nginx's", value: msOf(gap), target: '≤ 2 ms', met: gap <= 2 },
+    {
+      what: '64 paced streams: errors',
+      value: String(f.paced.tandem!.errors),
+      target: '0',
+      met: f.paced.tandem!.errors === 0,
+    },
+    {
+      what: '200 MB upload, Tandem RSS growth',
+      value: `${growthMb.toFixed(1)} MB`,
+      target: '< 64 MB',
+      met: growthMb < 64,
+    },
+    {
+      what: '/v1/validate req/s, 16 connections',
+      value: validateRps.toFixed(0),
+      target: '≥ 3,000',
+      met: validateRps >= 3000,
+    },
+    { what: 'added p50 over direct, 1 client', value: msOf(added), target: '< 1 ms', met: added < 1 },
+  ]
+}
+
+/** Every target's figures, ROUNDS interleaved rounds in a rotating order, the median round of each. */
+async function measure(targets: Record<string, string>, pids: Record<string, number | undefined>): Promise<Figures> {
+  const names = Object.keys(targets)
+  // Steady state, as a daemon that has run for a while is: the Node proxies' hot code optimised first.
+  for (const name of names) await plainLoad(targets[name]!, 16, WARM_UP_REQUESTS)
+  const rounds: { plain1: Plain; plain16: Plain; paced: Paced }[][] = names.map(() => [])
+  for (let round = 0; round < ROUNDS; round++)
+    for (let k = 0; k < names.length; k++) {
+      const at = (k + round) % names.length
+      const base = targets[names[at]!]!
+      rounds[at]!.push({
+        plain1: await plainLoad(base, 1, 1000),
+        plain16: await plainLoad(base, 16, 4000),
+        paced: await pacedLoad(base, pids[names[at]!]),
+      })
+    }
+  const f: Figures = { plain1: {}, plain16: {}, paced: {} }
+  names.forEach((name, i) => {
+    const rs = rounds[i]!
+    const plain = (pick: (r: (typeof rs)[0]) => Plain): Plain => ({
+      p50: mid(rs.map((r) => pick(r).p50)),
+      p99: mid(rs.map((r) => pick(r).p99)),
+      rps: mid(rs.map((r) => pick(r).rps)),
+    })
+    f.plain1[name] = plain((r) => r.plain1)
+    f.plain16[name] = plain((r) => r.plain16)
+    f.paced[name] = {
+      ttftP99: mid(rs.map((r) => r.paced.ttftP99)),
+      gapP99: mid(rs.map((r) => r.paced.gapP99)),
+      errors: rs.reduce((n, r) => n + r.paced.errors, 0),
+      chunks: mid(rs.map((r) => r.paced.chunks)),
+      cpuPer1000: mid(rs.map((r) => r.paced.cpuPer1000)),
+    }
+  })
+  return f
+}
+
+function tables(f: Figures): string[] {
+  const names = Object.keys(f.plain16)
+  const cpu = (x: number): string => (Number.isNaN(x) ? '' : x.toFixed(1))
+  return [
+    '| target | 1 client p50 ms | 16 clients p50 ms | p99 ms | req/s | 64 paced streams: TTFT p99 ms | chunk-gap p99 ms | errors | CPU ms per 1,000 chunks |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...names.map((n) => {
+      const [a, b, c] = [f.plain1[n]!, f.plain16[n]!, f.paced[n]!]
+      return `| ${n} | ${a.p50.toFixed(2)} | ${b.p50.toFixed(2)} | ${b.p99.toFixed(2)} | ${b.rps.toFixed(0)} | ${c.ttftP99.toFixed(2)} | ${c.gapP99.toFixed(2)} | ${c.errors} | ${cpu(c.cpuPer1000)} |`
+    }),
+  ]
+}
+
 async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0]!
   const up = await child(['--role=upstream'])
   const llmPort = up.info.llm as number
   const asrPort = up.info.asr as number
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
-  // What ships: the built daemon, and the bare proxy as plain JavaScript too (see spawnTranspiled).
-  const tandem = await spawnBuiltDaemon(ROOT, await benchDaemonEnv(llmPort, asrPort, dataDir))
+  // What ships: the built daemon, and the floor as plain JavaScript too (see spawnTranspiled).
+  const env = { ...(await benchDaemonEnv(llmPort, asrPort, dataDir)), LICENSING_RATE_LIMIT: '0' }
+  const tandem = await spawnBuiltDaemon(ROOT, env)
   const nginx = await startNginx(llmPort)
   const bareProxy = path.join(path.dirname(SELF), 'lib', 'bareProxy.ts')
-  const bare = await spawnTranspiled(ROOT, bareProxy, 'runBareProxyRole', { BENCH_UPSTREAM_PORT: String(llmPort) })
-  const floor = await spawnTranspiled(ROOT, bareProxy, 'runBareProxyRole', {
-    BENCH_UPSTREAM_PORT: String(llmPort),
-    BENCH_BARE_CLIENT: 'relay',
-  })
+  const floor = await spawnTranspiled(ROOT, bareProxy, 'runBareProxyRole', { BENCH_UPSTREAM_PORT: String(llmPort) })
   const targets = {
     direct: `http://127.0.0.1:${llmPort}`,
     nginx: nginx.url,
     tandem: tandem.info.url as string,
-    bare: bare.info.url as string,
     floor: floor.info.url as string,
   }
-  const rows: string[] = []
-  const results: Results = {}
   try {
-    // Other work on the machine comes in bursts: each case runs ROUNDS times, interleaved across the
-    // targets in a rotating order, and the table shows the median round.
-    const names = Object.keys(targets) as (keyof typeof targets)[]
-    const pids: Record<string, number | undefined> = {
-      nginx: nginx.pid,
-      tandem: tandem.proc.pid,
-      bare: bare.proc.pid,
-      floor: floor.proc.pid,
-    }
-    // Steady state, as a daemon that has run for a while is: the Node proxies' hot code optimised
-    // by the JIT before anything is measured (nginx and the fake llm need no warming, and get it too).
-    for (const name of names) {
-      await load(targets[name], 16, WARM_UP_REQUESTS, false)
-      await load(targets[name], 16, WARM_UP_STREAMS, true)
-    }
-    for (const clients of [1, 16, 64]) {
-      const rounds: Record<string, { plain: Load; stream: Load }[]> = {}
-      for (let round = 0; round < ROUNDS; round++) {
-        for (let k = 0; k < names.length; k++) {
-          const name = names[(k + round) % names.length]!
-          const plain = await loadWithCpu(pids[name], targets[name], clients, clients === 1 ? 600 : 2000, false)
-          const stream = await load(targets[name], clients, clients === 1 ? 100 : 320, true)
-          ;(rounds[name] ??= []).push({ plain, stream })
-        }
-      }
-      for (const name of names) {
-        const m = median(rounds[name]!)
-        ;(results[name] ??= {})[clients] = m
-        rows.push(
-          `| ${name} | ${clients} | ${m.plain.p50.toFixed(2)} | ${m.plain.p99.toFixed(2)} | ${m.plain.rps.toFixed(0)} | ${Number.isNaN(m.plain.cpuUs) ? '' : m.plain.cpuUs.toFixed(0)} | ${m.stream.ttfbP50.toFixed(2)} | ${m.stream.chunksPerS.toFixed(0)} |`,
-        )
-        process.stderr.write(`${rows.at(-1)}\n`)
-      }
-    }
+    const f = await measure(targets, { nginx: nginx.pid, tandem: tandem.proc.pid, floor: floor.proc.pid })
     const upload = await uploadRss(targets.tandem, tandem.proc.pid!)
+    // An unknown key: the whole request path (edge, router, rate limit, zod, the answer), no database row.
+    const validate = await plainLoad(targets.tandem, 16, 20_000, '/v1/validate', '{"key":"TANDEM-BENCH-0000"}')
     const scrub = await scrubScores()
-    const added = (c: number): string => (results.tandem![c]!.plain.p50 - results.direct![c]!.plain.p50).toFixed(2)
-    // What Tandem's own work costs: its rate against a Node server that does nothing but relay.
-    const ofFloor = (c: number): string =>
-      ((100 * results.tandem![c]!.plain.rps) / results.floor![c]!.plain.rps).toFixed(0)
-    const ratio = (c: number): string =>
-      ((100 * results.tandem![c]!.stream.chunksPerS) / results.nginx![c]!.stream.chunksPerS).toFixed(0)
     const growthMb = (upload.peak - upload.before) / 2 ** 20
-    const goals = targetRows(results, growthMb)
+    const rows = goals(f, growthMb, validate.rps)
+    const lines = { gateway: sourceLines('src-main/gateway'), http: sourceLines('src-main/http') }
     const table = [
-      `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, nginx 1 worker; each target warmed up with ${WARM_UP_REQUESTS.toLocaleString('en')} requests and ${WARM_UP_STREAMS} streams, then the median of ${ROUNDS} interleaved rounds; load average before the run ${loadBefore.toFixed(1)}.`,
+      `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, nginx 1 worker; each target warmed up with ${WARM_UP_REQUESTS.toLocaleString('en')} requests, then the median of ${ROUNDS} interleaved rounds; a paced stream is ${PACED_TOKENS} tokens at ${TOKEN_MS} ms after ${PREFILL_MS + TOKEN_MS} ms to the first; load average before the run ${loadBefore.toFixed(1)}.`,
       '',
-      '| target | clients | non-stream p50 ms | p99 ms | req/s | proxy CPU µs/req | stream TTFB p50 ms | stream chunks/s |',
-      '|---|---|---|---|---|---|---|---|',
-      ...rows,
+      ...tables(f),
       '',
-      '| summary | 1 client | 16 clients | 64 clients |',
+      '| target (issue 30) | Tandem | target | |',
       '|---|---|---|---|',
-      `| Tandem added p50 latency over direct (ms) | ${added(1)} | ${added(16)} | ${added(64)} |`,
-      `| Tandem stream throughput vs nginx | ${ratio(1)} % | ${ratio(16)} % | ${ratio(64)} % |`,
-      `| Tandem non-stream req/s vs the Node floor | ${ofFloor(1)} % | ${ofFloor(16)} % | ${ofFloor(64)} % |`,
+      ...rows.map((g) => `| ${g.what} | ${g.value} | ${g.target} | ${g.met ? 'met' : 'not met'} |`),
       '',
-      '| target (issue 15) | Tandem | target | | bare Node proxy | Node floor |',
-      '|---|---|---|---|---|---|',
-      ...goals.map(
-        (g) => `| ${g.what} | ${g.value} | ${g.target} | ${g.met ? 'met' : 'not met'} | ${g.bare} | ${g.floor} |`,
-      ),
+      `CPU per 1,000 relayed chunks: Tandem ${f.paced.tandem!.cpuPer1000.toFixed(1)} ms, Node floor ${f.paced.floor!.cpuPer1000.toFixed(1)} ms, nginx ${f.paced.nginx!.cpuPer1000.toFixed(1)} ms.`,
       '',
-      `200 MB upload through \`/v1/audio/transcriptions\`: HTTP ${upload.status} in ${upload.seconds.toFixed(1)} s; Tandem RSS ${(upload.before / 2 ** 20).toFixed(0)} MB before, peak ${(upload.peak / 2 ** 20).toFixed(0)} MB, growth **${growthMb.toFixed(1)} MB**.`,
+      `200 MB upload through \`/v1/audio/transcriptions\`: HTTP ${upload.status} in ${upload.seconds.toFixed(1)} s; Tandem RSS ${(upload.before / 2 ** 20).toFixed(0)} MB before, peak ${(upload.peak / 2 ** 20).toFixed(0)} MB, growth **${growthMb.toFixed(1)} MB**. \`/v1/validate\` (unknown key), 16 connections: ${validate.rps.toFixed(0)} req/s, p50 ${validate.p50.toFixed(2)} ms.`,
+      '',
+      `Source lines: src-main/gateway ${LINES_BEFORE.gateway} before issue 30, ${lines.gateway} now; src-main/http ${LINES_BEFORE.http} before, ${lines.http} now.`,
       '',
       `Scrub corpus (${scrub.examples} examples): precision ${(100 * scrub.precision).toFixed(1)} %, recall ${(100 * scrub.recall).toFixed(1)} % (TP ${scrub.tp}, FP ${scrub.fp}, FN ${scrub.fn}).`,
     ].join('\n')
     console.log(table)
-    console.log('\ntargets (issue 15):')
-    for (const g of goals)
+    console.log('\ntargets (issue 30):')
+    for (const g of rows)
       console.log(
-        `  ${g.what.padEnd(44)} ${g.value.padStart(9)}   target ${g.target.padEnd(9)} ${(g.met ? 'met' : 'NOT MET').padEnd(8)} ${g.bare === '' ? '' : `bare Node proxy ${g.bare.padStart(8)}   Node floor ${g.floor.padStart(8)}`}`,
+        `  ${g.what.padEnd(52)} ${g.value.padStart(9)}   target ${g.target.padEnd(9)} ${g.met ? 'met' : 'NOT MET'}`,
       )
     writeSection(path.join(ROOT, 'docs', 'benchmarks.md'), 'bench', table)
   } finally {
     agent.destroy()
     await nginx.stop()
-    bare.proc.stdin!.end()
     floor.proc.stdin!.end()
     tandem.proc.kill('SIGTERM')
     up.proc.stdin!.end()
@@ -546,39 +540,44 @@ async function main(): Promise<void> {
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n)
 
 /**
- * Tandem alone in front of the fake llm, under --cpu-prof, with the fast path on and then off: 16
- * clients, non-stream then stream. Self time per stage inside each load's window, per request.
+ * Tandem, then the Node floor, alone in front of the fake llm under --cpu-prof: 16 clients
+ * non-stream, then 64 paced streams. Self time per stage inside each load's window, per request.
  */
 async function profileRun(): Promise<void> {
   const up = await child(['--role=upstream'])
   const profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-prof-'))
   const plainN = 12_000
-  const streamN = 480
-  const runs: { mode: string; plain: ProfileSummary; stream: ProfileSummary; rps: number }[] = []
+  const runs: { mode: string; plain: ProfileSummary; stream: ProfileSummary; rps: number; streams: number }[] = []
   try {
-    for (const mode of ['on', 'off', 'bare'] as const) {
+    for (const mode of ['tandem', 'floor'] as const) {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'))
       process.env.BENCH_CPU_PROF = profDir
       const env = {
         ...(await benchDaemonEnv(up.info.llm as number, up.info.asr as number, dataDir)),
-        GATEWAY_FAST_PATH: mode === 'off' ? 'off' : 'on',
         BENCH_UPSTREAM_PORT: String(up.info.llm),
       }
-      const tandem = await child([mode === 'bare' ? '--role=bare' : '--role=tandem'], env)
+      const proxy = await child([mode === 'floor' ? '--role=bare' : '--role=tandem'], env)
       delete process.env.BENCH_CPU_PROF
-      const url = tandem.info.url as string
-      await load(url, 16, 2000, false) // warm up: JIT, connections
+      const url = proxy.info.url as string
+      await plainLoad(url, 16, 2000) // warm up: JIT, connections
       const p0 = monotonicUs()
-      const plain = await load(url, 16, plainN, false, 60_000)
+      const plain = await plainLoad(url, 16, plainN, undefined, undefined, 60_000)
       const p1 = monotonicUs()
-      await load(url, 16, streamN, true, 60_000)
+      const paced = await pacedLoad(url, undefined)
       const p2 = monotonicUs()
-      tandem.proc.stdin!.end()
-      await new Promise((r) => tandem.proc.once('exit', r))
+      proxy.proc.stdin!.end()
+      await new Promise((r) => proxy.proc.once('exit', r))
       fs.rmSync(dataDir, { recursive: true, force: true })
-      const file = profileOf(profDir, tandem.proc.pid!)
-      if (file === null) throw new Error(`the ${mode === 'bare' ? 'bare proxy' : 'Tandem'} child wrote no CPU profile`)
-      runs.push({ mode, plain: summarizeProfile(file, p0, p1), stream: summarizeProfile(file, p1, p2), rps: plain.rps })
+      const file = profileOf(profDir, proxy.proc.pid!)
+      if (file === null) throw new Error(`the ${mode} child wrote no CPU profile`)
+      const streams = Math.round(paced.chunks / (PACED_TOKENS + 2))
+      runs.push({
+        mode,
+        plain: summarizeProfile(file, p0, p1),
+        stream: summarizeProfile(file, p1, p2),
+        rps: plain.rps,
+        streams,
+      })
     }
   } finally {
     agent.destroy()
@@ -586,35 +585,29 @@ async function profileRun(): Promise<void> {
     await new Promise((r) => up.proc.once('exit', r))
     fs.rmSync(profDir, { recursive: true, force: true })
   }
-  const [on, off, bare] = runs as [(typeof runs)[0], (typeof runs)[0], (typeof runs)[0]]
+  const [tandem, floor] = runs as [(typeof runs)[0], (typeof runs)[0]]
   const busy = (s: ProfileSummary, n: number): string => ((1000 * s.busyMs) / n).toFixed(1)
   const us = (s: ProfileSummary, stage: string, n: number): string =>
     ((1000 * (s.stages.find((x) => x.stage === stage)?.ms ?? 0)) / n).toFixed(1)
-  const stages = [...new Set([...on.plain.stages, ...off.plain.stages, ...bare.plain.stages].map((s) => s.stage))]
+  const stages = [...new Set([...tandem.plain.stages, ...floor.plain.stages].map((s) => s.stage))]
   const lines = [
-    `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg()[0]!.toFixed(1)}; 16 clients, ${plainN} non-stream requests then ${streamN} streams (200 tokens each) per mode; CPU self time inside each load's window, divided by the requests in it.`,
+    `Measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg()[0]!.toFixed(1)}; 16 clients, ${plainN} non-stream requests, then 64 paced streams twice over (${PACED_TOKENS} tokens each) per proxy; CPU self time inside each load's window, divided by the requests in it.`,
     '',
-    '| stage | fast path: µs per request | router (GATEWAY_FAST_PATH=off): µs per request | bare Node proxy: µs per request | fast path: µs per stream | bare Node proxy: µs per stream |',
-    '|---|---:|---:|---:|---:|---:|',
+    '| stage | Tandem: µs per request | Node floor: µs per request | Tandem: µs per stream | Node floor: µs per stream |',
+    '|---|---:|---:|---:|---:|',
     ...stages.map(
       (st) =>
-        `| ${st} | ${us(on.plain, st, plainN)} | ${us(off.plain, st, plainN)} | ${us(bare.plain, st, plainN)} | ${us(on.stream, st, streamN)} | ${us(bare.stream, st, streamN)} |`,
+        `| ${st} | ${us(tandem.plain, st, plainN)} | ${us(floor.plain, st, plainN)} | ${us(tandem.stream, st, tandem.streams)} | ${us(floor.stream, st, floor.streams)} |`,
     ),
-    `| **busy CPU in all** | **${busy(on.plain, plainN)}** | **${busy(off.plain, plainN)}** | **${busy(bare.plain, plainN)}** | **${busy(on.stream, streamN)}** | **${busy(bare.stream, streamN)}** |`,
+    `| **busy CPU in all** | **${busy(tandem.plain, plainN)}** | **${busy(floor.plain, plainN)}** | **${busy(tandem.stream, tandem.streams)}** | **${busy(floor.stream, floor.streams)}** |`,
     '',
-    `Requests per second in these windows (one proxy alone, profiler on): fast path ${on.rps.toFixed(0)}, router ${off.rps.toFixed(0)}, bare Node proxy ${bare.rps.toFixed(0)}.`,
+    `Requests per second in these windows (one proxy alone, profiler on): Tandem ${tandem.rps.toFixed(0)}, Node floor ${floor.rps.toFixed(0)}.`,
     '',
-    'Top frames by self time, fast path, non-stream window:',
+    'Top frames by self time, Tandem, non-stream window:',
     '',
     '| frame | ms | µs per request |',
     '|---|---:|---:|',
-    ...on.plain.top.map((f) => `| \`${f.frame}\` | ${f.ms.toFixed(0)} | ${((1000 * f.ms) / plainN).toFixed(1)} |`),
-    '',
-    'Top frames by self time, fast path, stream window:',
-    '',
-    '| frame | ms | µs per stream |',
-    '|---|---:|---:|',
-    ...on.stream.top.map((f) => `| \`${f.frame}\` | ${f.ms.toFixed(0)} | ${((1000 * f.ms) / streamN).toFixed(1)} |`),
+    ...tandem.plain.top.map((f) => `| \`${f.frame}\` | ${f.ms.toFixed(0)} | ${((1000 * f.ms) / plainN).toFixed(1)} |`),
   ].join('\n')
   console.log(lines)
   writeSection(path.join(ROOT, 'docs', 'gateway-profile.md'), 'profile', lines)

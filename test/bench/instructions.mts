@@ -4,8 +4,8 @@
 // are counted apart (docs/gateway-profile.md, eighth pass). Needs valgrind (Debian: apt-get install
 // valgrind); without it, it says so and stops.
 //
-//   npx tsx test/bench/instructions.mts [tandem|bare|floor] [requests]   (build first: npm run build)
-//   (bare: Node's HTTP server and undici; floor: Node's HTTP server and Tandem's relay client; see gateway.mts)
+//   npx tsx test/bench/instructions.mts [tandem|floor] [requests]   (build first: npm run build)
+//   (floor: Node's HTTP server and undici's Pool, nothing else; see gateway.mts)
 //
 // The proxy runs under callgrind with V8 on one thread (its compiler and collector then run on the
 // main thread, where they are counted) and with a perf map, so the JIT's code has names. It is
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
     console.log('instructions: valgrind is not installed; nothing counted')
     return
   }
-  const which = process.argv[2] === 'bare' || process.argv[2] === 'floor' ? process.argv[2] : 'tandem'
+  const which = process.argv[2] === 'floor' ? 'floor' : 'tandem'
   const requests = Number(process.argv[3] ?? 3000)
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-callgrind-'))
   const launcher: Launcher = {
@@ -125,7 +125,7 @@ async function main(): Promise<void> {
             ROOT,
             path.join(path.dirname(SELF), 'lib', 'bareProxy.ts'),
             'runBareProxyRole',
-            { BENCH_UPSTREAM_PORT: String(llmPort), BENCH_BARE_CLIENT: which === 'floor' ? 'relay' : 'undici' },
+            { BENCH_UPSTREAM_PORT: String(llmPort) },
             launcher,
           )
         : await spawnBuiltDaemon(ROOT, await benchDaemonEnv(llmPort, up.info.asr as number, dataDir), {

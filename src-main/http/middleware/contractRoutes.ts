@@ -1,18 +1,25 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { RequestHandler } from 'express'
-import type { CallContext } from '../../contract/define'
+import express, { type Router } from 'express'
+import { contract } from '../../contract'
+import { splitRoute, type CallContext, type HttpVerb, type MethodDef } from '../../contract/define'
 import { ApiError } from '../../contract/errors'
 import type { Core } from '../../core/app'
 import { invokeMethod, openStream, toPublicError } from '../../core/invoke'
 import { readJsonBody } from '../body'
 import { sendError, sendJson } from '../respond'
-import { applyEdgeHeaders, isAdmin, requestState, styleFor } from '../requestState'
-import { contractRouteTable, type RouteEntry } from '../routeTable'
+import { applyEdgeHeaders, isAdmin, requestState } from '../requestState'
 import { clearSessionCookie, readCookie, SESSION_COOKIE, setSessionCookie } from '../session'
 import { writeSse } from '../sse'
 import { STATE_CHANGING } from './originGuard'
 
 const JSON_LIMIT_BYTES = 1024 * 1024
+
+/** One contract method on one of its routes. */
+export interface RouteEntry {
+  readonly name: string
+  readonly def: MethodDef
+  readonly verb: HttpVerb
+}
 
 /** The call context of one HTTP request: who, the abort signal (made on demand), the session cookie. */
 function httpContext(core: Core, req: IncomingMessage, res: ServerResponse): CallContext {
@@ -72,10 +79,7 @@ function rawInput(entry: RouteEntry, query: object, params: Record<string, strin
   }
 }
 
-/**
- * Answers one contract call over HTTP, on Node's own request and response: the router's last step
- * (contractRoutes) and the fast path's contract routes (http/fastPath.ts) are both this.
- */
+/** Answers one contract call over HTTP, on Node's own request and response. */
 export type ContractServer = (
   entry: RouteEntry,
   params: Record<string, string>,
@@ -108,19 +112,41 @@ export function contractServer(core: Core): ContractServer {
   }
 }
 
-/** Contract methods over HTTP, dispatched from one precompiled route table. */
-export function contractRoutes(core: Core): RequestHandler {
-  const logger = core.logger.child('http')
-  const routes = contractRouteTable()
+/**
+ * Contract methods over HTTP on Express's router, one route per method path and alias. The routes
+ * sit in one sub-router per path prefix (`/v1/admin`, `/api/models`, …), so a request walks the
+ * few routes under its own prefix rather than all of them (a relayed `/v1` call passed every
+ * contract route before it; docs/gateway-profile.md). In each, fixed paths come before
+ * parameterised ones, so a fixed path is never taken for a parameter.
+ */
+export function contractRoutes(core: Core): Router {
   const serve = contractServer(core)
-  return (req, res, next) => {
-    let match
-    try {
-      match = routes.match(req.method, req.path)
-    } catch (err) {
-      return sendError(res, toPublicError(err, logger), styleFor(requestState(res).surface, req.path))
+  const groups = new Map<string, { path: string; entry: RouteEntry }[]>()
+  for (const [name, def] of Object.entries(contract as Record<string, MethodDef>))
+    for (const route of [def.http, ...(def.aliases ?? [])]) {
+      const { verb, path } = splitRoute(route)
+      const prefix = prefixOf(path)
+      const group = groups.get(prefix) ?? []
+      group.push({ path: prefix === '/' ? path : path.slice(prefix.length), entry: { name, def, verb } })
+      groups.set(prefix, group)
     }
-    if (!match) return next()
-    void serve(match.entry, match.params, req.query, req, res)
+  const router = express.Router()
+  for (const [prefix, routes] of groups) {
+    const sub = express.Router({ mergeParams: true })
+    const fixedFirst = [...routes.filter((r) => !r.path.includes(':')), ...routes.filter((r) => r.path.includes(':'))]
+    for (const { path, entry } of fixedFirst) {
+      const verb = entry.verb.toLowerCase() as Lowercase<HttpVerb>
+      sub[verb](path, (req, res, next) => {
+        serve(entry, req.params as Record<string, string>, req.query, req, res).catch(next)
+      })
+    }
+    router.use(prefix, sub)
   }
+  return router
+}
+
+/** A route's first two segments, or its first when it has two: never its last, which holds its own name. */
+function prefixOf(path: string): string {
+  const segments = path.split('/').filter((s) => s !== '')
+  return `/${segments.slice(0, Math.min(2, segments.length - 1)).join('/')}`
 }

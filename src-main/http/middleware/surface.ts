@@ -25,9 +25,8 @@ const BASELINE_VARY: readonly string[] = [...BASELINE, 'Vary', 'Origin']
  * baseline headers, and CORS for the surfaces LAN apps and buyers' browsers call. CORS headers go
  * only on answers to requests that carry an Origin, which every CORS request does (Fetch, 3.2):
  * the agents, IDE plugins and scripts that make most gateway calls send none, and each header
- * costs every answer Node's checks of its name and value (docs/gateway-profile.md, twelfth pass).
- * False when the request was answered here (a CORS preflight). `holdHeaders`: the headers are
- * kept in the request state for the answer's one `writeHead` (the fast path) instead of set now.
+ * costs every answer Node's checks of its name and value (measured in the gateway profile's twelfth pass, in the history of docs/gateway-profile.md).
+ * False when the request was answered here (a CORS preflight).
  */
 export function enterSurface(
   req: IncomingMessage,
@@ -35,7 +34,6 @@ export function enterSurface(
   path: string,
   st: RequestState,
   resolveClient: (req: IncomingMessage) => ClientAddress,
-  holdHeaders = false,
 ): boolean {
   st.surface = surfaceOf(path)
   st.client = resolveClient(req)
@@ -43,10 +41,6 @@ export function enterSurface(
   const cors = anyOrigin && req.headers.origin !== undefined
   const cacheable = req.method === 'GET' || req.method === 'HEAD'
   const headers = cors ? BASELINE_CORS : anyOrigin && cacheable ? BASELINE_VARY : BASELINE
-  if (holdHeaders && req.method !== 'OPTIONS') {
-    st.edgeHeaders = headers
-    return true
-  }
   for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!)
   if (!cors || req.method !== 'OPTIONS') return true
   res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS')

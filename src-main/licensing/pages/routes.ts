@@ -10,7 +10,7 @@ import {
   type UpgradeQuote,
   type UpgradeStarted,
 } from '../../contract/licensing'
-import { priceLine } from '../../contract/licensing/priceLine'
+import { priceLine } from '../../../src-shared/priceLine'
 import { ApiError } from '../../contract/errors'
 import type { Logger } from '../../core/logger'
 import { limitHeaders, type Limits } from '../../core/limits'

@@ -6,8 +6,8 @@ import type {
   SubscriptionView as SubscriptionViewSchema,
   UpgradeQuote as UpgradeQuoteSchema,
 } from '../../contract/licensing'
-import { priceLine } from '../../contract/licensing/priceLine'
-import { formatMoney } from '../../contract/money'
+import { priceLine } from '../../../src-shared/priceLine'
+import { formatMoney } from '../../../src-shared/money'
 import { html, page, type SafeHtml } from './html'
 
 export interface BuyTier {

@@ -1,4 +1,4 @@
-import { formatMoney } from '../../../src-main/contract/money'
+import { formatMoney } from '../../../src-shared/money'
 
 /** Formatting shared by the licensing panels. Amounts are integers in the smallest unit. */
 export function money(currency: string | null | undefined, value: number | null | undefined): string {

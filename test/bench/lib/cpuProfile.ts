@@ -29,20 +29,14 @@ const STAGES: [string, (url: string, fn: string) => boolean][] = [
       ),
   ],
   [
-    'dispatch: fast path or router, route wrapper',
+    'dispatch: router, route wrapper',
     (u) =>
-      /http\/(fastPath|listen|server|bodyDeadline|respond)\.ts|gateway\/(rawRoute|proxyRoutes)\.ts|node_modules\/(express|router|path-to-regexp|parseurl)\//.test(
+      /http\/(listen|server|bodyDeadline|respond|middleware\/contractRoutes)\.ts|gateway\/(rawRoute|proxyRoutes)\.ts|node_modules\/(express|router|path-to-regexp|parseurl)\//.test(
         u,
       ),
   ],
-  [
-    'body read and JSON check',
-    (u, f) => /http\/body\.ts|gateway\/(wire|jsonScan)\.ts/.test(u) || (u === '' && f === 'parse'),
-  ],
-  [
-    "upstream client (the relays' own; undici for the bare proxy)",
-    (u) => /gateway\/relayConnections\.ts|node_modules\/undici\/|^wasm:/.test(u),
-  ],
+  ['body read and JSON check', (u, f) => /http\/body\.ts|gateway\/wire\.ts/.test(u) || (u === '' && f === 'parse')],
+  ['upstream client (undici)', (u) => /node_modules\/undici\/|^wasm:/.test(u)],
   ['relay (proxy.ts)', (u) => /gateway\/proxy\.ts/.test(u)],
   ['request log', (u) => /gateway\/requestLog\.ts/.test(u)],
   [

@@ -269,7 +269,7 @@ describe('the request state the edge leaves', () => {
     req.url = '/v1/chat/completions'
     req.headers = headers
     const res = new http.ServerResponse(req)
-    return { req, res, admitted: admitAtEdge(edge, req, res, '/v1/chat/completions', true) }
+    return { req, res, admitted: admitAtEdge(edge, req, res, '/v1/chat/completions') }
   }
 
   it('holds no function made for its request (V8 may keep the state in the old generation, and the request with it)', () => {

@@ -108,6 +108,27 @@ describe('HTTP server limits', () => {
     expect(llm.requests.length).toBe(before)
   })
 
+  it('lets a body that ends in time go on, and keeps its connection past the deadline', async () => {
+    const body = '{"text": "hello there"}'
+    const request = (part: string): string =>
+      `POST /scrub HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${part}`
+    const c = await connect(port)
+    c.socket.write(request(body.slice(0, 8)))
+    await new Promise((r) => setTimeout(r, 100))
+    c.socket.write(body.slice(8))
+    // The whole answer: a JSON body, last.
+    await waitFor(() => /^HTTP\/1\.1 200 [\s\S]*\}$/.test(c.received()), 10_000)
+    // Twice the deadline later, the finished body's timer has not answered again nor closed the connection.
+    const answered = c.received().length
+    await new Promise((r) => setTimeout(r, 500))
+    expect(c.closed()).toBe(false)
+    expect(c.received().length).toBe(answered)
+    c.socket.write(request(body))
+    await waitFor(() => c.received().length > answered, 10_000)
+    expect(c.received().slice(answered)).toMatch(/^HTTP\/1\.1 200 /)
+    c.socket.destroy()
+  })
+
   it('lets an upload route take longer than the body deadline while bytes keep coming', async () => {
     const boundary = 'limits-boundary'
     const head = Buffer.from(

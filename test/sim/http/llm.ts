@@ -19,6 +19,8 @@ export interface FakeLlmOptions extends FakeOptions {
   model?: string | null
   /** Delay before each streamed chunk (ms). */
   chunkDelayMs?: number
+  /** Delay before a stream's first chunk on top of chunkDelayMs (ms): an engine's prefill. */
+  prefillMs?: number
   /** How long loading a model takes (ms); 0 = at once. */
   loadDelayMs?: number
 }
@@ -180,6 +182,7 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
         ...usageEvent,
         'data: [DONE]\n\n',
       ]
+      if ((opts.prefillMs ?? 0) > 0 && !(await ctx.sleep(opts.prefillMs ?? 0))) return
       if (await writeChunks(res, ctx, chunks, opts.chunkDelayMs ?? 0)) res.end()
       return
     }

@@ -87,4 +87,14 @@ describe('Dockerfile', () => {
     for (const needed of ['src-main', 'src-renderer', 'src-preload', 'resources', 'overlays', 'bin'])
       expect(ignored).not.toContain(needed)
   })
+
+  it('runs Node 24, the major that engines names and that .ci/run installs and tests on', () => {
+    expect(dockerfile.getFROMs().map((f) => f.getImageName() + ':' + f.getImageTag())).toEqual([
+      'node:24-bookworm-slim',
+      'node:24-bookworm-slim',
+    ])
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } }
+    expect(pkg.engines.node).toBe('>=24')
+    expect(fs.readFileSync(path.join(root, '.ci/run'), 'utf8')).toMatch(/^NODE_VERSION=24\.\d+\.\d+$/m)
+  })
 })

@@ -6,7 +6,7 @@ import { defineComponent, h } from 'vue'
 import SubscriptionsPanel from '../../../src-renderer/components/licensing/SubscriptionsPanel.vue'
 import ProductsPanel from '../../../src-renderer/components/licensing/ProductsPanel.vue'
 import TierChangeCard from '../../../src-renderer/components/licensing/TierChangeCard.vue'
-import { priceLine } from '../../../src-main/contract/licensing/priceLine'
+import { priceLine } from '../../../src-shared/priceLine'
 
 const XSS = '<img src=x onerror=alert(1)>'
 

@@ -2,6 +2,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BackendError, type BackendApi, type OutputOf } from '../../../src-renderer/api'
 import { flush, mountWith, unmountAll } from './mount'
+import { contract } from '../../../src-main/contract'
+import { parseInput } from '../../../src-main/core/invoke'
 import ModelsView from '../../../src-renderer/views/ModelsView.vue'
 
 const T = Date.now()
@@ -206,8 +208,18 @@ describe('Models view: add model', () => {
   }
   const fieldError = (form: HTMLElement, f: string) => form.querySelector(`[data-field="${f}"]`)?.textContent?.trim()
 
-  it('shows the contract schema errors beside each field and sends nothing', async () => {
-    const { form, calls } = await openAdd()
+  /** The daemon's answer to addModel input: the contract's own schema, as a 400 naming each field. */
+  const daemonCheck = (input: Record<string, unknown>) => {
+    try {
+      parseInput(contract.addModel, input)
+    } catch (err) {
+      throw new BackendError((err as Error).message, 'bad_input', 400)
+    }
+    throw new Error('the test sends only bad entries')
+  }
+
+  it("shows the contract schema's errors from the daemon's 400 beside each field", async () => {
+    const { form, calls } = await openAdd({ addModel: daemonCheck })
     type(form.querySelector('#add-repo'), 'org/name; rm -rf ~')
     type(form.querySelector('#add-key'), '../etc')
     form.dispatchEvent(new Event('submit'))
@@ -223,7 +235,7 @@ describe('Models view: add model', () => {
     await flush()
     expect(fieldError(form, 'local_path')).toContain('an absolute path')
     expect(fieldError(form, 'key')).toBeUndefined()
-    expect(calls.some((c) => c.method === 'addModel')).toBe(false)
+    expect(calls.filter((c) => c.method === 'addModel')).toHaveLength(2)
   })
 
   it.each(['local_path: must lie inside one of /home, /data', 'local_path must lie inside one of /home, /data'])(

@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/core/clock'
@@ -162,7 +163,7 @@ describe('SshPool against the sim', () => {
 
 describe('service key', () => {
   it('is generated once, private 0600, and reused', () => {
-    const dir = fs.mkdtempSync('/tmp/tandem-key-')
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-key-'))
     const a = ensureServiceKey(path.join(dir, 'ssh'))
     const b = ensureServiceKey(path.join(dir, 'ssh'))
     expect(a.publicKey).toBe(b.publicKey)

@@ -1,4 +1,4 @@
-import { formatMoney } from '../money'
+import { formatMoney } from './money'
 
 /** The terms of a tier that decide how its price reads to a buyer. */
 export interface PriceTerms {
