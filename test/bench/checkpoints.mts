@@ -7,31 +7,18 @@
 // No target; it prints the figures behind the choice in src-main/licensing/db.ts.
 // Run: npx tsx test/bench/checkpoints.mts [auto|idle|none]
 import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
+import { licensingBench } from './lib/licensingBench'
 
 // Dynamic imports, as in licensing.mts: tsx loads these CommonJS-compiled modules' re-exports that way.
-const { loadConfig } = await import('../../src-main/config/load')
-const { PolicyInput, ProductInput } = await import('../../src-main/contract/licensing')
 const { systemClock } = await import('../../src-main/core/clock')
-const { createLogger, MemorySink } = await import('../../src-main/core/logger')
-const { createLicensingServices } = await import('../../src-main/licensing/services')
 const { ValidationLog } = await import('../../src-main/licensing/validationLog')
-const { testCoreDeps } = await import('../helpers/coreDeps')
 
 const mode = process.argv[2] ?? 'auto'
 const LICENSES = 10_000
 const BATCHES = 600
 const GAP_MS = 25
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-wal-'))
-const logger = createLogger({ sink: new MemorySink() })
-const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9' } })
-const s = createLicensingServices(testCoreDeps({ config, clock: systemClock, logger }))
-const p = s.catalog.createProduct(ProductInput.parse({ slug: 'bench', name: 'Bench', price_value: 1 }))
-const pol = s.catalog.createPolicy(p.id, PolicyInput.parse({ slug: 't', name: 'T', max_machines: 0 }))
-const product = s.catalog.productRow(p.id)!
-const policy = s.catalog.policyRow(pol.id)!
+const { dataDir, logger, config, s, product, policy } = await licensingBench('tandem-bench-wal-')
 s.db.transaction(() => {
   for (let i = 0; i < LICENSES; i++)
     s.licenses.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` })

@@ -7,35 +7,23 @@
 // Run: npx tsx test/bench/validationLog.mts
 import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
+import { licensingBench } from './lib/licensingBench'
 import type { AnyHandler, Dispatcher } from '../../src-main/core/invoke'
 
 // Dynamic imports, as in licensing.mts: tsx loads these CommonJS-compiled modules' re-exports that way.
-const { loadConfig } = await import('../../src-main/config/load')
-const { PolicyInput, ProductInput } = await import('../../src-main/contract/licensing')
 const { CallerScope } = await import('../../src-main/core/callerScope')
 const { systemClock } = await import('../../src-main/core/clock')
 const { invokeMethod } = await import('../../src-main/core/invoke')
 const { Limits } = await import('../../src-main/core/limits')
-const { createLogger, MemorySink } = await import('../../src-main/core/logger')
 const { Licenses } = await import('../../src-main/licensing/licenses')
-const { createLicensingServices } = await import('../../src-main/licensing/services')
 const { ValidationLog } = await import('../../src-main/licensing/validationLog')
-const { testCoreDeps } = await import('../helpers/coreDeps')
 type CallerScope = InstanceType<typeof CallerScope>
 
 const KEYS = 2_000
 const CALLS = 40_000
 const ROUNDS = 4
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-vlog-'))
-const logger = createLogger({ sink: new MemorySink() })
-const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9' } })
-const s = createLicensingServices(testCoreDeps({ config, clock: systemClock, logger }))
-const p = s.catalog.createProduct(ProductInput.parse({ slug: 'bench', name: 'Bench', price_value: 1 }))
-const pol = s.catalog.createPolicy(p.id, PolicyInput.parse({ slug: 't', name: 'T', max_machines: 0 }))
-const product = s.catalog.productRow(p.id)!
-const policy = s.catalog.policyRow(pol.id)!
+const { dataDir, logger, s, product, policy } = await licensingBench('tandem-bench-vlog-')
 const keys: string[] = []
 s.db.transaction(() => {
   for (let i = 0; i < KEYS; i++) keys.push(s.licenses.issue({ product, policy, source: 'complimentary' }).key)
