@@ -10,8 +10,8 @@ import { surfaceOf } from '../http/surfaces'
 import type { Exchange, RequestLog } from './requestLog'
 
 /**
- * A gateway route outside the contract (proxies, uploads). Plain Node request and response, so the
- * same handler serves the Express router and the fast path; `exchange` is its request-log entry.
+ * A gateway route outside the contract (proxies, uploads), on plain Node request and response;
+ * `exchange` is its request-log entry.
  */
 export type RawHandler = (req: http.IncomingMessage, res: http.ServerResponse, exchange: Exchange) => Promise<void>
 export type RawRoute = (

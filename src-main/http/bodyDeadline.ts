@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import { applyEdgeHeaders, requestState, styleFor } from './requestState'
+import { requestState, styleFor } from './requestState'
 import { sendError } from './respond'
 
 /**
@@ -75,7 +75,6 @@ export function answerUnfinished(
     req.socket.destroy()
     return
   }
-  applyEdgeHeaders(res)
   res.setHeader('Connection', 'close')
   sendError(res, err, style)
 }

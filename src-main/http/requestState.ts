@@ -26,20 +26,13 @@ export interface RequestState {
   consumer?: ConsumerIdentity
   /** A gateway route's usage meter (set by the request log when usage accounting is on). */
   usage?: UsageMeter
-  /**
-   * The edge's baseline and CORS headers, held back by the fast path for the answer's one
-   * `writeHead` list (Node writes a list as it is; after `setHeader` calls, every header of the
-   * answer goes through `setHeader` too). Whatever answers first takes them; see `applyEdgeHeaders`.
-   */
-  edgeHeaders?: readonly string[]
 }
 
 const NO_CLIENT: ClientAddress = { ip: 'unknown', limitKey: 'unknown', secure: false }
 
 /**
- * The request's state, kept in `res.locals`: Express's place for it on routed requests, and the
- * same field on a fast-path response that never meets Express. There it starts with every field
- * (the most guarded surface until the edge says otherwise), so it keeps one shape.
+ * The request's state, kept in `res.locals` (Express's place for it). It starts with every field,
+ * on the most guarded surface until the edge says otherwise, so it keeps one shape.
  */
 export function requestState(res: ServerResponse): RequestState {
   const r = res as ServerResponse & { locals?: RequestState }
@@ -50,7 +43,6 @@ export function requestState(res: ServerResponse): RequestState {
     admin: undefined,
     consumer: undefined,
     usage: undefined,
-    edgeHeaders: undefined,
   })
 }
 
@@ -61,21 +53,6 @@ export function isAdmin(req: IncomingMessage, res: ServerResponse): boolean {
   if (st.adminCheck === undefined) return false
   st.admin = st.adminCheck(req)
   return st.admin
-}
-
-/** The edge headers still held back (a `writeHead` list), now taken: undefined when none are. */
-export function takeEdgeHeaders(res: ServerResponse): readonly string[] | undefined {
-  const st = (res as ServerResponse & { locals?: RequestState }).locals
-  const held = st?.edgeHeaders
-  if (held !== undefined) st!.edgeHeaders = undefined
-  return held
-}
-
-/** Sets the edge headers still held back, for an answer written with `setHeader` (errors, JSON). */
-export function applyEdgeHeaders(res: ServerResponse): void {
-  const held = takeEdgeHeaders(res)
-  if (held === undefined) return
-  for (let i = 0; i < held.length; i += 2) res.setHeader(held[i]!, held[i + 1]!)
 }
 
 /** The error shape a request gets when no contract method declares one: by surface and path. */

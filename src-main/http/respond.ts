@@ -1,17 +1,16 @@
 import type { ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import { applyEdgeHeaders, takeEdgeHeaders } from './requestState'
 
-/**
- * Writes a JSON answer directly (no content negotiation or ETag work on the hot path). Edge
- * headers still held back (the fast path) go into the same `writeHead` list, before the answer's.
- */
+/** Writes a JSON answer directly (no content negotiation or ETag work on the hot path). */
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value)
-  const held = takeEdgeHeaders(res)
-  const own = ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body))]
-  res.writeHead(status, held === undefined ? own : [...held, ...own])
+  res.writeHead(status, [
+    'Content-Type',
+    'application/json; charset=utf-8',
+    'Content-Length',
+    String(Buffer.byteLength(body)),
+  ])
   res.end(body)
 }
 
@@ -45,7 +44,6 @@ export function sendError(res: ServerResponse, err: unknown, style: ErrorStyle =
     res.destroy()
     return
   }
-  applyEdgeHeaders(res)
   for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v)
   sendJson(res, e.status, errorBody(e, style))
 }

@@ -1,6 +1,5 @@
 import type { ServerResponse } from 'node:http'
 import type { ApiError } from '../contract/errors'
-import { applyEdgeHeaders } from './requestState'
 
 /** A comment line every 15 s keeps proxies and idle timeouts from closing a quiet stream. */
 export const SSE_HEARTBEAT_MS = 15_000
@@ -23,7 +22,6 @@ export async function writeSse(
   opts: SseOptions = {},
 ): Promise<void> {
   res.statusCode = 200
-  applyEdgeHeaders(res)
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8')
   res.setHeader('Cache-Control', 'no-cache, no-transform')
   res.setHeader('X-Accel-Buffering', 'no')

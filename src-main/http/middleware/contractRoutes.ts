@@ -7,7 +7,7 @@ import type { Core } from '../../core/app'
 import { invokeMethod, openStream, toPublicError } from '../../core/invoke'
 import { readJsonBody } from '../body'
 import { sendError, sendJson } from '../respond'
-import { applyEdgeHeaders, isAdmin, requestState } from '../requestState'
+import { isAdmin, requestState } from '../requestState'
 import { clearSessionCookie, readCookie, SESSION_COOKIE, setSessionCookie } from '../session'
 import { writeSse } from '../sse'
 import { STATE_CHANGING } from './originGuard'
@@ -32,7 +32,6 @@ function httpContext(core: Core, req: IncomingMessage, res: ServerResponse): Cal
     userAgent: req.headers['user-agent'],
     setHeaders: (headers) => {
       // Held edge headers go first, so an answer's headers keep one order whichever way it was dispatched.
-      applyEdgeHeaders(res)
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v)
     },
     // Made only when a handler asks: most calls finish before they could be abandoned.
@@ -53,12 +52,10 @@ function httpContext(core: Core, req: IncomingMessage, res: ServerResponse): Cal
       },
       begin: () => {
         const s = core.sessions.issue()
-        applyEdgeHeaders(res)
         setSessionCookie(res, s.value, s.maxAgeS, core.clock.now(), st.client.secure)
       },
       end: () => {
         core.sessions.revoke(readCookie(req.headers.cookie, SESSION_COOKIE))
-        applyEdgeHeaders(res)
         clearSessionCookie(res, st.client.secure)
       },
     },
