@@ -31,7 +31,6 @@ function httpContext(core: Core, req: IncomingMessage, res: ServerResponse): Cal
     limitKey: st.client.limitKey,
     userAgent: req.headers['user-agent'],
     setHeaders: (headers) => {
-      // Held edge headers go first, so an answer's headers keep one order whichever way it was dispatched.
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v)
     },
     // Made only when a handler asks: most calls finish before they could be abandoned.
