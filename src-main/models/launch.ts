@@ -15,9 +15,11 @@ const OWN_FLAGS = new Set(['--host', '--port'])
 const TP_FLAGS = new Set(['--tensor-parallel-size', '-tp'])
 const PP_FLAGS = new Set(['--pipeline-parallel-size', '-pp'])
 const DP_FLAGS = new Set(['--data-parallel-size', '-dp'])
+/** Every flag that sets a parallel size: together they say how many nodes a model spans. */
+export const PARALLEL_SIZE_FLAGS: ReadonlySet<string> = new Set([...TP_FLAGS, ...PP_FLAGS, ...DP_FLAGS])
 const BACKEND_FLAG = '--distributed-executor-backend'
 /** Everything that fixes a layout: dropped for solo. */
-const LAYOUT_FLAGS = new Set([...TP_FLAGS, ...PP_FLAGS, ...DP_FLAGS, BACKEND_FLAG])
+const LAYOUT_FLAGS = new Set([...PARALLEL_SIZE_FLAGS, BACKEND_FLAG])
 /** One GPU per Spark: a cluster of node1 and node2. */
 export const CLUSTER_NODES: readonly NodeName[] = ['node1', 'node2']
 

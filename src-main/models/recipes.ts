@@ -9,7 +9,7 @@ import type { Logger } from '../core/logger'
 import type { NodesModule } from '../nodes/module'
 import { remoteDir, shq } from '../ssh/quote'
 import { validateModelDef } from './catalog'
-import { LLM_IMAGE } from './launch'
+import { LLM_IMAGE, PARALLEL_SIZE_FLAGS, parallelism } from './launch'
 
 /**
  * The launcher checkout's recipes (spec 4.2; test/fixtures/recipes/README.md has the format as
@@ -69,16 +69,6 @@ const LAUNCH_FLAGS = new Map<string, boolean>([
 ])
 
 type Axis = 'tp' | 'pp' | 'dp'
-/** The parallelism flags launch-cluster.sh counts nodes by (parse_parallelism_from_text). */
-const PARALLEL_FLAGS = new Map<string, Axis>([
-  ['-tp', 'tp'],
-  ['--tensor-parallel-size', 'tp'],
-  ['-pp', 'pp'],
-  ['--pipeline-parallel-size', 'pp'],
-  ['-dp', 'dp'],
-  ['--data-parallel-size', 'dp'],
-])
-
 /** How a recipe runs: the entry's mode, its parallel sizes and the nodes that takes. */
 interface Layout {
   readonly mode: ModelMode
@@ -214,17 +204,10 @@ function flagName(word: string): string | null {
   return name.startsWith('--') ? name.replace(/_/g, '-') : name
 }
 
-/** The parallel sizes of the command: the last numeric value of each flag wins, as in the launcher. */
+/** The parallel sizes of the command, read as a launch reads them (launch.ts), 1 where unset. */
 function parallelSizes(words: readonly string[]): Record<Axis, number> {
-  const sizes: Record<Axis, number> = { tp: 1, pp: 1, dp: 1 }
-  for (let i = 3; i < words.length; i++) {
-    const w = words[i] as string
-    const axis = PARALLEL_FLAGS.get(flagName(w) ?? '')
-    if (axis === undefined) continue
-    const value = w.includes('=') ? w.slice(w.indexOf('=') + 1) : words[i + 1]
-    if (value !== undefined && /^[1-9][0-9]{0,3}$/.test(value)) sizes[axis] = Number(value)
-  }
-  return sizes
+  const p = parallelism(words.slice(3))
+  return { tp: p.tp ?? 1, pp: p.pp ?? 1, dp: p.dp ?? 1 }
 }
 
 /**
@@ -260,7 +243,7 @@ function engineArgs(words: readonly string[], mode: ModelMode): string[] {
     const valueWord = !w.includes('=') && next !== undefined && !next.startsWith('-') ? next : undefined
     const value = w.includes('=') ? w.slice(w.indexOf('=') + 1) : valueWord
     const launcherOwned = LAUNCH_FLAGS.has(flag)
-    const unitLayout = mode !== 'cluster' && PARALLEL_FLAGS.has(flag) && value === '1'
+    const unitLayout = mode !== 'cluster' && PARALLEL_SIZE_FLAGS.has(flag) && value === '1'
     if (!launcherOwned && !unitLayout) out.push(w)
     else if (valueWord !== undefined && LAUNCH_FLAGS.get(flag) !== false) i++
   }
