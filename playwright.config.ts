@@ -35,6 +35,8 @@ export default defineConfig({
     env: {
       DEMO_PORT: String(PORT),
       DEMO_DATA_DIR: 'test-results/e2e-data',
+      // A swap's load lasts long enough to reload mid-swap and watch its ETA count down (models-truth.spec.ts).
+      DEMO_LOAD_MS: '15000',
       ADMIN_TOKEN: E2E_TOKEN,
       CHAT_UI_URL: 'http://127.0.0.1:1/chat',
     },

@@ -8,7 +8,7 @@ export default defineConfig({
     alias: { 'virtual:contract-data': fileURLToPath(new URL('scripts/contractDataForTests.ts', import.meta.url)) },
   },
   test: {
-    include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'],
+    include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/security/**/*.test.ts'],
     environment: 'node',
     testTimeout: 30_000,
     hookTimeout: 60_000,

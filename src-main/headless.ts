@@ -1,9 +1,9 @@
 import { loadConfig } from './config/load'
 import { ApiError } from './contract/errors'
 import type { RestartOutcome } from './contract/system'
-import { createCore, type Core } from './core/app'
-import { PROCESS_RESTART_HINT } from './core/systemHandlers'
-import { createLogger, Redactor } from './core/logger'
+import { createCore, type Core } from './app/compositionRoot'
+import { PROCESS_RESTART_HINT } from './system/systemHandlers'
+import { createLogger, Redactor } from './lib/logger'
 import { startHttpServer, type RunningServer } from './http/listen'
 
 export interface RunningDaemon {
@@ -95,7 +95,12 @@ export async function startDaemon(opts: { env?: NodeJS.ProcessEnv; dataDir?: str
 export async function runHeadless(opts: { env?: NodeJS.ProcessEnv } = {}): Promise<void> {
   const daemon = await startDaemon({ env: opts.env })
   const { core, http } = daemon
-  const where = core.adminTokenSource === 'file' ? `in ${core.config.paths.adminTokenFile}` : 'from ADMIN_TOKEN'
+  const where =
+    core.adminToken === null
+      ? `in ${core.config.paths.adminTokenFile} REJECTED: no admin login until a new one is set (see the error above)`
+      : core.adminTokenSource === 'file'
+        ? `in ${core.config.paths.adminTokenFile}`
+        : 'from ADMIN_TOKEN'
   core.logger.info(`Tandem listening on ${http.url} (bind ${core.config.bind}:${http.port}); admin token ${where}`)
   const shutdown = (signal: string): void => {
     core.logger.info(`${signal}: stopping`)

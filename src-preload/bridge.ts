@@ -4,7 +4,7 @@ import {
   type IpcErrorBody,
   type IpcStreamMessage,
   type TandemBridge,
-} from '../src-main/contract/ipc'
+} from '../src-main/contract/ipcWire'
 
 /** The part of Electron's `ipcRenderer` the bridge uses. */
 export interface IpcRendererLike {

@@ -1,8 +1,8 @@
 import { IMPOSSIBLE, VersionGraph, VersionInfo } from '@start9labs/start-sdk'
-import { VERSION } from '../src-main/core/version'
+import { VERSION } from '../src-main/lib/version'
 
 /**
- * The package version is Tandem's own `x.y.z:r` (one source: src-main/core/version.ts). The daemon
+ * The package version is Tandem's own `x.y.z:r` (one source: src-main/lib/version.ts). The daemon
  * migrates its own data on start (numbered SQLite migrations, versioned state files), so moving up
  * needs no package-level step; moving down is refused because an older Tandem cannot read a newer
  * licensing database.

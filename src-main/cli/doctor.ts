@@ -1,5 +1,5 @@
 import type { Config } from '../config/load'
-import type { ServiceDirectory, RoleName } from '../core/serviceDirectory'
+import type { ServiceDirectory, RoleName } from '../services/serviceDirectory'
 import { httpHealth } from '../nodes/status'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { remoteDir } from '../ssh/quote'

@@ -1,11 +1,12 @@
 import { Command, CommanderError, Option } from 'commander'
 import { loadConfig, type Config } from '../config/load'
-import { ensureAdminToken, rotateAdminToken } from '../core/adminToken'
-import { systemClock } from '../core/clock'
-import { httpCall } from '../core/httpClient'
-import { createLogger, Redactor } from '../core/logger'
-import { ServiceDirectory } from '../core/serviceDirectory'
-import { VERSION } from '../core/version'
+import { adminTokenRejection, ensureAdminToken, rotateAdminToken } from '../app/adminToken'
+import { systemClock } from '../lib/clock'
+import { httpCall } from '../lib/httpClient'
+import { createLogger, Redactor } from '../lib/logger'
+import { ServiceDirectory } from '../services/serviceDirectory'
+import { VERSION } from '../lib/version'
+import { readableVersion } from '../../src-shared/version'
 import { sshKeyView } from '../ssh/authorize'
 import { HostKeyStore } from '../ssh/hostKeys'
 import { ensureServiceKey } from '../ssh/keys'
@@ -48,7 +49,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 function buildProgram(io: CliIo, setStatus: (code: number) => void): Command {
   const program = new Command('tandem')
     .description('Tandem: control plane for a two-node GPU cluster and a licensing shop, on port 9999.')
-    .version(VERSION, '-V, --version', 'print the version (x.y.z:r) and exit')
+    .version(readableVersion(VERSION), '-V, --version', 'print the version, as x.y.z (build r), and exit')
     .option(
       '--data-dir <dir>',
       'data directory (default: DATA_DIR, else /data when writable, else ~/.local/share/tandem)',
@@ -77,8 +78,10 @@ function buildProgram(io: CliIo, setStatus: (code: number) => void): Command {
     .command('admin-token')
     .description('print the admin token (the dashboard login and the Bearer token of the control API)')
     .option('--rotate', 'replace it with a new token; every admin session ends')
-    .action(async (opts: { rotate?: boolean }) =>
-      setStatus(await adminTokenCommand(config(), io, opts.rotate === true)),
+    // The name the daemon's refusal of a rejected token file gives (the log redacts "token --rotate" as a credential).
+    .option('--reset', 'the same as --rotate: write a new token, also over a file the daemon rejected')
+    .action(async (opts: { rotate?: boolean; reset?: boolean }) =>
+      setStatus(await adminTokenCommand(config(), io, opts.rotate === true || opts.reset === true)),
     )
 
   program
@@ -100,7 +103,12 @@ function buildProgram(io: CliIo, setStatus: (code: number) => void): Command {
 
 async function adminTokenCommand(config: Config, io: CliIo, rotate: boolean): Promise<number> {
   if (!rotate) {
-    io.out(`${ensureAdminToken(config.adminToken, config.paths.adminTokenFile).token}\n`)
+    const res = ensureAdminToken(config.adminToken, config.paths.adminTokenFile)
+    if (!res.ok) {
+      io.err(`tandem: ${adminTokenRejection(res)}\n`)
+      return 1
+    }
+    io.out(`${res.token}\n`)
     return 0
   }
   if (config.adminToken !== null) {

@@ -15,8 +15,8 @@ import {
   type SettingSpec,
   type SettingView,
 } from './schema'
-import { atomicWriteFile, readStateFile } from '../core/files'
-import { redactUrlCredentials } from '../core/logger'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
+import { redactUrlCredentials } from '../lib/logger'
 
 export interface SshTarget {
   readonly host: string
@@ -44,6 +44,8 @@ export interface DataPaths {
   readonly servicesOverrides: string
   readonly licensingDb: string
   readonly licensingKeyDir: string
+  /** Rolling backups of the licensing database (0700; the files 0600). */
+  readonly licensingBackupDir: string
 }
 
 export interface Config {
@@ -56,6 +58,8 @@ export interface Config {
   readonly consumerApiKeys: readonly string[]
   /** Proxies whose X-Forwarded-* headers are believed (addresses or CIDRs). */
   readonly trustedProxies: readonly string[]
+  /** The admin session cookie may call the browser playground's upload route on the consumer surface. */
+  readonly playgroundSessionUploads: boolean
   readonly chatUiUrl: string | null
   /** Bearer token that may read /metrics (besides the admin credential); null = admin only. */
   readonly metricsToken: string | null
@@ -83,6 +87,8 @@ export interface Config {
     readonly spoolMb: number
     readonly diskFloorMb: number
     readonly timeoutMin: number
+    /** Memory the relayed JSON bodies in progress may hold together. */
+    readonly bodyBudgetMb: number
   }
   readonly embeddingsUrl: string | null
   readonly vectorUrl: string | null
@@ -96,6 +102,8 @@ export interface Config {
   readonly discountReservationMs: number
   /** Validation log retention: days (0 = no age limit) and rows (0 = no row limit). */
   readonly validationLog: { readonly retentionDays: number; readonly maxRows: number }
+  /** Rolling backups of the licensing database kept in `paths.licensingBackupDir`; 0 = none taken. */
+  readonly licensingBackups: number
   readonly paths: DataPaths
   /** Each setting's effective raw value and where it came from. */
   readonly settings: Readonly<Record<SettingName, { value: string; source: SettingSource }>>
@@ -127,9 +135,7 @@ export function readSettingsFile(file: string, warnings: string[]): Partial<Reco
   const res = readStateFile(file, parseSettingsFile)
   if (res.kind === 'missing') return {}
   if (res.kind === 'corrupt') {
-    warnings.push(
-      `settings file ${file} is unreadable (${res.error}); ${res.keptAs ? `kept aside as ${res.keptAs}; ` : ''}using defaults`,
-    )
+    warnings.push(replacedStateFileMessage('settings file', file, res, 'using defaults'))
     return {}
   }
   const out: Partial<Record<SettingName, string>> = {}
@@ -228,6 +234,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     adminToken: orNull('ADMIN_TOKEN'),
     consumerApiKeys: list('CONSUMER_API_KEYS'),
     trustedProxies: list('TRUSTED_PROXIES'),
+    playgroundSessionUploads: s('PLAYGROUND_SESSION_UPLOADS') === 'on',
     chatUiUrl: orNull('CHAT_UI_URL'),
     metricsToken: orNull('METRICS_TOKEN'),
     nodes: { node1, node2 },
@@ -251,6 +258,10 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       spoolMb: num('GATEWAY_SPOOL_MB'),
       diskFloorMb: num('GATEWAY_DISK_FLOOR_MB'),
       timeoutMin: num('GATEWAY_TIMEOUT_MIN'),
+      bodyBudgetMb:
+        settings.GATEWAY_BODY_BUDGET_MB.source === 'default'
+          ? machineSizedBudgetMb(num('GATEWAY_BODY_BUDGET_MB'))
+          : num('GATEWAY_BODY_BUDGET_MB'),
     },
     embeddingsUrl: orNull('EMBEDDINGS_URL')?.replace(/\/+$/, '') ?? null,
     vectorUrl: orNull('VECTOR_URL')?.replace(/\/+$/, '') ?? null,
@@ -260,6 +271,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     redirectAllowlist: list('REDIRECT_ALLOWLIST').map((u) => u.replace(/\/+$/, '')),
     discountReservationMs: num('DISCOUNT_RESERVATION_MINUTES') * 60_000,
     validationLog: { retentionDays: num('VALIDATION_LOG_RETENTION_DAYS'), maxRows: num('VALIDATION_LOG_MAX_ROWS') },
+    licensingBackups: num('LICENSING_BACKUPS'),
     paths: {
       dataDir,
       settingsFile,
@@ -272,10 +284,19 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       servicesOverrides: pathOr('SERVICES_OVERRIDES', 'services-overrides.yaml'),
       licensingDb: path.join(dataDir, 'licensing.sqlite'),
       licensingKeyDir: path.join(dataDir, 'licensing'),
+      licensingBackupDir: path.join(dataDir, 'backups'),
     },
     settings,
     warnings,
   }
+}
+
+/**
+ * The default body budget on this machine: the setting's default, or an eighth of the memory when
+ * that is less (a small home server keeps room for everything else), never below the setting's floor.
+ */
+function machineSizedBudgetMb(defaultMb: number): number {
+  return Math.min(defaultMb, Math.max(16, Math.floor(os.totalmem() / (8 * 1024 * 1024))))
 }
 
 /** The folders Tandem writes its state files into: where orphaned temp files of atomic writes are looked for at start. */
@@ -358,7 +379,7 @@ export function writeSettings(
     else next[name] = raw.trim()
     saved.push(name)
   }
-  atomicWriteFile(config.paths.settingsFile, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 })
+  atomicWriteFile(config.paths.settingsFile, JSON.stringify(next, null, 2) + '\n', { mode: 0o600, role: 'settings' })
   return { saved, errors: [] }
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { isAddressOrCidr } from '../core/netAddress'
+import { isAddressOrCidr, trustTooBroad } from '../lib/netAddress'
 
 /**
  * Every setting Tandem reads, by its environment name. The same names are the keys of
@@ -73,6 +73,14 @@ export const SETTINGS = {
     label: 'Trusted reverse proxies',
     description:
       'Comma list of reverse-proxy addresses or CIDRs whose X-Forwarded-For / X-Forwarded-Proto are believed; blank = none',
+  },
+  PLAYGROUND_SESSION_UPLOADS: {
+    group: 'security',
+    kind: 'string',
+    default: 'off',
+    label: 'Dashboard session for large playground uploads',
+    description:
+      "on: the dashboard's session may send the browser playground's recordings over 8 MiB to /api/audio/transcribe-with-speakers, from the dashboard's own page only; off: the gateway takes only consumer keys and the admin token as a Bearer",
   },
   CHAT_UI_URL: {
     group: 'gateway',
@@ -309,6 +317,16 @@ export const SETTINGS = {
     description:
       'What all uploads in progress may hold together under DATA_DIR/tmp (MiB); beyond it, 503 with Retry-After',
   },
+  GATEWAY_BODY_BUDGET_MB: {
+    group: 'gateway',
+    kind: 'int',
+    default: '256',
+    range: [16, 65536],
+    label: 'Request body memory (MiB)',
+    help: 'Memory chat, completion and embeddings bodies in progress may hold together; one address or key half of it',
+    description:
+      'What the chat, completion and embeddings bodies in progress may hold in memory together (MiB; at most an eighth of the machine’s memory unless set); one address or key may hold half of it; beyond it, 503 with Retry-After',
+  },
   GATEWAY_DISK_FLOOR_MB: {
     group: 'gateway',
     kind: 'int',
@@ -372,6 +390,15 @@ export const SETTINGS = {
     range: [0, 1_000_000_000],
     label: 'Validation log: most rows kept',
     description: 'Most calls the validation log keeps (the oldest go first); 0 = no row limit',
+  },
+  LICENSING_BACKUPS: {
+    group: 'licensing',
+    kind: 'int',
+    default: '7',
+    range: [0, 1000],
+    label: 'Licensing database backups kept',
+    description:
+      'Rolling backups of the licensing database in DATA_DIR/backups (one at start, then daily); the newest this many are kept; 0 = no backups',
   },
   CONNECTIVITY_LOG: {
     group: 'advanced',
@@ -497,9 +524,23 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   PUBLIC_URL: z.url({ protocol: /^https?$/ }),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters'),
   CONSUMER_API_KEYS: z.string(),
-  TRUSTED_PROXIES: z.string().refine((v) => v.split(',').every((x) => x.trim() === '' || isAddressOrCidr(x.trim())), {
-    message: 'must be addresses or CIDRs, comma separated (e.g. 127.0.0.1, 10.0.0.0/8, fd00::/8)',
-  }),
+  TRUSTED_PROXIES: z
+    .string()
+    .refine((v) => v.split(',').every((x) => x.trim() === '' || isAddressOrCidr(x.trim())), {
+      message: 'must be addresses or CIDRs, comma separated (e.g. 127.0.0.1, 10.0.0.0/8, fd00::/8)',
+    })
+    .superRefine((v, ctx) => {
+      const broad = v
+        .split(',')
+        .map(trustTooBroad)
+        .find((p) => p !== null)
+      if (broad)
+        ctx.addIssue({
+          code: 'custom',
+          message: `${broad}: any client could then forge its address; list the proxy's own address or its subnet`,
+        })
+    }),
+  PLAYGROUND_SESSION_UPLOADS: z.enum(['on', 'off'], 'must be on or off'),
   CHAT_UI_URL: z.url({ protocol: /^https?$/ }),
   METRICS_TOKEN: z.string().regex(/^[\x21-\x7e]{16,}$/, 'must be at least 16 printable characters without spaces'),
   NODE1_HOST: hostLike,
@@ -537,12 +578,13 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),
   SCRUB_TERMS: z.string(),
-  // Checked entry by entry by the gateway (gateway/speech.ts): a malformed entry is reported and skipped, not the whole list.
+  // Checked entry by entry by the gateway (gateway/audio/speech.ts): a malformed entry is reported and skipped, not the whole list.
   TTS_VOICE_ALIASES: z.string(),
   GATEWAY_UPLOAD_MAX_MB: wholeNumber(1, 1048576),
   GATEWAY_UPLOAD_IDLE_S: wholeNumber(5, 3600),
   GATEWAY_SPOOL_MB: wholeNumber(64, 1048576),
   GATEWAY_DISK_FLOOR_MB: wholeNumber(0, 1048576),
+  GATEWAY_BODY_BUDGET_MB: wholeNumber(16, 65536),
   GATEWAY_TIMEOUT_MIN: wholeNumber(1, 1440),
   RATE_SOURCES: z
     .string()
@@ -560,6 +602,7 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   DISCOUNT_RESERVATION_MINUTES: wholeNumber(1, 1440),
   VALIDATION_LOG_RETENTION_DAYS: wholeNumber(0, 36_500),
   VALIDATION_LOG_MAX_ROWS: wholeNumber(0, 1_000_000_000),
+  LICENSING_BACKUPS: wholeNumber(0, 1000),
   CONNECTIVITY_LOG: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),
   MODELS_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),
   SERVICES_OVERRIDES: z.string().regex(/^\/[^\0]*$/, 'must be an absolute path'),

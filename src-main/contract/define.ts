@@ -15,7 +15,7 @@ export type HttpRoute = `${HttpVerb} /${string}`
 export type ErrorStyle = 'control' | 'licensing' | 'openai'
 
 /**
- * The named per-address limiters (core/limits.ts). A method names one in `limit`; `credential`
+ * The named per-address limiters (platform/limits.ts). A method names one in `limit`; `credential`
  * counts failed credentials on every credentialed surface and is not named by methods.
  */
 export type LimiterName = 'login' | 'credential' | 'public' | 'redeem' | 'recover' | 'health-event'

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
 
-/** An OpenAPI 3.1 document (contract/openapi.ts builds it); checked for its frame only, the rest passes as built. */
+/** An OpenAPI 3.1 document (system/openapi.ts builds it); checked for its frame only, the rest passes as built. */
 export const OpenApiDocumentSchema = z.looseObject({
   openapi: z.literal('3.1.0'),
   info: z.looseObject({ title: z.string(), version: z.string() }),

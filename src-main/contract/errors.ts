@@ -1,3 +1,5 @@
+import type { z } from 'zod'
+
 /**
  * The one error type services throw when a call must fail with a specific status. Anything else
  * that escapes a handler is a 500 with a generic message (details go to the log, redacted).
@@ -13,6 +15,7 @@ export type ErrorCode =
   | 'upstream_unreachable'
   | 'upstream_error'
   | 'unavailable'
+  | 'insufficient_storage'
   | 'internal'
   | (string & {})
 
@@ -28,6 +31,8 @@ const statusByCode: Record<string, number> = {
   upstream_unreachable: 502,
   upstream_error: 502,
   unavailable: 503,
+  /** A full, over-quota or read-only volume: the message names it and what could not be written. */
+  insufficient_storage: 507,
 }
 
 export class ApiError extends Error {
@@ -55,3 +60,11 @@ export class ApiError extends Error {
 export const badInput = (message: string): ApiError => new ApiError('bad_input', message)
 export const notFound = (message: string): ApiError => new ApiError('not_found', message)
 export const conflict = (message: string): ApiError => new ApiError('conflict', message)
+
+/** A schema refusal in words a caller can act on: the first few issues, each with its field path. */
+export function describeZodError(err: z.ZodError): string {
+  return err.issues
+    .slice(0, 5)
+    .map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ')
+}

@@ -170,12 +170,12 @@ export const gatewayContract = {
   }),
   playgroundChat: method({
     summary: 'Playground: stream a chat answer from the loaded llm (one prompt)',
-    http: 'GET /api/gateway/playground/chat',
+    http: 'POST /api/gateway/playground/chat',
     stream: true,
     input: z.object({
       prompt: z.string().min(1).max(8000),
       system: z.string().max(4000).optional(),
-      max_tokens: z.coerce.number().int().min(1).max(4096).optional(),
+      max_tokens: z.number().int().min(1).max(4096).optional(),
     }),
     output: PlaygroundChatEvent,
   }),
@@ -192,6 +192,8 @@ export const gatewayContract = {
   playgroundTranscribe: method({
     summary: 'Playground: diarized transcription of a short recording (base64, at most 8 MiB)',
     http: 'POST /api/gateway/playground/transcribe',
+    // 8 MiB as base64, and the JSON around it: the browser playground sends its recordings here too.
+    bodyLimit: 12 * 1024 * 1024,
     input: z.object({
       audio_base64: z
         .string()

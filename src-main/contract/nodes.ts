@@ -90,6 +90,8 @@ export const TransitionEvent = z.object({
   /** Length of the up period that just ended (a `down` transition). */
   up_seconds: z.number().optional(),
   detail: z.string().optional(),
+  /** The down period was planned (a model swap, "planned swap: A → B"), not an outage; on both its ends. */
+  planned: z.string().optional(),
 })
 
 export const ReportEvent = z.object({
@@ -106,7 +108,12 @@ export const ReportEvent = z.object({
 export const ConnectivityEvent = z.discriminatedUnion('kind', [TransitionEvent, ReportEvent])
 export type ConnectivityEvent = z.infer<typeof ConnectivityEvent>
 
-export const SubjectState = z.object({ state: ConnState, last_change: z.number() })
+export const SubjectState = z.object({
+  state: ConnState,
+  last_change: z.number(),
+  /** Set while the subject is down for a planned reason (the down transition's `planned`). */
+  planned: z.string().optional(),
+})
 
 export const ConnectivityView = z.object({
   macs: z.record(z.string(), z.string()),
@@ -148,7 +155,8 @@ export const WakeResult = z.object({
   attempts: z.array(WakeAttempt),
 })
 
-export const ServiceLabel = z.enum(['Healthy', 'Unhealthy', 'Starting', 'Stopped', 'Not configured'])
+/** Unknown: the node the service runs on is unreachable, so its container cannot be read or acted on. */
+export const ServiceLabel = z.enum(['Healthy', 'Unhealthy', 'Starting', 'Stopped', 'Unknown', 'Not configured'])
 
 export const ServiceStatus = z.object({
   name: z.string(),
@@ -168,6 +176,10 @@ export const ServiceStatus = z.object({
   /** The service's own address (behind Tandem). */
   upstream_url: z.string().nullable(),
   label: ServiceLabel,
+  /** Why the label, shown beside it ("node unreachable"); null when the label says it all. */
+  label_reason: z.string().nullable(),
+  /** Why start, stop and restart are refused now (the node cannot be reached); null: they can be used. */
+  actions_blocked: z.string().nullable(),
   error: z.string().nullable(),
 })
 export type ServiceStatus = z.infer<typeof ServiceStatus>

@@ -3,7 +3,7 @@ import type { HttpRoute } from './define'
 import { DiarizedTranscript } from './gateway'
 
 /**
- * The gateway's routes outside the contract (src-main/gateway/proxyRoutes.ts, audioRoutes.ts):
+ * The gateway's routes outside the contract (src-main/gateway/relay/proxyRoutes.ts, audioRoutes.ts):
  * OpenAI-shaped relays and uploads that stream their bodies through, so no contract method serves
  * them. Described here once, for the OpenAPI documents (openapi.ts); a test fails when a raw
  * consumer route is mounted without an entry here.
@@ -135,10 +135,13 @@ const BODY = (limit: string): Partial<Record<RelayStatus, RelayError>> => ({
 const FORWARDED_JSON = (upstream: string): Partial<Record<RelayStatus, RelayError>> => ({
   ...EDGE,
   ...BODY('64 MiB'),
+  413: {
+    why: 'The body is larger than 64 MiB, or than one address or key may hold in the body budget (a body counts twice its size against half of GATEWAY_BODY_BUDGET_MB).',
+  },
   403: { why: 'The consumer key may not use the requested `model`.' },
   502: { why: `The ${upstream} is unreachable.` },
   503: {
-    why: `The ${upstream} is not configured, or a model swap is loading and the request could not wait for it.`,
+    why: `The ${upstream} is not configured, a model swap is loading and the request could not wait for it, or the bodies in progress fill the gateway's body budget (GATEWAY_BODY_BUDGET_MB; one address or key may hold half of it).`,
     retryAfter: true,
   },
   504: {
@@ -148,7 +151,9 @@ const FORWARDED_JSON = (upstream: string): Partial<Record<RelayStatus, RelayErro
 /** A multipart upload to the asr; `relayed` ones have the proxy timeout (the diarized transcript has none). */
 const UPLOAD = (relayed: boolean): Partial<Record<RelayStatus, RelayError>> => ({
   ...EDGE,
-  400: { why: 'The body is not a multipart/form-data form with a `file` part.' },
+  400: {
+    why: 'The body is not a multipart/form-data form with a `file` part, carries a second file, or is compressed (a Content-Encoding other than identity).',
+  },
   408: {
     why: 'No upload bytes arrived for the idle timeout (GATEWAY_UPLOAD_IDLE_S, 60 s by default); the upload was dropped.',
   },
@@ -160,6 +165,11 @@ const UPLOAD = (relayed: boolean): Partial<Record<RelayStatus, RelayError>> => (
   },
   ...(relayed ? { 504: { why: 'The asr did not answer within the proxy timeout.' } } : {}),
 })
+/** The asr's own 4xx, answered in the route's error shape. */
+const ASR_REFUSALS = {
+  why: 'The asr’s own 4xx status, in the route’s error shape with the asr’s `detail` as the message.',
+  shaped: true,
+}
 const VERBATIM =
   ' Tandem forwards the body verbatim (members it does not list are passed on untouched) and relays the answer as the upstream sends it.'
 
@@ -245,7 +255,7 @@ export const gatewayRelays = {
       content: { 'application/json': UpstreamAnswer, 'text/plain': z.string() },
     },
     errors: UPLOAD(true),
-    upstreamErrors: { why: 'The asr’s own 4xx status and body, passed on as they are.', shaped: false },
+    upstreamErrors: ASR_REFUSALS,
   },
   'POST /api/audio/diarize-chunk': {
     operationId: 'diarizeChunk',
@@ -255,7 +265,7 @@ export const gatewayRelays = {
     body: { type: 'multipart/form-data', schema: DiarizeChunkForm },
     answer: { why: 'The asr’s diarization of the chunk.', content: { 'application/json': UpstreamAnswer } },
     errors: UPLOAD(true),
-    upstreamErrors: { why: 'The asr’s own 4xx status and body, passed on as they are.', shaped: false },
+    upstreamErrors: ASR_REFUSALS,
   },
   'POST /api/audio/transcribe-with-speakers': {
     operationId: 'transcribeWithSpeakers',

@@ -90,7 +90,21 @@ export const EnvValue = z
   .string()
   .max(8192)
   .refine((s) => !s.includes('\0'), 'no NUL bytes')
-export const EnvMap = z.record(EnvName, EnvValue)
+/**
+ * Entries and total size an environment may carry: it travels inside one `docker run` over one SSH
+ * exec request, which fails late and obscurely past a few tens of KiB.
+ */
+export const ENV_MAX_ENTRIES = 64
+export const ENV_MAX_BYTES = 16 * 1024
+export const EnvMap = z
+  .record(EnvName, EnvValue)
+  .refine((env) => Object.keys(env).length <= ENV_MAX_ENTRIES, `at most ${ENV_MAX_ENTRIES} variables`)
+  .refine(
+    (env) =>
+      Object.entries(env).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v) + 2, 0) <=
+      ENV_MAX_BYTES,
+    `at most ${ENV_MAX_BYTES / 1024} KiB of variables in all`,
+  )
 
 /** Name of an always-on or custom service (asr, tts, whisper-large, ...). */
 export const ServiceName = z

@@ -105,7 +105,11 @@ export const ComponentHealth = z.object({
 })
 export type ComponentHealth = z.infer<typeof ComponentHealth>
 
-export const HealthComponents = z.object({ licensing: ComponentHealth })
+export const HealthComponents = z.object({
+  licensing: ComponentHealth,
+  /** Free space of the volume holding DATA_DIR: degraded under 1 GiB, before state writes fail. */
+  storage: ComponentHealth,
+})
 export type HealthComponents = z.infer<typeof HealthComponents>
 
 export const systemContract = {

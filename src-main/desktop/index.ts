@@ -1,8 +1,8 @@
 import path from 'node:path'
 import { app, BrowserWindow, screen, session, shell } from 'electron'
-import { electronSqliteBinding, SQLITE_BINDING_ENV } from '../core/nativeBinding'
+import { electronSqliteBinding, SQLITE_BINDING_ENV } from '../lib/nativeBinding'
 import { startDaemon, type RunningDaemon } from '../headless'
-import { registerIpc } from './ipc'
+import { registerIpc } from './registerIpc'
 import { createTray } from './tray'
 import { fitToDisplays, loadWindowState, saveWindowState, WINDOW_STATE_FILE, type WindowState } from './windowState'
 
@@ -112,15 +112,18 @@ function createWindow(root: string, stateFile: string, warn: (msg: string) => vo
   win.webContents.on('will-navigate', (e) => e.preventDefault())
   win.webContents.on('will-redirect', (e) => e.preventDefault())
   win.webContents.setWindowOpenHandler(({ url }) => {
-    if (/^https?:\/\//.test(url)) void shell.openExternal(url)
+    if (/^https?:\/\//.test(url))
+      shell.openExternal(url).catch((err: unknown) => warn(`cannot open ${url}: ${String(err)}`))
     return { action: 'deny' }
   })
   win.once('ready-to-show', () => {
     if (saved.maximized) win.maximize()
     win.show()
   })
-  if (process.env.ELECTRON_RENDERER_URL) void win.loadURL(process.env.ELECTRON_RENDERER_URL)
-  else void win.loadFile(path.join(root, 'out', 'renderer', 'index.html'))
+  const loaded = process.env.ELECTRON_RENDERER_URL
+    ? win.loadURL(process.env.ELECTRON_RENDERER_URL)
+    : win.loadFile(path.join(root, 'out', 'renderer', 'index.html'))
+  loaded.catch((err: unknown) => warn(`the dashboard did not load: ${String(err)}`))
   return win
 }
 

@@ -5,10 +5,10 @@ import {
   type IpcEnvelope,
   type IpcErrorBody,
   type IpcStreamMessage,
-} from '../contract/ipc'
-import type { Dispatcher } from '../core/invoke'
-import { invokeMethod, methodDef, openStream, toPublicError } from '../core/invoke'
-import type { Logger } from '../core/logger'
+} from '../contract/ipcWire'
+import type { Dispatcher } from '../app/invoke'
+import { invokeMethod, methodDef, openStream, toPublicError } from '../app/invoke'
+import type { Logger } from '../lib/logger'
 import { ApiError } from '../contract/errors'
 
 /** The window as the main process sees it (Electron's WebContents, or a test's stand-in). */
@@ -41,7 +41,7 @@ const errorBody = (e: ApiError): IpcErrorBody => ({ code: String(e.code), messag
 
 /**
  * The IPC adapter: the same contract methods as HTTP, for the desktop window, without importing
- * electron (desktop/ipc.ts hands it the real `ipcMain`). Answers are `{ok, value | error}` envelopes
+ * electron (desktop/registerIpc.ts hands it the real `ipcMain`). Answers are `{ok, value | error}` envelopes
  * of plain data; calls carry an id the window can cancel; streams go out on one event channel
  * keyed by subscription id. The window is the operator, so every call is authenticated.
  */

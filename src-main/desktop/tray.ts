@@ -1,7 +1,7 @@
 import { Menu, nativeImage, Tray, type MenuItemConstructorOptions } from 'electron'
 import type { ConnectivityView } from '../contract/nodes'
-import type { Core } from '../core/app'
-import { invokeMethod } from '../core/invoke'
+import type { Core } from '../app/compositionRoot'
+import { invokeMethod } from '../app/invoke'
 import { nodeLines, trayMenu, trayTooltip, type TrayItem } from './trayModel'
 
 /** Refreshes between connectivity events too, so "not checked yet" does not linger. */

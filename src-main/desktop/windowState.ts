@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { atomicWriteFile, readStateFile } from '../core/files'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 
 /** The main window's size and place, kept in Electron's userData so it reopens as it was left. */
 export const WindowState = z.object({
@@ -25,10 +25,7 @@ export interface Area {
 export function loadWindowState(file: string, warn: (msg: string) => void): WindowState {
   const read = readStateFile(file, (text) => WindowState.parse(JSON.parse(text)))
   if (read.kind === 'ok') return read.value
-  if (read.kind === 'corrupt')
-    warn(
-      `window state ${file} is unreadable (${read.error}); using the default size${read.keptAs ? `, kept as ${read.keptAs}` : ''}`,
-    )
+  if (read.kind === 'corrupt') warn(replacedStateFileMessage('window state', file, read, 'using the default size'))
   return { ...DEFAULT_WINDOW_STATE }
 }
 

@@ -4,30 +4,31 @@ import type { Config } from '../config/load'
 import { ApiError } from '../contract/errors'
 import type { gatewayContract } from '../contract/gateway'
 import type { consumerKeysContract } from '../contract/consumerKeys'
-import type { CoreDeps, DomainModule } from '../core/module'
-import type { ServiceDirectory } from '../core/serviceDirectory'
-import { mountAudioRoutes } from './audioRoutes'
-import type { DeepHealthHook, ProbedService } from './deepHealth'
-import { ConsumerKeys } from './consumerKeys'
+import type { CoreDeps, DomainModule } from '../platform/domainModule'
+import type { ServiceDirectory } from '../services/serviceDirectory'
+import { mountAudioRoutes } from './audio/audioRoutes'
+import type { DeepHealthHook, ProbedService } from './deepHealthHook'
+import { ConsumerKeys } from './keys/consumerKeyStore'
 import { infoHandlers } from './handlers'
-import { consumerKeyHandlers } from './keyHandlers'
-import { KeyUsageStore, usageCounts } from './keyUsage'
-import { ModelLists } from './modelLists'
+import { consumerKeyHandlers } from './keys/keyHandlers'
+import { KeyUsageStore, usageCounts } from './keys/keyUsage'
+import { ModelLists } from './relay/modelLists'
 import { playgroundHandlers } from './playground'
-import { mountProxyRoutes, relayRoutes, type LlmGate } from './proxyRoutes'
-import { rawRoute } from './rawRoute'
-import { RequestLog } from './requestLog'
-import { ScrubSessions } from './scrub'
-import { VoiceAliases } from './speech'
-import { UploadSpool } from './spool'
+import { BodyBudget, bodyBudgetLimits } from './relay/bodyBudget'
+import { mountProxyRoutes, relayRoutes, type LlmGate } from './relay/proxyRoutes'
+import { rawRoute } from './relay/rawRoute'
+import { RequestLog } from './relay/requestLog'
+import { ScrubSessions } from './scrub/scrub'
+import { VoiceAliases } from './audio/speech'
+import { UploadSpool } from './audio/spool'
 import {
   DEFAULT_UPSTREAM_TIMEOUTS,
   Upstreams,
   type Upstream,
   type UpstreamName,
   type UpstreamTimeouts,
-} from './upstreams'
-import { MiB } from './wire'
+} from './relay/upstreams'
+import { MiB } from './relay/wire'
 
 export type GatewayModule = DomainModule<typeof gatewayContract & typeof consumerKeysContract> & {
   /** The request log (tests and the bench read it). */
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   spoolBudgetBytes: number
   /** Free space DATA_DIR keeps: an upload that would leave less is refused with 507. */
   diskFloorBytes: number
+  /** Memory the relayed JSON bodies in progress may hold together (503 + Retry-After beyond). */
+  bodyBudgetBytes: number
   scrubTtlMs: number
   scrubCap: number
   requestLogSize: number
@@ -68,6 +71,9 @@ export interface GatewayDeps extends CoreDeps {
   readonly options?: Partial<GatewayOptions>
 }
 
+/** How often expired scrub sessions are dropped when no scrub or rehydrate comes to drop them. */
+const SCRUB_SWEEP_MS = 60_000
+
 /** The gateway's options: limits from Settings (GATEWAY_*), the rest fixed; `given` (tests) wins. */
 export function gatewayOptions(config: Config, given: Partial<GatewayOptions> = {}): GatewayOptions {
   const limits = config.gatewayLimits
@@ -79,6 +85,7 @@ export function gatewayOptions(config: Config, given: Partial<GatewayOptions> = 
     uploadRoot: path.join(config.paths.dataDir, 'tmp'),
     spoolBudgetBytes: limits.spoolMb * MiB,
     diskFloorBytes: limits.diskFloorMb * MiB,
+    bodyBudgetBytes: limits.bodyBudgetMb * MiB,
     scrubTtlMs: 60 * 60_000,
     scrubCap: 10_000,
     requestLogSize: 500,
@@ -111,6 +118,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       if (who?.kind === 'key') usage.record(who.id, usageCounts(entry, used))
     })
   const scrubber = new ScrubSessions(clock, config.scrubTerms, opts.scrubTtlMs, opts.scrubCap)
+  let scrubSweep: NodeJS.Timeout | undefined
   const lists = new ModelLists(need, clock, logger)
   const voices = VoiceAliases.fromSetting(
     config.settings.TTS_VOICE_ALIASES.value,
@@ -124,6 +132,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   )
   const probe = (service: ProbedService) => (reason: string) => deps.deepHealth.requestProbe(service, reason)
   const route = rawRoute({ log, logger, drainMs: opts.uploadIdleMs })
+  const bodyBudget = new BodyBudget(bodyBudgetLimits(opts.bodyBudgetBytes))
   const relayed = relayRoutes({
     need,
     log,
@@ -131,6 +140,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     drainMs: opts.uploadIdleMs,
     logger,
     gate: deps.llmGate,
+    bodyBudget,
   })
 
   return {
@@ -157,8 +167,11 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     },
     start() {
       usage?.start()
+      scrubSweep ??= setInterval(() => scrubber.expire(), SCRUB_SWEEP_MS).unref()
     },
     stop() {
+      if (scrubSweep) clearInterval(scrubSweep)
+      scrubSweep = undefined
       usage?.stop()
       keys.close()
       upstreams.destroy()

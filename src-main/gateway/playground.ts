@@ -2,15 +2,15 @@ import { createParser } from 'eventsource-parser'
 import { ApiError } from '../contract/errors'
 import type { Handlers } from '../contract/define'
 import type { gatewayContract } from '../contract/gateway'
-import type { ProbeStart } from './deepHealth'
-import type { ModelLists } from './modelLists'
-import type { RequestLog } from './requestLog'
-import { parseSpeech, synthesize, type VoiceAliases } from './speech'
-import type { UploadSpool } from './spool'
-import { transcribeWithSpeakers } from './transcribe'
-import { safeName } from './uploads'
-import type { Upstream, UpstreamName } from './upstreams'
-import { callUpstream, MiB, readText, upstreamDetail } from './wire'
+import type { ProbeStart } from './deepHealthHook'
+import type { ModelLists } from './relay/modelLists'
+import type { RequestLog } from './relay/requestLog'
+import { parseSpeech, synthesize, type VoiceAliases } from './audio/speech'
+import type { UploadSpool } from './audio/spool'
+import { transcribeWithSpeakers } from './audio/transcribe'
+import { safeName } from './audio/uploads'
+import type { Upstream, UpstreamName } from './relay/upstreams'
+import { callUpstream, MiB, readText, upstreamDetail } from './relay/wire'
 
 type PlaygroundHandlers = Pick<
   Handlers<typeof gatewayContract>,
@@ -83,7 +83,7 @@ async function* loggedChat(
     outcome = failure(err, signal)
     throw err
   } finally {
-    record(log, 'GET', '/api/gateway/playground/chat', t0, { ...outcome, bytes, ttfb_ms: ttfb, streamed: true })
+    record(log, 'POST', '/api/gateway/playground/chat', t0, { ...outcome, bytes, ttfb_ms: ttfb, streamed: true })
   }
 }
 

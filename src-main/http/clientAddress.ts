@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import net from 'node:net'
-import { addressMatcher, limitKeyOf, unmapIpv4 } from '../core/netAddress'
+import { addressMatcher, forwardedAddress, limitKeyOf, unmapIpv4 } from '../lib/netAddress'
 
 /** Who sent a request, as rate limits, logs and the session cookie see it. */
 export interface ClientAddress {
@@ -22,13 +22,44 @@ function headerValues(value: string | string[] | undefined): string[] {
 }
 
 /**
- * The one function that says who a request came from. `X-Forwarded-For` and
- * `X-Forwarded-Proto` are believed only when the socket peer is in TRUSTED_PROXIES; the client
- * is then the right-most forwarded hop that is not itself a trusted proxy, since every proxy
- * appends the peer it saw and only the hops we trust can be taken at their word. A peer that is
- * not trusted is the client of every request on its connection: worked out once per socket.
+ * The client a trusted proxy forwarded for: the right-most X-Forwarded-For hop that is not itself
+ * a trusted proxy, since every proxy appends the peer it saw and only the hops we trust can be
+ * taken at their word. Hops that name no address (`unknown`, `_hidden`, garbage) are skipped: a
+ * proxy that could not tell tells us nothing, and must not make its own address the client.
+ * When every hop is trusted, the farthest one; when none is an address, the peer.
  */
-export function clientAddressResolver(trustedProxies: readonly string[]): (req: IncomingMessage) => ClientAddress {
+function forwardedClient(
+  peer: string,
+  header: string | string[] | undefined,
+  trusted: (ip: string) => boolean,
+): string {
+  let client = peer
+  const hops = headerValues(header)
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = forwardedAddress(hops[i] as string)
+    if (hop === null) continue
+    client = hop
+    if (!trusted(hop)) break
+  }
+  return client
+}
+
+/** A request that says it passed a proxy: what the operator must see when that proxy is not trusted. */
+function isForwarded(req: IncomingMessage): boolean {
+  return req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined
+}
+
+/**
+ * The one function that says who a request came from. `X-Forwarded-For` and
+ * `X-Forwarded-Proto` are believed only when the socket peer is in TRUSTED_PROXIES; the scheme is
+ * the last `X-Forwarded-Proto` value, the one the trusted hop wrote. A peer that is not trusted is
+ * the client of every request on its connection: worked out once per socket, and reported to
+ * `onUntrustedForwarder` when it forwards for others (every client behind it then looks like it).
+ */
+export function clientAddressResolver(
+  trustedProxies: readonly string[],
+  onUntrustedForwarder: (peer: string) => void = () => undefined,
+): (req: IncomingMessage) => ClientAddress {
   const trusted = addressMatcher(trustedProxies)
   const perSocket = new WeakMap<net.Socket, ClientAddress>()
   return (req) => {
@@ -39,18 +70,13 @@ export function clientAddressResolver(trustedProxies: readonly string[]): (req: 
     if (peer === '' || !trusted(peer)) {
       const client = { ip: peer || 'unknown', limitKey: limitKeyOf(peer || 'unknown'), secure: direct }
       // Before the connection is up the peer is not known yet: not cached.
-      if (peer !== '') perSocket.set(req.socket, client)
+      if (peer === '') return client
+      perSocket.set(req.socket, client)
+      if (isForwarded(req)) onUntrustedForwarder(peer)
       return client
     }
-    let ip = peer
-    const hops = headerValues(req.headers['x-forwarded-for'])
-    for (let i = hops.length - 1; i >= 0; i--) {
-      const hop = unmapIpv4((hops[i] as string).replace(/^\[|\](:\d+)?$/g, ''))
-      if (net.isIP(hop) === 0) break // a proxy passed something that is no address: stop at the last hop we trust
-      ip = hop
-      if (!trusted(hop)) break
-    }
-    const proto = headerValues(req.headers['x-forwarded-proto'])[0]?.toLowerCase()
+    const ip = forwardedClient(peer, req.headers['x-forwarded-for'], trusted)
+    const proto = headerValues(req.headers['x-forwarded-proto']).at(-1)?.toLowerCase()
     return { ip, limitKey: limitKeyOf(ip), secure: proto === undefined ? direct : proto === 'https' }
   }
 }

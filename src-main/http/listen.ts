@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import type { Core } from '../core/app'
-import { addressMatcher, limitKeyOf } from '../core/netAddress'
+import type { Core } from '../app/compositionRoot'
+import { addressMatcher, connectionKeyOf } from '../lib/netAddress'
 import { armBodyDeadline } from './bodyDeadline'
 import { createHttpApp, type HttpAppOptions } from './server'
 
@@ -22,7 +22,10 @@ export interface ServerLimits {
   bodyTimeoutMs: number
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number
-  /** Open connections per client address (IPv6: per /64); the one beyond is closed at once. 0 = no limit. */
+  /**
+   * Open connections per client address (IPv6 too: per whole address, not per /64 as the rate limits,
+   * since a LAN is one /64); the one beyond is closed at once. 0 = no limit.
+   */
   connectionsPerAddress: number
   /** Peers the connection limit does not apply to (a reverse proxy carries many clients). */
   unlimitedPeer?: (address: string) => boolean
@@ -98,7 +101,7 @@ function connectionLimiter(limits: ServerLimits): (socket: Socket) => void {
   return (socket) => {
     const address = socket.remoteAddress
     if (limits.connectionsPerAddress <= 0 || address === undefined || limits.unlimitedPeer?.(address)) return
-    const key = limitKeyOf(address)
+    const key = connectionKeyOf(address)
     const n = open.get(key) ?? 0
     if (n >= limits.connectionsPerAddress) {
       socket.destroy()

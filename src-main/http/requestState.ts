@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
-import type { ConsumerIdentity } from '../gateway/consumerKeys'
-import type { UsageMeter } from '../gateway/usageMeter'
+import type { ConsumerIdentity } from '../gateway/keys/consumerKeyStore'
+import type { UsageMeter } from '../gateway/relay/usageMeter'
 import type { ClientAddress } from './clientAddress'
 import type { Surface } from './surfaces'
 

@@ -1,12 +1,13 @@
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import { ApiError } from '../contract/errors'
-import type { Core } from '../core/app'
-import { toPublicError } from '../core/invoke'
-import type { Logger } from '../core/logger'
+import type { Core } from '../app/compositionRoot'
+import { toPublicError } from '../app/invoke'
+import type { Logger } from '../lib/logger'
 import { edgeGate, edgeOf } from './edge'
 import { contractRoutes } from './middleware/contractRoutes'
 import { defaultRendererDir, mountDashboard } from './middleware/dashboard'
 import { originGuard } from './middleware/originGuard'
+import { sendNotFoundPage, wantsNotFoundPage } from './notFoundPage'
 import { sendError } from './respond'
 import { requestState, styleFor } from './requestState'
 
@@ -55,11 +56,13 @@ function inOrder(...steps: RequestHandler[]): RequestHandler {
 
 function notFound(): RequestHandler {
   return (req, res) =>
-    sendError(
-      res,
-      new ApiError('not_found', `no route ${req.method} ${req.path}`),
-      styleFor(requestState(res).surface, req.path),
-    )
+    wantsNotFoundPage(req, req.path)
+      ? sendNotFoundPage(res)
+      : sendError(
+          res,
+          new ApiError('not_found', `no route ${req.method} ${req.path}`),
+          styleFor(requestState(res).surface, req.path),
+        )
 }
 
 /** Errors from Express itself and from middleware that passed one on. */

@@ -27,7 +27,9 @@ const CONSUMER_EXACT = new Set([
 const CONSUMER_PREFIX = ['/v1/audio/', '/api/audio/']
 
 const LICENSING_PUBLIC_EXACT = new Set([
+  '/healthz',
   '/v1/pubkey',
+  '/v1/issuer/public-key',
   '/v1/products',
   '/v1/purchase',
   '/v1/redeem',
@@ -52,6 +54,9 @@ const WEBHOOKS = new Set([
   '/v1/btcpay/authorize/callback', // BTCPay's key hand-back: its single-use state authorizes it
 ])
 
+/** Keysat's per-provider landings, `/v1/{btcpay,zaprite}/webhook/:provider_id`. */
+const WEBHOOK_PREFIX = ['/v1/btcpay/webhook/', '/v1/zaprite/webhook/']
+
 const OPEN_API = new Set(['/api/login', '/api/logout', '/api/session', '/api/health'])
 
 export function surfaceOf(path: string): Surface {
@@ -66,11 +71,21 @@ export function surfaceOf(path: string): Surface {
   if (OPEN_API.has(path)) return 'login'
   if (path === '/metrics') return 'metrics'
   if (CONSUMER_EXACT.has(path) || CONSUMER_PREFIX.some((p) => path.startsWith(p))) return 'consumer'
-  if (WEBHOOKS.has(path)) return 'webhook'
+  if (WEBHOOKS.has(path) || WEBHOOK_PREFIX.some((p) => path.startsWith(p))) return 'webhook'
   if (path.startsWith('/v1/admin/')) return 'licensing-admin'
   if (LICENSING_PUBLIC_EXACT.has(path) || LICENSING_PUBLIC_PREFIX.some((p) => path.startsWith(p)))
     return 'licensing-public'
   return 'control'
+}
+
+/**
+ * Consumer routes the dashboard's browser playground calls with its session cookie (recordings
+ * too large for its own control route), when PLAYGROUND_SESSION_UPLOADS allows it.
+ */
+const PLAYGROUND_UPLOADS = new Set(['/api/audio/transcribe-with-speakers'])
+
+export function isPlaygroundUpload(path: string): boolean {
+  return PLAYGROUND_UPLOADS.has(path)
 }
 
 /** Surfaces a session cookie can reach: only these are origin-guarded (spec 1, 5.2). */

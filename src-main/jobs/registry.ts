@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import type { Clock } from '../core/clock'
-import type { EventPublisher } from '../core/events'
-import type { Redactor } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { EventPublisher } from '../platform/eventBus'
+import type { Redactor } from '../lib/logger'
 import { ApiError } from '../contract/errors'
 import type { JobEvent, JobKind, JobProgress, JobRecord } from '../contract/system'
 

@@ -3,7 +3,7 @@ import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { RateView, licensingAdminContract } from '../contract/licensing'
 import { licensesCsv } from './exports'
-import type { LicensingServices } from './services'
+import type { LicensingServices } from './licensingServices'
 
 export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAdminContract> {
   const { catalog, licenses, discounts } = s

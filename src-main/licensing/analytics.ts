@@ -6,7 +6,7 @@
  * Interface: new Analytics(db, clock); report(days) → AnalyticsView
  */
 import type { AnalyticsView, Currency } from '../contract/licensing'
-import type { Clock } from '../core/clock'
+import type { Clock } from '../lib/clock'
 import type { LicensingDb } from './db'
 
 const DAY_MS = 86_400_000

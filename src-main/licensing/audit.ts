@@ -6,9 +6,9 @@
  * client address and user agent, from the contract call in progress.
  */
 import type { AuditEntry } from '../contract/licensing'
-import type { Caller } from '../core/callerScope'
-import type { Clock } from '../core/clock'
-import { Redactor } from '../core/logger'
+import type { Caller } from '../platform/callerScope'
+import type { Clock } from '../lib/clock'
+import { Redactor } from '../lib/logger'
 import { matchAny, type LicensingDb } from './db'
 import { cleanUserAgent } from './validationLog'
 
@@ -47,7 +47,7 @@ export class AuditLog {
   constructor(
     private readonly db: LicensingDb,
     private readonly clock: Clock,
-    /** The caller of the contract call in progress, if any (core/callerScope.ts). */
+    /** The caller of the contract call in progress, if any (platform/callerScope.ts). */
     private readonly caller: () => Caller | undefined = () => undefined,
   ) {
     this.insert = db.prepare(

@@ -5,11 +5,12 @@
 import type { CallContext, Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { PublicPolicy, RecoverInput, RecoverResponse, licensingBuyerContract } from '../contract/licensing'
-import { effectivePrice, productView, type PolicyRow, type ProductRow } from './catalog'
+import { effectivePrice, productView, type PolicyRow, type ProductRow } from './productCatalog'
 import { iso, parseCatalog, parseStringList } from './json'
+import { CURRENT_KEY_VERSION } from './keys/keyFormat'
 import type { ClientInfo } from './licenses'
 import { recoverByInvoice } from './recovery'
-import type { LicensingServices } from './services'
+import type { LicensingServices } from './licensingServices'
 
 /** `{license_key}` / `{key}` or `{invoice_id, email}` (the contract guarantees one of them). */
 export function recoverBy(s: LicensingServices, a: RecoverInput): RecoverResponse {
@@ -89,7 +90,13 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
   }
 
   return {
-    licPubkey: async () => ({ public_key_pem: s.issuer.publicKeyPem }),
+    licPubkey: async () => ({ algorithm: 'ed25519' as const, public_key_pem: s.issuer.publicKeyPem }),
+    licIssuerPublicKey: async () => ({
+      public_key_pem: s.issuer.publicKeyPem,
+      key_algorithm: 'ed25519' as const,
+      key_format_version: CURRENT_KEY_VERSION,
+    }),
+    licHealthz: async () => ({ ok: true as const }),
     licProducts: async () => {
       const rows = s.db.prepare('SELECT * FROM products WHERE active = 1 ORDER BY name').all() as ProductRow[]
       return { products: await Promise.all(rows.map(publicProduct)) }

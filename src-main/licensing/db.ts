@@ -11,7 +11,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { sqliteOptions } from '../core/nativeBinding'
+import { sqliteOptions } from '../lib/nativeBinding'
 import { MIGRATIONS, type Migration } from './migrations'
 
 export type LicensingDb = Database.Database

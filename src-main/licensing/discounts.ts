@@ -25,11 +25,11 @@ import {
   type DiscountView,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import type { Clock } from '../core/clock'
+import type { Clock } from '../lib/clock'
 import type { AuditLog } from './audit'
-import type { PolicyRow, ProductRow } from './catalog'
+import type { PolicyRow, ProductRow } from './productCatalog'
 import { orderBy, searchAny, type LicensingDb } from './db'
-import { dbOutbox, emitEvent } from './events'
+import { dbOutbox, emitEvent } from './outboundEvents'
 import type { EventOutbox } from './settlement'
 
 export interface DiscountRow {

@@ -1,5 +1,5 @@
 /**
- * CSV exports of the licensing admin lists (licences, invoices, subscriptions): the same filter
+ * CSV exports of the licensing admin lists (licenses, invoices, subscriptions): the same filter
  * and sort as the list on screen, every matching row up to CSV_MAX_ROWS, names beside slugs.
  */
 import type { z } from 'zod'
@@ -71,6 +71,7 @@ const SUBSCRIPTION_COLUMNS: readonly CsvColumn<SubscriptionView>[] = [
   { header: 'period_days', value: (s) => s.period_days },
   { header: 'cycles', value: (s) => s.cycles.length },
   { header: 'next_renewal_at', value: (s) => isoOrNull(s.next_renewal_at) },
+  { header: 'due_at', value: (s) => isoOrNull(s.due_at) },
   { header: 'consecutive_failures', value: (s) => s.consecutive_failures },
   { header: 'failure_reason', value: (s) => s.failure_reason },
   { header: 'cancelled_at', value: (s) => isoOrNull(s.cancelled_at) },

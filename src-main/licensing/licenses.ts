@@ -22,14 +22,20 @@ import type {
   ValidateResponse,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import type { Clock } from '../core/clock'
-import { RateLimiter } from '../core/rateLimit'
+import type { Clock } from '../lib/clock'
+import { RateLimiter } from '../lib/rateLimit'
 import type { AuditLog } from './audit'
-import type { Catalog, PolicyRow, ProductRow } from './catalog'
+import type { Catalog, PolicyRow, ProductRow } from './productCatalog'
 import { immediate, matchAny, orderBy, type LicensingDb } from './db'
 import type { Discounts } from './discounts'
-import { dbOutbox, emitEvent } from './events'
-import { FLAG_TRIAL, hashFingerprint, isFingerprintBound, type LicensePayload } from './keys/format'
+import { dbOutbox, emitEvent } from './outboundEvents'
+import {
+  CURRENT_KEY_VERSION,
+  FLAG_TRIAL,
+  hashFingerprint,
+  isFingerprintBound,
+  type LicensePayload,
+} from './keys/keyFormat'
 import type { Issuer } from './keys/issuer'
 import type { EventOutbox } from './settlement'
 import { iso, parseStringList } from './json'
@@ -74,6 +80,13 @@ const DAY_MS = 86_400_000
 /** Validate refreshes a machine's last-seen time at most this often (the heartbeat endpoint always does). */
 const HEARTBEAT_WRITE_MS = 60_000
 const ZERO_HASH = Buffer.alloc(32)
+
+/** Where a license stands against its expiry and grace period (graceUntil null: it never expires). */
+interface Expiry {
+  expired: boolean
+  inGrace: boolean
+  graceUntil: number | null
+}
 
 type Seat =
   | { ok: true; machineId: string; created: boolean }
@@ -206,6 +219,28 @@ const STATUS_EVENTS = {
   'license.reinstate': 'license.reinstated',
 } as const
 
+/** Validate's answer for a license in good standing: its current state, not the key's. */
+function validAnswer(r: LicenseRow, slug: string, exp: Expiry, machineId: string | undefined): ValidateResponse {
+  const res: ValidateResponse = {
+    ok: true,
+    license_id: r.id,
+    product_id: r.product_id,
+    product_slug: slug,
+    issued_at: iso(r.issued_at),
+    is_trial: r.is_trial === 1,
+    entitlements: parseStringList(r.entitlements),
+    status: r.status,
+    max_machines: r.max_machines,
+  }
+  if (r.expires_at !== null) res.expires_at = iso(r.expires_at)
+  if (exp.inGrace) {
+    res.in_grace_period = true
+    res.grace_until = iso(exp.graceUntil!)
+  }
+  if (machineId !== undefined) res.machine_id = machineId
+  return res
+}
+
 export class Licenses {
   private readonly db: LicensingDb
   private readonly clock: Clock
@@ -268,7 +303,7 @@ export class Licenses {
   /** The v2 payload for a license as it stands now (current entitlements and expiry). */
   private payloadFor(r: LicenseRow): LicensePayload {
     return {
-      version: 2,
+      version: CURRENT_KEY_VERSION,
       flags: r.is_trial === 1 ? FLAG_TRIAL : 0,
       productId: r.product_id,
       licenseId: r.id,
@@ -523,6 +558,16 @@ export class Licenses {
     return k
   }
 
+  /**
+   * As authenticate, for what a key may still do to its license (quote, upgrade, cancel): a revoked
+   * or suspended license's key gets the very same 401, as Keysat answers, so its state does not leak.
+   */
+  authenticateActive(keyText: string): { payload: LicensePayload; license: LicenseRow } {
+    const k = this.checkKey(keyText)
+    if (!k.ok || k.license.status !== 'active') throw new ApiError('unauthorized', 'invalid license key')
+    return k
+  }
+
   private report(
     kind: ValidationKind,
     keyText: string,
@@ -565,7 +610,7 @@ export class Licenses {
   }
 
   /** Expiry with grace: expired once past expires_at + grace days; in grace between the two. */
-  private expiry(r: LicenseRow, now: number): { expired: boolean; inGrace: boolean; graceUntil: number | null } {
+  private expiry(r: LicenseRow, now: number): Expiry {
     if (r.expires_at === null) return { expired: false, inGrace: false, graceUntil: null }
     const graceUntil = r.expires_at + r.grace_period_days * DAY_MS
     return { expired: now >= graceUntil, inGrace: now >= r.expires_at && now < graceUntil, graceUntil }
@@ -637,8 +682,6 @@ export class Licenses {
 
   private check(input: ValidateInput, fp: Buffer | null, clientIp?: string): ValidateResponse {
     const productSlug = input.product_slug ?? undefined
-    const hostname = input.hostname ?? undefined
-    const platform = input.platform ?? undefined
     const v = this.deps.issuer.verify(input.key)
     if (!v.ok) return { ok: false, reason: v.reason }
     const r = this.row(v.payload.licenseId)
@@ -647,8 +690,7 @@ export class Licenses {
     const slug = this.q.productSlug.get(r.product_id) as string
     if (productSlug !== undefined && productSlug !== slug)
       return { ok: false, reason: 'product_mismatch', license_id: r.id }
-    const now = this.clock.now()
-    const exp = this.expiry(r, now)
+    const exp = this.expiry(r, this.clock.now())
     if (exp.expired)
       return {
         ok: false,
@@ -658,33 +700,41 @@ export class Licenses {
         expires_at: iso(r.expires_at!),
         grace_until: iso(exp.graceUntil!),
       }
-    let machineId: string | undefined
-    if (fp !== null) {
-      if (isFingerprintBound(v.payload) && !fp.equals(v.payload.fingerprintHash))
-        return { ok: false, reason: 'fingerprint_mismatch', license_id: r.id }
-      const s = this.seat(r, fp.toString('hex'), { hostname, platform, ip: clientIp })
-      if (!s.ok)
-        return { ok: false, reason: s.reason, license_id: r.id, product_id: r.product_id, max_machines: r.max_machines }
-      machineId = s.machineId
-    }
-    const res: ValidateResponse = {
-      ok: true,
-      license_id: r.id,
-      product_id: r.product_id,
-      product_slug: slug,
-      issued_at: iso(r.issued_at),
-      is_trial: r.is_trial === 1,
-      entitlements: parseStringList(r.entitlements),
-      status: r.status,
-      max_machines: r.max_machines,
-    }
-    if (r.expires_at !== null) res.expires_at = iso(r.expires_at)
-    if (exp.inGrace) {
-      res.in_grace_period = true
-      res.grace_until = iso(exp.graceUntil!)
-    }
-    if (machineId !== undefined) res.machine_id = machineId
-    return res
+    const seat = fp === null ? null : this.validateSeat(r, v.payload, fp, input, clientIp)
+    if (seat && !seat.ok) return seat.refusal
+    return validAnswer(r, slug, exp, seat?.machineId)
+  }
+
+  /**
+   * Validate's seat for the caller's fingerprint: a key signed for another machine is refused
+   * before any seat is taken.
+   */
+  private validateSeat(
+    r: LicenseRow,
+    payload: LicensePayload,
+    fp: Buffer,
+    input: ValidateInput,
+    clientIp: string | undefined,
+  ): { ok: true; machineId: string } | { ok: false; refusal: ValidateResponse } {
+    if (isFingerprintBound(payload) && !fp.equals(payload.fingerprintHash))
+      return { ok: false, refusal: { ok: false, reason: 'fingerprint_mismatch', license_id: r.id } }
+    const s = this.seat(r, fp.toString('hex'), {
+      hostname: input.hostname ?? undefined,
+      platform: input.platform ?? undefined,
+      ip: clientIp,
+    })
+    if (!s.ok)
+      return {
+        ok: false,
+        refusal: {
+          ok: false,
+          reason: s.reason,
+          license_id: r.id,
+          product_id: r.product_id,
+          max_machines: r.max_machines,
+        },
+      }
+    return { ok: true, machineId: s.machineId }
   }
 
   activate(
@@ -735,7 +785,7 @@ export class Licenses {
     return this.recoverLicense(this.authenticate(keyText).license, 'key')
   }
 
-  /** The recover answer for a licence the caller has proved they hold (by its key, or its invoice and e-mail). */
+  /** The recover answer for a license the caller has proved they hold (by its key, or its invoice and e-mail). */
   recoverLicense(r: LicenseRow, via: 'key' | 'invoice_email'): RecoverResponse {
     const v = this.view(r.id)
     const exp = this.expiry(r, this.clock.now())

@@ -2,27 +2,40 @@
  * Composition of the licensing domain: services (services.ts) → contract handlers (buyerApi.ts,
  * adminApi.ts, and the payments handlers) → HTTP-only routes (webhooks, pages) → workers.
  *
- * When the database cannot be opened (corrupt, unreadable, a failed migration) licensing alone is
- * off (degraded.ts): its routes answer 503 with the reason and /api/health says so.
+ * When the database cannot be opened (corrupt, emptied, unreadable, a failed migration: the start
+ * checks in dbCheck.ts) licensing alone is off (degraded.ts): its routes answer 503 with the
+ * reason and /api/health says so. The database watch (dbWatch.ts) checks it hourly while running
+ * and takes the rolling backups (backups.ts); damage it finds turns licensing off the same way.
  */
 import type { Router } from 'express'
 import type { licensingContract } from '../contract/licensing'
 import type { ComponentHealth } from '../contract/system'
-import type { CoreDeps, DomainModule } from '../core/module'
+import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import { adminHandlers } from './adminApi'
+import { LicensingBackups, newestBackup } from './backups'
 import { buyerHandlers } from './buyerApi'
 import type { LicensingDb } from './db'
-import { degradedLicensing } from './degraded'
+import { closeWithoutCheckpoint } from './dbCheck'
+import { LicensingDbWatch } from './dbWatch'
+import {
+  degradedLicensing,
+  describeOutage,
+  guardedHandlers,
+  refuseRoutesWhileOff,
+  type LicensingOutage,
+} from './degraded'
 import { createPayments } from './payments'
 import { subscriptionHandlers } from './subscriptionHandlers'
 import { tierChangeHandlers } from './tierChangeHandlers'
-import { createLicensingServices, type LicensingServices } from './services'
+import { createLicensingServices, type LicensingServices } from './licensingServices'
 import { validationHandlers } from './validationHandlers'
 
 export type LicensingModule = DomainModule<typeof licensingContract> & {
   health(): ComponentHealth
   /** The database, for metrics read at scrape time; absent while licensing is off. */
   database?(): LicensingDb
+  /** The periodic check and backups; absent while licensing is off. */
+  readonly dbWatch?: LicensingDbWatch
 }
 
 export async function createLicensingModule(deps: CoreDeps): Promise<LicensingModule> {
@@ -37,32 +50,64 @@ export async function createLicensingModule(deps: CoreDeps): Promise<LicensingMo
 }
 
 function licensingModule(services: LicensingServices): LicensingModule {
+  const { config, clock, logger } = services.deps
   const buyer = buyerHandlers(services)
   const admin = adminHandlers(services)
   const payments = createPayments(services)
+  const file = config.paths.licensingDb
+  const backupDir = config.paths.licensingBackupDir
+  // Set when the running database fails its periodic check: every route then refuses, as at start.
+  let outage: LicensingOutage | null = null
+  const dbWatch = new LicensingDbWatch({
+    file,
+    backups: new LicensingBackups({ db: services.db, dir: backupDir, keep: config.licensingBackups, clock, logger }),
+    newestBackup: () => newestBackup(backupDir),
+    clock,
+    logger,
+    onDamage: (err) => {
+      outage = describeOutage(err, file)
+      logger.error(outage.adminMessage)
+      // Nothing more is written to the damaged file: the workers stop (the validation log writes what it holds).
+      try {
+        services.validationLog.close()
+      } catch (e) {
+        logger.error('closing the validation log failed', { error: e })
+      }
+      payments.stop().catch((e: unknown) => logger.error('stopping the payment workers failed', { error: e }))
+    },
+  })
 
   return {
     name: 'licensing',
-    health: () => ({ state: 'ok', reason: null, remedy: null }),
+    health: () => outage?.health ?? { state: 'ok', reason: null, remedy: null },
     database: () => services.db,
-    handlers: {
-      ...buyer,
-      ...admin,
-      ...payments.handlers,
-      ...subscriptionHandlers(payments.subscriptions, services.deps.clock),
-      ...tierChangeHandlers(payments.tierChanges),
-      ...validationHandlers(services.validationLog),
-    },
+    dbWatch,
+    handlers: guardedHandlers(
+      {
+        ...buyer,
+        ...admin,
+        ...payments.handlers,
+        ...subscriptionHandlers(payments.subscriptions, services.deps.clock),
+        ...tierChangeHandlers(payments.tierChanges),
+        ...validationHandlers(services.validationLog),
+      },
+      () => outage,
+    ),
     mountRoutes(router: Router) {
+      refuseRoutesWhileOff(router, () => outage)
       payments.mountRoutes(router)
     },
-    start() {
+    async start() {
       services.validationLog.start()
       payments.start()
+      await dbWatch.start()
     },
     async stop() {
+      await dbWatch.stop()
       await payments.stop()
-      services.close()
+      // A database found damaged keeps its WAL as it is for the restore, rather than having it checkpointed into the file.
+      if (dbWatch.damaged) closeWithoutCheckpoint(file, () => services.close())
+      else services.close()
     },
   }
 }

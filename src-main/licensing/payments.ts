@@ -1,10 +1,11 @@
 import type { Request, Response, Router } from 'express'
+import { z } from 'zod'
 import type { licensingPaymentsContract } from '../contract/licensing'
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import { publicBaseUrl } from '../config/publicUrl'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import { invoicesCsv } from './exports'
 import { InvoiceStore } from './invoices'
 import { mountPages } from './pages/routes'
@@ -17,13 +18,15 @@ import { readBody } from '../http/body'
 import { Reconciler } from './reconcile'
 import { recoverByInvoice } from './recovery'
 import { RenewalWorker } from './renewals'
-import type { LicensingServices } from './services'
+import type { LicensingServices } from './licensingServices'
 import { Settlement, type LicenseIssuer } from './settlement'
 import { isRecurring, Subscriptions } from './subscriptions'
 import { tierChangeSettleBranch, TierChanges } from './tierChanges'
 import { OutboundWebhooks, type Poster } from './webhooksOut'
 
 const WEBHOOK_BODY_LIMIT = 256 * 1024
+/** A Keysat provider id in a webhook path (a UUID there; any short token is accepted). */
+const PROVIDER_ID = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/)
 /** A pending invoice being polled is re-checked at its provider at most this often. */
 const POLL_RECHECK_MS = 15_000
 
@@ -286,10 +289,23 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
       res.status(e.status).json({ ok: false, error: e.code, message: e.message })
     }
   }
+  /**
+   * Keysat registers `/v1/{kind}/webhook/:provider_id` at the provider. Tandem holds one connection
+   * per kind, whose secret verifies the body, so the id only has to be well-formed.
+   */
+  const perProvider = (kind: ProviderKind) => async (req: Request, res: Response) => {
+    if (!PROVIDER_ID.safeParse(req.params.provider_id).success) {
+      res.status(404).json({ ok: false, error: 'not_found', message: 'no such webhook path' })
+      return
+    }
+    await webhookRoute(kind)(req, res)
+  }
   // The spec's provider_a/provider_b paths are the same handlers.
   router.post(['/v1/btcpay/webhook', '/v1/provider_a/webhook'], webhookRoute('btcpay'))
-  router.all('/v1/btcpay/authorize/callback', (req, res) => void btcpayCallback(p, req, res))
+  router.post('/v1/btcpay/webhook/:provider_id', perProvider('btcpay'))
+  router.all('/v1/btcpay/authorize/callback', (req, res) => btcpayCallback(p, req, res))
   router.post(['/v1/zaprite/webhook', '/v1/provider_b/webhook'], webhookRoute('zaprite'))
+  router.post('/v1/zaprite/webhook/:provider_id', perProvider('zaprite'))
   mountPages(router, {
     logger: p.log.child('pages'),
     catalog: p.services.catalog,
@@ -302,6 +318,8 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
         (r) => r.sats,
         () => null,
       ),
+    cachedRate: (currency) => p.services.rates.cached(currency),
+    previewDiscount: (input) => p.services.pricing.preview(input),
     account: {
       subscriptionOf: (licenseId) => p.subscriptions.forLicense(licenseId),
       quote: (input) => p.tierChanges.quote(input),
@@ -313,6 +331,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
         product_name: v?.product_name ?? null,
         buyer_email: v?.buyer_email ?? null,
         buyer_note: v?.buyer_note ?? null,
+        kind: v?.kind ?? null,
       }
     },
   })

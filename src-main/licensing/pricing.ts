@@ -12,12 +12,21 @@
  */
 import type { Currency, DiscountPreview, Quote } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import { type Catalog, effectivePrice, isSatsCurrency } from './catalog'
-import type { Discounts } from './discounts'
+import { type Catalog, effectivePrice, isSatsCurrency, type PolicyRow, type ProductRow } from './productCatalog'
+import type { DiscountRow, Discounts } from './discounts'
+import type { ListedPrice } from './providers/types'
 import { fiatToSats, satsToFiat, type FiatCurrency, type Rate, type RateService } from './rates'
 
 /** A quote with the undiscounted price in sats beside it (the purchase answer's `base_price_sats`). */
 export type PricedQuote = Quote & { base_price_sats: number }
+
+/** The tier's price after any discount code, and which code (null: none). */
+interface DiscountedPrice {
+  value: number
+  amountSats: number
+  discountId: string | null
+  discountCode: string | null
+}
 
 export class Pricing {
   constructor(
@@ -71,32 +80,10 @@ export class Pricing {
       throw new ApiError('not_found', `product ${product.slug} has no tier ${policy.slug}`)
     const listed = effectivePrice(product, policy)
     const base = await this.toSats(listed.value, listed.currency)
-    let value = listed.value
-    let amountSats = base.sats
-    let discountId: string | null = null
-    let discountCode: string | null = null
-    if (q.code && q.code.trim() !== '') {
-      const d = this.discounts.check(q.code, product, policy)
-      if (d.kind === 'free_license')
-        throw new ApiError('discount_wrong_kind', `code ${d.code} is a free license: redeem it at /v1/redeem`, {
-          status: 400,
-        })
-      discountId = d.id
-      discountCode = d.code
-      if (d.kind === 'set_price') {
-        const set = await this.setPrice(d.value, d.discount_currency, listed, base.sats)
-        value = set.value
-        amountSats = set.sats
-      } else {
-        if (d.kind === 'percent') {
-          value = listed.value - Math.floor((listed.value * d.value) / 100)
-        } else {
-          const off = await this.convert(d.value, d.discount_currency, listed.currency, 'down')
-          value = Math.max(0, listed.value - off.value)
-        }
-        amountSats = value === listed.value ? base.sats : (await this.toSats(value, listed.currency)).sats
-      }
-    }
+    const discounted =
+      q.code && q.code.trim() !== ''
+        ? await this.applyCode(q.code, product, policy, listed, base.sats)
+        : { value: listed.value, amountSats: base.sats, discountId: null, discountCode: null }
     const rate = isSatsCurrency(listed.currency) ? null : base.rate
     return {
       product_id: product.id,
@@ -105,16 +92,47 @@ export class Pricing {
       policy_slug: policy.slug,
       listed_currency: listed.currency,
       base_value: listed.value,
-      discount_code_id: discountId,
-      discount_code: discountCode,
-      discount_value: listed.value - value,
-      listed_value: value,
-      amount_sats: amountSats,
+      discount_code_id: discounted.discountId,
+      discount_code: discounted.discountCode,
+      discount_value: listed.value - discounted.value,
+      listed_value: discounted.value,
+      amount_sats: discounted.amountSats,
       base_price_sats: base.sats,
       exchange_rate_centibps: rate?.centibps ?? null,
       exchange_rate_source: rate?.source ?? null,
-      free: amountSats === 0,
+      free: discounted.amountSats === 0,
     }
+  }
+
+  /** The price after a discount code, in the tier's currency and in sats; free-license codes are refused. */
+  private async applyCode(
+    code: string,
+    product: ProductRow,
+    policy: PolicyRow,
+    listed: ListedPrice,
+    baseSats: number,
+  ): Promise<DiscountedPrice> {
+    const d = this.discounts.check(code, product, policy)
+    if (d.kind === 'free_license')
+      throw new ApiError('discount_wrong_kind', `code ${d.code} is a free license: redeem it at /v1/redeem`, {
+        status: 400,
+      })
+    const applied = { discountId: d.id, discountCode: d.code }
+    if (d.kind === 'set_price') {
+      const set = await this.setPrice(d.value, d.discount_currency, listed, baseSats)
+      return { value: set.value, amountSats: set.sats, ...applied }
+    }
+    const value = await this.reducedValue(d, listed)
+    // An unchanged price keeps the sats already computed: no second rate lookup.
+    const amountSats = value === listed.value ? baseSats : (await this.toSats(value, listed.currency)).sats
+    return { value, amountSats, ...applied }
+  }
+
+  /** A percent or amount-off code's price in the tier's currency; an amount off in another currency rounds down. */
+  private async reducedValue(d: DiscountRow, listed: ListedPrice): Promise<number> {
+    if (d.kind === 'percent') return listed.value - Math.floor((listed.value * d.value) / 100)
+    const off = await this.convert(d.value, d.discount_currency, listed.currency, 'down')
+    return Math.max(0, listed.value - off.value)
   }
 
   /** `POST /v1/discount-codes/preview`: the quote a purchase with this code would get, nothing reserved. */

@@ -10,9 +10,9 @@
 import { z } from 'zod'
 import { ApiError } from '../contract/errors'
 import type { RateSourceView } from '../contract/licensing'
-import type { Clock } from '../core/clock'
-import { httpCall } from '../core/httpClient'
-import { redactUrlCredentials, type Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import { httpCall } from '../lib/httpClient'
+import { redactUrlCredentials, type Logger } from '../lib/logger'
 
 export type FiatCurrency = 'USD' | 'EUR'
 export type RateSourceName = 'kraken' | 'coinbase' | 'coingecko'

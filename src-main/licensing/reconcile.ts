@@ -1,6 +1,6 @@
 import { ApiError } from '../contract/errors'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { InvoiceRow, InvoiceStore } from './invoices'
 import { applyProviderRecord } from './providerRecord'
 import type { ProviderConnections } from './providers/connections'

@@ -3,6 +3,11 @@
  * crashed worker left behind, lapses past-due subscriptions, applies due tier downgrades, then
  * bills up to 25 due subscriptions, oldest due first.
  *
+ * Two dates per subscription: `due_at`, when the cycle being billed fell due (the end of the period
+ * paid for, or of the trial), and `next_renewal_at`, when the worker next tries. A failed invoice
+ * creation moves only `next_renewal_at`, by its backoff; the next cycle and lapse (due_at plus the
+ * tier's grace) count from `due_at`, so retrying never extends what the buyer gets.
+ *
  * Claim: the renewal invoice row, its cycle row and the moved `next_renewal_at` are written in one
  * transaction, conditional on the subscription still being as it was read, so two ticks or two
  * daemons on one database bill a cycle once (UNIQUE (subscription_id, cycle_number) is the last
@@ -13,11 +18,11 @@
  */
 import type { Quote } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { Currency } from '../contract/licensing'
 import { immediate, type LicensingDb } from './db'
-import { emitEvent } from './events'
+import { emitEvent } from './outboundEvents'
 import type { Pricing } from './pricing'
 import type { Purchases } from './purchase'
 import type { EventOutbox, Settlement } from './settlement'
@@ -25,7 +30,7 @@ import { DAY_MS, type SubscriptionRow, type Subscriptions } from './subscription
 
 export const RENEWAL_INTERVAL_MS = 60_000
 export const RENEWAL_BATCH = 25
-/** Waits after the 1st..5th consecutive failed invoice creation; renewals stop at MAX_FAILURES. */
+/** How far `next_renewal_at` moves after the 1st..5th consecutive failed invoice creation; the 5th stops renewals. */
 export const RENEWAL_BACKOFF_MS = [5 * 60_000, 30 * 60_000, 2 * 3_600_000, 6 * 3_600_000, 12 * 3_600_000] as const
 export const MAX_FAILURES = 5
 /** A claim older than this without a checkout belongs to a worker that died mid-way. */
@@ -39,9 +44,6 @@ export interface RenewalReport {
   invoiced: number
   failed: number
 }
-
-/** The backoff wait after `failures` consecutive failures, as SQL over the subscriptions row. */
-const BACKOFF_SQL = `CASE s.consecutive_failures ${RENEWAL_BACKOFF_MS.map((ms, i) => `WHEN ${i + 1} THEN ${ms}`).join(' ')} ELSE 0 END`
 
 type DueRow = SubscriptionRow & {
   product_id: string
@@ -91,7 +93,7 @@ export class RenewalWorker {
     return report
   }
 
-  /** Due, billable subscriptions: no unpaid cycle open, not stopped, past their backoff; oldest due first. */
+  /** Due, billable subscriptions (a backoff has moved next_renewal_at): no unpaid cycle open, not stopped; oldest due first. */
   private due(now: number): DueRow[] {
     return this.deps.db
       .prepare(
@@ -103,13 +105,12 @@ export class RenewalWorker {
          JOIN policies pol ON pol.id = s.policy_id
          WHERE s.status IN ('active', 'past_due') AND s.next_renewal_at <= ?
            AND s.consecutive_failures < ${MAX_FAILURES}
-           AND (s.consecutive_failures = 0 OR s.last_renewal_attempt_at + ${BACKOFF_SQL} <= ?)
            AND NOT EXISTS (SELECT 1 FROM subscription_invoices si JOIN invoices i ON i.id = si.invoice_id
                            WHERE si.subscription_id = s.id AND i.status != 'settled')
          ORDER BY s.next_renewal_at, s.id
          LIMIT ?`,
       )
-      .all(now, now, this.deps.batch ?? RENEWAL_BATCH) as DueRow[]
+      .all(now, this.deps.batch ?? RENEWAL_BATCH) as DueRow[]
   }
 
   /** The renewal charge: SAT/BTC snapshots unchanged; fiat re-quoted at today's rate (audit fields kept). */
@@ -160,7 +161,10 @@ export class RenewalWorker {
     }
   }
 
-  /** Inside the invoice's transaction: the subscription must still be as read, then the next cycle row. */
+  /**
+   * Inside the invoice's transaction: the subscription must still be as read, then the next cycle
+   * row. The cycle after this one is due a period after this one's due date, however late the try.
+   */
   private claim(sub: DueRow, invoiceId: string, now: number): void {
     const { db } = this.deps
     const moved = db
@@ -168,14 +172,7 @@ export class RenewalWorker {
         `UPDATE subscriptions SET next_renewal_at = ?, last_renewal_attempt_at = ?, status = 'past_due', updated_at = ?
          WHERE id = ? AND next_renewal_at = ? AND status IN ('active', 'past_due') AND consecutive_failures = ?`,
       )
-      .run(
-        sub.next_renewal_at + sub.period_days * DAY_MS,
-        now,
-        now,
-        sub.id,
-        sub.next_renewal_at,
-        sub.consecutive_failures,
-      )
+      .run(sub.due_at + sub.period_days * DAY_MS, now, now, sub.id, sub.next_renewal_at, sub.consecutive_failures)
     if (moved.changes !== 1) throw new ClaimLost()
     const last = db
       .prepare('SELECT coalesce(max(cycle_number), 0) AS n FROM subscription_invoices WHERE subscription_id = ?')
@@ -212,7 +209,7 @@ export class RenewalWorker {
           amount_sats: inv.amount_sats,
           listed_currency: sub.listed_currency,
           listed_value: sub.listed_value,
-          due_at: new Date(sub.next_renewal_at).toISOString(),
+          due_at: new Date(sub.due_at).toISOString(),
           buyer_email: sub.buyer_email,
         },
         now,
@@ -222,7 +219,8 @@ export class RenewalWorker {
 
   /**
    * The provider refused (or none is connected): the claim is undone (the invoice is already
-   * closed as invalid), the failure counted with its reason, and the next try waits its backoff.
+   * closed as invalid), the failure counted with its reason, and `next_renewal_at` moved out by the
+   * backoff (`due_at` stays: lapse counts from it). The 5th failure moves it 12 h and stops renewals.
    */
   private recordFailure(sub: DueRow, invoiceId: string | null, reason: string): void {
     const { db, clock, outbox } = this.deps
@@ -235,26 +233,17 @@ export class RenewalWorker {
       if (invoiceId && !ours) return
       const failures = sub.consecutive_failures + 1
       const stopped = failures >= MAX_FAILURES
+      const wait = RENEWAL_BACKOFF_MS[Math.min(failures, RENEWAL_BACKOFF_MS.length) - 1]!
       const why = stopped
         ? `renewals stopped after ${failures} failed invoice creations: ${reason}`
-        : `invoice creation failed ${failures} time(s), next try after ${RENEWAL_BACKOFF_MS[failures - 1]! / 60_000} min: ${reason}`
+        : `invoice creation failed ${failures} time(s), next try after ${wait / 60_000} min: ${reason}`
       const updated = db
         .prepare(
           `UPDATE subscriptions SET next_renewal_at = ?, status = 'past_due', consecutive_failures = ?, failure_reason = ?,
            last_renewal_attempt_at = ?, updated_at = ?
          WHERE id = ? AND (? OR (next_renewal_at = ? AND consecutive_failures = ?))`,
         )
-        .run(
-          sub.next_renewal_at,
-          failures,
-          why,
-          now,
-          now,
-          sub.id,
-          ours ? 1 : 0,
-          sub.next_renewal_at,
-          sub.consecutive_failures,
-        )
+        .run(now + wait, failures, why, now, now, sub.id, ours ? 1 : 0, sub.next_renewal_at, sub.consecutive_failures)
       if (updated.changes !== 1) return
       emitEvent(
         outbox,
@@ -265,7 +254,7 @@ export class RenewalWorker {
           consecutive_failures: failures,
           renewals_stopped: stopped,
           reason,
-          next_attempt_at: stopped ? null : new Date(now + RENEWAL_BACKOFF_MS[failures - 1]!).toISOString(),
+          next_attempt_at: stopped ? null : new Date(now + wait).toISOString(),
           buyer_email: sub.buyer_email,
         },
         now,
@@ -275,14 +264,14 @@ export class RenewalWorker {
 
   /**
    * Claims left without a checkout by a worker that died between its claim and the provider call:
-   * the invoice is closed, the cycle row removed and `next_renewal_at` put back, so this tick
-   * bills the cycle again with one fresh checkout.
+   * the invoice is closed, the cycle row removed and `next_renewal_at` put back to the cycle's due
+   * date, so this tick bills the cycle again with one fresh checkout.
    */
   private repairStaleClaims(now: number): number {
     const { db, settlement } = this.deps
     const stale = db
       .prepare(
-        `SELECT si.invoice_id, s.id AS subscription_id, s.next_renewal_at, s.period_days
+        `SELECT si.invoice_id, s.id AS subscription_id, s.next_renewal_at, s.due_at
          FROM subscription_invoices si
          JOIN invoices i ON i.id = si.invoice_id
          JOIN subscriptions s ON s.id = si.subscription_id
@@ -293,7 +282,7 @@ export class RenewalWorker {
       invoice_id: string
       subscription_id: string
       next_renewal_at: number
-      period_days: number
+      due_at: number
     }[]
     let repaired = 0
     for (const c of stale) {
@@ -303,7 +292,7 @@ export class RenewalWorker {
           return false
         db.prepare(
           'UPDATE subscriptions SET next_renewal_at = ?, updated_at = ? WHERE id = ? AND next_renewal_at = ?',
-        ).run(c.next_renewal_at - c.period_days * DAY_MS, now, c.subscription_id, c.next_renewal_at)
+        ).run(c.due_at, now, c.subscription_id, c.next_renewal_at)
         return true
       })
       if (undone) repaired++

@@ -1,9 +1,9 @@
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import { immediate, type LicensingDb } from './db'
 import type { AuditLog } from './audit'
 import type { InvoiceRow } from './invoices'
-import { formatProviderMoney } from './providers/money'
+import { formatProviderMoney } from './providers/providerAmounts'
 import type { ProviderInvoiceSnapshot, ProviderMoney } from './providers/types'
 
 /** Issues the license for a settled invoice, inside the caller's transaction (synchronous). */
@@ -41,14 +41,24 @@ export interface SettleBranch {
   apply(invoice: InvoiceRow, now: number): { licenseId: string | null } | null
 }
 
-/** Why an invoice needs the admin's eye: the provider's record disagrees with ours. */
-export type PaymentFlag = 'underpaid' | 'overpaid' | 'currency_mismatch' | 'store_mismatch'
+/**
+ * Why an invoice needs the admin's eye: the provider's record disagrees with ours, the payment
+ * arrived after the invoice expired (`paid_late`, settled), or the record named no amount and the
+ * invoice settled on the provider's status alone (`amount_unverified`).
+ */
+export type PaymentFlag =
+  'underpaid' | 'overpaid' | 'currency_mismatch' | 'store_mismatch' | 'paid_late' | 'amount_unverified'
+
+/** The flags an invoice can settle with. */
+export type SettledFlag = 'overpaid' | 'paid_late' | 'amount_unverified'
 
 /** The verdict on a provider's record of a paid invoice: settle (maybe flagged), or refuse and flag. */
 export type PaymentVerdict =
   | { settle: true; flag: null }
-  | { settle: true; flag: 'overpaid'; detail: string }
+  | { settle: true; flag: SettledFlag; detail: string }
   | { settle: false; flag: PaymentFlag; detail: string }
+
+const PAID_LATE = 'the payment arrived after the invoice expired'
 
 /** What we charged, in the unit the provider was asked to charge: sats (as BTC) or the listed fiat cents. */
 export function expectedCharge(inv: InvoiceRow): ProviderMoney {
@@ -61,7 +71,9 @@ export function expectedCharge(inv: InvoiceRow): ProviderMoney {
 /**
  * Compares the provider's record with the local invoice. A different store or currency is never
  * ours to settle; less than we charged waits (the buyer may top up) and is flagged with both
- * amounts; more settles (the buyer paid) and is flagged so the admin can refund.
+ * amounts; more settles (the buyer paid) and is flagged so the admin can refund. A record that
+ * names no amount at all is judged on its status and flagged; a late payment settles (late
+ * payments count) and is flagged.
  */
 export function judgePayment(
   inv: InvoiceRow,
@@ -69,13 +81,49 @@ export function judgePayment(
   expectedStoreId: string | null,
 ): PaymentVerdict {
   const want = expectedCharge(inv)
+  const verdict =
+    storeMismatch(snap, expectedStoreId) ??
+    currencyMismatch(snap, want) ??
+    (snap.amount === null && snap.paid === null ? statusOnlyVerdict(snap, want) : paidAmountVerdict(snap, want))
+  return snap.late ? markedLate(verdict) : verdict
+}
+
+/** A late payment that settles says so; a more pressing flag (overpaid) keeps its kind and says it too. */
+function markedLate(verdict: PaymentVerdict): PaymentVerdict {
+  if (!verdict.settle) return verdict
+  if (verdict.flag === null) return { settle: true, flag: 'paid_late', detail: PAID_LATE }
+  return { ...verdict, detail: `${verdict.detail}; ${PAID_LATE}` }
+}
+
+/** No amount on the record: its status decides, and the settlement is flagged as unverified. */
+function statusOnlyVerdict(snap: ProviderInvoiceSnapshot, want: ProviderMoney): PaymentVerdict {
+  const expected = `expected ${formatProviderMoney(want)}`
+  const unreported = `paid an unreported amount (${snap.providerStatus}), ${expected}`
+  if (snap.status !== 'settled') return { settle: false, flag: 'underpaid', detail: unreported }
+  if (snap.paidVerdict === 'over') return { settle: true, flag: 'overpaid', detail: unreported }
+  const detail = `settled on ${snap.providerStatus} alone: the record names no amount, ${expected}`
+  return { settle: true, flag: 'amount_unverified', detail }
+}
+
+/** A record from another store than the connected one; null when either side names none. */
+function storeMismatch(snap: ProviderInvoiceSnapshot, expectedStoreId: string | null): PaymentVerdict | null {
   if (expectedStoreId !== null && snap.storeId !== null && snap.storeId !== expectedStoreId) {
     return { settle: false, flag: 'store_mismatch', detail: `invoice belongs to store ${snap.storeId}` }
   }
-  if (snap.amount.currency !== want.currency || (snap.paid && snap.paid.currency !== want.currency)) {
-    const theirs = snap.paid?.currency ?? snap.amount.currency
+  return null
+}
+
+/** A record charged, or paid, in another unit than the one we asked for. */
+function currencyMismatch(snap: ProviderInvoiceSnapshot, want: ProviderMoney): PaymentVerdict | null {
+  const theirs = [snap.paid?.currency, snap.amount?.currency].find((c) => c !== undefined && c !== want.currency)
+  if (theirs !== undefined) {
     return { settle: false, flag: 'currency_mismatch', detail: `charged in ${theirs}, expected ${want.currency}` }
   }
+  return null
+}
+
+/** Paid against charged, in the same unit: under waits, over settles flagged, exact settles. */
+function paidAmountVerdict(snap: ProviderInvoiceSnapshot, want: ProviderMoney): PaymentVerdict {
   // Without a reported total, a settled record means its own amount was paid.
   const paid = snap.paid ?? (snap.status === 'settled' ? snap.amount : null)
   const both = (p: ProviderMoney | null) =>

@@ -4,7 +4,7 @@
  */
 import type { Handlers } from '../contract/define'
 import type { licensingSubscriptionsContract } from '../contract/licensing'
-import type { Clock } from '../core/clock'
+import type { Clock } from '../lib/clock'
 import { subscriptionsCsv } from './exports'
 import type { Subscriptions } from './subscriptions'
 

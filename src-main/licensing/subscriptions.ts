@@ -1,5 +1,5 @@
 /**
- * Subscriptions (spec 001 §2.5): a recurring tier's licence and its billing record. Created at the
+ * Subscriptions (spec 001 §2.5): a recurring tier's license and its billing record. Created at the
  * settlement of the purchase (in its transaction), extended when a renewal invoice settles, ended
  * by a cancel (buyer or operator) or by the lapse sweep. The renewal worker (renewals.ts) bills them.
  */
@@ -11,12 +11,12 @@ import type {
   SubscriptionView as ViewSchema,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { AuditActor, AuditLog } from './audit'
-import { effectivePrice, type PolicyRow, type ProductRow } from './catalog'
+import { effectivePrice, type PolicyRow, type ProductRow } from './productCatalog'
 import { immediate, matchAny, orderBy, type LicensingDb } from './db'
-import { emitEvent } from './events'
+import { emitEvent } from './outboundEvents'
 import type { InvoiceRow } from './invoices'
 import type { Licenses } from './licenses'
 import type { EventOutbox, SettleBranch } from './settlement'
@@ -26,7 +26,7 @@ export const DAY_MS = 86_400_000
 export type SubscriptionStatus = z.infer<typeof StatusSchema>
 export type SubscriptionView = z.infer<typeof ViewSchema>
 
-/** A subscription row as stored (migrations 003 and 006). */
+/** A subscription row as stored (migrations 003, 006 and 011). */
 export interface SubscriptionRow {
   id: string
   license_id: string
@@ -35,7 +35,10 @@ export interface SubscriptionRow {
   listed_currency: SubscriptionView['listed_currency']
   listed_value: number
   period_days: number
+  /** When the worker next tries to bill; a failed try moves it out by the backoff. */
   next_renewal_at: number
+  /** When the cycle being billed fell due: the end of the period paid for (or of the trial). */
+  due_at: number
   last_renewal_attempt_at: number | null
   consecutive_failures: number
   failure_reason: string | null
@@ -95,14 +98,21 @@ const VIEW_SELECT = `
 /** Whether a tier sells as a subscription. */
 export const isRecurring = (policy: PolicyRow): boolean => policy.is_recurring === 1 && policy.renewal_period_days > 0
 
+/** Whether a purchase starts a free trial (Keysat's rule): a recurring tier with trial days is sold free first. */
+export const startsTrial = (policy: PolicyRow): boolean => isRecurring(policy) && policy.trial_days > 0
+
+/** A settled purchase that was a trial: free, of a trial tier (a paid one predates free trials). */
+const isTrialPurchase = (policy: PolicyRow, inv: InvoiceRow): boolean =>
+  startsTrial(policy) && inv.kind === 'purchase' && inv.amount_sats === 0
+
 /**
- * Ends a live subscription: no further charges, the licence valid through the cycle already paid.
+ * Ends a live subscription: no further charges, the license valid through the cycle already paid.
  * The one place a cancellation is written, audited and announced (`subscription.cancelled`),
  * whoever ends it: the buyer, the admin, or a move onto a one-off tier. Inside the caller's transaction.
  */
 export function endSubscription(
   d: { db: LicensingDb; audit: AuditLog; outbox: EventOutbox },
-  sub: Pick<SubscriptionRow, 'id' | 'license_id' | 'status' | 'next_renewal_at'>,
+  sub: Pick<SubscriptionRow, 'id' | 'license_id' | 'status' | 'due_at'>,
   how: { actor: Extract<AuditActor, 'buyer' | 'admin' | 'system'>; reason: string | null; now: number },
 ): void {
   const { actor, reason, now } = how
@@ -126,7 +136,7 @@ export function endSubscription(
       actor,
       reason,
       cancelled_at: new Date(now).toISOString(),
-      valid_through: new Date(sub.next_renewal_at).toISOString(),
+      valid_through: new Date(sub.due_at).toISOString(),
     },
     now,
   )
@@ -145,9 +155,11 @@ export class Subscriptions {
   ) {}
 
   /**
-   * Issues the licence of a settled recurring purchase and its subscription, inside the settle
-   * transaction: expiry at the end of the first cycle (plus the trial days), the tier's listed
-   * price frozen as the renewal charge, cycle 1 tied to the purchase invoice.
+   * Issues the license of a settled recurring purchase and its subscription, inside the settle
+   * transaction: the tier's listed price frozen as the renewal charge, cycle 1 tied to the purchase
+   * invoice. A trial (the free purchase of a tier with trial days) runs to the trial end, flagged
+   * as a trial, and the renewal worker bills the first paid cycle then; a paid purchase runs one
+   * period (plus the trial days, for one opened before trials were free).
    */
   issueRecurring(
     inv: InvoiceRow,
@@ -156,10 +168,11 @@ export class Subscriptions {
     now: number,
   ): { licenseId: string; licenseKey: string } {
     const { db, licenses, outbox } = this.deps
-    const firstCycleDays = policy.renewal_period_days + policy.trial_days
+    const trial = isTrialPurchase(policy, inv)
+    const firstCycleDays = trial ? policy.trial_days : policy.renewal_period_days + policy.trial_days
     const { license, key } = licenses.issue({
       product,
-      policy: { ...policy, duration_days: firstCycleDays },
+      policy: { ...policy, duration_days: firstCycleDays, is_trial: trial ? 1 : policy.is_trial },
       source: 'purchase',
       invoiceId: inv.id,
       buyerEmail: inv.buyer_email,
@@ -170,9 +183,20 @@ export class Subscriptions {
     const nextRenewalAt = license.expires_at ?? now + firstCycleDays * DAY_MS
     db.prepare(
       `INSERT INTO subscriptions (id, license_id, policy_id, status, listed_currency, listed_value, period_days,
-         next_renewal_at, created_at, updated_at)
-       VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)`,
-    ).run(id, license.id, policy.id, price.currency, price.value, policy.renewal_period_days, nextRenewalAt, now, now)
+         next_renewal_at, due_at, created_at, updated_at)
+       VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      id,
+      license.id,
+      policy.id,
+      price.currency,
+      price.value,
+      policy.renewal_period_days,
+      nextRenewalAt,
+      nextRenewalAt,
+      now,
+      now,
+    )
     db.prepare(
       'INSERT INTO subscription_invoices (subscription_id, invoice_id, cycle_number, created_at) VALUES (?, ?, 1, ?)',
     ).run(id, inv.id, now)
@@ -199,7 +223,7 @@ export class Subscriptions {
 
   /**
    * The settle branch for renewal invoices: the subscription is active again, failures reset, the
-   * licence extended by one period. Settlement already makes a repeated settle a no-op (the invoice
+   * license extended by one period (and no longer a trial unless its tier is one). Settlement already makes a repeated settle a no-op (the invoice
    * is settled once, under the write lock), so the extension happens once.
    */
   renewalBranch(): SettleBranch {
@@ -224,14 +248,17 @@ export class Subscriptions {
       { expires_at: number | null } | undefined
     const paidThrough = license?.expires_at ?? now
     const expiresAt = paidThrough + sub.period_days * DAY_MS
-    db.prepare('UPDATE licenses SET expires_at = ?, updated_at = ? WHERE id = ?').run(expiresAt, now, sub.license_id)
-    // A cancelled subscription stays cancelled: the payment only extends the licence it was for.
+    db.prepare(
+      `UPDATE licenses SET expires_at = ?, is_trial = (SELECT is_trial FROM policies WHERE id = ?), updated_at = ?
+       WHERE id = ?`,
+    ).run(expiresAt, sub.policy_id, now, sub.license_id)
+    // A cancelled subscription stays cancelled: the payment only extends the license it was for.
     const status: SubscriptionStatus = sub.status === 'cancelled' ? 'cancelled' : 'active'
     const nextRenewalAt = Math.max(sub.next_renewal_at, expiresAt)
     db.prepare(
       `UPDATE subscriptions SET status = ?, consecutive_failures = 0, failure_reason = NULL, next_renewal_at = ?,
-         updated_at = ? WHERE id = ?`,
-    ).run(status, nextRenewalAt, now, sub.id)
+         due_at = ?, updated_at = ? WHERE id = ?`,
+    ).run(status, nextRenewalAt, nextRenewalAt, now, sub.id)
     emitEvent(
       outbox,
       'subscription.renewed',
@@ -259,7 +286,7 @@ export class Subscriptions {
     return this.toView(r)
   }
 
-  /** The licence's subscription, for the buyer pages; null for a licence without one. */
+  /** The license's subscription, for the buyer pages; null for a license without one. */
   forLicense(licenseId: string): SubscriptionView | null {
     const r = this.deps.db.prepare('SELECT id FROM subscriptions WHERE license_id = ?').get(licenseId) as
       { id: string } | undefined
@@ -307,6 +334,7 @@ export class Subscriptions {
       listed_value: r.listed_value,
       period_days: r.period_days,
       next_renewal_at: r.next_renewal_at,
+      due_at: r.due_at,
       last_renewal_attempt_at: r.last_renewal_attempt_at,
       consecutive_failures: r.consecutive_failures,
       failure_reason: r.failure_reason,
@@ -316,17 +344,25 @@ export class Subscriptions {
     }
   }
 
-  /** The buyer's cancel: a signed key (401 for anything else), 404 when the licence has no subscription. */
-  cancelByKey(keyText: string): { ok: true; status: SubscriptionStatus; already: SubscriptionStatus | null } {
-    const { license } = this.deps.licenses.authenticate(keyText)
+  /**
+   * The buyer's cancel: a signed key of an active license (401 for anything else, revoked and
+   * suspended included, as Keysat), 404 when the license has no subscription.
+   */
+  cancelByKey(keyText: string): {
+    ok: true
+    subscription_id: string
+    status: SubscriptionStatus
+    already: SubscriptionStatus | null
+  } {
+    const { license } = this.deps.licenses.authenticateActive(keyText)
     const sub = this.deps.db.prepare('SELECT id FROM subscriptions WHERE license_id = ?').get(license.id) as
       { id: string } | undefined
-    if (!sub) throw new ApiError('not_found', 'this licence has no subscription')
-    return this.cancel(sub.id, 'buyer', null)
+    if (!sub) throw new ApiError('not_found', 'this license has no subscription')
+    return { ...this.cancel(sub.id, 'buyer', null), subscription_id: sub.id }
   }
 
   /**
-   * Stops further charges; the licence stays valid through the cycle already paid. Idempotent:
+   * Stops further charges; the license stays valid through the cycle already paid. Idempotent:
    * a subscription already cancelled or lapsed answers `already` with its status.
    */
   cancel(
@@ -346,20 +382,20 @@ export class Subscriptions {
   }
 
   /**
-   * Past-due subscriptions whose paid-through date (the licence expiry, which a claimed but unpaid
-   * cycle does not move) plus the grace period has passed become `lapsed`. Returns how many.
+   * Past-due subscriptions whose due date (the end of the period paid for, which neither a claimed
+   * but unpaid cycle nor a renewal backoff moves) plus the tier's current grace period has passed
+   * become `lapsed`: a grace changed on the tier after the sale applies. Returns how many.
    */
   lapseSweep(now: number): number {
     const { db, outbox, audit } = this.deps
     return immediate(db, () => {
       const due = db
         .prepare(
-          `SELECT s.id, s.license_id, s.next_renewal_at, l.expires_at, l.grace_period_days
-           FROM subscriptions s JOIN licenses l ON l.id = s.license_id
-           WHERE s.status = 'past_due'
-             AND min(s.next_renewal_at, coalesce(l.expires_at, s.next_renewal_at)) + l.grace_period_days * ${DAY_MS} <= ?`,
+          `SELECT s.id, s.license_id, s.due_at, pol.grace_period_days
+           FROM subscriptions s JOIN policies pol ON pol.id = s.policy_id
+           WHERE s.status = 'past_due' AND s.due_at + pol.grace_period_days * ${DAY_MS} <= ?`,
         )
-        .all(now) as { id: string; license_id: string; expires_at: number | null; grace_period_days: number }[]
+        .all(now) as { id: string; license_id: string; due_at: number; grace_period_days: number }[]
       const lapse = db.prepare(
         "UPDATE subscriptions SET status = 'lapsed', updated_at = ? WHERE id = ? AND status = 'past_due'",
       )
@@ -372,7 +408,7 @@ export class Subscriptions {
           {
             subscription_id: s.id,
             license_id: s.license_id,
-            expired_at: s.expires_at === null ? null : new Date(s.expires_at).toISOString(),
+            expired_at: new Date(s.due_at).toISOString(),
             grace_period_days: s.grace_period_days,
           },
           now,

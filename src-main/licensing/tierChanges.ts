@@ -3,8 +3,8 @@
  * change-tier (now without payment, with an invoice to forward, or a recurring downgrade deferred
  * to the cycle end), the history, and the settle branch that applies a paid change.
  *
- * Amounts are always recomputed here from the catalog and the licence's subscription; a client
- * never supplies one. A change keeps the licence id and its signed key: /v1/validate reads the
+ * Amounts are always recomputed here from the catalog and the license's subscription; a client
+ * never supplies one. A change keeps the license id and its signed key: /v1/validate reads the
  * entitlements from the database, so the new ones show at once.
  *
  * The tier_changes `direction` CHECK knows only upgrade/downgrade: an operator's sideways move
@@ -12,15 +12,15 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { z } from 'zod'
-import type { Quote, TierChangeView, UpgradeQuote, UpgradeStarted } from '../contract/licensing'
+import type { Quote, TierChangeView, UpgradeInput, UpgradeQuote, UpgradeStarted } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import { effectivePrice, type PolicyRow, type ProductRow } from './catalog'
+import { effectivePrice, type PolicyRow, type ProductRow } from './productCatalog'
 import { immediate } from './db'
 import type { InvoiceRow } from './invoices'
 import { iso, parseStringList } from './json'
 import type { LicenseRow } from './licenses'
 import type { Purchases } from './purchase'
-import type { LicensingServices } from './services'
+import type { LicensingServices } from './licensingServices'
 import type { EventOutbox, SettleBranch } from './settlement'
 import { endSubscription, type SubscriptionRow } from './subscriptions'
 
@@ -45,7 +45,7 @@ interface TierChangeRow {
   created_at: number
 }
 
-/** Everything a change is computed from: the licence, its tiers, its live subscription. */
+/** Everything a change is computed from: the license, its tiers, its live subscription. */
 interface Situation {
   license: LicenseRow
   product: ProductRow
@@ -89,6 +89,13 @@ export function proratedCharge(a: {
 }
 
 export class TierChanges {
+  /**
+   * Licenses whose change invoice is being opened at the provider right now. A second change of
+   * the same license meanwhile is refused (409), so two concurrent upgrades cannot both open and
+   * record a provider invoice; entries live only as long as one provider call.
+   */
+  private readonly opening = new Set<string>()
+
   constructor(
     private readonly deps: {
       services: LicensingServices
@@ -120,12 +127,12 @@ export class TierChanges {
     const { catalog } = this.deps.services
     const product = catalog.productRow(license.product_id)
     const from = license.policy_id ? catalog.policyRow(license.policy_id) : undefined
-    if (!product || !from) throw new ApiError('conflict', 'this licence has no tier to change from')
+    if (!product || !from) throw new ApiError('conflict', 'this license has no tier to change from')
     const to = catalog.policyBySlug(product.id, targetSlug)
     // Buyers see only active public tiers; the operator may use any active one.
     if (!to || to.active !== 1 || (actor === 'buyer' && to.public !== 1))
       throw new ApiError('not_found', `product ${product.slug} has no tier ${targetSlug}`)
-    if (to.id === from.id) throw new ApiError('bad_input', `the licence is already on tier ${to.slug}`)
+    if (to.id === from.id) throw new ApiError('bad_input', `the license is already on tier ${to.slug}`)
     return { license, product, from, to, subscription: this.liveSubscription(license.id) }
   }
 
@@ -146,7 +153,7 @@ export class TierChanges {
     return effectivePrice(s.product, s.to).value < current ? 'downgrade' : 'upgrade'
   }
 
-  /** What the licence pays now, in `currency`: the subscription's snapshot, else the current tier's listed price. */
+  /** What the license pays now, in `currency`: the subscription's snapshot, else the current tier's listed price. */
   private async currentValueIn(s: Situation, currency: Quote['listed_currency']): Promise<number> {
     const listed = s.subscription
       ? { currency: s.subscription.listed_currency, value: s.subscription.listed_value }
@@ -171,15 +178,15 @@ export class TierChanges {
       }
     }
     const next = { nextRenewalValue: target.value, nextRenewalAt: sub.next_renewal_at }
-    if (direction === 'downgrade')
-      return { direction, charge: 0, recurring: true, effectiveAt: sub.next_renewal_at, ...next }
+    // The paid cycle ends at due_at; next_renewal_at moves with a failed renewal's backoff.
+    if (direction === 'downgrade') return { direction, charge: 0, recurring: true, effectiveAt: sub.due_at, ...next }
     const charge = proratedCharge({
       fromValue: current,
       fromPeriodDays: sub.period_days,
       toValue: target.value,
       toPeriodDays: s.to.renewal_period_days,
       now,
-      cycleEnd: sub.next_renewal_at,
+      cycleEnd: sub.due_at,
     })
     return { direction, charge, recurring: true, effectiveAt: now, ...next }
   }
@@ -208,46 +215,59 @@ export class TierChanges {
 
   // ---- buyer ----
 
-  /** `POST /v1/upgrade-quote`: read-only. The key is checked before the tier is looked up. */
+  /**
+   * `POST /v1/upgrade-quote`: read-only. The key is checked before the tier is looked up; a
+   * revoked or suspended license's key is refused like any bad key.
+   */
   async quote(input: { license_key: string; target_policy_slug: string }): Promise<z.infer<typeof UpgradeQuote>> {
-    const { license } = this.deps.services.licenses.authenticate(input.license_key)
+    const { license } = this.deps.services.licenses.authenticateActive(input.license_key)
     const s = this.situation(license, input.target_policy_slug, 'buyer')
     const priced = await this.price(s, this.buyerDirection(s))
     const currency = effectivePrice(s.product, s.to).currency
     const sats = await this.deps.services.pricing.convert(priced.charge, currency, 'SAT', 'up')
+    const deferred = priced.direction === 'downgrade' && priced.recurring
     return {
       ok: true,
       license_id: license.id,
+      from_policy_id: s.from.id,
       from_policy_slug: s.from.slug,
+      to_policy_id: s.to.id,
       to_policy_slug: s.to.slug,
       direction: priced.direction,
       listed_currency: currency,
       proration_charge_value: priced.charge,
       amount_sats: sats.value,
-      effective_at: iso(priced.effectiveAt),
+      // Keysat's words: "immediate" (on payment), or the cycle end a recurring downgrade waits for.
+      effective_at: deferred ? iso(priced.effectiveAt) : 'immediate',
+      next_renewal_charge: priced.nextRenewalValue,
+      next_renewal_period_days: priced.nextRenewalValue === null ? null : s.to.renewal_period_days,
       next_renewal_value: priced.nextRenewalValue,
       next_renewal_at: priced.nextRenewalAt === null ? null : iso(priced.nextRenewalAt),
     }
   }
 
-  /** `POST /v1/upgrade`: recomputes the quote, opens an invoice and a pending change; the licence waits for payment. */
-  async upgrade(
-    input: { license_key: string; target_policy_slug: string },
-    signal?: AbortSignal,
-  ): Promise<z.infer<typeof UpgradeStarted>> {
-    const { license } = this.deps.services.licenses.authenticate(input.license_key)
+  /** `POST /v1/upgrade`: recomputes the quote, opens an invoice and a pending change; the license waits for payment. */
+  async upgrade(input: UpgradeInput, signal?: AbortSignal): Promise<z.infer<typeof UpgradeStarted>> {
+    const { license } = this.deps.services.licenses.authenticateActive(input.license_key)
     const s = this.situation(license, input.target_policy_slug, 'buyer')
+    if (input.redirect_url) this.deps.purchases.assertRedirect(input.redirect_url, s.product.return_url_prefix)
     const direction = this.buyerDirection(s)
     if (direction === 'downgrade')
       throw new ApiError('bad_input', 'a downgrade is admin-only: ask the seller to change the tier')
     const priced = await this.price(s, direction)
     if (priced.charge === 0)
       throw new ApiError('bad_input', 'this change costs nothing to pay for: it is admin-only, ask the seller')
-    const opened = await this.openChangeInvoice(s, priced, 'buyer', '', signal)
+    const opened = await this.openChangeInvoice(
+      s,
+      priced,
+      { actor: 'buyer', reason: '', redirectUrl: input.redirect_url },
+      signal,
+    )
     return {
       ok: true,
       invoice_id: opened.invoiceId,
-      checkout_url: opened.checkoutUrl ?? this.deps.purchases.thankYouUrl(opened.invoiceId),
+      provider_invoice_id: opened.providerInvoiceId,
+      checkout_url: opened.checkoutUrl,
       amount_sats: opened.amountSats,
       proration_charge_value: priced.charge,
       listed_currency: opened.currency,
@@ -258,35 +278,47 @@ export class TierChanges {
     }
   }
 
-  /** An invoice at the active provider and its pending tier_changes row, written in one transaction. */
+  /**
+   * Spec 001 §4.3 rule 3: the invoice is created at the provider first, then the local invoice and
+   * its pending tier_changes row are written in one transaction; a provider failure writes nothing.
+   */
   private async openChangeInvoice(
     s: Situation,
     priced: Priced,
-    actor: Actor,
-    reason: string,
+    by: { actor: Actor; reason: string; redirectUrl?: string },
     signal?: AbortSignal,
   ): Promise<{
     invoiceId: string
-    checkoutUrl: string | null
+    providerInvoiceId: string
+    checkoutUrl: string
     amountSats: number
     currency: Quote['listed_currency']
     tierChangeId: string
   }> {
-    const quote = await this.invoiceQuote(s, priced.charge)
-    const tierChangeId = randomUUID()
-    const { invoiceId, checkoutUrl } = await this.deps.purchases.openInvoice(
-      {
-        kind: 'upgrade',
-        quote,
-        buyerEmail: s.license.buyer_email,
-        buyerNote: null,
-        redirectUrl: null,
-        alsoInTransaction: (invoiceId, now) =>
-          this.insertChange({ id: tierChangeId, s, priced, invoiceId, actor, reason, effectiveAt: now, now }),
-      },
-      signal,
-    )
-    return { invoiceId, checkoutUrl, amountSats: quote.amount_sats, currency: quote.listed_currency, tierChangeId }
+    const licenseId = s.license.id
+    if (this.opening.has(licenseId))
+      throw new ApiError('conflict', 'a tier change of this license is being opened already; try again in a moment')
+    this.opening.add(licenseId)
+    try {
+      const quote = await this.invoiceQuote(s, priced.charge)
+      const tierChangeId = randomUUID()
+      const { actor, reason } = by
+      const opened = await this.deps.purchases.openAtProviderFirst(
+        {
+          kind: 'upgrade',
+          quote,
+          buyerEmail: s.license.buyer_email,
+          buyerNote: null,
+          redirectUrl: by.redirectUrl ?? null,
+          alsoInTransaction: (invoiceId, now) =>
+            this.insertChange({ id: tierChangeId, s, priced, invoiceId, actor, reason, effectiveAt: now, now }),
+        },
+        signal,
+      )
+      return { ...opened, amountSats: quote.amount_sats, currency: quote.listed_currency, tierChangeId }
+    } finally {
+      this.opening.delete(licenseId)
+    }
   }
 
   private insertChange(a: {
@@ -372,7 +404,7 @@ export class TierChanges {
       })
       return { tier_change: this.view(id), invoice_id: null, checkout_url: null }
     }
-    const opened = await this.openChangeInvoice(s, priced, 'admin', input.reason, signal)
+    const opened = await this.openChangeInvoice(s, priced, { actor: 'admin', reason: input.reason }, signal)
     return {
       tier_change: this.view(opened.tierChangeId),
       invoice_id: opened.invoiceId,
@@ -427,15 +459,15 @@ export class TierChanges {
   }
 
   /**
-   * Moves the licence (and its live subscription) onto the target tier; inside the caller's
-   * transaction. A licence already on the target is left alone (a redelivered settle).
+   * Moves the license (and its live subscription) onto the target tier; inside the caller's
+   * transaction. A license already on the target is left alone (a redelivered settle).
    */
   private applyRow(row: TierChangeRow, now: number, actor: 'admin' | 'system'): void {
     const { catalog } = this.deps.services
     const license = this.deps.services.licenses.row(row.license_id)
     const to = catalog.policyRow(row.to_policy_id)
     const product = license ? catalog.productRow(license.product_id) : undefined
-    if (!license || !to || !product) throw new Error(`tier change ${row.id} names a missing licence or tier`)
+    if (!license || !to || !product) throw new Error(`tier change ${row.id} names a missing license or tier`)
     this.db.prepare('UPDATE tier_changes SET applied_at = ? WHERE id = ?').run(now, row.id)
     if (license.policy_id === to.id) return
     const sub = this.liveSubscription(license.id)

@@ -14,8 +14,8 @@
  */
 import { createHash } from 'node:crypto'
 import type { ValidationEntry, ValidationKind } from '../contract/licensing'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { LicensingDb } from './db'
 
 export type { ValidationKind }

@@ -8,12 +8,12 @@ import type {
   WebhookEndpointView,
 } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import type { Clock } from '../core/clock'
-import { httpCall } from '../core/httpClient'
-import { redactUrlCredentials, type Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import { httpCall } from '../lib/httpClient'
+import { redactUrlCredentials, type Logger } from '../lib/logger'
 import type { AuditLog } from './audit'
 import { orderBy, searchAny, type LicensingDb } from './db'
-import { enqueueEvent, subscribedEvents } from './events'
+import { enqueueEvent, subscribedEvents } from './outboundEvents'
 import type { EventOutbox } from './settlement'
 
 /** Seconds to wait before attempt n+1 after n failures; after the last, the delivery fails. */

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
-import type { Clock } from '../core/clock'
+import type { Clock } from '../lib/clock'
 import type { LicensingDb } from '../licensing/db'
 
 /**
@@ -62,7 +62,7 @@ export function licensingMetrics(
   type ByStatus = { status: string; n: number }
   new Gauge({
     name: 'tandem_licensing_licenses',
-    help: 'Licences by status (active past its expiry counts as expired)',
+    help: 'Licenses by status (active past its expiry counts as expired)',
     labelNames: ['status'],
     registers,
     collect() {

@@ -6,8 +6,8 @@ import type { Config } from '../config/load'
 import { ApiError, conflict, notFound } from '../contract/errors'
 import { ModelDef, type ModelTag } from '../contract/models'
 import { Knobs } from '../contract/schemas'
-import { atomicWriteFile, readStateFile } from '../core/files'
-import type { Logger } from '../core/logger'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
+import type { Logger } from '../lib/logger'
 import { effectiveKnobs, knobsToArgs } from './knobs'
 import type { CatalogEntry, CatalogReader } from './types'
 
@@ -186,7 +186,7 @@ export class ModelCatalog implements CatalogReader {
   }
 
   private commit(next: Overrides): void {
-    atomicWriteFile(this.opts.config.paths.modelsOverrides, serialize(next))
+    atomicWriteFile(this.opts.config.paths.modelsOverrides, serialize(next), { role: 'model catalog' })
     this.overrides = next
     this.rebuild()
     for (const listener of this.listeners) {
@@ -243,10 +243,7 @@ export class ModelCatalog implements CatalogReader {
     const read = readStateFile(file, parseOverridesDocument)
     if (read.kind === 'missing') return empty
     if (read.kind === 'corrupt') {
-      this.logger.warn('models overrides file unreadable; kept aside, bundled catalog only', {
-        error: read.error,
-        keptAs: read.keptAs,
-      })
+      this.logger.warn(replacedStateFileMessage('models overrides file', file, read, 'the bundled catalog loads alone'))
       return empty
     }
     const out = empty

@@ -1,6 +1,6 @@
 import type { FitEstimate, RunMode } from '../contract/models'
 import type { NodeName } from '../contract/schemas'
-import type { Logger } from '../core/logger'
+import type { Logger } from '../lib/logger'
 import type { NodesModule } from '../nodes/module'
 import { shq } from '../ssh/quote'
 import { hubCacheDir } from './disk'
@@ -31,6 +31,8 @@ export interface KvShape {
   /** Bytes per cached element in the model's own dtype (the FP8 knob overrides it). */
   readonly dtypeBytes: number
   readonly maxPositions: number | null
+  /** Latent attention (MLA): each layer caches one latent vector per token, not a key and a value. */
+  readonly latent?: true
 }
 
 const DTYPE_BYTES: Record<string, number> = { float32: 4, float16: 2, bfloat16: 2, float8: 1 }
@@ -44,34 +46,56 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
  */
 export function kvShape(config: unknown): KvShape | null {
   const root = (config ?? {}) as Record<string, unknown>
-  const c = (typeof root.text_config === 'object' && root.text_config !== null ? root.text_config : root) as Record<
-    string,
-    unknown
-  >
+  const c = textConfig(root)
   const total = num(c.num_hidden_layers)
   const heads = num(c.num_attention_heads)
   if (total === null || heads === null) return null
-  let layers = total
-  if (Array.isArray(c.layer_types)) layers = c.layer_types.filter((t) => /attention/.test(String(t))).length
-  else if (typeof c.hybrid_override_pattern === 'string') layers = c.hybrid_override_pattern.split('*').length - 1
-  else if (num(c.full_attention_interval) !== null) layers = Math.floor(total / (c.full_attention_interval as number))
-  const kvHeads = num(c.num_key_value_heads) ?? heads
-  const hidden = num(c.hidden_size)
-  const headDim = num(c.head_dim) ?? (hidden !== null ? hidden / heads : null)
-  if (headDim === null) return null
-  const dtype = String(c.torch_dtype ?? c.dtype ?? root.torch_dtype ?? root.dtype ?? 'bfloat16')
-  return {
-    layers,
-    kvHeads,
-    headDim,
-    dtypeBytes: DTYPE_BYTES[dtype] ?? 2,
+  const common = {
+    layers: cachedLayers(c, total),
+    dtypeBytes: dtypeBytesOf(c, root),
     maxPositions: num(c.max_position_embeddings),
   }
+  // MLA (DeepSeek, GLM-4.7-Flash): the compressed KV latent plus the decoupled rope key, shared by all heads.
+  const latentRank = num(c.kv_lora_rank)
+  if (latentRank !== null)
+    return { ...common, kvHeads: 1, headDim: latentRank + (num(c.qk_rope_head_dim) ?? 0), latent: true }
+  const headDim = headDimOf(c, heads)
+  if (headDim === null) return null
+  return { ...common, kvHeads: num(c.num_key_value_heads) ?? heads, headDim }
+}
+
+/** A multimodal model's language part keeps its own config under `text_config`. */
+function textConfig(root: Record<string, unknown>): Record<string, unknown> {
+  return (typeof root.text_config === 'object' && root.text_config !== null ? root.text_config : root) as Record<
+    string,
+    unknown
+  >
+}
+
+/** Layers with a KV cache: attention layers of a hybrid model, every layer otherwise. */
+function cachedLayers(c: Record<string, unknown>, total: number): number {
+  if (Array.isArray(c.layer_types)) return c.layer_types.filter((t) => /attention/.test(String(t))).length
+  if (typeof c.hybrid_override_pattern === 'string') return c.hybrid_override_pattern.split('*').length - 1
+  if (num(c.full_attention_interval) !== null) return Math.floor(total / (c.full_attention_interval as number))
+  return total
+}
+
+/** `head_dim`, or the hidden size shared evenly by the attention heads when the config omits it. */
+function headDimOf(c: Record<string, unknown>, heads: number): number | null {
+  const hidden = num(c.hidden_size)
+  return num(c.head_dim) ?? (hidden !== null ? hidden / heads : null)
+}
+
+/** The text config's dtype wins over the top level's; bfloat16 when neither names one. */
+function dtypeBytesOf(c: Record<string, unknown>, root: Record<string, unknown>): number {
+  const dtype = String(c.torch_dtype ?? c.dtype ?? root.torch_dtype ?? root.dtype ?? 'bfloat16')
+  return DTYPE_BYTES[dtype] ?? 2
 }
 
 /** Keys and values for every cached layer, for `tokens` tokens. */
 export function kvCacheBytes(shape: KvShape, tokens: number, fp8: boolean): number {
-  return 2 * shape.layers * shape.kvHeads * shape.headDim * (fp8 ? 1 : shape.dtypeBytes) * tokens
+  const vectors = shape.latent ? 1 : 2
+  return vectors * shape.layers * shape.kvHeads * shape.headDim * (fp8 ? 1 : shape.dtypeBytes) * tokens
 }
 
 /** A node's verdict from its need and budget. */
@@ -79,6 +103,17 @@ export function verdictFor(need: number | null, budget: number | null): Verdict 
   if (need === null || budget === null) return 'unknown'
   if (need > budget) return 'no_fit'
   return (budget - need) / budget < TIGHT_HEADROOM ? 'tight' : 'fits'
+}
+
+/** A node's verdict, where weights alone beyond the budget settle it even when the KV cache is unknown. */
+function nodeVerdict(need: number | null, weights: number | null, budget: number | null): Verdict {
+  if (need === null && weights !== null && budget !== null && weights > budget) return 'no_fit'
+  return verdictFor(need, budget)
+}
+
+/** One node's part of bytes split evenly across the nodes of a tensor-parallel layout. */
+function evenShare(bytes: number | null, nodes: number): number | null {
+  return bytes === null ? null : Math.ceil(bytes / nodes)
 }
 
 /** The model's verdict: one node that cannot hold it decides; otherwise the least certain one. */
@@ -144,8 +179,8 @@ export class FitEstimator {
       const hw = snapshot?.[node]
       const ram = hw?.status === 'ok' && hw.ram ? hw.ram.total_bytes : null
       if (ram === null && hw) notes.push(`${node}: live RAM unknown (${hw.status})`)
-      const w = totalWeights === null ? null : Math.ceil(totalWeights / share)
-      const kv = kvTotal === null ? null : Math.ceil(kvTotal / share)
+      const w = evenShare(totalWeights, share)
+      const kv = evenShare(kvTotal, share)
       const need = w === null || kv === null ? null : w + kv
       const budget = ram === null ? null : Math.floor(ram * util)
       return {
@@ -155,8 +190,7 @@ export class FitEstimator {
         need_bytes: need,
         budget_bytes: budget,
         ram_total_bytes: ram,
-        // Weights alone beyond the budget settle it even when the KV cache is unknown.
-        verdict: need === null && w !== null && budget !== null && w > budget ? 'no_fit' : verdictFor(need, budget),
+        verdict: nodeVerdict(need, w, budget),
       }
     })
     return { mode: runMode, verdict: overallVerdict(nodes.map((n) => n.verdict)), nodes, notes }
@@ -201,8 +235,11 @@ export class FitEstimator {
       return null
     }
     const fp8 = entry.effectiveKnobs['fp8-kv-cache'] === true
+    const bytes = fp8 ? 1 : shape.dtypeBytes
     notes.push(
-      `KV cache: ${tokens} tokens × ${shape.layers} layers × ${shape.kvHeads} KV heads × ${shape.headDim} head dim × ${fp8 ? 1 : shape.dtypeBytes} bytes × 2 (K and V)`,
+      shape.latent
+        ? `KV cache: ${tokens} tokens × ${shape.layers} layers × ${shape.headDim} latent dims × ${bytes} bytes (latent attention)`
+        : `KV cache: ${tokens} tokens × ${shape.layers} layers × ${shape.kvHeads} KV heads × ${shape.headDim} head dim × ${bytes} bytes × 2 (K and V)`,
     )
     return kvCacheBytes(shape, tokens, fp8)
   }

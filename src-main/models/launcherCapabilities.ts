@@ -1,5 +1,5 @@
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { LauncherCapability, LauncherInfo } from '../contract/models'
 import type { SshPool, SshTarget } from '../ssh/pool'
 import { remoteDir } from '../ssh/quote'

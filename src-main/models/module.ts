@@ -1,5 +1,5 @@
 import type { FitEstimate, LauncherInfo, modelsContract } from '../contract/models'
-import type { DomainModule } from '../core/module'
+import type { DomainModule } from '../platform/domainModule'
 import { ModelCatalog } from './catalog'
 import { catalogHandlers } from './catalogHandlers'
 import { WeightsOnDisk } from './disk'

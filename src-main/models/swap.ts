@@ -15,11 +15,11 @@ import type {
 } from '../contract/models'
 import { Layout as LayoutSchema } from '../contract/models'
 import type { NodeName } from '../contract/schemas'
-import type { Clock } from '../core/clock'
-import type { EventPublisher } from '../core/events'
-import { atomicWriteFile, readStateFile } from '../core/files'
-import { httpCall } from '../core/httpClient'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { EventPublisher } from '../platform/eventBus'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
+import { httpCall } from '../lib/httpClient'
+import type { Logger } from '../lib/logger'
 import type { JobControl, JobRegistry } from '../jobs/registry'
 import type { SshPool, SshTarget } from '../ssh/pool'
 import { containerTailCommand, launchPlan, LaunchRefused, servedName, stopCommand, type LaunchPlan } from './launch'
@@ -125,7 +125,7 @@ export class SwapManager implements SwapStatus {
     const read = readStateFile(this.stateFile, (t) => SwapStateFile.parse(JSON.parse(t)))
     if (read.kind === 'ok') this.state = read.value
     else if (read.kind === 'corrupt')
-      deps.logger.warn('swap state file unreadable; starting fresh', { error: read.error, keptAs: read.keptAs })
+      deps.logger.warn(replacedStateFileMessage('swap state file', this.stateFile, read, 'starting a fresh one'))
     // A catalog change can name the served model (a custom entry added for it).
     deps.catalog.onChange(() => {
       if (this.current !== null && this.current.key === null)
@@ -482,7 +482,7 @@ export class SwapManager implements SwapStatus {
   private saveState(loaded: Loaded | null = this.current): void {
     this.state.last = loaded
     try {
-      atomicWriteFile(this.stateFile, JSON.stringify(this.state, null, 2) + '\n')
+      atomicWriteFile(this.stateFile, JSON.stringify(this.state, null, 2) + '\n', { role: 'model swap state' })
     } catch (err) {
       this.deps.logger.warn('could not save the swap state', { error: err })
     }

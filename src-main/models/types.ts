@@ -1,8 +1,8 @@
 import type { ModelDef, ModelTag, LoadedModel, RunMode } from '../contract/models'
 import type { Knobs } from '../contract/schemas'
 import type { z } from 'zod'
-import type { CoreDeps } from '../core/module'
-import type { ServiceDirectory } from '../core/serviceDirectory'
+import type { CoreDeps } from '../platform/domainModule'
+import type { ServiceDirectory } from '../services/serviceDirectory'
 import type { NodesModule } from '../nodes/module'
 
 /** What the models domain is built from. */

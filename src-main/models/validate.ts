@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../config/load'
 import type { LauncherInfo, RunMode, ValidationResult } from '../contract/models'
-import type { Logger } from '../core/logger'
+import type { Logger } from '../lib/logger'
 import { SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq, shqArgs } from '../ssh/quote'
 import { HF_HOME_DIR } from './disk'

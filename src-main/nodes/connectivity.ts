@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import type { Clock } from '../core/clock'
-import { atomicWriteFile, readStateFile, SerialQueue } from '../core/files'
-import type { EventPublisher } from '../core/events'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage, SerialQueue } from '../lib/files'
+import type { EventBus, EventPublisher } from '../platform/eventBus'
+import type { Logger } from '../lib/logger'
 import { ConnectivityEvent, SubjectState, type ConnectivityView } from '../contract/nodes'
 
 /** Spec 1, 2.7 and 8: the rolling log holds at most 200 events. */
@@ -33,6 +33,8 @@ export class ConnectivityStore {
   private lastWriteAt = -Infinity
   private dirty = false
   private timer: ReturnType<typeof setTimeout> | null = null
+  /** Subjects expected to go down now, and why (a model swap holds the llm). */
+  private readonly plans = new Map<string, string>()
 
   constructor(
     private readonly file: string,
@@ -56,6 +58,15 @@ export class ConnectivityStore {
   }
 
   /**
+   * Marks a subject's coming down time as planned (`reason`, e.g. "planned swap: A → B"), or ends
+   * the plan (null). A down transition while planned, and the up that ends it, carry the reason.
+   */
+  plan(subject: string, reason: string | null): void {
+    if (reason === null) this.plans.delete(subject)
+    else this.plans.set(subject, reason.slice(0, 500))
+  }
+
+  /**
    * What active polling saw. A transition is recorded only when the state differs from the last
    * one; the first sighting of a subject records one only when it is down.
    */
@@ -65,18 +76,12 @@ export class ConnectivityStore {
       const state = up ? 'up' : 'down'
       const prev = this.data.subjects[subject]
       if (prev && prev.state === state) return null
-      this.data.subjects[subject] = { state, last_change: now }
-      let event: ConnectivityEvent | null = null
+      // A planned down period stays planned up to the up that ends it, even when the plan ended first.
+      const planned = up ? prev?.planned : this.plans.get(subject)
+      this.data.subjects[subject] = { state, last_change: now, ...(up || !planned ? {} : { planned }) }
+      let event: Extract<ConnectivityEvent, { kind: 'transition' }> | null = null
       if (prev || !up) {
-        const seconds = prev ? Math.max(0, Math.round((now - prev.last_change) / 1000)) : undefined
-        event = {
-          at: now,
-          subject,
-          kind: 'transition',
-          state,
-          ...(seconds === undefined ? {} : up ? { down_seconds: seconds } : { up_seconds: seconds }),
-          ...(detail ? { detail: detail.slice(0, 500) } : {}),
-        }
+        event = transition(subject, up, now, prev?.last_change, detail, planned)
         this.append(event)
         this.events?.publish('connectivity.transition', event)
       }
@@ -146,7 +151,7 @@ export class ConnectivityStore {
     this.dirty = false
     this.lastWriteAt = this.clock.now()
     try {
-      atomicWriteFile(this.file, JSON.stringify(this.data) + '\n', { mode: 0o600 })
+      atomicWriteFile(this.file, JSON.stringify(this.data) + '\n', { mode: 0o600, role: 'connectivity log' })
     } catch (err) {
       // The change stays in memory and is tried again with the next one (or at stop).
       this.dirty = true
@@ -155,17 +160,60 @@ export class ConnectivityStore {
   }
 
   private load(): void {
-    const res = readStateFile(this.file, (text) => parseStore(JSON.parse(text) as unknown, (m) => this.logger.warn(m)))
+    const res = readStateFile(
+      this.file,
+      (text) => parseStore(JSON.parse(text) as unknown, (m) => this.logger.warn(m)),
+      this.clock.now(),
+    )
     if (res.kind === 'ok') {
       this.data = res.value
       return
     }
     if (res.kind === 'corrupt') {
-      this.logger.warn(
-        `connectivity store ${this.file} is unreadable (${res.error}); ${res.keptAs ? `kept aside as ${res.keptAs}; ` : ''}starting a fresh one`,
-      )
+      this.logger.warn(replacedStateFileMessage('connectivity store', this.file, res, 'starting a fresh one'))
     }
   }
+}
+
+/** A transition to up or down at `now`; `since` is when the period that just ended began. */
+function transition(
+  subject: string,
+  up: boolean,
+  now: number,
+  since: number | undefined,
+  detail: string | undefined,
+  planned: string | undefined,
+): Extract<ConnectivityEvent, { kind: 'transition' }> {
+  const seconds = since === undefined ? undefined : Math.max(0, Math.round((now - since) / 1000))
+  return {
+    at: now,
+    subject,
+    kind: 'transition',
+    state: up ? 'up' : 'down',
+    ...(seconds === undefined ? {} : up ? { down_seconds: seconds } : { up_seconds: seconds }),
+    ...(detail ? { detail: detail.slice(0, 500) } : {}),
+    ...(planned ? { planned } : {}),
+  }
+}
+
+/**
+ * Marks the llm's down time during a model swap as planned, naming the model it leaves and the one
+ * it loads, from the swap's own state events. Returns the unsubscribe.
+ */
+export function followSwaps(bus: Pick<EventBus, 'subscribe'>, store: Pick<ConnectivityStore, 'plan'>): () => void {
+  let job: string | null = null
+  return bus.subscribe((ev) => {
+    if (ev.name !== 'swap.state') return
+    const { phase, job_id: jobId, key, loaded } = ev.data
+    if (phase === 'ready' || phase === 'failed') {
+      job = null
+      store.plan('llm', null)
+    } else if (job !== jobId) {
+      // The first phase names the model being left; later ones may already have let it go.
+      job = jobId
+      store.plan('llm', `planned swap: ${loaded?.served ?? 'no model'} → ${key}`)
+    }
+  })
 }
 
 const LooseFile = z.object({

@@ -1,7 +1,7 @@
 import { z } from 'zod'
-import type { Clock } from '../core/clock'
-import { atomicWriteFile, readStateFile } from '../core/files'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
+import type { Logger } from '../lib/logger'
 import { HardwareSample } from '../contract/nodes'
 import type { NodeName } from '../contract/schemas'
 
@@ -37,13 +37,16 @@ export class HardwareHistory {
   }
 
   private load(file: string): void {
-    const read = readStateFile(file, (text) => HistoryFile.parse(JSON.parse(text)))
+    const read = readStateFile(file, (text) => HistoryFile.parse(JSON.parse(text)), this.clock.now())
     if (read.kind === 'corrupt') {
-      this.logger.warn('hardware history file is malformed; starting the charts empty', {
-        file,
-        error: read.error.slice(0, 300),
-        kept_as: read.keptAs,
-      })
+      this.logger.warn(
+        replacedStateFileMessage(
+          'hardware history',
+          file,
+          read,
+          'the charts start empty (a new file is written with the next reading)',
+        ),
+      )
       return
     }
     if (read.kind !== 'ok') return
@@ -88,7 +91,7 @@ export class HardwareHistory {
     this.dirty = false
     if (!this.file) return
     try {
-      atomicWriteFile(this.file, JSON.stringify({ version: 1, ...this.view() }))
+      atomicWriteFile(this.file, JSON.stringify({ version: 1, ...this.view() }), { role: 'hardware history' })
     } catch (err) {
       this.logger.warn('could not save the hardware history', { error: (err as Error).message })
     }

@@ -1,7 +1,7 @@
 import type { nodesContract } from '../contract/nodes'
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
-import type { Logger } from '../core/logger'
+import type { Logger } from '../lib/logger'
 import { HostKeyStore } from '../ssh/hostKeys'
 import type { SshPool } from '../ssh/pool'
 

@@ -2,20 +2,20 @@ import path from 'node:path'
 import type { nodesContract } from '../contract/nodes'
 import { ApiError } from '../contract/errors'
 import type { Handlers } from '../contract/define'
-import type { Logger } from '../core/logger'
-import type { CoreDeps, DomainModule } from '../core/module'
+import type { Logger } from '../lib/logger'
+import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import { HostKeyStore } from '../ssh/hostKeys'
 import { ensureServiceKey, type ServiceKey } from '../ssh/keys'
 import { SshPool, type SshTarget } from '../ssh/pool'
 import { sshKeyView } from '../ssh/authorize'
 import { normalizeMac, type NodeName } from '../contract/schemas'
-import { ConnectivityStore } from './connectivity'
+import { ConnectivityStore, followSwaps } from './connectivity'
 import { hostKeyHandlers } from './hostKeyHandlers'
 import { HardwareService } from './hardware'
 import { HardwareHistory } from './hardwareHistory'
 import { NodeMonitor } from './monitor'
 import { publicBaseUrl } from '../config/publicUrl'
-import type { RoleName, ServiceDirectory } from '../core/serviceDirectory'
+import type { RoleName, ServiceDirectory } from '../services/serviceDirectory'
 import { httpHealth, StatusService } from './status'
 import { wake } from './wol'
 
@@ -53,6 +53,7 @@ export async function createNodesModule(
   )
   const pool = new SshPool({ privateKey: serviceKey.privateKey, hostKeys, clock, logger: logger.child('ssh') })
   const connectivity = new ConnectivityStore(config.paths.connectivityLog, clock, logger, deps.events)
+  const unfollowSwaps = followSwaps(deps.events, connectivity)
   const targets = { node1: config.nodes.node1, node2: config.nodes.node2 }
   const history = new HardwareHistory(path.join(config.paths.dataDir, 'hardware-history.json'), clock, logger)
   const hardware = new HardwareService({ pool, connectivity, clock, logger, targets, events: deps.events, history })
@@ -118,6 +119,7 @@ export async function createNodesModule(
       monitor.start()
     },
     async stop() {
+      unfollowSwaps()
       await monitor.stop()
       hardware.flushHistory()
       await connectivity.flush()

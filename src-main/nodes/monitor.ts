@@ -1,5 +1,5 @@
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 
 /** While a dashboard watches the event stream, hardware is probed this often (services every other time). */
 export const LIVE_PROBE_MS = 8000

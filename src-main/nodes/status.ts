@@ -1,16 +1,16 @@
 import type { Config } from '../config/load'
 import { publicBaseUrl } from '../config/publicUrl'
-import type { Clock } from '../core/clock'
-import type { EventPublisher } from '../core/events'
-import { httpCall, HttpUnreachable } from '../core/httpClient'
-import type { Logger } from '../core/logger'
-import type { RoleLocation, RoleName, ServiceDirectory } from '../core/serviceDirectory'
+import type { Clock } from '../lib/clock'
+import type { EventPublisher } from '../platform/eventBus'
+import { httpCall, HttpUnreachable } from '../lib/httpClient'
+import type { Logger } from '../lib/logger'
+import type { RoleLocation, RoleName, ServiceDirectory } from '../services/serviceDirectory'
 import type { ServiceStatus, StatusView } from '../contract/nodes'
 import { shq } from '../ssh/quote'
-import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
+import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import type { ConnectivityStore } from './connectivity'
 
-export type { RoleName } from '../core/serviceDirectory'
+export type { RoleName } from '../services/serviceDirectory'
 
 /** A container that started this recently and does not answer yet is Starting, not Unhealthy. */
 export const STARTING_GRACE_MS = 10 * 60 * 1000
@@ -21,6 +21,37 @@ export interface ContainerInfo {
   started_at: string | null
   restart_count: number | null
   error: string | null
+  /** The node did not answer over SSH (down, or no answer in time): nothing about the container is known. */
+  unreachable?: boolean
+}
+
+/** Whether an SSH failure means the node itself cannot be reached (not a refused key or a failed command). */
+export function nodeUnreachable(err: unknown): boolean {
+  return err instanceof SshError && (err.kind === 'unreachable' || err.kind === 'timeout')
+}
+
+/** The node (node1, node2) an SSH target is, by host, port and user; null when it is neither. */
+export function nodeNameOf(nodes: Config['nodes'], ssh: SshTarget | null): 'node1' | 'node2' | null {
+  if (!ssh) return null
+  const same = (t: SshTarget | null): boolean =>
+    t !== null && t.host === ssh.host && t.port === ssh.port && t.user === ssh.user
+  if (same(nodes.node2)) return 'node2'
+  return same(nodes.node1) ? 'node1' : null
+}
+
+/**
+ * The label of a service whose node is unreachable: Unknown, whatever its HTTP check says (that may
+ * be a stale route or another host), with its actions refused and the reason why.
+ */
+export function unreachableLabel(
+  node: string,
+  error: string | null,
+): Pick<ServiceStatus, 'label' | 'label_reason' | 'actions_blocked'> {
+  return {
+    label: 'Unknown',
+    label_reason: 'node unreachable',
+    actions_blocked: `${node} is unreachable over SSH${error ? ` (${error})` : ''}: its container cannot be read, started or stopped until it answers`,
+  }
 }
 
 /** `docker inspect` of one container over SSH (6 s): running, exited, …, missing or unknown. */
@@ -55,7 +86,13 @@ export async function inspectContainer(
       error: null,
     }
   } catch (err) {
-    return { state: 'unknown', started_at: null, restart_count: null, error: (err as Error).message }
+    return {
+      state: 'unknown',
+      started_at: null,
+      restart_count: null,
+      error: (err as Error).message,
+      unreachable: nodeUnreachable(err),
+    }
   }
 }
 
@@ -70,13 +107,14 @@ export interface HttpHealth {
 
 /**
  * The label rules (spec 1, 4.1), in order:
- * - Healthy: the health check answers OK (the container state is then secondary: SSH may be down);
+ * - Healthy: the health check answers OK (the container state is then secondary);
  * - Stopped: the container exists but is not running (exited, created, paused, dead);
  * - Starting: the container is restarting, or started less than STARTING_GRACE_MS ago and does not
  *   answer yet;
  * - Unhealthy: everything else, including a service that answers with an error (HTTP 500 is a fault,
  *   not a start-up), a missing container and an unreadable one.
- * Not configured is decided before any check (no node or no usable address).
+ * Not configured is decided before any check (no node or no usable address), and Unknown after it
+ * when the node does not answer over SSH (unreachableLabel).
  */
 export function serviceLabel(
   container: Pick<ContainerInfo, 'state' | 'started_at'>,
@@ -156,8 +194,10 @@ export class StatusService {
       known ?? inspectContainer(this.deps.pool, role.ssh, role.container),
       httpHealth(upstream, signal),
     ])
-    const label = serviceLabel(container, http, this.deps.clock.now())
     const error = http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null
+    const label = container.unreachable
+      ? unreachableLabel(nodeNameOf(this.deps.config.nodes, role.ssh) ?? role.ssh.host, container.error)
+      : { label: serviceLabel(container, http, this.deps.clock.now()), label_reason: null, actions_blocked: null }
     await this.deps.connectivity.observe(role.name, http.ok, error ?? undefined)
     return {
       ...common,
@@ -170,7 +210,7 @@ export class StatusService {
       http_ms: http.ms,
       model: http.model,
       upstream_url: upstream,
-      label,
+      ...label,
       error,
     }
   }
@@ -215,6 +255,8 @@ export function notConfiguredStatus(
     model: null,
     upstream_url: null,
     label: 'Not configured',
+    label_reason: null,
+    actions_blocked: null,
     error,
   }
 }

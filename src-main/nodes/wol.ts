@@ -1,5 +1,5 @@
 import dgram from 'node:dgram'
-import type { Logger } from '../core/logger'
+import type { Logger } from '../lib/logger'
 import { shq } from '../ssh/quote'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
 import { normalizeMac } from '../contract/schemas'

@@ -1,14 +1,16 @@
-import type { Clock } from '../core/clock'
-import type { EventPublisher } from '../core/events'
-import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../core/httpClient'
-import type { Logger } from '../core/logger'
-import type { ServiceDirectory } from '../core/serviceDirectory'
-import type { z } from 'zod'
-import type { DeepHealthResult, DeepHealthView, RestartHold } from '../contract/services'
-import type { DeepHealthHook, ProbedService, ProbeStart, ReportSink } from '../gateway/deepHealth'
-import { encodeMultipart, type MemoryFile } from '../gateway/multipart'
-import { voiceLanguage } from '../gateway/speech'
-import { upstreamDetail } from '../gateway/wire'
+import { z } from 'zod'
+import type { Clock } from '../lib/clock'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
+import type { EventPublisher } from '../platform/eventBus'
+import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../lib/httpClient'
+import type { Logger } from '../lib/logger'
+import type { ServiceDirectory } from './serviceDirectory'
+import type { ServiceLabel } from '../contract/nodes'
+import { DeepHealthResult, type DeepHealthView, type RestartHold } from '../contract/services'
+import type { DeepHealthHook, ProbedService, ProbeStart, ReportSink } from '../gateway/deepHealthHook'
+import { encodeMultipart, type MemoryFile } from '../gateway/audio/multipart'
+import { voiceLanguage } from '../gateway/audio/speech'
+import { upstreamDetail } from '../gateway/relay/wire'
 import { inspectContainer } from '../nodes/status'
 import type { SshPool } from '../ssh/pool'
 import type { ServiceControl, ServiceLocation } from './types'
@@ -212,7 +214,27 @@ export interface DeepHealthDeps {
   readonly swapBusy: () => boolean
   /** Per-service probe deadlines (tests shorten them). */
   readonly timeoutsMs?: Partial<Record<ProbedService, number>>
+  /** Where the last results and restart counters are kept across daemon restarts (null: memory only). */
+  readonly file?: string | null
 }
+
+/** At most this many auto-restart times per service are kept (the cap window needs far fewer). */
+const MAX_KEPT_RESTARTS = 20
+
+const Probed = z.enum(['asr', 'tts', 'llm'])
+
+/** The deep-health file: per service its last result and restart counters. */
+const SavedState = z.object({
+  services: z.partialRecord(
+    Probed,
+    z.object({
+      last: DeepHealthResult.nullable(),
+      recent: z.array(z.number()).max(MAX_KEPT_RESTARTS),
+      total: z.number().int().min(0),
+      last_restart: z.number().nullable(),
+    }),
+  ),
+})
 
 interface Counters {
   /** Auto-restart attempts, newest last (pruned to the cap window). */
@@ -224,11 +246,13 @@ interface Counters {
 type RestartOutcome = DeepHealthResult['restart']
 
 /**
- * Deep health (spec 1, 3.3, 4.6, 6.2): synthetic probes of asr, tts and llm, every `intervalS` and
- * on request. A failure that matches a wedge pattern asks for a restart of the container, which
- * happens only outside the start-up grace, the cooldown and the cap; the result says which held it
- * back. Nothing is written to disk: results and counters live in memory, recoveries go to the
- * connectivity store as reports. One probe per service at a time; a second request joins it.
+ * Deep health (spec 1, 3.3, 4.6, 6.2): synthetic probes of asr, tts and llm, every `intervalS`, on
+ * request, and when a service's status turns Unhealthy (or Healthy again after a failing probe), so
+ * the service card and this row agree. A failure that matches a wedge pattern asks for a restart of
+ * the container, which happens only outside the start-up grace, the cooldown and the cap; the result
+ * says which held it back. The last results and the counters are kept in `file` (bounded, written
+ * atomically) so a daemon restart keeps them; recoveries go to the connectivity store as reports.
+ * One probe per service at a time; a second request joins it.
  */
 export class DeepHealth implements DeepHealthHook {
   private readonly last = new Map<ProbedService, DeepHealthResult>()
@@ -243,6 +267,19 @@ export class DeepHealth implements DeepHealthHook {
 
   constructor(private readonly deps: DeepHealthDeps) {
     this.since = deps.clock.now()
+    this.load()
+  }
+
+  /**
+   * A service's status label changed (the card): turning Unhealthy starts a probe at once, and so
+   * does turning Healthy while the last probe failed (after a restart), so the row follows the card.
+   */
+  statusChanged(service: ProbedService, label: z.infer<typeof ServiceLabel>, previous: string | null): void {
+    if (label === previous) return
+    if (label === 'Unhealthy')
+      this.requestProbe(service, `its status turned Unhealthy (was ${previous ?? 'unchecked'})`)
+    else if (label === 'Healthy' && this.last.get(service)?.ok === false)
+      this.requestProbe(service, 'its status is Healthy again after a failing probe')
   }
 
   /** Starts the loop: the first round after one interval (the gateway asks for probes sooner when it sees a failure). */
@@ -339,6 +376,43 @@ export class DeepHealth implements DeepHealthHook {
     }
   }
 
+  /** Reads the saved results and counters; a malformed file is moved aside and deep health starts fresh. */
+  private load(): void {
+    const file = this.deps.file
+    if (!file) return
+    const res = readStateFile(file, (t) => SavedState.parse(JSON.parse(t)), this.deps.clock.now())
+    if (res.kind === 'corrupt')
+      this.deps.logger.warn(replacedStateFileMessage('deep-health results', file, res, 'starting with no results'))
+    if (res.kind !== 'ok') return
+    for (const service of PROBED_SERVICES) {
+      const saved = res.value.services[service]
+      if (!saved) continue
+      if (saved.last !== null && saved.last.service === service) this.last.set(service, saved.last)
+      this.counters.set(service, { recent: saved.recent, total: saved.total, last: saved.last_restart })
+    }
+  }
+
+  /** Writes the results and counters atomically; a failed write is logged and tried again with the next result. */
+  private save(): void {
+    const file = this.deps.file
+    if (!file) return
+    const services: z.infer<typeof SavedState>['services'] = {}
+    for (const service of PROBED_SERVICES) {
+      const c = this.countersOf(service)
+      services[service] = {
+        last: this.last.get(service) ?? null,
+        recent: c.recent.slice(-MAX_KEPT_RESTARTS),
+        total: c.total,
+        last_restart: c.last,
+      }
+    }
+    try {
+      atomicWriteFile(file, JSON.stringify({ services }) + '\n', { mode: 0o600, role: 'deep-health results' })
+    } catch (err) {
+      this.deps.logger.warn('deep-health results could not be saved', { file, error: err })
+    }
+  }
+
   private countersOf(service: ProbedService): Counters {
     let c = this.counters.get(service)
     if (!c) {
@@ -405,6 +479,7 @@ export class DeepHealth implements DeepHealthHook {
   private record(service: ProbedService, result: DeepHealthResult): void {
     const before = this.last.get(service)
     this.last.set(service, result)
+    this.save()
     try {
       this.deps.events.publish('deephealth.result', result)
     } catch (err) {

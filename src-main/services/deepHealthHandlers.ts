@@ -1,7 +1,7 @@
 import type { Handlers } from '../contract/define'
 import { conflict, notFound } from '../contract/errors'
 import type { servicesContract } from '../contract/services'
-import type { ProbedService } from '../gateway/deepHealth'
+import type { ProbedService } from '../gateway/deepHealthHook'
 import { PROBED_SERVICES, type DeepHealth } from './deepHealth'
 
 function isProbed(name: string): name is ProbedService {

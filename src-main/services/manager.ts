@@ -6,11 +6,20 @@ import { ApiError } from '../contract/errors'
 import type { ServiceStatus } from '../contract/nodes'
 import { ContainerName, ImageRef, NodeName, Port, ServiceName, VolumeSource } from '../contract/schemas'
 import type { ServiceAction as ServiceActionSchema, ServiceRecord } from '../contract/services'
-import type { Clock } from '../core/clock'
-import { atomicWriteFile } from '../core/files'
-import type { Logger } from '../core/logger'
-import { ROLE_NAMES, serviceBase, type RoleName, type ServiceDirectory } from '../core/serviceDirectory'
-import { httpHealth, notConfiguredStatus, serviceLabel, type ContainerInfo, type StatusService } from '../nodes/status'
+import type { Clock } from '../lib/clock'
+import { atomicWriteFile } from '../lib/files'
+import type { Logger } from '../lib/logger'
+import { ROLE_NAMES, serviceBase, type RoleName, type ServiceDirectory } from './serviceDirectory'
+import {
+  httpHealth,
+  nodeNameOf,
+  nodeUnreachable,
+  notConfiguredStatus,
+  serviceLabel,
+  unreachableLabel,
+  type ContainerInfo,
+  type StatusService,
+} from '../nodes/status'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq } from '../ssh/quote'
 import type { ServiceControl, ServiceLocation } from './types'
@@ -126,9 +135,13 @@ export class ServiceManager implements ServiceControl {
     if (name === 'llm' && this.deps.swapBusy())
       throw new ApiError('conflict', 'a model swap holds the llm: wait for it to finish')
     this.deps.logger.info(`service ${action}`, { service: name, container: loc.container, reason })
-    const res = await this.deps.pool.exec(loc.ssh, `docker ${action} ${shq(loc.container)}`, {
-      timeoutMs: ACTION_TIMEOUT_MS,
-    })
+    const res = await this.deps.pool
+      .exec(loc.ssh, `docker ${action} ${shq(loc.container)}`, { timeoutMs: ACTION_TIMEOUT_MS })
+      .catch((err: unknown) => {
+        if (!nodeUnreachable(err)) throw err
+        const node = nodeNameOf(this.deps.config.nodes, loc.ssh) ?? loc.ssh.host
+        throw new ApiError('conflict', unreachableLabel(node, (err as Error).message).actions_blocked ?? '')
+      })
     this.invalidate()
     const info = await this.inspect(loc.ssh, [loc.container])
     const state = info.get(loc.container)?.state ?? 'unknown'
@@ -191,11 +204,7 @@ export class ServiceManager implements ServiceControl {
   }
 
   private nodeOf(ssh: SshTarget | null): NodeName | null {
-    if (!ssh) return null
-    const { node1, node2 } = this.deps.config.nodes
-    if (node2 && node2.host === ssh.host && node2.port === ssh.port && node2.user === ssh.user) return 'node2'
-    if (node1 && node1.host === ssh.host && node1.port === ssh.port && node1.user === ssh.user) return 'node1'
-    return null
+    return nodeNameOf(this.deps.config.nodes, ssh)
   }
 
   private record(s: ServiceStatus, custom: boolean, node: NodeName | null): ServiceRecord {
@@ -265,6 +274,9 @@ export class ServiceManager implements ServiceControl {
     const common = { name: c.name, port: c.port, container: c.container, base_url: base ?? '' }
     if (base === null || !container) return notConfiguredStatus(common, `${c.node} is not configured`)
     const http = await httpHealth(base, signal)
+    const label = container.unreachable
+      ? unreachableLabel(c.node, container.error)
+      : { label: serviceLabel(container, http, this.deps.clock.now()), label_reason: null, actions_blocked: null }
     return {
       ...common,
       configured: true,
@@ -276,7 +288,7 @@ export class ServiceManager implements ServiceControl {
       http_ms: http.ms,
       model: http.model,
       upstream_url: base,
-      label: serviceLabel(container, http, this.deps.clock.now()),
+      ...label,
       error: http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null,
     }
   }
@@ -308,7 +320,8 @@ export class ServiceManager implements ServiceControl {
               : unknownContainer(res.stderr.trim().slice(0, 300) || `exit ${res.code}`),
           )
     } catch (err) {
-      for (const c of containers) out.set(c, unknownContainer((err as Error).message))
+      for (const c of containers)
+        out.set(c, { ...unknownContainer((err as Error).message), unreachable: nodeUnreachable(err) })
     }
     return out
   }
@@ -347,7 +360,10 @@ export class ServiceManager implements ServiceControl {
 
   private write(): void {
     const doc = { services: [...this.customs, ...this.invalid] }
-    atomicWriteFile(this.deps.config.paths.servicesOverrides, YAML.stringify(doc), { mode: 0o600 })
+    atomicWriteFile(this.deps.config.paths.servicesOverrides, YAML.stringify(doc), {
+      mode: 0o600,
+      role: 'service settings',
+    })
   }
 }
 

@@ -1,6 +1,7 @@
+import path from 'node:path'
 import type { servicesContract } from '../contract/services'
-import type { CoreDeps, DomainModule } from '../core/module'
-import type { ServiceDirectory } from '../core/serviceDirectory'
+import type { CoreDeps, DomainModule } from '../platform/domainModule'
+import type { ServiceDirectory } from './serviceDirectory'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
 import { DeepHealth } from './deepHealth'
@@ -54,6 +55,11 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     logger: logger.child('deep-health'),
     intervalS: config.deepHealthIntervalS,
     swapBusy,
+    file: path.join(config.paths.dataDir, 'deep-health.json'),
+  })
+  // The card and the deep-health row agree: a status change asks deep health to look now.
+  const unfollow = deps.events.subscribe((ev) => {
+    if (ev.name === 'service.state') deepHealth.statusChanged(ev.data.service, ev.data.status.label, ev.data.previous)
   })
   const speechPatches = new SpeechPatches({
     control: manager,
@@ -77,6 +83,7 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
       deepHealth.start()
     },
     stop() {
+      unfollow()
       deepHealth.stop()
     },
   }

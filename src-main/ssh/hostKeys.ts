@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { atomicWriteFile, readStateFile } from '../core/files'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 import { fingerprintOfBlob } from './keys'
 
 /**
@@ -50,7 +50,7 @@ export class HostKeyStore {
     private readonly now: () => number,
     warn: (msg: string) => void = () => {},
   ) {
-    const res = readStateFile(file, (text) => FileShape.parse(JSON.parse(text)))
+    const res = readStateFile(file, (text) => FileShape.parse(JSON.parse(text)), now())
     this.hosts = {}
     if (res.kind === 'ok') {
       this.hosts = { ...res.value.hosts }
@@ -59,8 +59,12 @@ export class HostKeyStore {
       this.confirmNew = true
       this.keptAs = res.keptAs
       warn(
-        `known hosts file unreadable (${res.error}); ${res.keptAs ? `kept as ${res.keptAs}; ` : ''}` +
+        replacedStateFileMessage(
+          'known hosts file',
+          file,
+          res,
           'no SSH host key is trusted until you confirm it in the Cluster view',
+        ),
       )
       // Written at once so a restart stays in confirmation mode; a file that could not even be
       // moved aside is left alone until the operator trusts a key.
@@ -149,7 +153,7 @@ export class HostKeyStore {
 
   private save(): void {
     const body = { version: 1, hosts: this.hosts, ...(this.confirmNew ? { confirm_new: true } : {}) }
-    atomicWriteFile(this.file, JSON.stringify(body, null, 2) + '\n', { mode: 0o600 })
+    atomicWriteFile(this.file, JSON.stringify(body, null, 2) + '\n', { mode: 0o600, role: 'trusted host keys' })
   }
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import ssh2 from 'ssh2'
-import { atomicWriteFile } from '../core/files'
+import { atomicWriteFile, moveAsideCorrupt, replacedStateFileMessage } from '../lib/files'
 import { fingerprintOfLine } from './fingerprint'
 
 export { fingerprintOfBlob, fingerprintOfLine } from './fingerprint'
@@ -41,8 +41,16 @@ export function ensureServiceKey(
     publicKey = publicLineOf(privateKey, comment)
     if (publicKey === null) {
       // Unusable key: keep it for the operator and start over (nodes must be re-authorised).
-      fs.renameSync(privateKeyFile, `${privateKeyFile}.corrupt`)
-      opts.warn?.(`SSH key ${privateKeyFile} is unreadable; kept aside as .corrupt and a new key pair was generated`)
+      const keptAs = moveAsideCorrupt(privateKeyFile)
+      if (keptAs === null) throw new Error(`SSH key ${privateKeyFile} is unusable and could not be moved aside`)
+      opts.warn?.(
+        replacedStateFileMessage(
+          'SSH key',
+          privateKeyFile,
+          { error: 'not a usable private key', keptAs },
+          'a new key pair was generated (authorise it on the nodes again)',
+        ),
+      )
       privateKey = null
     } else {
       fs.chmodSync(privateKeyFile, 0o600)

@@ -1,8 +1,10 @@
+import net from 'node:net'
 import ssh2 from 'ssh2'
 import { StringDecoder } from 'node:string_decoder'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { HostKeyCheck, HostKeyStore } from './hostKeys'
+import { ConnectAttempt, type ConnectFailure } from './connectDiagnosis'
 import { LineSplitter } from './lines'
 
 export interface SshTarget {
@@ -100,12 +102,7 @@ export class SshPool {
     const started = Date.now()
     const deadline = options.timeoutMs !== undefined ? started + options.timeoutMs : null
     if (options.signal?.aborted) throw new SshError('cancelled', 'cancelled')
-
-    if (!options.fresh) {
-      const cached = this.unreachable.get(key)
-      if (cached && cached.until > this.opts.clock.now())
-        throw new SshError(cached.error.kind, cached.error.message, true, cached.error.presentedFingerprint)
-    }
+    if (!options.fresh) this.failIfUnreachable(key)
 
     let busyRetries = 0
     for (let attempt = 0; ; attempt++) {
@@ -117,33 +114,43 @@ export class SshPool {
       try {
         return await this.run(conn, command, options, deadline)
       } catch (err) {
-        // The pooled connection died under us (idle drop, node rebooted): reconnect once.
         if (err instanceof ChannelBusy) {
-          const delay = 25 * 2 ** busyRetries
-          if (busyRetries < 6 && (deadline === null || Date.now() + delay < deadline)) {
-            busyRetries++
-            attempt--
-            await new Promise((r) => setTimeout(r, delay))
-            continue
-          }
-          throw new SshError('channel', `${key}: ${err.message}`)
+          const delay = busyRetryDelay(busyRetries, deadline)
+          if (delay === null) throw new SshError('channel', `${key}: ${err.message}`)
+          busyRetries++
+          attempt--
+          await new Promise((r) => setTimeout(r, delay))
+          continue
         }
+        // The pooled connection died under us (idle drop, node rebooted): reconnect once.
         if (err instanceof StaleConnection && attempt === 0) {
           this.drop(key, conn)
           continue
         }
-        if (err instanceof StaleConnection) throw new SshError('unreachable', `${key}: connection lost: ${err.message}`)
-        if (err instanceof SilentConnection) {
-          this.drop(key, conn)
-          const error = new SshError('unreachable', `${key}: ${err.message}`)
-          this.remember(key, error)
-          throw error
-        }
-        throw err
+        throw this.lostConnection(key, conn, err)
       } finally {
         if (this.opts.reuse === false) conn.client.end()
       }
     }
+  }
+
+  /** Fails at once, as the last attempt did, while the target's 'unreachable' result is remembered. */
+  private failIfUnreachable(key: string): void {
+    const cached = this.unreachable.get(key)
+    if (cached && cached.until > this.opts.clock.now())
+      throw new SshError(cached.error.kind, cached.error.message, true, cached.error.presentedFingerprint)
+  }
+
+  /** The error a command fails with once its connection is gone for good (others pass through). */
+  private lostConnection(key: string, conn: Connection, err: unknown): unknown {
+    if (err instanceof StaleConnection) return new SshError('unreachable', `${key}: connection lost: ${err.message}`)
+    if (err instanceof SilentConnection) {
+      this.drop(key, conn)
+      const error = new SshError('unreachable', `${key}: ${err.message}`)
+      this.remember(key, error)
+      return error
+    }
+    return err
   }
 
   private remember(key: string, error: SshError): void {
@@ -202,10 +209,10 @@ export class SshPool {
 
   private connect(target: SshTarget, deadline: number | null, signal?: AbortSignal): Promise<Connection> {
     const key = targetKey(target)
-    const log = this.opts.logger
     return new Promise<Connection>((resolve, reject) => {
       const client = new ssh2.Client()
       const conn: Connection = { client, ready: false, active: 0, waiters: [] }
+      const attempt = new ConnectAttempt(target.host, target.port)
       let hostKeyProblem: SshError | null = null
       let settled = false
       const timeoutMs = deadline !== null ? Math.max(1, deadline - Date.now()) : (this.opts.connectTimeoutMs ?? 20_000)
@@ -219,65 +226,72 @@ export class SshPool {
         client.destroy?.()
         reject(err)
       }
+      const failed = (failure: ConnectFailure): void =>
+        fail(hostKeyProblem ?? connectError(key, attempt, failure), true)
       const onAbort = (): void => fail(new SshError('cancelled', 'cancelled'), false)
       signal?.addEventListener('abort', onAbort, { once: true })
-      const timer = setTimeout(
-        () =>
-          fail(new SshError('unreachable', `${key}: no SSH answer within ${Math.round(timeoutMs / 100) / 10} s`), true),
-        timeoutMs,
-      )
+      const timer = setTimeout(() => failed({ kind: 'timeout', ms: timeoutMs }), timeoutMs)
       client.on('ready', () => {
         if (settled) return client.end()
         settled = true
         clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
-        conn.ready = true
-        if (this.opts.reuse !== false) this.live.set(key, conn)
-        // Small request/response exchanges: without this, delayed ACKs add ~40 ms per command.
-        client.setNoDelay(true)
-        this.unreachable.delete(key)
-        this.connections.set(key, (this.connections.get(key) ?? 0) + 1)
+        this.ready(key, conn)
         resolve(conn)
       })
-      client.on('error', (err: Error & { level?: string }) => {
-        if (!settled) {
-          if (hostKeyProblem !== null) return fail(hostKeyProblem, true)
-          if (err.level === 'client-authentication')
-            return fail(
-              new SshError(
-                'auth',
-                `${key}: the node refused Tandem's SSH key; add it to ~/.ssh/authorized_keys there (GET /api/ssh/public-key shows the command)`,
-              ),
-              true,
-            )
-          return fail(new SshError('unreachable', `${key}: ${err.message}`), true)
-        }
-        log.debug('ssh connection error', { target: key, error: err.message })
+      client.on('error', (err: Error & { level?: string; code?: string }) => {
+        if (!settled) return failed({ kind: 'error', error: err })
+        this.opts.logger.debug('ssh connection error', { target: key, error: err.message })
       })
       client.on('close', () => {
         conn.ready = false
         this.forget(key, conn)
-        if (!settled) fail(new SshError('unreachable', `${key}: connection closed during handshake`), true)
+        if (!settled) failed({ kind: 'closed' })
       })
-      client.connect({
-        host: target.host,
-        port: target.port,
-        username: target.user,
-        privateKey: this.opts.privateKey,
-        readyTimeout: timeoutMs + 1000,
-        keepaliveInterval: 15_000,
-        keepaliveCountMax: 3,
-        hostVerifier: (blob: Buffer) => {
-          const res = this.opts.hostKeys.check(target.host, target.port, blob)
-          if (res.ok) {
-            if (res.firstUse) log.info('trusted new SSH host key', { target: key, fingerprint: res.fingerprint })
-            return true
-          }
-          hostKeyProblem = hostKeyRefusal(target, res)
-          return false
-        },
-      })
+      // Tandem's own socket, so the attempt can see whether TCP connected and what came back first.
+      const sock = net.connect({ host: target.host, port: target.port })
+      try {
+        client.connect({
+          sock,
+          username: target.user,
+          privateKey: this.opts.privateKey,
+          readyTimeout: timeoutMs + 1000,
+          keepaliveInterval: 15_000,
+          keepaliveCountMax: 3,
+          hostVerifier: (blob: Buffer) => {
+            const res = this.verifyHostKey(target, key, blob)
+            if (res !== null) hostKeyProblem = res
+            return res === null
+          },
+        })
+      } catch (err) {
+        // ssh2 refused the options (an unusable key): nothing will use the socket.
+        settled = true
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        sock.destroy()
+        return reject(err as Error)
+      }
+      attempt.watch(sock)
     })
+  }
+
+  /** Null when the presented key is trusted; the refusal otherwise. */
+  private verifyHostKey(target: SshTarget, key: string, blob: Buffer): SshError | null {
+    const res = this.opts.hostKeys.check(target.host, target.port, blob)
+    if (!res.ok) return hostKeyRefusal(target, res)
+    if (res.firstUse) this.opts.logger.info('trusted new SSH host key', { target: key, fingerprint: res.fingerprint })
+    return null
+  }
+
+  /** A connection became ready: pooled, and the target's remembered failure forgotten. */
+  private ready(key: string, conn: Connection): void {
+    conn.ready = true
+    if (this.opts.reuse !== false) this.live.set(key, conn)
+    // Small request/response exchanges: without this, delayed ACKs add ~40 ms per command.
+    conn.client.setNoDelay(true)
+    this.unreachable.delete(key)
+    this.connections.set(key, (this.connections.get(key) ?? 0) + 1)
   }
 
   private drop(key: string, conn: Connection): void {
@@ -390,6 +404,16 @@ export class SshPool {
   }
 }
 
+/** Why a connection attempt failed: Tandem's key refused (auth), or what the attempt saw (unreachable). */
+function connectError(key: string, attempt: ConnectAttempt, failure: ConnectFailure): SshError {
+  if (failure.kind === 'error' && failure.error.level === 'client-authentication')
+    return new SshError(
+      'auth',
+      `${key}: the node refused Tandem's SSH key; add it to ~/.ssh/authorized_keys there (GET /api/ssh/public-key shows the command)`,
+    )
+  return new SshError('unreachable', `${key}: ${attempt.describe(failure)}`)
+}
+
 /** The error for a refused host key: what was presented and how the operator trusts it. */
 function hostKeyRefusal(target: SshTarget, res: Exclude<HostKeyCheck, { ok: true }>): SshError {
   const where = `${target.host}:${target.port}`
@@ -415,6 +439,12 @@ function hostKeyRefusal(target: SshTarget, res: Exclude<HostKeyCheck, { ok: true
 
 class StaleConnection extends Error {}
 class ChannelBusy extends Error {}
+
+/** The back-off while every channel of the connection is taken; null after 6 retries or past the deadline. */
+function busyRetryDelay(retries: number, deadline: number | null): number | null {
+  const delay = 25 * 2 ** retries
+  return retries < 6 && (deadline === null || Date.now() + delay < deadline) ? delay : null
+}
 
 function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return p

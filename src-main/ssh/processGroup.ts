@@ -1,4 +1,4 @@
-import type { Logger } from '../core/logger'
+import type { Logger } from '../lib/logger'
 import type { ExecResult, SshPool, SshTarget } from './pool'
 import { shq } from './quote'
 

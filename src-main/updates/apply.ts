@@ -1,5 +1,5 @@
 import { ApiError } from '../contract/errors'
-import type { Logger } from '../core/logger'
+import type { Logger } from '../lib/logger'
 import type { JobControl, JobRegistry } from '../jobs/registry'
 import { SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { inOwnProcessGroup, PROCESS_GROUP_MARK, RemoteIdle, runInProcessGroup } from '../ssh/processGroup'

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { z } from 'zod'
 import type { PendingCommit, UpdateStatus } from '../contract/services'
-import type { Clock } from '../core/clock'
-import type { Logger } from '../core/logger'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { SshPool, SshTarget } from '../ssh/pool'
 import { remoteDir, shq } from '../ssh/quote'
 
@@ -86,40 +86,19 @@ export class LauncherCheckout {
   private view(s: Map<string, Section>, checkedAt: number): UpdateStatusView {
     const log: string[] = []
     const errors: string[] = []
-    const fetch = s.get('fetch')
-    log.push(`$ timeout ${FETCH_TIMEOUT_S} git fetch origin`)
-    log.push(...(fetch?.lines ?? []).filter((l) => l.trim() !== ''))
-    if (fetch?.rc !== 0) {
-      const why = fetch?.rc === 124 ? `timed out after ${FETCH_TIMEOUT_S} s` : `exit status ${String(fetch?.rc)}`
-      errors.push(`git fetch failed (${why}); the figures are from the last successful fetch`)
-    }
-    const branchLine = s.get('branch')?.lines[0]?.trim() ?? ''
-    const branch = s.get('branch')?.rc === 0 && branchLine !== '' && branchLine !== 'HEAD' ? branchLine : null
-    log.push(`$ git rev-parse --abbrev-ref HEAD → ${branch ?? 'detached HEAD'}`)
-
-    const counts = /^(\d+)\s+(\d+)$/.exec(s.get('counts')?.lines[0]?.trim() ?? '')
-    const ahead = counts ? Number(counts[1]) : 0
-    const behind = counts ? Number(counts[2]) : 0
-    if (counts) log.push(`$ git rev-list --left-right --count HEAD...${UPSTREAM} → ahead ${ahead}, behind ${behind}`)
-    else {
-      log.push(`$ git rev-list --left-right --count HEAD...${UPSTREAM} → failed`, ...(s.get('counts')?.lines ?? []))
-      errors.push(`cannot compare HEAD with ${UPSTREAM}: ${s.get('counts')?.lines[0] ?? 'no answer'}`)
-    }
-
-    const dirtyFiles = (s.get('status')?.lines ?? []).filter((l) => l.length > 3).map(porcelainPath)
-    log.push(`$ git status --porcelain → ${dirtyFiles.length === 0 ? 'clean' : `${dirtyFiles.length} changed`}`)
-
-    const pending = parseLog(s.get('log')?.lines ?? [])
-    log.push(`$ git log HEAD..${UPSTREAM} → ${pending.length} commit${pending.length === 1 ? '' : 's'}`)
-
+    fetchOutcome(s.get('fetch'), log, errors)
+    const branch = branchFrom(s.get('branch'), log)
+    const counts = countsFrom(s.get('counts'), log, errors)
+    const dirtyFiles = dirtyFilesFrom(s.get('status'), log)
+    const pending = pendingFrom(s.get('log'), log)
     const ok = errors.length === 0
     return {
       ok,
-      ahead,
-      behind,
+      ahead: counts?.ahead ?? 0,
+      behind: counts?.behind ?? 0,
       dirty: dirtyFiles.length > 0,
       dirty_files: dirtyFiles,
-      current: counts !== null && behind === 0,
+      current: counts !== null && counts.behind === 0,
       branch,
       pending,
       log,
@@ -127,6 +106,58 @@ export class LauncherCheckout {
       error: ok ? null : errors.join('; '),
     }
   }
+}
+
+/*
+ * One reader per section of the status script: each adds its command and outcome to the log shown
+ * to the operator, and what went wrong to `errors`.
+ */
+
+function fetchOutcome(fetch: Section | undefined, log: string[], errors: string[]): void {
+  log.push(`$ timeout ${FETCH_TIMEOUT_S} git fetch origin`)
+  log.push(...(fetch?.lines ?? []).filter((l) => l.trim() !== ''))
+  if (fetch?.rc !== 0) {
+    const why = fetch?.rc === 124 ? `timed out after ${FETCH_TIMEOUT_S} s` : `exit status ${String(fetch?.rc)}`
+    errors.push(`git fetch failed (${why}); the figures are from the last successful fetch`)
+  }
+}
+
+/** The checked-out branch; null on a detached HEAD. */
+function branchFrom(section: Section | undefined, log: string[]): string | null {
+  const branchLine = section?.lines[0]?.trim() ?? ''
+  const branch = section?.rc === 0 && branchLine !== '' && branchLine !== 'HEAD' ? branchLine : null
+  log.push(`$ git rev-parse --abbrev-ref HEAD → ${branch ?? 'detached HEAD'}`)
+  return branch
+}
+
+/** Commits ahead of and behind the upstream; null when they could not be counted. */
+function countsFrom(
+  section: Section | undefined,
+  log: string[],
+  errors: string[],
+): { ahead: number; behind: number } | null {
+  const counts = /^(\d+)\s+(\d+)$/.exec(section?.lines[0]?.trim() ?? '')
+  if (!counts) {
+    log.push(`$ git rev-list --left-right --count HEAD...${UPSTREAM} → failed`, ...(section?.lines ?? []))
+    errors.push(`cannot compare HEAD with ${UPSTREAM}: ${section?.lines[0] ?? 'no answer'}`)
+    return null
+  }
+  const ahead = Number(counts[1])
+  const behind = Number(counts[2])
+  log.push(`$ git rev-list --left-right --count HEAD...${UPSTREAM} → ahead ${ahead}, behind ${behind}`)
+  return { ahead, behind }
+}
+
+function dirtyFilesFrom(section: Section | undefined, log: string[]): string[] {
+  const dirtyFiles = (section?.lines ?? []).filter((l) => l.length > 3).map(porcelainPath)
+  log.push(`$ git status --porcelain → ${dirtyFiles.length === 0 ? 'clean' : `${dirtyFiles.length} changed`}`)
+  return dirtyFiles
+}
+
+function pendingFrom(section: Section | undefined, log: string[]): Commit[] {
+  const pending = parseLog(section?.lines ?? [])
+  log.push(`$ git log HEAD..${UPSTREAM} → ${pending.length} commit${pending.length === 1 ? '' : 's'}`)
+  return pending
 }
 
 function statusScript(cd: string, mark: string): string {

@@ -1,7 +1,7 @@
-import type { TandemBridge } from '../../src-main/contract/ipc'
+import type { TandemBridge } from '../../src-main/contract/ipcWire'
 import type { BackendApi } from './backend'
-import { httpApi } from './http'
-import { ipcApi } from './ipc'
+import { httpApi } from './httpApi'
+import { ipcApi } from './ipcApi'
 
 export type { BackendApi, InputOf, OutputOf } from './backend'
 export { ABORTED, BackendError } from './backend'

@@ -23,7 +23,8 @@ export interface Sample {
   gpuMemTotal: number | null
 }
 
-const HISTORY_MS = 15 * 60 * 1000
+/** How far back the charts reach (the daemon keeps the same window: nodes/hardwareHistory.ts). */
+export const HISTORY_MS = 15 * 60 * 1000
 /** The connectivity log the daemon keeps (spec 1, 2.7). */
 const MAX_LOG = 200
 

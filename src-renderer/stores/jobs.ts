@@ -9,6 +9,8 @@ const LOG_TAIL = 200
 export interface FollowedJob {
   id: string
   phase: string
+  /** Every phase it has been in, in order (the stream replays them): a failure names the step it ended. */
+  phases: string[]
   state: 'running' | 'succeeded' | 'failed' | 'cancelled'
   progress: JobProgress | null
   log: string[]
@@ -17,7 +19,7 @@ export interface FollowedJob {
 }
 
 export function newJob(id: string, phase: string): FollowedJob {
-  return { id, phase, state: 'running', progress: null, log: [], error: null, started_at: Date.now() }
+  return { id, phase, phases: [], state: 'running', progress: null, log: [], error: null, started_at: Date.now() }
 }
 
 /** Applies one job stream event; the log keeps its tail only. */
@@ -25,6 +27,7 @@ export function applyJobEvent(job: FollowedJob, ev: JobEvent): void {
   switch (ev.type) {
     case 'phase':
       job.phase = ev.phase
+      if (job.phases.at(-1) !== ev.phase) job.phases.push(ev.phase)
       break
     case 'log':
       job.log.push(ev.line)

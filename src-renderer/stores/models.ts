@@ -3,10 +3,12 @@ import { computed, reactive, ref, type Ref } from 'vue'
 import { useApi, type InputOf, type OutputOf } from '../api'
 import { followJob, type FollowedJob } from './jobs'
 import { pushEventFollower } from './pushEvents'
+import { dismissedDownload, downloadOutcome, rememberDismissed, type DownloadOutcome } from './downloadResult'
+import { measuredDeadline, serverOffset, swapEta, uptimeSeconds, type EtaDeadline } from './swapTiming'
 import type { FitEstimate, RunMode } from '../../src-main/contract/models'
 type SwapStateEvent = Extract<OutputOf<'streamEvents'>, { name: 'swap.state' }>['data']
 
-export type { FollowedJob }
+export type { FollowedJob, DownloadOutcome }
 export type Model = OutputOf<'listModels'>[number]
 export type DiskStatus = OutputOf<'diskStatus'>
 export type DiskRow = DiskStatus['models'][number]
@@ -50,7 +52,8 @@ function swapAfter(prev: SwapView | null, d: SwapStateEvent, done: boolean): Swa
   const eta = cur.swapping?.key === d.key ? cur.swapping.eta_s : null
   return {
     ...cur,
-    loaded: d.loaded ?? cur.loaded,
+    // The event names what is loaded now: null once the current engine is stopped.
+    loaded: d.loaded,
     swapping: done
       ? null
       : { key: d.key, mode: d.mode, phase: d.phase, eta_s: eta, layout: cur.swapping?.layout ?? null },
@@ -62,7 +65,87 @@ function swapWithJob(
   view: SwapView,
   data: Extract<OutputOf<'streamEvents'>, { name: 'job.update' }>['data'],
 ): SwapView {
-  return { ...view, job: { elapsed_s: 0, log: [], result: null, ...view.job, ...data } }
+  const same = view.job?.id === data.id ? view.job : null
+  return { ...view, job: { elapsed_s: 0, log: [], result: null, ...same, ...data } }
+}
+
+/** The clock the views count with: ticks each second, knows the server's offset from push events' stamps. */
+const TICK_MS = 1000
+
+/** Uptime and the swap's ETA, counted on the client clock against the server's. */
+function useSwapClock(
+  swap: Ref<SwapView | null>,
+  catalog: { disk: Ref<ReadonlyMap<string, DiskRow>>; models: Ref<Model[]> },
+  followedJobId: () => string | null,
+) {
+  const now = ref(Date.now())
+  const offsetMs = ref<number | null>(null)
+  const deadline = ref<EtaDeadline | null>(null)
+  let timer: ReturnType<typeof setInterval> | null = null
+
+  const uptimeS = computed(() => uptimeSeconds(swap.value?.loaded?.since ?? null, now.value, offsetMs.value))
+  const eta = computed(() => {
+    const swapping = swap.value?.swapping ?? null
+    const job = swap.value?.job?.state === 'running' ? swap.value.job : null
+    return swapEta({
+      swapping,
+      job,
+      followedJobId: followedJobId(),
+      deadline: deadline.value,
+      weightsBytes: swapping ? weightsBytes(catalog.disk.value, catalog.models.value, swapping.key) : null,
+      offsetMs: offsetMs.value,
+      clientNow: now.value,
+    })
+  })
+
+  return {
+    now,
+    uptimeS,
+    eta,
+    /** An event stamped `at` by the server arrived now. */
+    sawServerTime(at: number): void {
+      offsetMs.value = serverOffset(offsetMs.value, at, Date.now())
+    },
+    /** The daemon said how many seconds the swap job `jobId` has left. */
+    sawEta(jobId: string, etaS: number | null | undefined): void {
+      if (etaS !== null && etaS !== undefined) deadline.value = measuredDeadline(jobId, etaS, Date.now())
+    },
+    start(): void {
+      timer ??= setInterval(() => (now.value = Date.now()), TICK_MS)
+    },
+    stop(): void {
+      if (timer !== null) clearInterval(timer)
+      timer = null
+    },
+  }
+}
+
+/** The weights one copy of a model takes: measured on a node's disk, else the catalog's size. */
+function weightsBytes(disk: ReadonlyMap<string, DiskRow>, models: readonly Model[], key: string): number | null {
+  const onDisk = disk.get(key)?.nodes.find((n) => n.present && n.bytes !== null)?.bytes
+  return onDisk ?? models.find((m) => m.key === key)?.size_bytes ?? null
+}
+
+/** What a `swap.state` event changes: the swap view, the last event, and which job is followed. */
+function swapStateHandler(ctx: {
+  swap: Ref<SwapView | null>
+  lastSwap: Ref<SwapStateEvent | null>
+  swapJob: Ref<FollowedJob | null>
+  followSwapJob(id: string, phase: string): void
+  loadSwap(): Promise<void>
+  loadCatalog(): Promise<void>
+}): (d: SwapStateEvent) => void {
+  return (d) => {
+    ctx.lastSwap.value = d
+    const done = d.phase === 'ready' || d.phase === 'failed'
+    ctx.swap.value = swapAfter(ctx.swap.value, d, done)
+    // A swap started elsewhere (another window, an on-demand request): follow it and read its ETA.
+    if (ctx.swapJob.value?.id !== d.job_id && !done) {
+      ctx.followSwapJob(d.job_id, d.phase)
+      void ctx.loadSwap()
+    }
+    if (done) void ctx.loadCatalog()
+  }
 }
 
 type Jobs = ReturnType<typeof useFollowedJobs>
@@ -153,44 +236,85 @@ function usePartReads() {
 }
 
 /** The swap and download the view follows through their jobs' own streams. */
-function useFollowedJobs(after: { swapEnded(): void; downloadSucceeded(): void }) {
+function useFollowedJobs(after: {
+  swapEnded(): void
+  downloadSucceeded(): void
+  swapEta(jobId: string, etaS: number | null): void
+}) {
   const swapJob = ref<FollowedJob | null>(null)
   /** The latest `swap.state` event: its phase and detail (a rollback says so here). */
   const lastSwap = ref<SwapStateEvent | null>(null)
   const download = ref<FollowedJob | null>(null)
   const downloadRepo = ref<string | null>(null)
+  /** The last finished download's result card, until the operator dismisses it. */
+  const downloadDone = ref<DownloadOutcome | null>(null)
   const streams: Record<'swap' | 'download', (() => void) | null> = { swap: null, download: null }
 
   function followSwapJob(id: string, phase: string): void {
     streams.swap?.()
     const f = followJob('streamJob', id, phase, 'swap', (ev) => {
+      if (ev.type === 'progress') after.swapEta(id, ev.progress.eta_s)
       if (ev.type === 'end') after.swapEnded()
     })
     swapJob.value = f.job
     streams.swap = f.stop
   }
 
+  /** Reads a finished download's record (sizes and times) into its result card. */
+  async function readOutcome(id: string): Promise<void> {
+    try {
+      downloadDone.value = downloadOutcome(await useApi().call('getJob', { id }))
+    } catch {
+      // The live record still shows how it ended; only the card's figures are missing.
+    }
+  }
+
   function followDownload(id: string): void {
     streams.download?.()
+    downloadDone.value = null
     const f = followJob('streamDownload', id, 'Connecting', 'download', (ev) => {
-      if (ev.type === 'end' && ev.state === 'succeeded') after.downloadSucceeded()
+      if (ev.type !== 'end') return
+      void readOutcome(id)
+      if (ev.state === 'succeeded') after.downloadSucceeded()
     })
     download.value = f.job
     streams.download = f.stop
   }
 
-  /** A download started elsewhere (another window, the API) is followed too. */
+  /**
+   * A download started elsewhere (another window, the API) is followed too; with none running, the
+   * last finished one keeps its result card unless it was dismissed.
+   */
   async function resumeDownload(): Promise<void> {
     if (download.value) return
     try {
-      const running = (await useApi().call('listJobs', { kind: 'download' })).find((j) => j.state === 'running')
-      if (running && !download.value) {
+      const jobs = await useApi().call('listJobs', { kind: 'download' })
+      const running = jobs.find((j) => j.state === 'running')
+      if (download.value) return
+      if (running) {
         downloadRepo.value = null
         followDownload(running.id)
+        return
       }
+      const last = jobs.reduce<(typeof jobs)[number] | null>(
+        (a, j) => (a === null || (j.finished_at ?? 0) > (a.finished_at ?? 0) ? j : a),
+        null,
+      )
+      if (last && last.id !== dismissedDownload()) downloadDone.value = downloadOutcome(last)
     } catch {
       // The panel still starts downloads; a running one shows once its 409 names it.
     }
+  }
+
+  /** Hides a finished download's result card, for good (a reload does not bring it back). */
+  function dismissDownload(): void {
+    const id = downloadDone.value?.id ?? download.value?.id
+    if (id !== undefined) rememberDismissed(id)
+    streams.download?.()
+    streams.download = null
+    download.value = null
+    downloadRepo.value = null
+    downloadDone.value = null
   }
 
   /** Hides a finished swap's progress box. */
@@ -213,9 +337,11 @@ function useFollowedJobs(after: { swapEnded(): void; downloadSucceeded(): void }
     lastSwap,
     download,
     downloadRepo,
+    downloadDone,
     followSwapJob,
     followDownload,
     resumeDownload,
+    dismissDownload,
     dismissSwap,
     stopStreams,
   }
@@ -233,13 +359,17 @@ export const useModelsStore = defineStore('models', () => {
   const swap = ref<SwapView | null>(null)
   const hardware = ref<Hardware | null>(null)
   const { loadFit, fitOf, forgetFits } = useFits()
+  const diskByKey = computed(() => new Map((disk.value?.models ?? []).map((m) => [m.key, m])))
+  const clock = useSwapClock(swap, { disk: diskByKey, models }, () => jobs.swapJob.value?.id ?? null)
   const jobs = useFollowedJobs({
     swapEnded: () => void Promise.all([loadCatalog(), loadSwap(), loadDisk()]),
     downloadSucceeded: () => void loadDisk(),
+    swapEta: clock.sawEta,
   })
-  const { swapJob, lastSwap, download, downloadRepo, followSwapJob } = jobs
+  const { swapJob, lastSwap, followSwapJob } = jobs
   const { problems, error, reader } = usePartReads()
-  const diskByKey = computed(() => new Map((disk.value?.models ?? []).map((m) => [m.key, m])))
+  /** The catalog key of the loaded model: the swap state says, not the catalog's last read. */
+  const loadedKey = computed(() => swap.value?.loaded?.key ?? null)
 
   const readCatalog = reader('catalog', () => useApi().call('listModels', {}), models)
   async function loadCatalog(): Promise<void> {
@@ -251,34 +381,29 @@ export const useModelsStore = defineStore('models', () => {
   async function loadSwap(): Promise<void> {
     await readSwap()
     const job = swap.value?.job
-    if (job && job.state === 'running' && swapJob.value?.id !== job.id) followSwapJob(job.id, job.phase)
+    if (!job || job.state !== 'running') return
+    clock.sawEta(job.id, swap.value?.swapping?.eta_s)
+    if (swapJob.value?.id !== job.id) followSwapJob(job.id, job.phase)
   }
   const loadHardware = reader('hardware', () => useApi().call('getHardware', {}), hardware)
 
-  /** Reads everything once (at mount, on focus, after a resync). */
+  /** Reads everything (at mount, on focus, after a resync): a reload shows what was there before it. */
   async function refresh(): Promise<void> {
-    await Promise.all([loadCatalog(), loadDisk(), loadSwap(), loadHardware()])
+    await Promise.all([loadCatalog(), loadDisk(), loadSwap(), loadHardware(), jobs.resumeDownload()])
   }
 
-  function onSwapState(d: SwapStateEvent): void {
-    lastSwap.value = d
-    const done = d.phase === 'ready' || d.phase === 'failed'
-    swap.value = swapAfter(swap.value, d, done)
-    // A swap started elsewhere (another window, an on-demand request): follow it and read its ETA.
-    if (swapJob.value?.id !== d.job_id && !done) {
-      followSwapJob(d.job_id, d.phase)
-      void loadSwap()
-    }
-    if (done) void loadCatalog()
-  }
+  const onSwapState = swapStateHandler({ swap, lastSwap, swapJob, followSwapJob, loadSwap, loadCatalog })
 
   function apply(ev: OutputOf<'streamEvents'>): void {
+    clock.sawServerTime(ev.at)
     switch (ev.name) {
       case 'swap.state':
         onSwapState(ev.data)
         break
       case 'job.update':
-        if (ev.data.kind === 'swap' && swap.value) swap.value = swapWithJob(swap.value, ev.data)
+        if (ev.data.kind !== 'swap' || !swap.value) break
+        swap.value = swapWithJob(swap.value, ev.data)
+        if (ev.data.state === 'running') clock.sawEta(ev.data.id, ev.data.progress?.eta_s)
         break
       case 'hardware.snapshot':
         hardware.value = ev.data
@@ -293,9 +418,15 @@ export const useModelsStore = defineStore('models', () => {
 
   const pushEvents = pushEventFollower(apply, (problem) => (problems.events = problem))
 
+  function follow(): void {
+    pushEvents.follow()
+    clock.start()
+  }
+
   function unfollow(): void {
     pushEvents.unfollow()
     jobs.stopStreams()
+    clock.stop()
   }
 
   return {
@@ -304,21 +435,27 @@ export const useModelsStore = defineStore('models', () => {
     disk,
     diskByKey,
     swap,
+    loadedKey,
     hardware,
     swapJob,
     lastSwap,
-    download,
-    downloadRepo,
+    download: jobs.download,
+    downloadRepo: jobs.downloadRepo,
+    downloadDone: jobs.downloadDone,
+    now: clock.now,
+    uptimeS: clock.uptimeS,
+    swapEta: clock.eta,
     error,
     refresh,
     loadCatalog,
     loadDisk,
     loadFit,
     fitOf,
-    follow: pushEvents.follow,
+    follow,
     unfollow,
     resumeDownload: jobs.resumeDownload,
     dismissSwap: jobs.dismissSwap,
+    dismissDownload: jobs.dismissDownload,
     ...modelActions(models, forgetFits, { loadDisk, loadSwap }, jobs),
   }
 })

@@ -12,10 +12,10 @@ const RUNS = 20
 
 async function seed(dataDir: string): Promise<void> {
   const { loadConfig } = await import('../../src-main/config/load')
-  const { createLogger, MemorySink } = await import('../../src-main/core/logger')
-  const { ManualClock } = await import('../../src-main/core/clock')
+  const { createLogger, MemorySink } = await import('../../src-main/lib/logger')
+  const { ManualClock } = await import('../../src-main/lib/clock')
   const { testCoreDeps } = await import('../helpers/coreDeps')
-  const { createLicensingServices } = await import('../../src-main/licensing/services')
+  const { createLicensingServices } = await import('../../src-main/licensing/licensingServices')
   const { seedLicensing } = await import('../helpers/licensingSeed')
   const clock = new ManualClock(Date.now() - LICENSES * 60_000)
   const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9' } })

@@ -6,7 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import YAML from 'yaml'
 import { loadConfig } from '../../src-main/config/load'
-import { createLogger, MemorySink } from '../../src-main/core/logger'
+import { createLogger, MemorySink } from '../../src-main/lib/logger'
 import { ModelCatalog } from '../../src-main/models/catalog'
 
 const CUSTOM = 500

@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import { licensingBench } from './lib/licensingBench'
 
 // Dynamic imports, as in licensing.mts: tsx loads these CommonJS-compiled modules' re-exports that way.
-const { systemClock } = await import('../../src-main/core/clock')
+const { systemClock } = await import('../../src-main/lib/clock')
 const { ValidationLog } = await import('../../src-main/licensing/validationLog')
 
 const mode = process.argv[2] ?? 'auto'

@@ -330,7 +330,7 @@ async function scrubScores(): Promise<{
   fp: number
   fn: number
 }> {
-  const { detect } = await import('../../src-main/gateway/scrub')
+  const { detect } = await import('../../src-main/gateway/scrub/scrub')
   const corpus = JSON.parse(fs.readFileSync(path.join(ROOT, 'test/unit/gateway/scrub-corpus.json'), 'utf8')) as {
     terms: string[]
     examples: { text: string; expect: { type: string; value: string }[] }[]

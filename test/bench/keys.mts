@@ -28,8 +28,8 @@ async function runUpstream(): Promise<void> {
 /** Child: the real daemon with usage accounting switched by --accounting=on|off. */
 async function runDaemon(accounting: boolean): Promise<void> {
   const { loadConfig } = await import('../../src-main/config/load')
-  const { createCore } = await import('../../src-main/core/app')
-  const { createLogger, Redactor } = await import('../../src-main/core/logger')
+  const { createCore } = await import('../../src-main/app/compositionRoot')
+  const { createLogger, Redactor } = await import('../../src-main/lib/logger')
   const { startHttpServer } = await import('../../src-main/http/listen')
   const config = loadConfig({ env: process.env })
   const logger = createLogger({ redactor: new Redactor(), level: 'error' })
@@ -185,9 +185,9 @@ async function throughput(): Promise<void> {
 async function metricsRender(): Promise<void> {
   const { Registry } = await import('prom-client')
   const { openLicensingDb } = await import('../../src-main/licensing/db')
-  const { gatewayMetrics } = await import('../../src-main/metrics/gateway')
+  const { gatewayMetrics } = await import('../../src-main/metrics/gatewayMetrics')
   const { licensingMetrics } = await import('../../src-main/metrics/licensing')
-  const { clusterMetrics } = await import('../../src-main/metrics/cluster')
+  const { clusterMetrics } = await import('../../src-main/metrics/clusterMetrics')
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-metrics-'))
   const db = openLicensingDb(path.join(dir, 'licensing.sqlite'))
   const now = Date.now()
@@ -249,8 +249,8 @@ async function metricsRender(): Promise<void> {
 
 /** The usage meter's own CPU per 50-token stream, in-process (steadier than wall time on a shared machine). */
 async function meterCost(): Promise<void> {
-  const { UsageMeter } = await import('../../src-main/gateway/usageMeter')
-  const { readRelayRequest } = await import('../../src-main/gateway/wire')
+  const { UsageMeter } = await import('../../src-main/gateway/relay/usageMeter')
+  const { readRelayRequest } = await import('../../src-main/gateway/relay/wire')
   const chunks = Array.from({ length: 50 }, (_, i) =>
     Buffer.from(
       `data: {"id":"cmpl-sim1","object":"text_completion","created":1767225600,"model":"sim/Qwen3-8B-Instruct","choices":[{"index":0,"text":" word${i}","finish_reason":null}]}\n\n`,

@@ -25,10 +25,10 @@ const MEASURE_MS = 6_000
 /** Fills DATA_DIR with one product and 10,000 licenses through the real services; returns their keys. */
 async function seed(dataDir: string): Promise<string[]> {
   const { loadConfig } = await import('../../src-main/config/load')
-  const { createLogger, MemorySink } = await import('../../src-main/core/logger')
-  const { systemClock } = await import('../../src-main/core/clock')
+  const { createLogger, MemorySink } = await import('../../src-main/lib/logger')
+  const { systemClock } = await import('../../src-main/lib/clock')
   const { testCoreDeps } = await import('../helpers/coreDeps')
-  const { createLicensingServices } = await import('../../src-main/licensing/services')
+  const { createLicensingServices } = await import('../../src-main/licensing/licensingServices')
   const { ProductInput, PolicyInput } = await import('../../src-main/contract/licensing')
   const logger = createLogger({ sink: new MemorySink() })
   const config = loadConfig({ env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9' } })

@@ -1,9 +1,9 @@
 // Stream meter bench (issue 15): what the usage meter costs per event of a relayed event stream
-// (gateway/usageMeter.ts, onSseChunk): an engine's events read one a read (tokens as they come) or
+// (gateway/relay/usageMeter.ts, onSseChunk): an engine's events read one a read (tokens as they come) or
 // 200 a read (a fast engine, or a slow client), with and without the `"usage":null` an
 // OpenAI-style engine adds to every chunk once Tandem asks for usage, then the usage event and
 // [DONE]. Prints ns per event, asserts nothing. Run: npx tsx test/bench/streamMeter.mts
-import { UsageMeter } from '../../src-main/gateway/usageMeter'
+import { UsageMeter } from '../../src-main/gateway/relay/usageMeter'
 
 const EVENTS = 200
 

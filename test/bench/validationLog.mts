@@ -8,13 +8,13 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import { licensingBench } from './lib/licensingBench'
-import type { AnyHandler, Dispatcher } from '../../src-main/core/invoke'
+import type { AnyHandler, Dispatcher } from '../../src-main/app/invoke'
 
 // Dynamic imports, as in licensing.mts: tsx loads these CommonJS-compiled modules' re-exports that way.
-const { CallerScope } = await import('../../src-main/core/callerScope')
-const { systemClock } = await import('../../src-main/core/clock')
-const { invokeMethod } = await import('../../src-main/core/invoke')
-const { Limits } = await import('../../src-main/core/limits')
+const { CallerScope } = await import('../../src-main/platform/callerScope')
+const { systemClock } = await import('../../src-main/lib/clock')
+const { invokeMethod } = await import('../../src-main/app/invoke')
+const { Limits } = await import('../../src-main/platform/limits')
 const { Licenses } = await import('../../src-main/licensing/licenses')
 const { ValidationLog } = await import('../../src-main/licensing/validationLog')
 type CallerScope = InstanceType<typeof CallerScope>

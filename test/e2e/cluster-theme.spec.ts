@@ -68,6 +68,8 @@ test('toggling the theme on Cluster redraws the charts with visible axis labels'
   expect(after.color).not.toBe(before.color)
   // Axis labels are drawn in the new theme's text colour.
   expect(after.inkPixels).toBeGreaterThan(20)
+  // The legend shows while the pointer is over the plot.
+  await page.locator('figure.chart .u-over').first().hover()
   await expect(page.locator('figure.chart .u-label').first()).toBeVisible()
   expect(errors).toEqual([])
 })

@@ -12,7 +12,7 @@ test('login, navigate every view, and save a setting', async ({ page }) => {
   await page.getByTestId('token').fill(TOKEN)
   await page.getByTestId('login-submit').click()
   await expect(page).toHaveURL(/#\/cluster/)
-  await expect(page.getByTestId('version')).toContainText(/v\d+\.\d+\.\d+:\d+/)
+  await expect(page.getByTestId('version')).toContainText(/^\d+\.\d+\.\d+ \(build \d+\)$/)
   await expect(page.getByTestId('open-chat')).toHaveAttribute('href', 'http://127.0.0.1:1/chat')
 
   for (const view of ['models', 'services', 'gateway', 'licensing', 'settings', 'cluster']) {
@@ -22,6 +22,11 @@ test('login, navigate every view, and save a setting', async ({ page }) => {
   }
 
   await page.getByTestId('nav-settings').click()
+  // Settings are folded into groups; open the ones this test reads.
+  for (const name of ['setting-SCRUB_TERMS', 'setting-LLM_PORT']) {
+    const group = page.locator('details').filter({ has: page.getByTestId(name) })
+    if ((await group.getAttribute('open')) === null) await group.locator('summary').first().click()
+  }
   const row = page.getByTestId('setting-SCRUB_TERMS')
   await expect(row.getByText('default')).toBeVisible()
   // Values fixed by the environment are shown but cannot be edited here.

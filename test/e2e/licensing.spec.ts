@@ -60,11 +60,11 @@ test('a buyer pays on the buy page and the thank-you page shows the key @screens
   const invoiceId = list.items[0]!.id
 
   await page.goto(`/thank-you?invoice=${invoiceId}`)
-  await expect(page.locator('#status')).toContainText('Waiting for your payment')
+  await expect(page.locator('h1')).toHaveText('Waiting for your payment')
   await expect(page.locator('#license-key')).toBeHidden()
 
   expect((await btcpay.pay(providerId)).status).toBe(200)
-  // The page polls /v1/purchase/:id by itself and reveals the key.
+  // The page polls /v1/purchase/:id by itself and, once paid, reloads to show the key.
   await expect(page.locator('#license-key')).toBeVisible({ timeout: 15_000 })
   const key = (await page.locator('#license-key').textContent())!.trim()
   expect(key).toMatch(/^LIC1-[A-Z2-7]+-[A-Z2-7]+$/)

@@ -10,6 +10,10 @@ test('Settings: a bad value is explained under its field; Save then Restart to a
   // Grouped by purpose, with the variable name in small type under a human label.
   for (const g of ['nodes', 'services', 'gateway', 'licensing', 'security', 'advanced'])
     await expect(page.getByTestId(`settings-group-${g}`)).toBeVisible()
+  // A long group starts folded even on a wide screen; its summary opens it.
+  const group = page.getByTestId('settings-group-services')
+  await expect(group).not.toHaveAttribute('open')
+  await group.locator('summary').click()
   const hold = page.getByTestId('setting-SWAP_HOLD_S')
   await expect(hold).toContainText('Hold requests during a swap (seconds)')
   await expect(hold.locator('code.setting-var')).toHaveText('SWAP_HOLD_S')

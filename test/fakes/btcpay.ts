@@ -1,8 +1,31 @@
 import { createHmac, randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
 import { checkoutPage } from './btcpayCheckout'
 import { LoopbackFake, postRaw, type FakeReply, type RecordedRequest } from './loopback'
 
 export type FakeBtcpayStatus = 'New' | 'Processing' | 'Settled' | 'Expired' | 'Invalid'
+
+/** The Greenfield generations whose payment-methods answer differs (1.x `cryptoCode`, 2.x `currency`). */
+export type GreenfieldVersion = '1.x' | '2.x'
+
+/** A payment-methods answer recorded from BTCPay Server's source (test/fixtures/licensing/btcpay/). */
+interface PaymentMethodsFixture {
+  answer: Record<string, unknown>[]
+}
+
+const fixtures = new Map<GreenfieldVersion, PaymentMethodsFixture>()
+
+/** The recorded answer of one Greenfield generation, read once from the repository's fixtures. */
+export function paymentMethodsFixture(version: GreenfieldVersion): PaymentMethodsFixture {
+  let f = fixtures.get(version)
+  if (!f) {
+    const file = path.join(__dirname, `../fixtures/licensing/btcpay/greenfield-${version}-payment-methods.json`)
+    f = JSON.parse(fs.readFileSync(file, 'utf8')) as PaymentMethodsFixture
+    fixtures.set(version, f)
+  }
+  return f
+}
 
 export interface FakeBtcpayInvoice {
   id: string
@@ -10,6 +33,8 @@ export interface FakeBtcpayInvoice {
   amount: string
   currency: string
   status: FakeBtcpayStatus
+  /** Greenfield's additionalStatus: `None`, `PaidLate`, `PaidPartial`, `PaidOver`, `Marked`, `Invalid`. */
+  additionalStatus?: string
   metadata: Record<string, unknown>
   redirectURL: string | null
   checkoutLink: string
@@ -17,6 +42,8 @@ export interface FakeBtcpayInvoice {
   createdTime: number
   /** What the buyer has paid so far, a BTC decimal string (the payment-methods `totalPaid`). */
   totalPaid: string
+  /** The state of the payment that brought `totalPaid` (confirmations): Processing or Settled. */
+  paymentStatus?: 'Processing' | 'Settled'
 }
 
 /** A webhook registered through the Greenfield store webhooks API. */
@@ -51,10 +78,15 @@ export class FakeBtcpay extends LoopbackFake {
   readonly grants: FakeBtcpayGrant[] = []
   /** Time source for `createdTime` (tests pass their injected clock). */
   now: () => number = () => Date.now()
+  /** Which recorded payment-methods answer this server replays. */
+  greenfield: GreenfieldVersion
   private seq = 0
 
-  constructor(opts: { apiKey?: string; storeId?: string; webhookSecret?: string } = {}) {
+  constructor(
+    opts: { apiKey?: string; storeId?: string; webhookSecret?: string; greenfield?: GreenfieldVersion } = {},
+  ) {
     super()
+    this.greenfield = opts.greenfield ?? '2.x'
     this.apiKey = opts.apiKey ?? `btcpay-key-${randomBytes(8).toString('hex')}`
     this.storeId = opts.storeId ?? 'StoreFake1'
     this.webhookSecret = opts.webhookSecret ?? `whsec-${randomBytes(8).toString('hex')}`
@@ -164,9 +196,7 @@ export class FakeBtcpay extends LoopbackFake {
     if (pm && req.method === 'GET' && decodeURIComponent(pm[1]!) === this.storeId) {
       const inv = this.invoices.get(decodeURIComponent(pm[2]!))
       if (!inv) return { status: 404, body: { code: 'invoice-not-found' } }
-      const due = Math.max(0, Number(inv.amount) - Number(inv.totalPaid)).toFixed(8)
-      const paid = { totalPaid: inv.totalPaid, paymentMethodPaid: inv.totalPaid, due }
-      return { status: 200, body: [{ paymentMethodId: 'BTC-CHAIN', currency: 'BTC', amount: inv.amount, ...paid }] }
+      return { status: 200, body: this.paymentMethods(inv) }
     }
     const m = url.pathname.match(/^\/api\/v1\/stores\/([^/]+)(\/invoices(?:\/([^/]+))?)?$/)
     if (!m || decodeURIComponent(m[1]!) !== this.storeId) return { status: 404, body: { code: 'store-not-found' } }
@@ -186,11 +216,13 @@ export class FakeBtcpay extends LoopbackFake {
         amount: input.amount,
         currency: input.currency,
         status: 'New',
+        additionalStatus: 'None',
         metadata: input.metadata ?? {},
         redirectURL: input.checkout?.redirectURL ?? null,
         checkoutLink: `${this.url}/i/${id}`,
         createdTime: Math.floor(this.now() / 1000),
         totalPaid: '0.00000000',
+        paymentStatus: 'Settled',
       }
       this.invoices.set(id, inv)
       return { status: 200, body: inv }
@@ -200,6 +232,28 @@ export class FakeBtcpay extends LoopbackFake {
       return inv ? { status: 200, body: inv } : { status: 404, body: { code: 'invoice-not-found' } }
     }
     return { status: 404, body: { code: 'not-found' } }
+  }
+
+  /**
+   * The recorded answer of this server's Greenfield generation, with the invoice's own figures in
+   * the fields that carry them; every key and its JSON type stay as recorded.
+   */
+  private paymentMethods(inv: FakeBtcpayInvoice): Record<string, unknown>[] {
+    const paid = Number(inv.totalPaid) > 0
+    const due = (Number(inv.amount) - Number(inv.totalPaid)).toFixed(8)
+    return paymentMethodsFixture(this.greenfield).answer.map((method, i) => {
+      const [template] = (method.payments as Record<string, unknown>[] | undefined) ?? []
+      const payment = { ...template, value: inv.totalPaid, status: inv.paymentStatus ?? 'Settled' }
+      return {
+        ...method,
+        amount: inv.amount,
+        totalPaid: inv.totalPaid,
+        due,
+        // The first method (on chain) is the one the buyer paid with.
+        paymentMethodPaid: i === 0 ? inv.totalPaid : '0.00000000',
+        payments: i === 0 && paid && template ? [payment] : [],
+      }
+    })
   }
 
   private authorized(header: string | undefined): boolean {

@@ -38,6 +38,13 @@ export class FakeZaprite extends LoopbackFake {
   webhookApi = true
   /** Time source for `createdAt` (tests pass their injected clock). */
   now: () => number = () => Date.now()
+  /**
+   * The list answer's `meta`: with `pagesCount`, left out, or null (the pagination envelope
+   * Zaprite's reference does not spell out; test/fixtures/licensing/zaprite/orders.json).
+   */
+  listMeta: 'full' | 'absent' | 'null' = 'full'
+  /** True: the list answers its first page whatever `page` asks for. */
+  ignoresPage = false
   private seq = 0
 
   constructor(opts: { apiKey?: string } = {}) {
@@ -89,11 +96,13 @@ export class FakeZaprite extends LoopbackFake {
     if (url.pathname === '/v1/orders' && req.method === 'GET') {
       // Newest first, paged with `page` (from 1) and `limit`.
       const limit = Number(url.searchParams.get('limit') ?? '20')
-      const page = Number(url.searchParams.get('page') ?? '1')
+      const page = this.ignoresPage ? 1 : Number(url.searchParams.get('page') ?? '1')
       const all = [...this.orders.values()].reverse()
       const items = all.slice((page - 1) * limit, page * limit)
       const pagesCount = Math.max(1, Math.ceil(all.length / limit))
-      return { status: 200, body: { items, meta: { pagesCount, itemsCount: all.length } } }
+      if (this.listMeta === 'absent') return { status: 200, body: { items } }
+      const meta = this.listMeta === 'null' ? null : { pagesCount, itemsCount: all.length }
+      return { status: 200, body: { items, meta } }
     }
     if (url.pathname === '/v1/webhooks' && req.method === 'POST') {
       if (!this.webhookApi) return { status: 404, body: { message: 'Not found' } }

@@ -1,9 +1,9 @@
 import type { Config } from '../../src-main/config/load'
-import { systemClock, type Clock } from '../../src-main/core/clock'
-import { EventBus } from '../../src-main/core/events'
-import { Limits } from '../../src-main/core/limits'
-import { createLogger, MemorySink, type Logger } from '../../src-main/core/logger'
-import type { CoreDeps } from '../../src-main/core/module'
+import { systemClock, type Clock } from '../../src-main/lib/clock'
+import { EventBus } from '../../src-main/platform/eventBus'
+import { Limits } from '../../src-main/platform/limits'
+import { createLogger, MemorySink, type Logger } from '../../src-main/lib/logger'
+import type { CoreDeps } from '../../src-main/platform/domainModule'
 import { JobRegistry } from '../../src-main/jobs/registry'
 
 /** Everything a domain module is built from, for tests that build one module without the whole core. */

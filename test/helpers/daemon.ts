@@ -2,13 +2,14 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { loadConfig } from '../../src-main/config/load'
-import { createCore, type Core } from '../../src-main/core/app'
-import type { Clock } from '../../src-main/core/clock'
-import { createLogger, MemorySink, Redactor } from '../../src-main/core/logger'
+import { createCore, type Core } from '../../src-main/app/compositionRoot'
+import type { Clock } from '../../src-main/lib/clock'
+import { createLogger, MemorySink, Redactor } from '../../src-main/lib/logger'
 import { startHttpServer } from '../../src-main/http/listen'
 
 export interface TestDaemon {
   readonly url: string
+  /** The daemon's admin token; '' when its admin-token file was rejected (then no admin call works). */
   readonly adminToken: string
   readonly core: Core
   readonly dataDir: string
@@ -53,7 +54,7 @@ export async function startDaemon(
   const http = await startHttpServer(core, { port: 0, host: '127.0.0.1' }, { rendererDir: opts.rendererDir ?? null })
   return {
     url: http.url,
-    adminToken: core.adminToken,
+    adminToken: core.adminToken ?? '',
     core,
     dataDir,
     logs,
@@ -61,7 +62,7 @@ export async function startDaemon(
       fetch(http.url + pathname, {
         ...init,
         headers: {
-          Authorization: `Bearer ${core.adminToken}`,
+          Authorization: `Bearer ${core.adminToken ?? ''}`,
           ...(init.body ? { 'Content-Type': 'application/json' } : {}),
           ...init.headers,
         },

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { LicensingServices } from '../../src-main/licensing/services'
+import type { LicensingServices } from '../../src-main/licensing/licensingServices'
 
 /**
  * Fills a licensing database for list tests and the admin-list bench: complimentary licences

@@ -8,6 +8,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ssh2 from 'ssh2'
 import { generateEd25519PrivateKey } from '../../src-main/ssh/keys'
+import { knownModel, SIM_REVISION, writeSnapshot } from './shims/hubModels.mjs'
 
 /**
  * The simulated two-node cluster (DESIGN.md, Tests): per node an ssh2 server on 127.0.0.1 whose
@@ -480,6 +481,19 @@ const DEFAULT_NODES: Record<SimNodeName, Required<Omit<SimNodeOptions, 'port' | 
   },
 }
 
+/**
+ * A model already in a node's hub cache: a bundled catalog model with its real config.json and its
+ * real weight size in sparse shards; any other repo with a placeholder config and 1 MiB of weights.
+ */
+function seedCachedModel(hub: string, repo: string): void {
+  const known = knownModel(repo)
+  writeSnapshot(hub, repo, {
+    revision: SIM_REVISION,
+    config: known?.config ?? '{"model_type":"sim"}\n',
+    weightsBytes: known?.weights_bytes ?? 1024 * 1024,
+  })
+}
+
 export async function startSimCluster(opts: SimClusterOptions = {}): Promise<SimCluster> {
   const ownRoot = opts.root === undefined
   const root = opts.root ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-sim-'))
@@ -592,12 +606,7 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
 
   for (const n of Object.values(nodes)) {
     for (const k of opts.authorizedKeys ?? []) n.authorize(k)
-    for (const repo of opts.cachedModels?.[n.name] ?? []) {
-      const dir = path.join(n.hubDir, `models--${repo.replace('/', '--')}`, 'snapshots', 'main')
-      fs.mkdirSync(dir, { recursive: true })
-      fs.writeFileSync(path.join(dir, 'config.json'), '{"model_type":"sim"}\n')
-      fs.writeFileSync(path.join(dir, 'model.safetensors'), Buffer.alloc(1024 * 1024))
-    }
+    for (const repo of opts.cachedModels?.[n.name] ?? []) seedCachedModel(n.hubDir, repo)
     // What the node has already built, pulled or been copied: the llm image and the seeded containers' images.
     const seeds = opts.containers?.[n.name] ?? []
     n.addImages([...new Set([...(opts.images?.[n.name] ?? ['vllm-node']), ...seeds.map((c) => c.image)])])

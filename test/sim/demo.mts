@@ -25,6 +25,7 @@ import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { startFullSim } from './full'
 import { startLicensingSim } from '../fakes/licensingDemo'
 import { startDemoVectors } from './demoVectors'
+import { DEMO_LOADED_REPO, demoCachedModels } from './demoState'
 import { portProblem } from './portCheck'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -50,7 +51,13 @@ const key = ensureServiceKey(path.join(dataDir, 'ssh'))
 fs.rmSync(path.join(dataDir, 'known_hosts.json'), { force: true })
 
 // The llm starts with a bundled catalog model loaded; a swap takes DEMO_LOAD_MS to load (phases, log, ETA show).
-const sim = await startFullSim({ authorizedKeys: [key.publicKey], launcherBehind: 2, llmModel: 'Qwen/Qwen3-32B-FP8' })
+// The bundled models' configs and real-size (sparse) weights are in the hub caches, so fit and disk status show.
+const sim = await startFullSim({
+  authorizedKeys: [key.publicKey],
+  launcherBehind: 2,
+  llmModel: DEMO_LOADED_REPO,
+  cachedModels: demoCachedModels(),
+})
 sim.llm.setLoadDelay(Number(process.env.DEMO_LOAD_MS ?? 8000))
 // Payment providers and exchange-rate sources on loopback: the demo never reaches the internet.
 const shop = await startLicensingSim()
@@ -149,12 +156,14 @@ console.log('')
 console.log(`  Tandem demo is running.`)
 console.log(`  Dashboard:   ${url}/`)
 console.log(`  Admin token: ${token}`)
+// The README's and docs/demo.md's curl lines use $TANDEM, so they work whatever DEMO_PORT is.
+console.log(`  For curl:    export TANDEM=${url}`)
 console.log(`  Data:        ${dataDir}`)
 console.log('')
 console.log(`  Shop:        ${url}/buy/notes   (also ${url}/buy/studio, priced in dollars)`)
 console.log('  To buy:      pick a tier, "Continue to payment", then on the demo BTCPay checkout press "Pay"')
 console.log('               (or "Expire" to see a lapsed invoice). You land on the thank-you page with')
-console.log(`               your licence key; it validates at POST ${url}/v1/validate.`)
+console.log(`               your license key; it validates at POST ${url}/v1/validate.`)
 console.log(`  Lost key:    ${url}/recover      Discount code to try: LAUNCH20`)
 console.log('  Ctrl-C stops the daemon and the simulated cluster.')
 console.log('')

@@ -6,7 +6,7 @@ export const DEMO_COLLECTION = 'tandem-docs'
 const NOTES = [
   'The gateway puts the llm, asr and tts behind one host on port 9999.',
   'A model swap stops the running llm, launches the new model and waits for it to answer.',
-  'Licences are paid in bitcoin through BTCPay or by card through Zaprite.',
+  'Licenses are paid in bitcoin through BTCPay or by card through Zaprite.',
   'Transcription with speakers splits a recording into who said what.',
   'The redaction gateway replaces e-mail addresses and secrets with placeholders.',
 ]

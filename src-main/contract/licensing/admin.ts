@@ -105,8 +105,13 @@ export type DiscountPatch = z.infer<typeof DiscountPatch>
 /** Direction of a list's sort. */
 export const SortOrder = z.enum(['asc', 'desc'])
 export type SortOrder = z.infer<typeof SortOrder>
-/** Free-text search of a list: blank means no filter. */
-export const SearchText = z.string().trim().max(200).optional()
+/** Free-text search of a list: blank means no filter. No NUL: SQLite's LIKE would end the pattern there. */
+export const SearchText = z
+  .string()
+  .trim()
+  .max(200)
+  .refine((s) => !s.includes('\0'), 'no NUL bytes')
+  .optional()
 /** Paging of a server-side list: `limit` rows from `offset`. */
 export const pageOf = (defaultLimit: number, maxLimit: number) => ({
   limit: z.coerce.number().int().min(1).max(maxLimit).default(defaultLimit),

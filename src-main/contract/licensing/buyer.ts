@@ -161,7 +161,25 @@ export const licensingBuyerContract = {
     summary: 'The issuer public key (PEM) that verifies license keys offline',
     http: 'GET /v1/pubkey',
     input: z.object({}),
-    output: z.object({ public_key_pem: z.string() }),
+    output: z.object({ algorithm: z.literal('ed25519'), public_key_pem: z.string() }),
+  }),
+  licIssuerPublicKey: method({
+    ...pub,
+    summary: 'The issuer public key with its algorithm and the key format version new keys are signed in',
+    http: 'GET /v1/issuer/public-key',
+    input: z.object({}),
+    output: z.object({
+      public_key_pem: z.string(),
+      key_algorithm: z.literal('ed25519'),
+      key_format_version: z.number(),
+    }),
+  }),
+  licHealthz: method({
+    ...pub,
+    summary: "The licensing server's liveness answer, as Keysat's /healthz",
+    http: 'GET /healthz',
+    input: z.object({}),
+    output: z.object({ ok: z.literal(true) }),
   }),
   licProducts: method({
     ...pub,

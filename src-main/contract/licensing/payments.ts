@@ -28,6 +28,7 @@ export const PurchaseSession = z.object({
   btcpay_invoice_id: z.string(),
   provider: z.enum(['btcpay', 'zaprite', 'free']),
   provider_invoice_id: z.string().nullable(),
+  /** The provider's checkout; empty for a zero total, which settles at once (Keysat's signal: no checkout). */
   checkout_url: z.string(),
   amount_sats: z.number(),
   /** The tier's price before any discount, in sats. */
@@ -41,6 +42,9 @@ export const PurchaseSession = z.object({
   poll_url: z.string(),
   status: z.enum(['pending', 'settled']),
   expires_at: z.string().nullable(),
+  /** A zero total only: the signed key, issued inline, and its license (left out otherwise, as Keysat does). */
+  license_key: z.string().optional(),
+  license_id: z.string().optional(),
 })
 export type PurchaseSession = z.infer<typeof PurchaseSession>
 
@@ -54,6 +58,7 @@ export const PurchaseStatus = z.object({
   listed_currency: Currency,
   listed_value: z.number(),
   checkout_url: z.string().nullable(),
+  /** Once settled, while the license is active; null again once it is revoked or suspended. */
   license_key: z.string().nullable(),
   license_id: z.string().nullable(),
   expires_at: z.string().nullable(),
@@ -88,8 +93,14 @@ export const InvoiceView = z.object({
   updated_at: z.number(),
   expires_at: z.number().nullable(),
   settled_at: z.number().nullable(),
-  /** The provider's record disagreed with ours: underpaid (not settled), overpaid (settled), currency or store mismatch (refused). */
-  payment_flag: z.enum(['underpaid', 'overpaid', 'currency_mismatch', 'store_mismatch']).nullable(),
+  /**
+   * The provider's record disagreed with ours: underpaid (not settled), overpaid (settled), currency or
+   * store mismatch (refused); or it settled with a caveat: paid_late (paid after expiry),
+   * amount_unverified (the record named no amount; settled on its status).
+   */
+  payment_flag: z
+    .enum(['underpaid', 'overpaid', 'currency_mismatch', 'store_mismatch', 'paid_late', 'amount_unverified'])
+    .nullable(),
   /** Both amounts, or what did not match. */
   payment_flag_detail: z.string().nullable(),
   flagged_at: z.number().nullable(),

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { method, type ContractTable } from '../define'
 import { CsvExport, Id, pageOf, SearchText, SortOrder } from './admin'
+import { blankToUndefined, HttpUrl } from './payments'
 import { buyerSurface as pub, Currency, KeyText, Reason, Slug } from './schemas'
 
 /**
@@ -21,6 +22,21 @@ export const TierTargetInput = z
   .refine(hasKey, keyMissing)
   .transform((v) => ({ license_key: keyOf(v), target_policy_slug: v.target_policy_slug }))
 
+/** `POST /v1/upgrade`: as the quote, plus Keysat's optional `redirect_url` (checked like a purchase's). */
+export const UpgradeInput = z
+  .object({
+    ...keyFields,
+    target_policy_slug: Slug,
+    redirect_url: blankToUndefined(HttpUrl).or(z.null().transform(() => undefined)),
+  })
+  .refine(hasKey, keyMissing)
+  .transform((v): { license_key: string; target_policy_slug: string; redirect_url?: string } => ({
+    license_key: keyOf(v),
+    target_policy_slug: v.target_policy_slug,
+    redirect_url: v.redirect_url,
+  }))
+export type UpgradeInput = z.infer<typeof UpgradeInput>
+
 export const BuyerKeyInput = z
   .object(keyFields)
   .refine(hasKey, keyMissing)
@@ -28,10 +44,13 @@ export const BuyerKeyInput = z
 
 export const SubscriptionStatus = z.enum(['active', 'past_due', 'cancelled', 'lapsed'])
 
+/** Keysat's quote fields, plus ours (`ok`, `license_id`, `amount_sats`, `next_renewal_value`, `next_renewal_at`). */
 export const UpgradeQuote = z.object({
   ok: z.literal(true),
   license_id: z.string(),
-  from_policy_slug: z.string().nullable(),
+  from_policy_id: z.string(),
+  from_policy_slug: z.string(),
+  to_policy_id: z.string(),
   to_policy_slug: z.string(),
   direction: z.enum(['upgrade', 'downgrade']),
   listed_currency: Currency,
@@ -39,9 +58,13 @@ export const UpgradeQuote = z.object({
   proration_charge_value: z.number(),
   /** The same in sats at the current rate. */
   amount_sats: z.number(),
-  /** RFC 3339: when the new entitlements apply (now, or the next renewal for a recurring downgrade). */
+  /** `"immediate"` (on payment), or RFC 3339: the next renewal, for a recurring downgrade. */
   effective_at: z.string(),
-  /** The charge of the next renewal after the change; null for a perpetual licence. */
+  /** Keysat's name for next_renewal_value: what each renewal charges after the change; null when none follows. */
+  next_renewal_charge: z.number().nullable(),
+  /** The target tier's renewal period when a renewal follows, else null. */
+  next_renewal_period_days: z.number().nullable(),
+  /** The charge of the next renewal after the change; null for a perpetual license. */
   next_renewal_value: z.number().nullable(),
   next_renewal_at: z.string().nullable(),
 })
@@ -49,12 +72,14 @@ export const UpgradeQuote = z.object({
 export const UpgradeStarted = z.object({
   ok: z.literal(true),
   invoice_id: z.string(),
+  /** The provider's invoice/order id. */
+  provider_invoice_id: z.string(),
   checkout_url: z.string(),
   amount_sats: z.number(),
   proration_charge_value: z.number(),
   listed_currency: Currency,
   tier_change_id: z.string(),
-  from_policy_slug: z.string().nullable(),
+  from_policy_slug: z.string(),
   to_policy_slug: z.string(),
   poll_url: z.string(),
 })
@@ -62,7 +87,7 @@ export const UpgradeStarted = z.object({
 export const SubscriptionSort = z.enum(['created_at', 'next_renewal_at', 'status', 'buyer_email', 'product'])
 export const SubscriptionFilter = z.object({
   status: SubscriptionStatus.optional(),
-  /** Matches subscription or licence id, buyer email, or product name/slug. */
+  /** Matches subscription or license id, buyer email, or product name/slug. */
   q: SearchText,
   sort: SubscriptionSort.default('created_at'),
   order: SortOrder.default('desc'),
@@ -84,7 +109,10 @@ export const SubscriptionView = z.object({
   listed_currency: Currency,
   listed_value: z.number(),
   period_days: z.number(),
+  /** When the worker next tries to bill; after a failed try, pushed out by the backoff. */
   next_renewal_at: z.number(),
+  /** When the cycle being billed fell due (the end of the paid period or trial); lapse counts grace from it. */
+  due_at: z.number(),
   last_renewal_attempt_at: z.number().nullable(),
   consecutive_failures: z.number(),
   /** Why renewals are backing off or stopped, for the admin. */
@@ -115,24 +143,29 @@ export const TierChangeView = z.object({
 export const licensingSubscriptionsContract = {
   licUpgradeQuote: method({
     ...pub,
-    summary: 'A read-only quote for moving a licence to another tier',
+    summary: 'A read-only quote for moving a license to another tier',
     http: 'POST /v1/upgrade-quote',
     input: TierTargetInput,
     output: UpgradeQuote,
   }),
   licUpgrade: method({
     ...pub,
-    summary: 'Start a paid tier upgrade: an invoice and a pending tier change (the licence changes when paid)',
+    summary: 'Start a paid tier upgrade: an invoice and a pending tier change (the license changes when paid)',
     http: 'POST /v1/upgrade',
-    input: TierTargetInput,
+    input: UpgradeInput,
     output: UpgradeStarted,
   }),
   licCancelSubscription: method({
     ...pub,
-    summary: "Cancel the licence's subscription: no further charge, valid through the current cycle",
+    summary: "Cancel the license's subscription: no further charge, valid through the current cycle",
     http: 'POST /v1/subscriptions/cancel',
     input: BuyerKeyInput,
-    output: z.object({ ok: z.literal(true), status: SubscriptionStatus, already: SubscriptionStatus.nullable() }),
+    output: z.object({
+      ok: z.literal(true),
+      subscription_id: z.string(),
+      status: SubscriptionStatus,
+      already: SubscriptionStatus.nullable(),
+    }),
   }),
   licAdminSubscriptions: method({
     summary: 'Subscriptions, newest first, with their cycles (sortable, searchable, paged)',
@@ -153,7 +186,7 @@ export const licensingSubscriptionsContract = {
     output: SubscriptionView,
   }),
   licAdminChangeTier: method({
-    summary: 'Move a licence to another tier: now without payment, or with an invoice to forward to the buyer',
+    summary: 'Move a license to another tier: now without payment, or with an invoice to forward to the buyer',
     http: 'POST /v1/admin/licenses/:id/change-tier',
     input: z.object({
       id: Id,
@@ -168,7 +201,7 @@ export const licensingSubscriptionsContract = {
     }),
   }),
   licAdminTierChanges: method({
-    summary: "A licence's tier-change history, newest first",
+    summary: "A license's tier-change history, newest first",
     http: 'GET /v1/admin/licenses/:id/tier-changes',
     input: z.object({ id: Id }),
     output: z.object({ tier_changes: z.array(TierChangeView) }),

@@ -13,9 +13,9 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import crypto, { type KeyObject } from 'node:crypto'
-import { atomicWriteFile, readStateFile } from '../../core/files'
-import type { Logger } from '../../core/logger'
-import { KeyFormatError, decodePayload, encodePayload, joinKey, splitKey, type LicensePayload } from './format'
+import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../../lib/files'
+import type { Logger } from '../../lib/logger'
+import { KeyFormatError, decodePayload, encodePayload, joinKey, splitKey, type LicensePayload } from './keyFormat'
 
 export type VerifiedKey =
   { ok: true; payload: LicensePayload } | { ok: false; reason: 'bad_format' | 'bad_signature'; message: string }
@@ -80,11 +80,12 @@ export class Issuer {
     }
     if (read.kind === 'corrupt')
       logger.error(
-        'licensing issuer key is unreadable; a new key is generated and keys signed by the old one will not verify until it is imported again',
-        {
-          error: read.error,
-          kept_as: read.keptAs,
-        },
+        replacedStateFileMessage(
+          'licensing issuer key',
+          file,
+          read,
+          'a new key is generated, and keys signed by the old one will not verify until it is imported again',
+        ),
       )
     const { privateKey } = crypto.generateKeyPairSync('ed25519')
     const issuer = new Issuer(dir, privateKey)

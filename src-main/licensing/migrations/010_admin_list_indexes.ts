@@ -2,7 +2,7 @@ import type { Migration } from './index'
 
 /**
  * Indexes for the admin lists' default sorts (newest first), so the first page of a large
- * licence, invoice, subscription or machine list reads a few index entries, not the table.
+ * license, invoice, subscription or machine list reads a few index entries, not the table.
  */
 export const m010AdminListIndexes: Migration = {
   id: 10,

@@ -14,6 +14,8 @@ import { m007PricingCapsRedirects } from './007_pricing_caps_redirects'
 import { m008PaymentChecks } from './008_payment_checks'
 import { m009ValidationLog } from './009_validation_log'
 import { m010AdminListIndexes } from './010_admin_list_indexes'
+import { m011SubscriptionDueDate } from './011_subscription_due_date'
+import { m012PaymentFlags } from './012_payment_flags'
 
 export interface Migration {
   readonly id: number
@@ -34,4 +36,6 @@ export const MIGRATIONS: readonly Migration[] = [
   m008PaymentChecks,
   m009ValidationLog,
   m010AdminListIndexes,
+  m011SubscriptionDueDate,
+  m012PaymentFlags,
 ]

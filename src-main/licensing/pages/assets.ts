@@ -28,12 +28,19 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
 dt { color: var(--muted); }
 dd { margin: 0; }
 [hidden] { display: none !important; }
+.about { color: var(--muted); font-size: .9rem; }
+.code-row { display: flex; gap: 8px; align-items: stretch; }
+.code-row input { flex: 1; min-width: 0; }
+.code-row button { margin-top: 0; }
+button.secondary { background: transparent; color: var(--fg); border: 1px solid var(--border); }
+.preview s { color: var(--muted); margin-left: 6px; }
 `
 
 /**
- * Thank-you page: poll `GET /v1/purchase/:id` until the invoice settles, then show the key; a
- * copy button on any element with `data-copy`. Everything written to the page goes through
- * textContent, never innerHTML.
+ * Thank-you page: while the invoice is pending or its license is being issued, poll
+ * `GET /v1/purchase/:id` politely (a growing interval, paused while the tab is hidden, for at most
+ * about two hours) and reload once the state moves on, so the server words every state. A copy
+ * button on any element with `data-copy`. Nothing is written into the page as markup.
  */
 export const PAGES_JS = `
 (function () {
@@ -55,46 +62,32 @@ export const PAGES_JS = `
     var box = document.getElementById('purchase');
     if (!box) return;
     var id = box.getAttribute('data-invoice');
+    var state = box.getAttribute('data-state');
+    if (!id || (state !== 'waiting' && state !== 'issuing')) return;
     var status = box.getAttribute('data-status');
-    if (!id || status !== 'pending') return;
+    var hasLicense = box.getAttribute('data-license') === '1';
+    var delay = 3000;
     var tries = 0;
+    var waitingForTab = false;
+    var schedule = function () {
+      if (tries >= 400) return;
+      delay = Math.min(Math.round(delay * 1.25), 20000);
+      setTimeout(tick, delay);
+    };
     var tick = function () {
+      if (document.hidden) { waitingForTab = true; return; }
       tries++;
       fetch('/v1/purchase/' + encodeURIComponent(id), { headers: { accept: 'application/json' } })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (p) {
-          if (!p) return;
-          var s = document.getElementById('status');
-          if (p.status !== 'pending') {
-            var back = document.getElementById('pay-link');
-            if (back) back.remove();
-          }
-          if (p.status === 'settled' && p.license_key) {
-            if (s) s.textContent = 'Paid. Here is your license key:';
-            var key = document.createElement('pre');
-            key.id = 'license-key';
-            key.className = 'key';
-            key.textContent = p.license_key;
-            var btn = document.createElement('button');
-            btn.type = 'button';
-            btn.id = 'copy';
-            btn.setAttribute('data-copy', 'license-key');
-            btn.textContent = 'Copy key';
-            if (s) s.after(key, btn);
-            copyButtons();
-            box.setAttribute('data-status', 'settled');
-            return true;
-          }
-          if (p.status === 'expired' || p.status === 'invalid') {
-            if (s) s.textContent = p.status === 'expired' ? 'This invoice expired before it was paid.' : 'This invoice is no longer valid.';
-            box.setAttribute('data-status', p.status);
-            return true;
-          }
-        })
-        .catch(function () {})
-        .then(function (finished) { if (!finished && tries < 600) setTimeout(tick, 3000); });
+          if (p && (p.status !== status || Boolean(p.license_id) !== hasLicense)) { location.reload(); return; }
+          schedule();
+        }, schedule);
     };
-    tick();
+    document.addEventListener('visibilitychange', function () {
+      if (!document.hidden && waitingForTab) { waitingForTab = false; delay = 3000; tick(); }
+    });
+    setTimeout(tick, delay);
   }
   document.addEventListener('DOMContentLoaded', function () { copyButtons(); poll(); });
 })();

@@ -1,9 +1,11 @@
 import type { Request, Response, Router } from 'express'
 import type { z } from 'zod'
 import {
+  DiscountPreviewInput,
   PurchaseInput,
   RecoverInput,
   type Currency,
+  type DiscountPreview,
   type PurchaseStatus,
   type RecoverResponse,
   type SubscriptionView,
@@ -12,26 +14,30 @@ import {
 } from '../../contract/licensing'
 import { priceLine } from '../../../src-shared/priceLine'
 import { ApiError } from '../../contract/errors'
-import type { Logger } from '../../core/logger'
-import { limitHeaders, type Limits } from '../../core/limits'
+import type { Logger } from '../../lib/logger'
+import { limitHeaders, type Limits } from '../../platform/limits'
 import { requestState } from '../../http/requestState'
-import type { Catalog } from '../catalog'
-import { effectivePrice } from '../catalog'
+import type { Catalog } from '../productCatalog'
+import { effectivePrice } from '../productCatalog'
 import { parseStringList } from '../json'
 import type { Purchases } from '../purchase'
 import { readBody } from '../../http/body'
+import { isSatsCurrency } from '../productCatalog'
+import type { FiatCurrency } from '../rates'
 import { PAGES_CSS, PAGES_ICON, PAGES_JS } from './assets'
 import { PAGES_CSP } from './html'
+import { thankYouPage } from './thankYou'
 import {
   buyPage,
   checkoutRedirectPage,
   errorPage,
+  productNotFoundPage,
   recoverPage,
-  thankYouPage,
   unknownPurchasePage,
   upgradeQuotePage,
   type AccountModel,
   type BuyTier,
+  type FiatView,
   type UpgradeOption,
 } from './views'
 
@@ -43,20 +49,29 @@ export interface PagesDeps {
   catalog: Catalog
   purchases: Purchases
   /** Details the thank-you page shows beside the poll answer. */
-  invoiceExtras(id: string): { product_name: string | null; buyer_email: string | null; buyer_note: string | null }
+  invoiceExtras(id: string): {
+    product_name: string | null
+    buyer_email: string | null
+    buyer_note: string | null
+    kind: string | null
+  }
   recover(key: string): Promise<RecoverResponse>
   /** Recover by the invoice id and the e-mail given at checkout (same 404 for every mismatch). */
   recoverByInvoice(invoiceId: string, email: string): Promise<RecoverResponse>
   /** A listed price in sats (a rate fetched on demand), or null when no rate is available now. */
   satsOf(currency: Currency, value: number): Promise<number | null>
+  /** A rate already cached (never fetched): the buy page's "about" figures wait for one. */
+  cachedRate(currency: FiatCurrency): { centibps: number } | null
+  /** `POST /v1/discount-codes/preview`: a code priced for a tier, nothing reserved. */
+  previewDiscount(input: { productSlug: string; policy?: string; code: string }): Promise<DiscountPreview>
   limits: Limits
-  /** The subscription state and upgrade path under a licence. */
+  /** The subscription state and upgrade path under a license. */
   account: BuyerAccountDeps
 }
 
 type TierTarget = { license_key: string; target_policy_slug: string }
 
-/** The same service calls as `/v1/upgrade-quote`, `/v1/upgrade`, and the subscription of a licence. */
+/** The same service calls as `/v1/upgrade-quote`, `/v1/upgrade`, and the subscription of a license. */
 export interface BuyerAccountDeps {
   subscriptionOf(licenseId: string): z.infer<typeof SubscriptionView> | null
   quote(input: TierTarget): Promise<z.infer<typeof UpgradeQuote>>
@@ -89,27 +104,53 @@ function isHttpUrl(u: string | null): u is string {
   }
 }
 
+/** A provider's checkout link, refused unless it is http(s): the page redirects the buyer to it. */
+function usableCheckoutUrl(url: string | null): string {
+  if (!isHttpUrl(url)) throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
+  return url
+}
+
+/** The error a page shows: an ApiError as it is; anything else is logged and worded generically. */
+function pageError(deps: PagesDeps, failure: string, err: unknown): ApiError {
+  if (err instanceof ApiError) return err
+  deps.logger.error(failure, { error: err })
+  return new ApiError('internal', 'something went wrong; please try again')
+}
+
 const PRICE_UNAVAILABLE =
   'The price is temporarily unavailable: no exchange rate could be fetched right now. Please try again in a minute.'
 
+const FIAT_SHOWN: readonly FiatCurrency[] = ['USD', 'EUR']
+
+/** The currency "about" figures are in: the buyer's pick among cached rates, else the first cached; null when none is. */
+function fiatView(deps: PagesDeps, asked: unknown): FiatView | null {
+  const cached = FIAT_SHOWN.flatMap((currency) => {
+    const rate = deps.cachedRate(currency)
+    return rate ? [{ currency, centibps: rate.centibps }] : []
+  })
+  const shown = cached.find((r) => r.currency === asked) ?? cached[0]
+  return shown ? { ...shown, choices: cached.map((r) => r.currency) } : null
+}
+
+type BuyModel = NonNullable<ReturnType<typeof buyModel>> & { priceUnavailable: boolean; fiat: FiatView | null }
+
 /**
  * The buy page's model: tiers by ascending price in sats, then rank (the order of the public tier
- * list), and `priceUnavailable` when a tier cannot be converted to sats right now.
+ * list), each fiat-priced tier with its sats; `priceUnavailable` when a tier cannot be converted
+ * to sats right now; `fiat` from cached rates only.
  */
-async function buyPageModel(
-  deps: PagesDeps,
-  slug: string,
-): Promise<(NonNullable<ReturnType<typeof buyModel>> & { priceUnavailable: boolean }) | null> {
+async function buyPageModel(deps: PagesDeps, slug: string, currency: unknown): Promise<BuyModel | null> {
   const model = buyModel(deps.catalog, slug)
   if (!model) return null
+  const fiat = fiatView(deps, currency)
   const sats = await Promise.all(model.tiers.map((t) => deps.satsOf(t.currency, t.value)))
-  if (sats.includes(null)) return { ...model, priceUnavailable: true }
+  if (sats.includes(null)) return { ...model, fiat, priceUnavailable: true }
   const last = Number.MAX_SAFE_INTEGER
   const tiers = model.tiers
-    .map((t, i) => ({ t, sats: sats[i] ?? 0 }))
+    .map((t, i) => ({ t: { ...t, sats: isSatsCurrency(t.currency) ? null : (sats[i] ?? null) }, sats: sats[i] ?? 0 }))
     .sort((a, b) => a.sats - b.sats || (a.t.tierRank ?? last) - (b.t.tierRank ?? last))
     .map(({ t }) => t)
-  return { ...model, tiers, priceUnavailable: false }
+  return { ...model, tiers, fiat, priceUnavailable: false }
 }
 
 /** The buy page's model: an active product and its public tiers, cheapest first; null when there is none. */
@@ -143,7 +184,7 @@ function buyModel(
   return { product: { slug: product.slug, name: product.name, description: product.description }, tiers }
 }
 
-/** Tiers of the licence's product ranked above its current one (buyers only move up the ladder). */
+/** Tiers of the license's product ranked above its current one (buyers only move up the ladder). */
 function upgradeOptions(catalog: Catalog, productId: string, policySlug: string | null): UpgradeOption[] {
   const product = catalog.productRow(productId)
   const current = policySlug ? catalog.policyBySlug(productId, policySlug) : undefined
@@ -196,54 +237,86 @@ async function submitUpgrade(deps: PagesDeps, step: 'quote' | 'pay', req: Reques
       return send(res, 200, upgradeQuotePage({ key: input.license_key, quote }))
     }
     const started = await account.upgrade(input)
-    if (!isHttpUrl(started.checkout_url))
-      throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
-    send(res, 200, checkoutRedirectPage(started.checkout_url, started.invoice_id))
+    send(res, 200, checkoutRedirectPage(usableCheckoutUrl(started.checkout_url), started.invoice_id))
   } catch (err) {
-    const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
-    if (!(err instanceof ApiError)) deps.logger.error('upgrade page failed', { error: err })
+    const e = pageError(deps, 'upgrade page failed', err)
     send(res, e.status, errorPage('Upgrade', e.message))
   }
 }
 
-/** A buy-page form post: start the purchase and send the buyer to checkout, or back to the form with the error. */
-async function submitBuyForm(
+/** The buy form's fields as posted (absent ones empty), kept to refill the form after an error. */
+function buyFormFields(f: URLSearchParams): Record<string, string> {
+  return {
+    policy: f.get('policy') ?? '',
+    buyer_email: f.get('buyer_email') ?? '',
+    code: f.get('code') ?? '',
+    buyer_note: f.get('buyer_note') ?? '',
+  }
+}
+
+/** The purchase a buy form asks for, checked like the API's input; the error names the first bad field. */
+function purchaseFromForm(productSlug: string, form: Record<string, string>): PurchaseInput {
+  const input = PurchaseInput.safeParse({
+    product: productSlug,
+    policy: form.policy || undefined,
+    buyer_email: form.buyer_email,
+    code: form.code,
+    buyer_note: form.buyer_note || undefined,
+  })
+  if (!input.success) {
+    const issue = input.error.issues[0]
+    throw new ApiError('bad_input', `${issue?.path.join('.') || 'form'}: ${issue?.message ?? 'invalid'}`)
+  }
+  return input.data
+}
+
+/** "Apply code": the code priced for the chosen tier like a purchase would price it, nothing reserved. */
+async function previewFromForm(
   deps: PagesDeps,
-  model: NonNullable<ReturnType<typeof buyModel>>,
-  req: Request,
-  res: Response,
-): Promise<void> {
+  model: BuyModel,
+  form: Record<string, string>,
+): Promise<DiscountPreview> {
+  const tier = model.tiers.find((t) => t.slug === form.policy)
+  // As a purchase: a trial's first cycle is free and ignores any code.
+  if (tier?.isRecurring && tier.trialDays > 0)
+    throw new ApiError('bad_input', 'This tier starts with a free trial, so a discount code does not apply to it.')
+  const input = DiscountPreviewInput.safeParse({
+    product: model.product.slug,
+    policy: form.policy || undefined,
+    code: form.code,
+  })
+  if (!input.success) throw new ApiError('bad_input', 'Enter a discount code to apply.')
+  const preview = await deps.previewDiscount({
+    productSlug: input.data.product,
+    policy: input.data.policy,
+    code: input.data.code,
+  })
+  if (preview.kind === 'free_license')
+    throw new ApiError('bad_input', `Code ${preview.code} gives a free license; it cannot be used at checkout.`)
+  return preview
+}
+
+/**
+ * A buy-page form post: "Apply code" shows the price after the code; otherwise start the purchase
+ * and send the buyer to checkout. Either way an error goes back to the form.
+ */
+async function submitBuyForm(deps: PagesDeps, model: BuyModel, req: Request, res: Response): Promise<void> {
   let form: Record<string, string> = {}
   try {
-    const f = await readForm(req)
-    form = {
-      policy: f.get('policy') ?? '',
-      buyer_email: f.get('buyer_email') ?? '',
-      code: f.get('code') ?? '',
-      buyer_note: f.get('buyer_note') ?? '',
+    const fields = await readForm(req)
+    form = buyFormFields(fields)
+    if (fields.get('intent') === 'preview') {
+      const preview = await previewFromForm(deps, model, form)
+      return send(res, 200, buyPage({ ...model, form, preview }))
     }
-    const input = PurchaseInput.safeParse({
-      product: model.product.slug,
-      policy: form.policy || undefined,
-      buyer_email: form.buyer_email,
-      code: form.code,
-      buyer_note: form.buyer_note || undefined,
-    })
-    if (!input.success) {
-      const issue = input.error.issues[0]
-      throw new ApiError('bad_input', `${issue?.path.join('.') || 'form'}: ${issue?.message ?? 'invalid'}`)
-    }
-    const session = await deps.purchases.start(input.data)
+    const session = await deps.purchases.start(purchaseFromForm(model.product.slug, form))
     if (session.status === 'settled') {
       res.redirect(303, `/thank-you?invoice=${session.invoice_id}`)
       return
     }
-    if (!isHttpUrl(session.checkout_url))
-      throw new ApiError('upstream_error', 'the payment provider returned an unusable checkout link')
-    send(res, 200, checkoutRedirectPage(session.checkout_url, session.invoice_id))
+    send(res, 200, checkoutRedirectPage(usableCheckoutUrl(session.checkout_url), session.invoice_id))
   } catch (err) {
-    const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
-    if (!(err instanceof ApiError)) deps.logger.error('buy page failed', { error: err })
+    const e = pageError(deps, 'buy page failed', err)
     const unavailable = e.code === 'rate_unavailable'
     if (unavailable) res.setHeader('Retry-After', e.headers['Retry-After'] ?? '60')
     send(
@@ -292,15 +365,15 @@ export function mountPages(router: Router, deps: PagesDeps): void {
 
   router.get('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return
-    const model = await buyPageModel(deps, String(req.params.slug))
-    if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
+    const model = await buyPageModel(deps, String(req.params.slug), req.query.currency)
+    if (!model) return send(res, 404, productNotFoundPage())
     send(res, 200, buyPage(model.priceUnavailable ? { ...model, error: PRICE_UNAVAILABLE } : model))
   })
 
   router.post('/buy/:slug', async (req, res) => {
     if (limited(req, res)) return
-    const model = await buyPageModel(deps, String(req.params.slug))
-    if (!model) return send(res, 404, errorPage('Not found', 'There is no product here.'))
+    const model = await buyPageModel(deps, String(req.params.slug), req.query.currency)
+    if (!model) return send(res, 404, productNotFoundPage())
     await submitBuyForm(deps, model, req, res)
   })
 
@@ -343,8 +416,7 @@ export function mountPages(router: Router, deps: PagesDeps): void {
       const result = await recoverFromForm(deps, form)
       send(res, 200, recoverPage({ result, account: accountModel(deps, result) }))
     } catch (err) {
-      const e = err instanceof ApiError ? err : new ApiError('internal', 'something went wrong; please try again')
-      if (!(err instanceof ApiError)) deps.logger.error('recover page failed', { error: err })
+      const e = pageError(deps, 'recover page failed', err)
       send(res, e.status, recoverPage({ ...form, error: e.message }))
     }
   })

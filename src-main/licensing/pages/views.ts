@@ -1,13 +1,15 @@
 import type { z } from 'zod'
 import type {
   Currency,
-  PurchaseStatus,
+  DiscountPreview,
   RecoverResponse,
   SubscriptionView as SubscriptionViewSchema,
   UpgradeQuote as UpgradeQuoteSchema,
 } from '../../contract/licensing'
 import { priceLine } from '../../../src-shared/priceLine'
 import { formatMoney } from '../../../src-shared/money'
+import { isSatsCurrency } from '../productCatalog'
+import { satsToFiat, type FiatCurrency } from '../rates'
 import { html, page, type SafeHtml } from './html'
 
 export interface BuyTier {
@@ -24,6 +26,15 @@ export interface BuyTier {
   trialDays: number
   highlighted: boolean
   tierRank?: number | null
+  /** A fiat-priced tier's price in sats at the rate the page was priced with. */
+  sats?: number | null
+}
+
+/** The fiat currency sats prices are shown "about" in, at a cached rate, and the currencies the buyer may pick. */
+export interface FiatView {
+  currency: FiatCurrency
+  centibps: number
+  choices: FiatCurrency[]
 }
 
 export interface BuyPageModel {
@@ -34,6 +45,10 @@ export interface BuyPageModel {
   error?: string
   /** No exchange rate right now: the tiers show, buying waits. */
   priceUnavailable?: boolean
+  /** Null or absent: no rate cached, sats prices show alone. */
+  fiat?: FiatView | null
+  /** The code the buyer asked to apply, priced for the chosen tier. */
+  preview?: DiscountPreview
 }
 
 function seats(n: number): string {
@@ -48,14 +63,14 @@ function term(t: BuyTier): string {
 type SubscriptionView = z.infer<typeof SubscriptionViewSchema>
 type UpgradeQuote = z.infer<typeof UpgradeQuoteSchema>
 
-/** A tier the licence can move up to, with its price as the buy page words it. */
+/** A tier the license can move up to, with its price as the buy page words it. */
 export interface UpgradeOption {
   slug: string
   name: string
   price: string
 }
 
-/** What the thank-you and recover pages show about a licence beyond its key. */
+/** What the thank-you and recover pages show about a license beyond its key. */
 export interface AccountModel {
   /** The signed key, posted back by the upgrade forms (the buyer already holds it). */
   key: string
@@ -76,8 +91,8 @@ function subscriptionState(s: SubscriptionView): SafeHtml {
   })
   const state = {
     active: `Active: renews on ${day(s.next_renewal_at)} (${price}).`,
-    past_due: `Payment due since ${day(s.last_renewal_attempt_at ?? s.next_renewal_at)}: pay the renewal invoice the seller sent to keep the licence.`,
-    cancelled: `Cancelled: no further charge; the licence stays valid until ${day(s.next_renewal_at)}.`,
+    past_due: `Payment due since ${day(s.due_at)}: pay the renewal invoice the seller sent to keep the license.`,
+    cancelled: `Cancelled: no further charge; the license stays valid until ${day(s.due_at)}.`,
     lapsed: 'Lapsed: the subscription ended without renewal payment.',
   }[s.status]
   const live = s.status === 'active' || s.status === 'past_due'
@@ -87,7 +102,7 @@ function subscriptionState(s: SubscriptionView): SafeHtml {
     ${
       live
         ? html`<p class="muted">
-            Cancelling stops further charges and keeps the licence valid until ${day(s.next_renewal_at)}: use “Cancel
+            Cancelling stops further charges and keeps the license valid until ${day(s.due_at)}: use “Cancel
             subscription” in the app, or ask the seller.
           </p>`
         : ''
@@ -116,7 +131,7 @@ function upgradeForm(a: AccountModel): SafeHtml {
   </section>`
 }
 
-/** The subscription state and the upgrade path shown under a licence. */
+/** The subscription state and the upgrade path shown under a license. */
 export function accountSection(a: AccountModel | null): SafeHtml {
   if (!a) return html``
   return html`${a.subscription ? subscriptionState(a.subscription) : ''}${upgradeForm(a)}`
@@ -130,13 +145,13 @@ export function upgradeQuotePage(m: { key: string; quote: UpgradeQuote }): strin
     <div class="card">
       <dl>
         <dt>From</dt>
-        <dd>${q.from_policy_slug ?? 'no tier'}</dd>
+        <dd>${q.from_policy_slug}</dd>
         <dt>To</dt>
         <dd>${q.to_policy_slug}</dd>
         <dt>Due now</dt>
         <dd>${charge}${q.listed_currency !== 'SAT' ? html` (${formatMoney('SAT', q.amount_sats)})` : ''}</dd>
         <dt>Takes effect</dt>
-        <dd>${q.effective_at.slice(0, 10)}</dd>
+        <dd>${q.effective_at === 'immediate' ? 'when paid' : q.effective_at.slice(0, 10)}</dd>
         ${
           q.next_renewal_value !== null && q.next_renewal_at
             ? html`<dt>Next renewal</dt>
@@ -154,45 +169,96 @@ export function upgradeQuotePage(m: { key: string; quote: UpgradeQuote }): strin
   return page('Upgrade', body)
 }
 
-export function buyPage(m: BuyPageModel): string {
-  const chosen = m.form?.policy ?? m.tiers.find((t) => t.highlighted)?.slug ?? m.tiers[0]?.slug
-  const tiers: SafeHtml[] = m.tiers.map(
-    (t) =>
-      html`<label class="tier">
-        <input type="radio" name="policy" value="${t.slug}" ${t.slug === chosen ? html`checked` : ''} required />
-        <strong>${t.name}</strong>${t.highlighted ? html`<span class="badge">Most popular</span>` : ''}
-        <div class="price">${priceLine(t)}</div>
-        ${t.description ? html`<p>${t.description}</p>` : ''}
-        <ul>
-          <li>${seats(t.maxMachines)}</li>
-          <li>${term(t)}</li>
-          ${t.entitlements.map((e) => html`<li>${e}</li>`)}
-        </ul>
-      </label>`,
+/** The tier the form starts on: the buyer's last choice, else the highlighted tier, else the first. */
+function preselectedTier(m: BuyPageModel): string | undefined {
+  return m.form?.policy ?? m.tiers.find((t) => t.highlighted)?.slug ?? m.tiers[0]?.slug
+}
+
+/** "about $4.12" for a sats amount at the cached rate; empty without one. */
+function aboutFiat(sats: number, fiat: FiatView | null | undefined): string {
+  return fiat ? `about ${formatMoney(fiat.currency, satsToFiat(sats, fiat.centibps, 'down'))}` : ''
+}
+
+/** The other unit beside a price: fiat for a sats price (cached rate only), sats for a fiat price. */
+function equivalent(
+  currency: Currency,
+  value: number,
+  sats: number | null | undefined,
+  fiat?: FiatView | null,
+): string {
+  if (isSatsCurrency(currency)) return aboutFiat(value, fiat)
+  return sats ? `about ${formatMoney('SAT', sats)}` : ''
+}
+
+/** Links to show the approximate prices in another cached currency (only when there is a choice). */
+function currencyChoice(slug: string, fiat: FiatView | null | undefined): SafeHtml {
+  if (!fiat || fiat.choices.length < 2) return html``
+  const links = fiat.choices.map(
+    (c, i) =>
+      html`${i > 0 ? ' · ' : ''}${
+        c === fiat.currency ? html`<strong>${c}</strong>` : html`<a href="/buy/${slug}?currency=${c}">${c}</a>`
+      }`,
   )
+  return html`<p class="muted" id="fiat-choice">Approximate prices in: ${links}</p>`
+}
+
+/** The price a previewed code gives the chosen tier: the code, the saving, and what is due instead of what was. */
+function previewBox(m: BuyPageModel): SafeHtml {
+  const p = m.preview
+  if (!p) return html``
+  const tierName = m.tiers.find((t) => t.slug === p.policy_slug)?.name ?? p.policy_slug
+  const about = equivalent(p.listed_currency, p.listed_value, p.amount_sats, m.fiat)
+  return html`<div class="card preview" id="discount-preview" role="status">
+    <p>Code <strong>${p.code}</strong> on ${tierName}. You save ${formatMoney(p.listed_currency, p.discount_value)}.</p>
+    <p class="price">
+      Due now: ${p.free ? 'nothing' : formatMoney(p.listed_currency, p.listed_value)}
+      ${about && !p.free ? html`<span class="about">(${about})</span>` : ''}
+      <s>${formatMoney(p.listed_currency, p.base_value)}</s>
+    </p>
+  </div>`
+}
+
+function tierCard(t: BuyTier, chosen: string | undefined, fiat: FiatView | null | undefined): SafeHtml {
+  const about = equivalent(t.currency, t.value, t.sats, fiat)
+  return html`<label class="tier">
+    <input type="radio" name="policy" value="${t.slug}" ${t.slug === chosen ? html`checked` : ''} required />
+    <strong>${t.name}</strong>${t.highlighted ? html`<span class="badge">Most popular</span>` : ''}
+    <div class="price">${priceLine(t)}</div>
+    ${about ? html`<div class="about">${about}</div>` : ''} ${t.description ? html`<p>${t.description}</p>` : ''}
+    <ul>
+      <li>${seats(t.maxMachines)}</li>
+      <li>${term(t)}</li>
+      ${t.entitlements.map((e) => html`<li>${e}</li>`)}
+    </ul>
+  </label>`
+}
+
+function buyForm(m: BuyPageModel): SafeHtml {
+  const chosen = preselectedTier(m)
+  // The chosen display currency rides on the form's address, so an error or a preview keeps it.
+  const action = m.fiat ? `/buy/${m.product.slug}?currency=${m.fiat.currency}` : `/buy/${m.product.slug}`
+  return html`<form method="post" action="${action}">
+    <fieldset class="tiers" aria-label="Choose a tier">${m.tiers.map((t) => tierCard(t, chosen, m.fiat))}</fieldset>
+    <label class="field" for="buyer_email">Email for your receipt (optional)</label>
+    <input type="email" id="buyer_email" name="buyer_email" maxlength="254" value="${m.form?.buyer_email ?? ''}" />
+    <label class="field" for="code">Discount code (optional)</label>
+    <div class="code-row">
+      <input type="text" id="code" name="code" maxlength="64" autocomplete="off" value="${m.form?.code ?? ''}" />
+      <button type="submit" class="secondary" name="intent" value="preview" formnovalidate>Apply code</button>
+    </div>
+    ${previewBox(m)}
+    <label class="field" for="buyer_note">Note to the seller (optional)</label>
+    <textarea id="buyer_note" name="buyer_note" maxlength="1000">${m.form?.buyer_note ?? ''}</textarea>
+    <button type="submit" ${m.priceUnavailable ? html`disabled` : ''}>Continue to payment</button>
+  </form>`
+}
+
+export function buyPage(m: BuyPageModel): string {
   const body = html`<h1>${m.product.name}</h1>
     ${m.product.description ? html`<p class="lead">${m.product.description}</p>` : ''}
     ${m.error ? html`<p class="error" role="alert">${m.error}</p>` : ''}
-    ${
-      m.tiers.length === 0
-        ? html`<p class="card">This product is not on sale right now.</p>`
-        : html`<form method="post" action="/buy/${m.product.slug}">
-            <fieldset class="tiers" aria-label="Choose a tier">${tiers}</fieldset>
-            <label class="field" for="buyer_email">Email for your receipt (optional)</label>
-            <input
-              type="email"
-              id="buyer_email"
-              name="buyer_email"
-              maxlength="254"
-              value="${m.form?.buyer_email ?? ''}"
-            />
-            <label class="field" for="code">Discount code (optional)</label>
-            <input type="text" id="code" name="code" maxlength="64" autocomplete="off" value="${m.form?.code ?? ''}" />
-            <label class="field" for="buyer_note">Note to the seller (optional)</label>
-            <textarea id="buyer_note" name="buyer_note" maxlength="1000">${m.form?.buyer_note ?? ''}</textarea>
-            <button type="submit" ${m.priceUnavailable ? html`disabled` : ''}>Continue to payment</button>
-          </form>`
-    }
+    ${m.tiers.length === 0 ? html`<p class="card">This product is not on sale right now.</p>` : buyForm(m)}
+    ${currencyChoice(m.product.slug, m.fiat)}
     <p class="muted"><a href="/recover">Lost your key? Recover it here.</a></p>`
   return page(`Buy ${m.product.name}`, body)
 }
@@ -206,58 +272,6 @@ export function checkoutRedirectPage(checkoutUrl: string, invoiceId: string): st
       license key appears.
     </p>`
   return page('Checkout', body, { refresh: `0;url=${checkoutUrl}` })
-}
-
-export function thankYouPage(
-  p: PurchaseStatus & { product_name: string | null; buyer_email: string | null; buyer_note: string | null },
-  account: AccountModel | null = null,
-): string {
-  const status =
-    p.status === 'settled'
-      ? 'Paid. Here is your license key:'
-      : p.status === 'pending'
-        ? 'Waiting for your payment to confirm… this page updates by itself.'
-        : p.status === 'expired'
-          ? 'This invoice expired before it was paid.'
-          : 'This invoice is no longer valid.'
-  const body = html`<h1>Thank you${p.product_name ? html` for buying ${p.product_name}` : ''}</h1>
-    <div id="purchase" class="card" data-invoice="${p.invoice_id}" data-status="${p.status}">
-      <p id="status" role="status" aria-live="polite">${status}</p>
-      ${
-        p.license_key
-          ? html`<pre id="license-key" class="key">${p.license_key}</pre>
-              <button type="button" id="copy" data-copy="license-key">Copy key</button>`
-          : ''
-      }
-      ${p.status === 'pending' && p.checkout_url ? html`<p id="pay-link"><a href="${p.checkout_url}">Back to the payment page</a></p>` : ''}
-      ${p.status === 'pending' ? html`<noscript><p>Reload this page to see your key once the payment confirms.</p></noscript>` : ''}
-    </div>
-    <dl>
-      <dt>Invoice</dt>
-      <dd>${p.invoice_id}</dd>
-      <dt>Amount</dt>
-      <dd>
-        ${formatMoney(p.listed_currency, p.listed_value)}${p.listed_currency !== 'SAT' ? html` (${formatMoney('SAT', p.amount_sats)})` : ''}
-      </dd>
-      ${
-        p.buyer_email
-          ? html`<dt>Receipt to</dt>
-              <dd>${p.buyer_email}</dd>`
-          : ''
-      }
-      ${
-        p.buyer_note
-          ? html`<dt>Your note</dt>
-              <dd>${p.buyer_note}</dd>`
-          : ''
-      }
-    </dl>
-    ${accountSection(account)}
-    <p class="muted">
-      Keep your key somewhere safe. If you lose it, <a href="/recover">recover it</a> with any copy of it, or with this
-      invoice id and your e-mail address.
-    </p>`
-  return page('Thank you', body, { script: true })
 }
 
 export function unknownPurchasePage(given: string): string {
@@ -339,6 +353,16 @@ export function recoverPage(m: {
       <button type="submit">Recover</button>
     </form>`
   return page('Recover your license', body, { script: true })
+}
+
+/** A product address that leads nowhere: say so, and where to go instead. */
+export function productNotFoundPage(): string {
+  return page(
+    'No such product',
+    html`<h1>No such product</h1>
+      <p>Nothing is on sale at this address. Check the link you were given: it may be old or mistyped.</p>
+      <p><a href="/recover">Already bought? Find your license key</a></p>`,
+  )
 }
 
 export function errorPage(title: string, message: string): string {

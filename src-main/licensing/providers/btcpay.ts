@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
 import { ApiError } from '../../contract/errors'
-import { joinUrl, providerJson } from './http'
-import { parseProviderMoney } from './money'
+import { joinUrl, providerJson } from './providerRequest'
+import { parseProviderMoney } from './providerAmounts'
 import {
   ProviderInvoiceId,
   WebhookRejected,
@@ -29,11 +29,21 @@ const GreenfieldInvoice = z.object({
 })
 type GreenfieldInvoice = z.infer<typeof GreenfieldInvoice>
 
-/** One entry of `/invoices/{id}/payment-methods`: `totalPaid` is the whole invoice's, in this method's currency. */
+/**
+ * One entry of `/invoices/{id}/payment-methods`: `totalPaid` is the whole invoice's, in this
+ * method's currency, which BTCPay 2.x names `currency` and 1.x `cryptoCode` (2.x leaves it null on
+ * a prompt without one). Each payment's `status` is Invalid, Processing or Settled (confirmed).
+ */
 const PaymentMethod = z.object({
-  currency: z.string().max(12),
+  currency: z.string().max(12).nullish(),
+  cryptoCode: z.string().max(12).nullish(),
   totalPaid: z.union([z.string().max(40), z.number()]),
+  payments: z
+    .array(z.object({ status: z.string().max(32) }))
+    .max(1000)
+    .nullish(),
 })
+type PaymentMethod = z.infer<typeof PaymentMethod>
 
 /** Invoices listed per page by the reconciliation's list call, and the most pages read per tick. */
 const LIST_PAGE = 200
@@ -50,13 +60,14 @@ export const BTCPAY_PERMISSIONS = [
   'btcpay.store.webhooks.canmodifywebhooks',
 ] as const
 
-/** The invoice events Tandem subscribes to when it registers its own webhook. */
+/** The invoice events Tandem subscribes to when it registers its own webhook (1.x ignores names it lacks). */
 const WEBHOOK_EVENTS = [
   'InvoiceSettled',
   'InvoiceProcessing',
   'InvoicePaymentSettled',
   'InvoiceExpired',
   'InvoiceInvalid',
+  'InvoicePaidAfterExpiration',
 ]
 
 const WebhookBody = z.object({
@@ -88,6 +99,8 @@ const EVENT_CLAIMS: Record<string, WebhookHint['claimed']> = {
   InvoicePaymentSettled: 'processing',
   InvoiceExpired: 'expired',
   InvoiceInvalid: 'invalid',
+  // 2.x only; the late payment may still be unconfirmed, so this only asks for a re-check.
+  InvoicePaidAfterExpiration: 'processing',
 }
 
 /** Integer sats → Greenfield's BTC decimal string, without floating point. */
@@ -105,6 +118,20 @@ export function verifyBtcpaySignature(secret: string, rawBody: Buffer, header: s
   if (!/^[0-9a-f]{64}$/.test(given)) return false
   const expected = createHmac('sha256', secret).update(rawBody).digest()
   return timingSafeEqual(expected, Buffer.from(given, 'hex'))
+}
+
+/**
+ * The invoice's paid total in `currency`, from whichever payment method is in it (each carries the
+ * whole invoice's total); zero when methods exist but none is in that unit, null when there are none.
+ */
+function totalPaid(methods: readonly PaymentMethod[], currency: string): ProviderMoney | null {
+  let best: ProviderMoney | null = null
+  for (const m of methods) {
+    const unit = m.currency ?? m.cryptoCode
+    const paid = unit ? parseProviderMoney(m.totalPaid, unit) : null
+    if (paid && paid.currency === currency && (!best || paid.value > best.value)) best = paid
+  }
+  return best ?? (methods.length === 0 ? null : { currency, value: 0 })
 }
 
 /** BTCPay Server through its Greenfield API (spec: provider_a). */
@@ -156,19 +183,34 @@ export class BtcpayProvider implements PaymentProvider {
       { method: 'GET', url: this.invoicesUrl(`/${encodeURIComponent(id)}`), authorization: this.auth, signal },
       GreenfieldInvoice,
     )
-    const snap = this.snapshot(inv)
+    const { snap, currency } = this.snapshot(inv)
     // The paid total lives on the payment methods; only worth a second call once money arrived.
     const paidSomething = snap.status === 'settled' || snap.paidVerdict !== null
-    return paidSomething ? { ...snap, paid: await this.totalPaid(id, snap.amount.currency, signal) } : snap
+    if (!paidSomething) return snap
+    const methods = await this.paymentMethods(id, signal)
+    const paid = totalPaid(methods, currency)
+    // BTCPay marks a late payment as soon as it is seen; it counts once its payments are confirmed.
+    const unconfirmed = methods.some((m) => m.payments?.some((p) => p.status === 'Processing'))
+    return snap.late && unconfirmed ? { ...snap, status: 'pending', paid } : { ...snap, paid }
   }
 
-  /** Settled invoices created since `sinceMs`: Greenfield's list filtered by status and start date, paged. */
+  /**
+   * Invoices created since `sinceMs` that were paid: Greenfield's list filtered by status and start
+   * date, paged — the settled ones, then the expired ones BTCPay marks paid late.
+   */
   async listPaid(sinceMs: number, signal?: AbortSignal): Promise<ProviderInvoiceSnapshot[]> {
-    const out: ProviderInvoiceSnapshot[] = []
     const startDate = String(Math.max(0, Math.floor(sinceMs / 1000)))
+    const settled = await this.listByStatus('Settled', startDate, signal)
+    const expired = await this.listByStatus('Expired', startDate, signal)
+    return [...settled, ...expired.filter((s) => s.late === true)]
+  }
+
+  /** One status's invoices since `startDate` (unix seconds), at most LIST_MAX_PAGES pages. */
+  private async listByStatus(status: string, startDate: string, signal?: AbortSignal) {
+    const out: ProviderInvoiceSnapshot[] = []
     for (let page = 0; page < LIST_MAX_PAGES; page++) {
       const q = new URLSearchParams({
-        status: 'Settled',
+        status,
         startDate,
         skip: String(page * LIST_PAGE),
         take: String(LIST_PAGE),
@@ -180,32 +222,39 @@ export class BtcpayProvider implements PaymentProvider {
       )
       for (const item of items) {
         const inv = GreenfieldInvoice.safeParse(item)
-        if (inv.success) out.push(this.snapshot(inv.data))
+        if (inv.success) out.push(this.snapshot(inv.data).snap)
       }
       if (items.length < LIST_PAGE) break
     }
     return out
   }
 
-  private snapshot(inv: GreenfieldInvoice): ProviderInvoiceSnapshot {
+  /**
+   * The invoice as we read it, and the unit its amount is in. `Expired` with `PaidLate` (paid in
+   * full after expiry) counts as paid: late payments count.
+   */
+  private snapshot(inv: GreenfieldInvoice): { snap: ProviderInvoiceSnapshot; currency: string } {
     const orderId = inv.metadata?.orderId
     const amount = parseProviderMoney(inv.amount, inv.currency)
     if (!amount) throw new ApiError('upstream_error', 'BTCPay answered an invoice amount that is not a decimal')
     const extra = inv.additionalStatus ?? ''
-    return {
+    const late = inv.status === 'Expired' && extra === 'PaidLate'
+    const snap: ProviderInvoiceSnapshot = {
       providerInvoiceId: inv.id,
-      status: mapBtcpayStatus(inv.status),
+      status: late ? 'settled' : mapBtcpayStatus(inv.status),
       providerStatus: extra && extra !== 'None' ? `${inv.status} (${extra})` : inv.status,
       localInvoiceId: typeof orderId === 'string' ? orderId : null,
       amount,
       paid: null,
       paidVerdict: extra === 'PaidOver' ? 'over' : extra === 'PaidPartial' ? 'under' : null,
       storeId: inv.storeId ?? null,
+      ...(late ? { late } : {}),
     }
+    return { snap, currency: amount.currency }
   }
 
-  private async totalPaid(id: string, currency: string, signal?: AbortSignal): Promise<ProviderMoney | null> {
-    const methods = await providerJson(
+  private paymentMethods(id: string, signal?: AbortSignal): Promise<PaymentMethod[]> {
+    return providerJson(
       'BTCPay',
       {
         method: 'GET',
@@ -213,14 +262,8 @@ export class BtcpayProvider implements PaymentProvider {
         authorization: this.auth,
         signal,
       },
-      z.array(PaymentMethod),
+      z.array(PaymentMethod).max(100),
     )
-    let best: ProviderMoney | null = null
-    for (const m of methods) {
-      const paid = parseProviderMoney(m.totalPaid, m.currency)
-      if (paid && paid.currency === currency && (!best || paid.value > best.value)) best = paid
-    }
-    return best ?? (methods.length === 0 ? null : { currency, value: 0 })
   }
 
   parseWebhook(headers: Readonly<Record<string, string | string[] | undefined>>, rawBody: Buffer): WebhookHint {

@@ -1,7 +1,7 @@
 import type { ProvidersStatus } from '../../contract/licensing'
 import { ApiError } from '../../contract/errors'
-import type { Clock } from '../../core/clock'
-import { redactUrlCredentials, type Logger } from '../../core/logger'
+import type { Clock } from '../../lib/clock'
+import { redactUrlCredentials, type Logger } from '../../lib/logger'
 import type { AuditLog } from '../audit'
 import { immediate, type LicensingDb } from '../db'
 import { BtcpayProvider } from './btcpay'
@@ -140,7 +140,6 @@ export class ProviderConnections {
   status(): ProvidersStatus {
     const active = this.activeKind()
     const b = this.btcpayRow()
-    const z = this.zapriteRow()
     const flagged = this.db.prepare('SELECT count(*) AS n FROM invoices WHERE payment_flag IS NOT NULL').get() as {
       n: number
     }
@@ -148,27 +147,29 @@ export class ProviderConnections {
       active,
       flagged_invoices: flagged.n,
       btcpay: {
-        connected: b !== undefined && b.settling_since === null,
-        active: active === 'btcpay',
-        base_url: b ? redactUrlCredentials(b.base_url) : null,
-        connected_at: b?.connected_at ?? null,
-        webhook_url: `${this.publicUrl()}/v1/btcpay/webhook`,
-        state: this.stateOf('btcpay', active),
-        open_invoices: this.openInvoices('btcpay'),
-        webhook_id: b?.webhook_id ?? null,
+        ...this.connectionStatus('btcpay', b, active),
         store_id: b?.store_id ?? null,
         has_webhook_secret: Boolean(b?.webhook_secret),
       },
-      zaprite: {
-        connected: z !== undefined && z.settling_since === null,
-        active: active === 'zaprite',
-        base_url: z ? redactUrlCredentials(z.base_url) : null,
-        connected_at: z?.connected_at ?? null,
-        webhook_url: `${this.publicUrl()}/v1/zaprite/webhook`,
-        state: this.stateOf('zaprite', active),
-        open_invoices: this.openInvoices('zaprite'),
-        webhook_id: z?.webhook_id ?? null,
-      },
+      zaprite: this.connectionStatus('zaprite', this.zapriteRow(), active),
+    }
+  }
+
+  /** What the admin sees of one provider's connection, common to both kinds. */
+  private connectionStatus(
+    kind: ProviderKind,
+    r: BtcpayRow | ZapriteRow | undefined,
+    active: ProviderKind | null,
+  ): ProvidersStatus['zaprite'] {
+    return {
+      connected: r !== undefined && r.settling_since === null,
+      active: active === kind,
+      base_url: r ? redactUrlCredentials(r.base_url) : null,
+      connected_at: r?.connected_at ?? null,
+      webhook_url: `${this.publicUrl()}/v1/${kind}/webhook`,
+      state: this.stateOf(kind, active),
+      open_invoices: this.openInvoices(kind),
+      webhook_id: r?.webhook_id ?? null,
     }
   }
 

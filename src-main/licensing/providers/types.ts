@@ -44,12 +44,14 @@ export interface ProviderInvoiceSnapshot {
   readonly providerStatus: string
   /** Our invoice id as the provider echoes it back, when it does. */
   readonly localInvoiceId: string | null
-  /** What the provider's record charges. */
-  readonly amount: ProviderMoney
+  /** What the provider's record charges; null when it does not say (judged on its status alone). */
+  readonly amount: ProviderMoney | null
   /** What the buyer has paid, when the provider says (null: not reported). */
   readonly paid: ProviderMoney | null
   /** The provider's own verdict on the payment's size, when its status carries one. */
   readonly paidVerdict: 'over' | 'under' | null
+  /** The provider says the payment arrived after the invoice expired (BTCPay's `PaidLate`). */
+  readonly late?: boolean
   /** The store (BTCPay) the record belongs to; null where the provider has no such notion. */
   readonly storeId: string | null
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../../contract/errors'
-import { joinUrl, providerJson } from './http'
-import { parseProviderMoney } from './money'
+import { joinUrl, providerJson } from './providerRequest'
+import { parseProviderMoney } from './providerAmounts'
 import {
   ProviderInvoiceId,
   WebhookRejected,
@@ -14,11 +14,16 @@ import {
   type ZapriteSettings,
 } from './types'
 
+/**
+ * The order as Zaprite's reference promises it: an id and a status. Amount, currency and what was
+ * paid are read when present (Zaprite's own clients read them) and judged on the status alone when
+ * not (test/fixtures/licensing/zaprite/orders.json).
+ */
 const ZapriteOrder = z.object({
   id: ProviderInvoiceId,
   status: z.string().max(64),
-  amount: z.union([z.number(), z.string().max(40)]),
-  currency: z.string().max(12),
+  amount: z.union([z.number(), z.string().max(40)]).nullish(),
+  currency: z.string().max(12).nullish(),
   checkoutUrl: z.string().optional(),
   externalUniqId: z.string().nullish(),
   createdAt: z.string().max(64).nullish(),
@@ -27,9 +32,13 @@ const ZapriteOrder = z.object({
 })
 type ZapriteOrder = z.infer<typeof ZapriteOrder>
 
+/** A page of the order list: its orders; a `meta.pagesCount`, when there, ends paging early. */
 const OrderPage = z.object({
-  items: z.array(z.unknown()),
-  meta: z.object({ pagesCount: z.number().int().nonnegative() }).partial().optional(),
+  items: z.array(z.unknown()).max(1000),
+  meta: z
+    .object({ pagesCount: z.number().int().nonnegative().nullish().catch(null) })
+    .nullish()
+    .catch(null),
 })
 
 const LIST_PAGE = 100
@@ -52,6 +61,14 @@ function orderMoney(value: number | string, currency: string) {
   return money
     ? { currency: currency.toUpperCase() === 'SATS' ? 'BTC' : currency.toUpperCase(), value: money.value }
     : null
+}
+
+/** An order amount with its currency; null when either is absent, an error when it is not an integer. */
+function reportedMoney(value: number | string | null | undefined, currency: string | null | undefined) {
+  if (value === null || value === undefined || !currency) return null
+  const money = orderMoney(value, currency)
+  if (!money) throw new ApiError('upstream_error', 'Zaprite answered an order amount that is not an integer')
+  return money
 }
 
 /** Zaprite order states → ours. Only PAID, COMPLETE and OVERPAID settle; UNDERPAID waits for a top-up. */
@@ -81,20 +98,40 @@ const ORDER_EVENTS: Record<string, WebhookHint['claimed']> = {
 }
 
 function snapshotOf(order: ZapriteOrder): ProviderInvoiceSnapshot {
-  const amount = orderMoney(order.amount, order.currency)
-  if (!amount) throw new ApiError('upstream_error', 'Zaprite answered an order amount that is not an integer')
-  const paid =
-    order.paidAmount === null || order.paidAmount === undefined ? null : orderMoney(order.paidAmount, order.currency)
   return {
     providerInvoiceId: order.id,
     status: mapZapriteStatus(order.status),
     providerStatus: order.status,
     localInvoiceId: order.externalUniqId ?? null,
-    amount,
-    paid,
+    amount: reportedMoney(order.amount, order.currency),
+    paid: reportedMoney(order.paidAmount, order.currency),
     paidVerdict: order.status === 'OVERPAID' ? 'over' : order.status === 'UNDERPAID' ? 'under' : null,
     storeId: null,
   }
+}
+
+/**
+ * Adds a list page's paid orders created since `sinceMs` to `out`, skipping orders already `seen`;
+ * answers whether the page reached older orders and how many orders were new.
+ */
+function collectPaid(
+  items: readonly unknown[],
+  sinceMs: number,
+  seen: Set<string>,
+  out: ProviderInvoiceSnapshot[],
+): { older: boolean; fresh: number } {
+  let older = false
+  let fresh = 0
+  for (const item of items) {
+    const order = ZapriteOrder.safeParse(item)
+    if (!order.success || seen.has(order.data.id)) continue
+    seen.add(order.data.id)
+    fresh++
+    const created = order.data.createdAt ? Date.parse(order.data.createdAt) : NaN
+    if (Number.isFinite(created) && created < sinceMs) older = true
+    else if (PAID_STATES.has(order.data.status)) out.push(snapshotOf(order.data))
+  }
+  return { older, fresh }
 }
 
 function pick(obj: unknown, ...path: string[]): unknown {
@@ -161,32 +198,35 @@ export class ZapriteProvider implements PaymentProvider {
     return snapshotOf(order)
   }
 
-  /** Paid orders created since `sinceMs`, from the order list (newest first), paged until older ones. */
+  /**
+   * Paid orders created since `sinceMs`, from the order list (newest first), paged until older
+   * ones. Paging stops at a short page, at `meta.pagesCount` when the answer has one, at a page
+   * that brings no order not seen before (a list that ignores `page`), and after LIST_MAX_PAGES.
+   */
   async listPaid(sinceMs: number, signal?: AbortSignal): Promise<ProviderInvoiceSnapshot[]> {
     const out: ProviderInvoiceSnapshot[] = []
+    const seen = new Set<string>()
     for (let page = 1; page <= LIST_MAX_PAGES; page++) {
-      const q = new URLSearchParams({ page: String(page), limit: String(LIST_PAGE) })
-      const res = await providerJson(
-        'Zaprite',
-        {
-          method: 'GET',
-          url: joinUrl(this.settings.baseUrl, `/v1/orders?${q.toString()}`),
-          authorization: this.auth,
-          signal,
-        },
-        OrderPage,
-      )
-      let older = false
-      for (const item of res.items) {
-        const order = ZapriteOrder.safeParse(item)
-        if (!order.success) continue
-        const created = order.data.createdAt ? Date.parse(order.data.createdAt) : NaN
-        if (Number.isFinite(created) && created < sinceMs) older = true
-        else if (PAID_STATES.has(order.data.status)) out.push(snapshotOf(order.data))
-      }
-      if (older || res.items.length < LIST_PAGE || page >= (res.meta?.pagesCount ?? page)) break
+      const res = await this.orderPage(page, signal)
+      const { older, fresh } = collectPaid(res.items, sinceMs, seen, out)
+      const last = res.meta?.pagesCount ?? null
+      if (older || fresh === 0 || res.items.length < LIST_PAGE || (last !== null && page >= last)) break
     }
     return out
+  }
+
+  private orderPage(page: number, signal?: AbortSignal) {
+    const q = new URLSearchParams({ page: String(page), limit: String(LIST_PAGE) })
+    return providerJson(
+      'Zaprite',
+      {
+        method: 'GET',
+        url: joinUrl(this.settings.baseUrl, `/v1/orders?${q.toString()}`),
+        authorization: this.auth,
+        signal,
+      },
+      OrderPage,
+    )
   }
 
   /**

@@ -3,7 +3,7 @@ import { reactive, watch, type WatchSource } from 'vue'
 export type SortOrder = 'asc' | 'desc'
 
 /**
- * Paging and sorting of a list the server pages (10,000 licences never come to the browser at
+ * Paging and sorting of a list the server pages (10,000 licenses never come to the browser at
  * once), and search as you type: a change to any filter waits `debounceMs` of quiet, goes back
  * to the first page and reloads.
  */

@@ -10,9 +10,9 @@ import path from 'node:path'
 export async function licensingBench(prefix: string) {
   const { loadConfig } = await import('../../../src-main/config/load')
   const { PolicyInput, ProductInput } = await import('../../../src-main/contract/licensing')
-  const { systemClock } = await import('../../../src-main/core/clock')
-  const { createLogger, MemorySink } = await import('../../../src-main/core/logger')
-  const { createLicensingServices } = await import('../../../src-main/licensing/services')
+  const { systemClock } = await import('../../../src-main/lib/clock')
+  const { createLogger, MemorySink } = await import('../../../src-main/lib/logger')
+  const { createLicensingServices } = await import('../../../src-main/licensing/licensingServices')
   const { testCoreDeps } = await import('../../helpers/coreDeps')
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
   const logger = createLogger({ sink: new MemorySink() })

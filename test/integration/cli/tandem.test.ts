@@ -3,10 +3,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli, type CliIo } from '../../../src-main/cli/program'
-import { systemClock } from '../../../src-main/core/clock'
-import { createLogger } from '../../../src-main/core/logger'
-import { SessionStore } from '../../../src-main/core/sessions'
-import { VERSION } from '../../../src-main/core/version'
+import { systemClock } from '../../../src-main/lib/clock'
+import { createLogger } from '../../../src-main/lib/logger'
+import { SessionStore } from '../../../src-main/app/sessions'
+import { VERSION } from '../../../src-main/lib/version'
 import { ensureServiceKey } from '../../../src-main/ssh/keys'
 import { startFullSim, type FullSim } from '../../sim/full'
 
@@ -50,11 +50,12 @@ describe('tandem against the simulated cluster', () => {
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
-  it('--version prints x.y.z:r from the one version source', async () => {
+  it('--version prints "x.y.z (build r)" from the one version source', async () => {
     const r = await tandem(['--version'], env)
     expect(r.code).toBe(0)
-    expect(r.out.trim()).toBe(VERSION)
     expect(VERSION).toMatch(/^\d+\.\d+\.\d+:\d+$/)
+    const [upstream, build] = VERSION.split(':')
+    expect(r.out.trim()).toBe(`${upstream} (build ${build})`)
   })
 
   it('every command has --help', async () => {
@@ -118,6 +119,27 @@ describe('tandem against the simulated cluster', () => {
     expect(pinned.code).toBe(1)
     expect(pinned.err).toContain('ADMIN_TOKEN is set')
     expect(pinned.err).not.toContain('a-configured-token-123456')
+  })
+
+  it('admin-token with a rejected file says why and how to set a new one; --reset writes one', async () => {
+    const file = path.join(dataDir, 'admin-token')
+    const before = fs.readFileSync(file, 'utf8')
+    fs.writeFileSync(file, '')
+    try {
+      const shown = await tandem(['admin-token'], env)
+      expect(shown.code).toBe(1)
+      expect(shown.out).toBe('')
+      expect(shown.err).toContain(`${file} is empty`)
+      expect(shown.err).toContain('tandem admin-token --reset')
+      // Refused, not regenerated behind the operator's back.
+      expect(fs.readFileSync(file, 'utf8')).toBe('')
+      const rotated = await tandem(['admin-token', '--reset'], env)
+      expect(rotated.code).toBe(0)
+      expect(fs.readFileSync(file, 'utf8').trim()).toBe(rotated.out.trim())
+      expect((await tandem(['admin-token'], env)).out.trim()).toBe(rotated.out.trim())
+    } finally {
+      fs.writeFileSync(file, before, { mode: 0o600 })
+    }
   })
 
   it('doctor with node2 down and a launcher script missing: one line per check, a fix per failure, exit 1', async () => {

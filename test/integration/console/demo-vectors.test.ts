@@ -19,7 +19,7 @@ describe('demo embeddings and vector store', () => {
     const res = await fetch(`${d.url}/api/search`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ collection: DEMO_COLLECTION, query: 'bitcoin licences', limit: 2 }),
+      body: JSON.stringify({ collection: DEMO_COLLECTION, query: 'licenses paid in bitcoin', limit: 2 }),
     })
     expect(res.status).toBe(200)
     const body = (await res.json()) as { results: { payload: { text: string } }[] }

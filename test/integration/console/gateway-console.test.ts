@@ -19,7 +19,10 @@ describe('Gateway console', () => {
   })
 
   it('puts playground calls in the request log, marked as the playground', async () => {
-    const chat = await rig.daemon.admin('/api/gateway/playground/chat?prompt=hello')
+    const chat = await rig.daemon.admin('/api/gateway/playground/chat', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'hello' }),
+    })
     expect(chat.status).toBe(200)
     await readSse(chat)
     const speech = await rig.daemon.admin('/api/gateway/playground/speech', {

@@ -117,9 +117,11 @@ describe('GET /api/events', () => {
 
     expect((await d.admin('/api/status')).status).toBe(200)
     await stream.until((xs) => asrState(xs).length >= 1)
+    // Nothing listens on the asr's SSH port: its node is unreachable, so the label is Unknown even
+    // though the service answers HTTP (issue 31, finding 3).
     expect(asrState(stream.seen.map((s) => s.item))[0]).toMatchObject({
       previous: null,
-      status: { label: 'Healthy', model: 'whisper-large' },
+      status: { label: 'Unknown', label_reason: 'node unreachable', model: 'whisper-large' },
     })
 
     asrHealthy = false
@@ -127,9 +129,9 @@ describe('GET /api/events', () => {
     await d.admin('/api/status') // no change: nothing more for asr
     const items = await stream.until((xs) => xs.some((x) => x.name === 'connectivity.transition'))
     await stream.close()
-    expect(asrState(items).map((s) => [s.previous, s.status.label])).toEqual([
-      [null, 'Healthy'],
-      ['Healthy', 'Unhealthy'],
+    expect(asrState(items).map((s) => [s.previous, s.status.label, s.status.model])).toEqual([
+      [null, 'Unknown', 'whisper-large'],
+      ['Unknown', 'Unknown', null],
     ])
     const down = items.find((x) => x.name === 'connectivity.transition')
     expect(down).toMatchObject({ data: { subject: 'asr', kind: 'transition', state: 'down' } })

@@ -72,6 +72,26 @@ describe('health, config and errors', () => {
     expect(await res.json()).toMatchObject({ code: 'not_found' })
   })
 
+  it('answers a browser sent to an unknown address with a page and a way back, signed in or not', async () => {
+    const html = { Accept: 'text/html,application/xhtml+xml,*/*;q=0.8' }
+    for (const res of [
+      await fetch(`${d.url}/no/such/page`, { headers: html }),
+      await d.admin('/no/such/page', { headers: html }),
+    ]) {
+      expect(res.status).toBe(404)
+      expect(res.headers.get('content-type')).toContain('text/html')
+      const page = await res.text()
+      expect(page).toContain('<h1>Page not found</h1>')
+      expect(page).toContain('<a href="/">Open the dashboard</a>')
+    }
+    // API clients, and anything under /api/ or /v1/, keep their JSON.
+    expect((await d.admin('/no/such/page')).headers.get('content-type')).toContain('application/json')
+    expect((await d.admin('/api/no-such-thing', { headers: html })).headers.get('content-type')).toContain(
+      'application/json',
+    )
+    expect((await fetch(`${d.url}/no/such/page`)).status).toBe(401)
+  })
+
   it('rejects malformed JSON with 400 and an oversized body with 413', async () => {
     const bad = await d.admin('/api/settings', { method: 'PUT', body: '{"values": {' })
     expect(bad.status).toBe(400)
@@ -213,9 +233,11 @@ describe('admin token, sessions and the origin guard', () => {
     for (let i = 0; i < 7; i++) statuses.push((await login('definitely-not-the-token', '192.0.2.77')).status)
     expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401])
     expect(statuses.slice(5)).toEqual([429, 429])
-    const locked = await login(d.adminToken, '192.0.2.77')
+    const locked = await login('still-not-the-token', '192.0.2.77')
     expect(locked.status).toBe(429)
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0)
+    // The right token still logs in: someone else's guesses on the address do not lock the operator out.
+    expect((await login(d.adminToken, '192.0.2.77')).status).toBe(200)
   })
 
   it('never writes the admin token or registry key to the log', () => {

@@ -4,8 +4,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
-import { createCore, type Core } from '../../../src-main/core/app'
-import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
+import { createCore, type Core } from '../../../src-main/app/compositionRoot'
+import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
 import { startHttpServer, type RunningServer } from '../../../src-main/http/listen'
 import { startFakeAsr, startFakeLlm, type FakeAsr, type FakeLlm } from '../../sim/http'
 import { silenceWav, waitFor } from '../gateway/setup'
@@ -17,8 +17,8 @@ interface RawConn {
   closed(): boolean
 }
 
-async function connect(port: number): Promise<RawConn> {
-  const socket = net.connect(port, '127.0.0.1')
+async function connect(port: number, host = '127.0.0.1'): Promise<RawConn> {
+  const socket = net.connect(port, host)
   let received = ''
   let closed = false
   socket.on('data', (c: Buffer) => (received += c.toString('latin1')))
@@ -30,6 +30,13 @@ async function connect(port: number): Promise<RawConn> {
   })
   return { socket, received: () => received, closed: () => closed }
 }
+
+/** Whether this machine has IPv6 loopback (some containers have none). */
+const ipv6Loopback = await new Promise<boolean>((resolve) => {
+  const probe = net.createServer()
+  probe.once('error', () => resolve(false))
+  probe.listen(0, '::1', () => probe.close(() => resolve(true)))
+})
 
 /** Server-level limits, with small values passed through startHttpServer's options. */
 describe('HTTP server limits', () => {
@@ -172,4 +179,55 @@ describe('HTTP server limits', () => {
     expect(again?.received()).toMatch(/^HTTP\/1\.1 200 /)
     for (const c of [...held, again]) c?.socket.destroy()
   })
+
+  it('closes a connection that sends nothing at the header timeout', async () => {
+    const quick = await startHttpServer(
+      core,
+      { port: 0, host: '127.0.0.1' },
+      { rendererDir: null, limits: { headersTimeoutMs: 300 } },
+    )
+    try {
+      const silent = await connect(quick.port)
+      await waitFor(() => silent.closed(), 10_000)
+      // Node answers 408 (or just closes) once the headers are late; never a request served.
+      expect(silent.received()).toMatch(/^$|^HTTP\/1\.1 408 /)
+    } finally {
+      await quick.close()
+    }
+  })
+
+  // Two hosts of one /64 cannot be made on loopback, so the peer address is rewritten as each
+  // connection arrives (before the cap sees it): real sockets over ::1, two LAN addresses.
+  it.skipIf(!ipv6Loopback)(
+    'caps IPv6 connections per host, so one device at the cap leaves its /64 neighbours in (needs IPv6 loopback)',
+    async () => {
+      const v6 = await startHttpServer(
+        core,
+        { port: 0, host: '::1' },
+        { rendererDir: null, limits: { connectionsPerAddress: 2 } },
+      )
+      const peers: string[] = []
+      v6.server.prependListener('connection', (socket: net.Socket) => {
+        Object.defineProperty(socket, 'remoteAddress', { value: peers.shift() ?? '::1' })
+      })
+      const open = async (peer: string): Promise<RawConn> => {
+        peers.push(peer)
+        return connect(v6.port, '::1')
+      }
+      try {
+        const hog = [await open('2001:db8:1:2::a'), await open('2001:db8:1:2::a')]
+        const hogExtra = await open('2001:db8:1:2::a')
+        await waitFor(() => hogExtra.closed())
+        const neighbour = await open('2001:db8:1:2::b')
+        neighbour.socket.write('GET /api/health HTTP/1.1\r\nHost: [::1]\r\n\r\n')
+        await waitFor(() => neighbour.closed() || neighbour.received().includes('\r\n\r\n'))
+        expect(neighbour.closed()).toBe(false)
+        expect(neighbour.received()).toMatch(/^HTTP\/1\.1 200 /)
+        expect(hog.some((h) => h.closed())).toBe(false)
+        for (const c of [...hog, neighbour]) c.socket.destroy()
+      } finally {
+        await v6.close()
+      }
+    },
+  )
 })

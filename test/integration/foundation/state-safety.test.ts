@@ -171,8 +171,10 @@ describe('a licensing database whose migration fails', () => {
   it('degrades licensing only, with the failure as the reason', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-migfail-'))
     const Database = (await import('better-sqlite3')).default
-    const pre = new Database(path.join(dataDir, 'licensing.sqlite'))
-    pre.exec('CREATE TABLE products (something_else TEXT)')
+    const { openLicensingDb } = await import('../../../src-main/licensing/db')
+    // A licensing database at level 8 (it passes the start checks) that migration 9 cannot apply to.
+    const pre = openLicensingDb(path.join(dataDir, 'licensing.sqlite'), { upTo: 8 })
+    pre.exec('CREATE TABLE validation_log (something_else TEXT)')
     pre.close()
     const d = await startDaemon({ dataDir })
     try {
@@ -180,10 +182,13 @@ describe('a licensing database whose migration fails', () => {
         components: { licensing: { state: string; reason: string } }
       }
       expect(health.components.licensing.state).toBe('degraded')
-      expect(health.components.licensing.reason).toMatch(/products already exists/)
+      expect(health.components.licensing.reason).toMatch(/validation_log already exists/)
       expect((await d.admin('/api/connectivity')).status).toBe(200)
       const pre2 = new Database(path.join(dataDir, 'licensing.sqlite'), { readonly: true })
-      expect(pre2.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'licenses'").get()).toEqual({ n: 0 })
+      expect(pre2.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'validation_daily'").get()).toEqual({
+        n: 0,
+      })
+      expect(pre2.prepare('SELECT max(id) AS id FROM schema_migrations').get()).toEqual({ id: 8 })
       pre2.close()
     } finally {
       await d.stop()

@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
+import { ManualClock } from '../../../src-main/lib/clock'
 import { startRig, waitFor, type GatewayRig } from './setup'
 
 const MODEL = 'sim/Qwen3-8B-Instruct'

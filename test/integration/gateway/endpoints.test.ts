@@ -163,7 +163,10 @@ describe('gateway speech, diarization, redaction, embeddings and search', () => 
   })
 
   it('runs the playground: streamed chat, speech and a diarized upload', async () => {
-    const chat = await rig.daemon.admin('/api/gateway/playground/chat?prompt=' + encodeURIComponent('hello there'))
+    const chat = await rig.daemon.admin('/api/gateway/playground/chat', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'hello there' }),
+    })
     const events = (await readSse(chat))
       .filter((e) => e.event === 'message')
       .map((e) => JSON.parse(e.data) as { type: string; text?: string })

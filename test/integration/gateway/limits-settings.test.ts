@@ -21,6 +21,7 @@ describe('gateway limits from Settings', () => {
         GATEWAY_SPOOL_MB: '2048',
         GATEWAY_DISK_FLOOR_MB: '0',
         GATEWAY_TIMEOUT_MIN: '90',
+        GATEWAY_BODY_BUDGET_MB: '64',
       },
     })
     expect(config.warnings).toEqual([])
@@ -30,6 +31,7 @@ describe('gateway limits from Settings', () => {
       spoolBudgetBytes: 2048 * MiB,
       diskFloorBytes: 0,
       proxyTimeoutMs: 90 * 60_000,
+      bodyBudgetBytes: 64 * MiB,
     })
     // The defaults are the documented ones; an option given in code (tests) wins over the setting.
     const defaults = gatewayOptions(loadConfig({ env: { DATA_DIR: dir } }), { uploadIdleMs: 5 })
@@ -39,6 +41,8 @@ describe('gateway limits from Settings', () => {
       spoolBudgetBytes: 8192 * MiB,
       diskFloorBytes: 1024 * MiB,
       proxyTimeoutMs: 30 * 60_000,
+      // 256 MiB, or an eighth of the machine's memory when that is less.
+      bodyBudgetBytes: Math.min(256, Math.max(16, Math.floor(os.totalmem() / (8 * MiB)))) * MiB,
     })
   })
 

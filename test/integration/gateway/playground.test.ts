@@ -44,7 +44,10 @@ describe('playground chat stream', () => {
   })
 
   it('keeps a multi-byte character split across chunks intact', async () => {
-    const res = await daemon.admin('/api/gateway/playground/chat?prompt=hi')
+    const res = await daemon.admin('/api/gateway/playground/chat', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'hi' }),
+    })
     const events = (await readSse(res))
       .filter((e) => e.event === 'message')
       .map((e) => JSON.parse(e.data) as { type: string; text?: string; model?: string })

@@ -1,19 +1,20 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
-import { relayRoute } from '../../../src-main/gateway/proxy'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
+import { relayRoute } from '../../../src-main/gateway/relay/proxy'
 import { armBodyDeadline } from '../../../src-main/http/bodyDeadline'
-import { RequestLog } from '../../../src-main/gateway/requestLog'
-import { systemClock } from '../../../src-main/core/clock'
-import { Upstreams } from '../../../src-main/gateway/upstreams'
-import { ServiceDirectory } from '../../../src-main/core/serviceDirectory'
+import { RequestLog } from '../../../src-main/gateway/relay/requestLog'
+import { systemClock } from '../../../src-main/lib/clock'
+import { Upstreams } from '../../../src-main/gateway/relay/upstreams'
+import { ServiceDirectory } from '../../../src-main/services/serviceDirectory'
 import { loadConfig } from '../../../src-main/config/load'
 import { startFakeLlm, type FakeLlm } from '../../sim/http'
 import { waitFor } from './setup'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { BodyBudget, bodyBudgetLimits } from '../../../src-main/gateway/relay/bodyBudget'
 
 /** The proxy's timeout, with a short limit in place of the 30 minutes (the daemon's default). */
 describe('relay timeout', () => {
@@ -37,6 +38,7 @@ describe('relay timeout', () => {
         logger,
         timeoutMs: 300,
         bodyLimit: 1 << 20,
+        bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
         drainMs: 1000,
       },
       { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },

@@ -3,7 +3,7 @@ import { startFakeAsr, startFakeLlm, startFakeTts, type FakeAsr, type FakeLlm, t
 import { startFakeEmbeddings } from '../../fakes/embeddings'
 import { startFakeQdrant, type FakeQdrant } from '../../fakes/qdrant'
 import type { LoopbackServer } from '../../fakes/loopback'
-import type { Clock } from '../../../src-main/core/clock'
+import type { Clock } from '../../../src-main/lib/clock'
 
 /** A daemon whose llm, asr, tts, embeddings and vector store are loopback fakes. */
 export interface GatewayRig {

@@ -3,13 +3,14 @@ import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { Pool } from 'undici'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { systemClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
-import { relayRoute } from '../../../src-main/gateway/proxy'
-import { RequestLog } from '../../../src-main/gateway/requestLog'
-import type { Upstream } from '../../../src-main/gateway/upstreams'
+import { systemClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
+import { relayRoute } from '../../../src-main/gateway/relay/proxy'
+import { RequestLog } from '../../../src-main/gateway/relay/requestLog'
+import type { Upstream } from '../../../src-main/gateway/relay/upstreams'
 import { readSse } from '../../helpers/daemon'
 import { waitFor } from './setup'
+import { BodyBudget, bodyBudgetLimits } from '../../../src-main/gateway/relay/bodyBudget'
 
 /**
  * Upstream answers no engine should send, and faults on either side, against a raw loopback
@@ -54,6 +55,7 @@ describe('relay against a misbehaving upstream', () => {
         logger: createLogger({ sink: new MemorySink() }),
         timeoutMs: 60_000,
         bodyLimit: 1 << 20,
+        bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
         drainMs: 1000,
       },
       { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },

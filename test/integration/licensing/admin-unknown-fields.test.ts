@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { methodDef, parseInput } from '../../../src-main/core/invoke'
+import { methodDef, parseInput } from '../../../src-main/app/invoke'
 import { ApiError } from '../../../src-main/contract/errors'
 import { startDaemon, type TestDaemon } from '../../helpers/daemon'
 

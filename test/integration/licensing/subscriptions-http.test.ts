@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
+import { ManualClock } from '../../../src-main/lib/clock'
 import { startDaemon, type TestDaemon } from '../../helpers/daemon'
 
 const DAY = 86_400_000
@@ -44,27 +44,68 @@ beforeAll(async () => {
     grace_period_days: 2,
   })
   expect(trial.status).toBe(200)
+  const paidTrial = await admin(`/v1/admin/products/${id}/policies`, 'POST', {
+    slug: 'pro-trial',
+    name: 'Pro with a trial',
+    is_recurring: true,
+    renewal_period_days: 30,
+    trial_days: 7,
+    price_value_override: 2_500,
+  })
+  expect(paidTrial.status).toBe(200)
 })
 afterAll(async () => {
   await d?.stop()
 })
 
 describe('subscriptions over HTTP', () => {
-  it('validate shows the first cycle plus the trial as expires_at', async () => {
+  it('validate shows the trial end as expires_at', async () => {
     const key = await buyTrial()
     const v = await post('/v1/validate', { key })
-    expect(v.body).toMatchObject({ ok: true, expires_at: new Date(clock.now() + 37 * DAY).toISOString() })
+    expect(v.body).toMatchObject({
+      ok: true,
+      is_trial: true,
+      expires_at: new Date(clock.now() + 7 * DAY).toISOString(),
+    })
+  })
+
+  it('a priced tier with trial days: the key comes inline, nothing is charged, no provider is needed', async () => {
+    const started = await post('/v1/purchase', {
+      product: 'notes',
+      policy_slug: 'pro-trial',
+      buyer_email: 'a@b.example',
+    })
+    expect(started).toMatchObject({
+      status: 200,
+      body: { status: 'settled', amount_sats: 0, base_price_sats: 2_500, discount_applied_sats: 0 },
+    })
+    const key = started.body.license_key as string
+    expect(key).toMatch(/^LIC1-/)
+    const trialEnd = clock.now() + 7 * DAY
+    expect((await post('/v1/validate', { key })).body).toMatchObject({
+      ok: true,
+      is_trial: true,
+      expires_at: new Date(trialEnd).toISOString(),
+    })
+    const list = await admin('/v1/admin/subscriptions?limit=100')
+    const subs = list.body.subscriptions as { license_id: string }[]
+    expect(subs.find((s) => s.license_id === started.body.license_id)).toMatchObject({
+      status: 'active',
+      listed_value: 2_500,
+      next_renewal_at: trialEnd,
+      due_at: trialEnd,
+    })
   })
 
   it('buyer cancel: cancelled, idempotent, `key` accepted as an alias; garbage 401', async () => {
     const key = await buyTrial()
-    expect(await post('/v1/subscriptions/cancel', { license_key: key })).toEqual({
-      status: 200,
-      body: { ok: true, status: 'cancelled', already: null },
-    })
+    const first = await post('/v1/subscriptions/cancel', { license_key: key })
+    const subscription_id = first.body.subscription_id
+    expect(subscription_id).toEqual(expect.any(String))
+    expect(first).toEqual({ status: 200, body: { ok: true, subscription_id, status: 'cancelled', already: null } })
     expect(await post('/v1/subscriptions/cancel', { key })).toEqual({
       status: 200,
-      body: { ok: true, status: 'cancelled', already: 'cancelled' },
+      body: { ok: true, subscription_id, status: 'cancelled', already: 'cancelled' },
     })
     expect((await post('/v1/subscriptions/cancel', { license_key: 'garbage' })).status).toBe(401)
   })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
+import { ManualClock } from '../../../src-main/lib/clock'
 import { startDaemon, type TestDaemon } from '../../helpers/daemon'
 
 let d: TestDaemon

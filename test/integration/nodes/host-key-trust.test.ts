@@ -2,10 +2,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
+import { ManualClock } from '../../../src-main/lib/clock'
 import { ensureServiceKey } from '../../../src-main/ssh/keys'
 import { startDaemon, type TestDaemon } from '../../helpers/daemon'
 import { startFullSim, type FullSim } from '../../sim/full'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 /** The real daemon on a DATA_DIR whose known_hosts.json is unreadable, against the simulated cluster. */
 describe('an unreadable known_hosts.json', () => {
@@ -31,7 +32,7 @@ describe('an unreadable known_hosts.json', () => {
   const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as Record<string, any> })
 
   it('is kept aside, and no node is trusted: probes are refused with the presented fingerprint', async () => {
-    expect(fs.existsSync(path.join(dataDir, 'known_hosts.json.corrupt'))).toBe(true)
+    expect(keptAsideCopy(path.join(dataDir, 'known_hosts.json'))).not.toBeNull()
     const hw = (await json(await daemon.admin('/api/hardware?fresh=true'))).body
     for (const n of ['node1', 'node2']) {
       expect(hw[n]).toMatchObject({ status: 'unreachable', error_kind: 'host_key_unconfirmed' })
@@ -45,7 +46,7 @@ describe('an unreadable known_hosts.json', () => {
   it('lists the presented keys; trusting a fingerprint that is not the presented one is refused', async () => {
     const { body } = await json(await daemon.admin('/api/ssh/known-hosts/pending'))
     expect(body.confirmation_required).toBe(true)
-    expect(body.kept_as).toMatch(/known_hosts\.json\.corrupt$/)
+    expect(body.kept_as).toMatch(/known_hosts\.json\.corrupt-\d{8}T\d{6}Z$/)
     const node1 = body.pending.find((p: { port: number }) => p.port === sim.cluster.node1.port)
     expect(node1).toMatchObject({ host: '127.0.0.1', expected_fingerprint: null })
 

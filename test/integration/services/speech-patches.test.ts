@@ -4,7 +4,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { ApiError } from '../../../src-main/contract/errors'
 import { SpeechModelsView, StepResult } from '../../../src-main/contract/services'
-import { ManualClock } from '../../../src-main/core/clock'
+import { ManualClock } from '../../../src-main/lib/clock'
 import {
   HEALTH_WAIT_MS,
   OVERLAY_FILES,

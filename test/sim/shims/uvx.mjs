@@ -1,12 +1,14 @@
 // Simulated `uvx hf download <repo>`: replays the recorded Xet progress output of the current hub CLI
 // (test/fixtures/downloads/hf-xet-progress.raw.txt) on stderr, byte for byte, paced by the node's
-// knobs, and writes the model into the hub cache (HF_HOME honoured) with the size the recording
-// declares, as sparse files. Knobs (environment, or a file of that name in $SIM_STATE):
+// knobs, and writes the model into the hub cache (HF_HOME honoured) as sparse files: a bundled
+// catalog model with its real config.json and weight size (shims/hubModels.mjs), any other repo with
+// the size the recording declares. Knobs (environment, or a file of that name in $SIM_STATE):
 // download_bytes (model size; the recording is redrawn for it in the same format), download_steps
 // (pauses spread over the replay), download_delay (seconds per pause). Fault files: hub_down,
 // missing_repos (one repo per line).
 import fs from 'node:fs'
 import path from 'node:path'
+import { knownModel, modelFolder, SIM_REVISION, smallFilesBytes, writeSnapshot } from './hubModels.mjs'
 import { declaredTotal, knob, rescaleFrame, sleep, XET_RECORDING, xetFrames } from './recordings.mjs'
 
 const die = (msg, code = 1) => {
@@ -38,14 +40,20 @@ if (missing.includes(repo))
 
 const recording = fs.readFileSync(XET_RECORDING, 'utf8')
 const declared = declaredTotal(recording)
-const total = Math.round(Number(knob('SIM_MODEL_BYTES', 'download_bytes', String(declared))))
+const known = knownModel(repo)
+const config = known
+  ? `${JSON.stringify(known.config, null, 2)}\n`
+  : '{"architectures":["SimForCausalLM"],"model_type":"sim","num_hidden_layers":24}\n'
+// A bundled model downloads its real size; the knob still overrides it.
+const natural = known ? known.weights_bytes + smallFilesBytes(config) : declared
+const total = Math.round(Number(knob('SIM_MODEL_BYTES', 'download_bytes', String(natural))))
 const scale = total / declared
 const steps = Math.max(0, Math.floor(Number(knob('SIM_DOWNLOAD_STEPS', 'download_steps', '10'))))
 const delay = Number(knob('SIM_DOWNLOAD_DELAY', 'download_delay', '0.1'))
 
 const hub = path.join(process.env.HF_HOME || path.join(process.env.HOME ?? '', '.cache', 'huggingface'), 'hub')
-const folder = path.join(hub, `models--${repo.replace('/', '--')}`)
-const snapshot = process.env.SIM_SNAPSHOT ?? '5f0b02c75b57c5855da9ae460ce51323ea669d8a'
+const folder = modelFolder(hub, repo)
+const snapshot = process.env.SIM_SNAPSHOT ?? SIM_REVISION
 const incomplete = path.join(folder, 'blobs', `${snapshot}.incomplete`)
 fs.mkdirSync(path.dirname(incomplete), { recursive: true })
 fs.mkdirSync(path.join(folder, 'refs'), { recursive: true })
@@ -61,21 +69,11 @@ for (const [i, { frame, written }] of frames.entries()) {
   if (pauses > 0) await sleep(pauses * delay)
 }
 
-// The recording's four files: two small JSON files and two shards holding the rest of the declared size.
-const config = '{"architectures":["SimForCausalLM"],"model_type":"sim","num_hidden_layers":24}\n'
-const tokenizer = '{"version":"1.0"}\n'
-const rest = Math.max(0, total - config.length - tokenizer.length)
-const first = Math.round((rest * 5) / 8)
-const dest = path.join(folder, 'snapshots', snapshot)
-fs.mkdirSync(dest, { recursive: true })
-fs.writeFileSync(path.join(dest, 'config.json'), config)
-fs.writeFileSync(path.join(dest, 'tokenizer.json'), tokenizer)
-for (const [name, size] of [
-  ['model-00001-of-00002.safetensors', first],
-  ['model-00002-of-00002.safetensors', rest - first],
-]) {
-  fs.writeFileSync(path.join(dest, name), '')
-  fs.truncateSync(path.join(dest, name), size)
-}
+// The recording's four files: config.json, a tokenizer and two shards holding the rest of the size.
+const dest = writeSnapshot(hub, repo, {
+  revision: snapshot,
+  config,
+  weightsBytes: Math.max(0, total - smallFilesBytes(config)),
+})
 fs.rmSync(incomplete, { force: true })
 process.stdout.write(dest + '\n')

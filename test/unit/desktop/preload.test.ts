@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { IPC_CHANNELS } from '../../../src-main/contract/ipc'
+import { IPC_CHANNELS } from '../../../src-main/contract/ipcWire'
 import { createBridge, type IpcRendererLike } from '../../../src-preload/bridge'
 
 const fake = vi.hoisted(() => ({ exposed: new Map<string, unknown>() }))

@@ -9,6 +9,7 @@ import {
   saveWindowState,
 } from '../../../src-main/desktop/windowState'
 import { nodeLines, trayMenu, trayTooltip } from '../../../src-main/desktop/trayModel'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-window-'))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
@@ -35,8 +36,8 @@ describe('window state in userData', () => {
     const warnings: string[] = []
     expect(loadWindowState(file, (m) => warnings.push(m))).toEqual(DEFAULT_WINDOW_STATE)
     expect(warnings).toHaveLength(1)
-    expect(warnings[0]).toContain('unreadable')
-    expect(fs.existsSync(`${file}.corrupt`)).toBe(true)
+    expect(warnings[0]).toContain('is malformed')
+    expect(warnings[0]).toContain(`moved aside to ${keptAsideCopy(file)}`)
     fs.writeFileSync(file, JSON.stringify({ width: 10, height: 10 }))
     expect(loadWindowState(file, () => undefined)).toEqual(DEFAULT_WINDOW_STATE)
   })

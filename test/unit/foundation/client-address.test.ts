@@ -1,7 +1,11 @@
+import fs from 'node:fs'
 import type { IncomingMessage } from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { addressMatcher, isAddressOrCidr, limitKeyOf } from '../../../src-main/core/netAddress'
+import { addressMatcher, isAddressOrCidr, limitKeyOf } from '../../../src-main/lib/netAddress'
 import { clientAddressResolver } from '../../../src-main/http/clientAddress'
+import { loadConfig } from '../../../src-main/config/load'
 
 const req = (peer: string, headers: Record<string, string> = {}, encrypted = false) =>
   ({ socket: { remoteAddress: peer, encrypted }, headers }) as unknown as IncomingMessage
@@ -52,4 +56,70 @@ describe('the client address (trusted-proxy rule)', () => {
     expect(resolve(req('10.0.0.2', { 'x-forwarded-proto': 'http' }, true)).secure).toBe(false)
     expect(resolve(req('192.0.2.9', {}, true)).secure).toBe(true)
   })
+})
+
+describe('forwarded addresses a proxy writes (issue 33 #8)', () => {
+  const resolve = clientAddressResolver(['10.0.0.0/8'])
+
+  it('reads a forwarded address with a port, IPv4 or bracketed IPv6, as that address', () => {
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-for': '9.9.9.5:1234' })).ip).toBe('9.9.9.5')
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-for': '[2001:db8::1]:443' })).ip).toBe('2001:db8::1')
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-for': '"[2001:db8::2]"' })).ip).toBe('2001:db8::2')
+    // Two clients behind the proxy stay two buckets, neither of them the proxy's.
+    const a = resolve(req('10.0.0.2', { 'x-forwarded-for': '9.9.9.5:1234' })).limitKey
+    const b = resolve(req('10.0.0.2', { 'x-forwarded-for': '9.9.9.6:1234' })).limitKey
+    expect(new Set([a, b, '10.0.0.2']).size).toBe(3)
+  })
+
+  it('ignores unknown, obfuscated and garbage hops rather than falling back to the proxy', () => {
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-for': '9.9.9.5, unknown' })).ip).toBe('9.9.9.5')
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-for': '9.9.9.5, _hidden, 10.0.0.3' })).ip).toBe('9.9.9.5')
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-for': '9.9.9.5, 300.1.1.1:80, [nope]:1' })).ip).toBe('9.9.9.5')
+    // Nothing usable at all: the peer is all that is known.
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-for': 'unknown' })).ip).toBe('10.0.0.2')
+  })
+
+  it('takes the last X-Forwarded-Proto, the one the trusted hop wrote', () => {
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-proto': 'http, https' })).secure).toBe(true)
+    expect(resolve(req('10.0.0.2', { 'x-forwarded-proto': 'https, http' })).secure).toBe(false)
+  })
+
+  it('reports a peer that forwards for others without being trusted, and only that', () => {
+    const seen: string[] = []
+    const watched = clientAddressResolver(['10.0.0.0/8'], (peer) => seen.push(peer))
+    watched(req('192.0.2.9', {}))
+    watched(req('10.0.0.2', { 'x-forwarded-for': '198.51.100.1' }))
+    watched(req('127.0.0.1', { 'x-forwarded-for': '198.51.100.1' }))
+    watched(req('192.0.2.10', { forwarded: 'for=198.51.100.2' }))
+    expect(seen).toEqual(['127.0.0.1', '192.0.2.10'])
+  })
+})
+
+describe('TRUSTED_PROXIES that trust everyone (issue 33 #8)', () => {
+  const load = (value: string) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-proxies-'))
+    try {
+      return loadConfig({ env: { DATA_DIR: dir, TRUSTED_PROXIES: value } })
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  it.each(['0.0.0.0/0', '127.0.0.1, ::/0', '0.0.0.0/7', '2000::/3', '::ffff:0:0/96'])(
+    'refuses %s with a clear warning and trusts nobody',
+    (value) => {
+      const c = load(value)
+      expect(c.trustedProxies).toEqual([])
+      expect(c.warnings.find((w) => w.startsWith('TRUSTED_PROXIES'))).toMatch(/every|too broad/)
+    },
+  )
+
+  it.each(['127.0.0.1', '10.0.0.0/8', '172.16.0.0/12, fd00::/8', 'fc00::/7', '2001:db8::/32'])(
+    'accepts %s',
+    (value) => {
+      const c = load(value)
+      expect(c.warnings).toEqual([])
+      expect(c.trustedProxies.length).toBeGreaterThan(0)
+    },
+  )
 })

@@ -3,6 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { loadConfig, settingsView, writeSettings } from '../../../src-main/config/load'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 let dir: string
 beforeEach(() => {
@@ -78,9 +79,10 @@ describe('configuration', () => {
     fs.writeFileSync(path.join(dir, 'settings.json'), '{"PORT": 12')
     const c = load()
     expect(c.port).toBe(9999)
-    expect(fs.existsSync(path.join(dir, 'settings.json.corrupt'))).toBe(true)
+    const keptAs = keptAsideCopy(path.join(dir, 'settings.json'))
+    expect(keptAs).not.toBeNull()
     expect(fs.existsSync(path.join(dir, 'settings.json'))).toBe(false)
-    expect(c.warnings.some((w) => w.includes('kept aside'))).toBe(true)
+    expect(c.warnings.some((w) => w.includes(`moved aside to ${keptAs}`))).toBe(true)
   })
 
   it('rejects a host with shell metacharacters', () => {

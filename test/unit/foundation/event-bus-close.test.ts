@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { EventBus } from '../../../src-main/core/events'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { EventBus } from '../../../src-main/platform/eventBus'
 
 // A restart stops the old core: its event streams end so pages reconnect to the new one.
 describe('closing the event bus', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { EventBus } from '../../../src-main/core/events'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { EventBus } from '../../../src-main/platform/eventBus'
 import { contract } from '../../../src-main/contract'
 import { EventStreamItem, eventPayloads, type EventPayload } from '../../../src-main/contract/events'
 

@@ -2,7 +2,13 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { atomicWriteFile, readStateFile, SerialQueue } from '../../../src-main/core/files'
+import {
+  atomicWriteFile,
+  moveAsideCorrupt,
+  readStateFile,
+  replacedStateFileMessage,
+  SerialQueue,
+} from '../../../src-main/lib/files'
 
 describe('state files', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-files-'))
@@ -22,9 +28,36 @@ describe('state files', () => {
     fs.writeFileSync(f, '[1,2]')
     expect(readStateFile(f, JSON.parse)).toEqual({ kind: 'ok', value: [1, 2] })
     fs.writeFileSync(f, '[1,')
-    const r = readStateFile(f, JSON.parse)
-    expect(r.kind).toBe('corrupt')
-    expect(fs.readFileSync(`${f}.corrupt`, 'utf8')).toBe('[1,')
+    const r = readStateFile(f, JSON.parse, Date.UTC(2026, 10, 27, 21, 50, 12))
+    expect(r).toMatchObject({ kind: 'corrupt', keptAs: `${f}.corrupt-20261127T215012Z` })
+    expect(fs.readFileSync(`${f}.corrupt-20261127T215012Z`, 'utf8')).toBe('[1,')
+    expect(fs.existsSync(f)).toBe(false)
+  })
+
+  it('never overwrites a copy kept aside earlier, even within the same second', () => {
+    const f = path.join(dir, 'twice.json')
+    const at = Date.UTC(2026, 10, 27, 22, 0, 0)
+    fs.writeFileSync(f, 'first')
+    expect(moveAsideCorrupt(f, at)).toBe(`${f}.corrupt-20261127T220000Z`)
+    fs.writeFileSync(f, 'second')
+    expect(moveAsideCorrupt(f, at)).toBe(`${f}.corrupt-20261127T220000Z-2`)
+    expect(fs.readFileSync(`${f}.corrupt-20261127T220000Z`, 'utf8')).toBe('first')
+    expect(fs.readFileSync(`${f}.corrupt-20261127T220000Z-2`, 'utf8')).toBe('second')
+    expect(moveAsideCorrupt(path.join(dir, 'absent.json'), at)).toBeNull()
+  })
+
+  it('words a replaced state file with both paths', () => {
+    expect(
+      replacedStateFileMessage(
+        'hardware history',
+        '/d/h.json',
+        { error: 'bad', keptAs: '/d/h.json.corrupt-X' },
+        'the charts start empty',
+      ),
+    ).toBe('hardware history /d/h.json is malformed (bad); moved aside to /d/h.json.corrupt-X; the charts start empty')
+    expect(replacedStateFileMessage('x', '/d/x', { error: 'bad', keptAs: null }, 'y')).toContain(
+      'could not be moved aside',
+    )
   })
 
   it('serialises read-modify-write so no update is lost', async () => {

@@ -2,8 +2,8 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { httpCall, HttpBodyTooLarge, HttpUnreachable } from '../../../src-main/core/httpClient'
-import { encodeMultipart, openMultipart } from '../../../src-main/gateway/multipart'
+import { httpCall, HttpBodyTooLarge, HttpUnreachable } from '../../../src-main/lib/httpClient'
+import { encodeMultipart, openMultipart } from '../../../src-main/gateway/audio/multipart'
 
 /** The daemon's own HTTP client against a raw loopback server whose answers each test picks by path. */
 let server: http.Server

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { EventBus } from '../../../src-main/core/events'
-import { Redactor } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { EventBus } from '../../../src-main/platform/eventBus'
+import { Redactor } from '../../../src-main/lib/logger'
 import { JobRegistry } from '../../../src-main/jobs/registry'
 import type { PushEvent } from '../../../src-main/contract/events'
 

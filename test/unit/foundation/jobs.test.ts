@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { Redactor } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { Redactor } from '../../../src-main/lib/logger'
 import { ApiError } from '../../../src-main/contract/errors'
 import { JobRegistry } from '../../../src-main/jobs/registry'
 import type { JobEvent } from '../../../src-main/contract/system'

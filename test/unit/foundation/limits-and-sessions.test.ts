@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { RateLimiter } from '../../../src-main/core/rateLimit'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { RateLimiter } from '../../../src-main/lib/rateLimit'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
-import { SessionStore } from '../../../src-main/core/sessions'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
+import { SessionStore } from '../../../src-main/app/sessions'
 import { readCookie } from '../../../src-main/http/session'
 
 describe('rate limiter', () => {

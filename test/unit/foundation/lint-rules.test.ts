@@ -45,4 +45,20 @@ describe('lint rules', () => {
     expect(await ids(stream, 'src-main/gateway/example.ts')).toContain('no-restricted-globals')
     expect(await ids(call, 'src-renderer/api/example.ts')).not.toContain('no-restricted-globals')
   })
+
+  it('keeps the layers in order: the library knows no domain, a domain never reaches the application', async () => {
+    const ids = async (text: string, filePath: string): Promise<string[]> => {
+      const [res] = await eslint.lintText(text, { filePath })
+      return (res?.messages ?? []).map((m) => m.ruleId ?? '')
+    }
+    const intoApp = "import { invokeMethod } from '../app/invoke'\nexport const x = invokeMethod\n"
+    const intoDomain = "import { SshPool } from '../ssh/pool'\nexport const x = SshPool\n"
+    const intoLib = "import { systemClock } from '../lib/clock'\nexport const x = systemClock\n"
+    expect(await ids(intoApp, 'src-main/lib/example.ts')).toContain('boundaries/dependencies')
+    expect(await ids(intoDomain, 'src-main/lib/example.ts')).toContain('boundaries/dependencies')
+    expect(await ids(intoApp, 'src-main/nodes/example.ts')).toContain('boundaries/dependencies')
+    expect(await ids(intoDomain, 'src-main/contract/example.ts')).toContain('boundaries/dependencies')
+    expect(await ids(intoLib, 'src-main/nodes/example.ts')).not.toContain('boundaries/dependencies')
+    expect(await ids(intoApp, 'src-main/http/example.ts')).not.toContain('boundaries/dependencies')
+  })
 })

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { contract } from '../../../src-main/contract'
 import { method, splitRoute, type ContractTable, type MethodDef } from '../../../src-main/contract/define'
-import { methodOperation, openApiDocument } from '../../../src-main/contract/openapi'
+import { methodOperation, openApiDocument } from '../../../src-main/system/openapi'
 import { gatewayRelays } from '../../../src-main/contract/relays'
 import { surfaceOf } from '../../../src-main/http/surfaces'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
+import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
 
 describe('redaction', () => {
   it('removes registered secrets and credential-shaped values from every line', () => {
@@ -17,6 +17,12 @@ describe('redaction', () => {
     expect(all).not.toContain('sk-live-0123456789')
     expect(all).not.toContain('hunter2hunter2')
     expect(all).toContain('docker login -p *** nvcr.io')
+  })
+
+  it('keeps the words around a masked bearer or token value as they were', () => {
+    const r = new Redactor()
+    expect(r.redact('sent Bearer abcdefghijklmnop to the llm')).toBe('sent Bearer *** to the llm')
+    expect(r.redact('token\tzyxwvutsrqpo rejected')).toBe('token\t*** rejected')
   })
 
   it('ignores very short secrets that would redact ordinary words', () => {
@@ -103,7 +109,7 @@ describe('redaction of URL credentials and awkward secrets', () => {
 describe('error messages a caller sees', () => {
   it('pass through the redactor: URL passwords and registered secrets are masked, code and status kept', async () => {
     const { ApiError } = await import('../../../src-main/contract/errors')
-    const { toPublicError } = await import('../../../src-main/core/invoke')
+    const { toPublicError } = await import('../../../src-main/app/invoke')
     const r = new Redactor()
     r.add('prov-key-123456')
     const log = createLogger({ redactor: r, sink: new MemorySink() })

@@ -76,6 +76,7 @@ const SAMPLE: Record<string, string> = {
   ADMIN_TOKEN: 'an-admin-token-of-some-length',
   CONSUMER_API_KEYS: 'k1',
   TRUSTED_PROXIES: '10.0.0.1',
+  PLAYGROUND_SESSION_UPLOADS: 'on',
   CHAT_UI_URL: 'http://chat.lan:1',
   NODE1_HOST: 'h9',
   NODE1_USER: 'v',
@@ -116,10 +117,12 @@ const SAMPLE: Record<string, string> = {
   GATEWAY_SPOOL_MB: '1024',
   GATEWAY_DISK_FLOOR_MB: '256',
   GATEWAY_TIMEOUT_MIN: '45',
+  GATEWAY_BODY_BUDGET_MB: '128',
   REDIRECT_ALLOWLIST: 'https://shop.example',
   DISCOUNT_RESERVATION_MINUTES: '45',
   VALIDATION_LOG_RETENTION_DAYS: '30',
   VALIDATION_LOG_MAX_ROWS: '5000',
+  LICENSING_BACKUPS: '3',
   METRICS_TOKEN: 'metrics-token-0123456789',
 }
 const PATH_SAMPLE: Record<string, string> = {

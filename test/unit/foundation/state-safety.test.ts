@@ -4,7 +4,7 @@ import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { loadConfig, readSettingsFile, writeSettings } from '../../../src-main/config/load'
 import { SETTING_NAMES } from '../../../src-main/config/schema'
-import { atomicWriteFile, removeOrphanedTempFiles } from '../../../src-main/core/files'
+import { atomicWriteFile, removeOrphanedTempFiles } from '../../../src-main/lib/files'
 
 let dir: string
 beforeEach(() => {

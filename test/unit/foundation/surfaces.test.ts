@@ -24,6 +24,10 @@ describe('surfaces', () => {
     ['/buy/app', 'licensing-public'],
     ['/v1/btcpay/webhook', 'webhook'],
     ['/v1/provider_b/webhook', 'webhook'],
+    ['/v1/btcpay/webhook/0b5e6d2a-provider', 'webhook'],
+    ['/v1/zaprite/webhook/p1', 'webhook'],
+    ['/healthz', 'licensing-public'],
+    ['/v1/issuer/public-key', 'licensing-public'],
     ['/v1/admin/products', 'licensing-admin'],
     ['/v1/something-new', 'control'],
   ])('%s is %s', (path, surface) => {

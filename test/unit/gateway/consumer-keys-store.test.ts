@@ -2,11 +2,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
-import { ConsumerKeys } from '../../../src-main/gateway/consumerKeys'
-import { KeyUsageStore, USAGE_RETENTION_MS, usageCounts } from '../../../src-main/gateway/keyUsage'
-import type { RequestEntry } from '../../../src-main/gateway/requestLog'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
+import { ConsumerKeys } from '../../../src-main/gateway/keys/consumerKeyStore'
+import { KeyUsageStore, USAGE_RETENTION_MS, usageCounts } from '../../../src-main/gateway/keys/keyUsage'
+import type { RequestEntry } from '../../../src-main/gateway/relay/requestLog'
 
 const dirs: string[] = []
 function tmp(): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { safeHeaders } from '../../../src-main/gateway/wire'
+import { safeHeaders } from '../../../src-main/gateway/relay/wire'
 
 // What of an upstream's answer head reaches the client: never a hop-by-hop header (RFC 9110 7.6.1),
 // a cookie, or a header Node's server writes itself; the rest in the order sent.

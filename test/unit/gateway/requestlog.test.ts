@@ -1,8 +1,8 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { RequestLog } from '../../../src-main/gateway/requestLog'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { RequestLog } from '../../../src-main/gateway/relay/requestLog'
 
 /** The request log's exchange on a real loopback server: what it records, and what it leaves alone. */
 describe('request log exchange', () => {

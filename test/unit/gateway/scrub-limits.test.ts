@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ApiError } from '../../../src-main/contract/errors'
-import { ManualClock } from '../../../src-main/core/clock'
-import { detect, ScrubSessions, SessionNotFound } from '../../../src-main/gateway/scrub'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { detect, ScrubSessions, SessionNotFound } from '../../../src-main/gateway/scrub/scrub'
 
 /**
  * Issue 8: one `POST /scrub` with 1 MB of short e-mail addresses froze the daemon for 24 s. These
@@ -185,5 +185,41 @@ describe('scrub caps', () => {
       .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(ApiError)
     expect((err as ApiError).status).toBe(404)
+  })
+})
+
+/**
+ * Issue 33 #10: after 240 one-megabyte scrubs the daemon settled 330 MB above its baseline: the
+ * sessions, which outlive their requests, were allowed 256 MiB. They now hold at most 64 MiB, and
+ * expire on a timer from the injected clock even when no further scrub comes.
+ */
+describe('what scrub sessions keep after their requests', () => {
+  it('keeps at most 64 MiB of sessions by default, whatever the load', async () => {
+    const s = new ScrubSessions(new ManualClock())
+    // Each text holds about 70,000 distinct addresses: roughly 15 MB of session by the estimate.
+    for (let round = 0; round < 6; round++) {
+      const text = Array.from({ length: 70_000 }, (_, i) => `r${round}x${i.toString(36)}@x.io`).join(' ')
+      await s.scrub(text)
+      expect(s.heldBytes).toBeLessThanOrEqual(64 * 1024 * 1024)
+    }
+    expect(s.size).toBeGreaterThan(0)
+  })
+
+  it('drops sessions unused for longer than the TTL when swept, with no scrub or rehydrate to trigger it', async () => {
+    const clock = new ManualClock()
+    const s = new ScrubSessions(clock, [], 60_000)
+    const old = (await s.scrub('a@x.io')).session_id
+    clock.advance(30_000)
+    const fresh = (await s.scrub('b@x.io')).session_id
+    clock.advance(30_001)
+    s.expire()
+    expect(s.size).toBe(1)
+    expect(s.heldBytes).toBeGreaterThan(0)
+    await expect(Promise.resolve().then(() => s.rehydrate('[EMAIL_1]', old))).rejects.toThrow(SessionNotFound)
+    expect((await s.rehydrate('[EMAIL_1]', fresh)).text).toBe('b@x.io')
+    clock.advance(60_001)
+    s.expire()
+    expect(s.size).toBe(0)
+    expect(s.heldBytes).toBe(0)
   })
 })

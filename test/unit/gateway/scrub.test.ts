@@ -1,8 +1,15 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { detect, entropy, ibanValid, luhnValid, ScrubSessions, SessionNotFound } from '../../../src-main/gateway/scrub'
+import { ManualClock } from '../../../src-main/lib/clock'
+import {
+  detect,
+  entropy,
+  ibanValid,
+  luhnValid,
+  ScrubSessions,
+  SessionNotFound,
+} from '../../../src-main/gateway/scrub/scrub'
 
 interface Corpus {
   terms: string[]

@@ -7,7 +7,7 @@ import {
   parseVoiceAliases,
   VoiceAliases,
   wavSamples,
-} from '../../../src-main/gateway/speech'
+} from '../../../src-main/gateway/audio/speech'
 import { simVoices } from '../../sim/http/tts'
 
 /** Issue 8: OpenAI voice names, `response_format: "pcm"`, and a clear 400 for other formats. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { UsageMeter, withStreamUsage } from '../../../src-main/gateway/usageMeter'
-import { readRelayRequest } from '../../../src-main/gateway/wire'
+import { UsageMeter, withStreamUsage } from '../../../src-main/gateway/relay/usageMeter'
+import { readRelayRequest } from '../../../src-main/gateway/relay/wire'
 
 const ev = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`
 const delta = (t: string): string =>

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import type { CallContext } from '../../../src-main/contract/define'
-import { CallerScope } from '../../../src-main/core/callerScope'
+import { CallerScope } from '../../../src-main/platform/callerScope'
 import { AuditLog } from '../../../src-main/licensing/audit'
 import { licensingFixture } from './fixture'
 

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
+import { ManualClock } from '../../../src-main/lib/clock'
 import { AuditLog } from '../../../src-main/licensing/audit'
 import { openLicensingDb, type LicensingDb } from '../../../src-main/licensing/db'
 

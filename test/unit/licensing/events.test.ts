@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { DiscountInput, WebhookEndpointInput, WebhookEventName } from '../../../src-main/contract/licensing'
-import { emitEvent } from '../../../src-main/licensing/events'
+import { emitEvent } from '../../../src-main/licensing/outboundEvents'
 import { RETRY_BACKOFF_S } from '../../../src-main/licensing/webhooksOut'
 import { LoopbackServer } from '../../fakes/loopback'
 import { paymentsHarness, satProduct, type Harness } from './payments-harness'

@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import {
   decodeBase32,
   encodeBase32,
@@ -12,8 +12,9 @@ import {
   isTrial,
   FLAG_FINGERPRINT_BOUND,
   FLAG_TRIAL,
-} from '../../../src-main/licensing/keys/format'
+} from '../../../src-main/licensing/keys/keyFormat'
 import { Issuer, PRIVATE_KEY_FILE, verifyKey } from '../../../src-main/licensing/keys/issuer'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 // The Keysat key vectors, kept in the repository so the test runs on any clone (fixtures/licensing/README.md).
 const VECTORS = path.resolve(__dirname, '../../fixtures/licensing/keysat-key-vectors.json')
@@ -174,7 +175,8 @@ describe('issuer key', () => {
     const sink = new MemorySink()
     const issuer = Issuer.loadOrCreate(dir, createLogger({ sink }))
     expect(issuer.publicKeyPem).toMatch(/BEGIN PUBLIC KEY/)
-    expect(fs.existsSync(path.join(dir, `${PRIVATE_KEY_FILE}.corrupt`))).toBe(true)
-    expect(sink.lines.some((l) => l.includes('unreadable'))).toBe(true)
+    const keptAs = keptAsideCopy(path.join(dir, PRIVATE_KEY_FILE))
+    expect(keptAs).not.toBeNull()
+    expect(sink.lines.some((l) => l.includes('is malformed') && l.includes(`moved aside to ${keptAs}`))).toBe(true)
   })
 })

@@ -1,9 +1,9 @@
 import fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { PolicyInput, ProductInput, DiscountInput, ValidateInput } from '../../../src-main/contract/licensing'
-import { FLAG_FINGERPRINT_BOUND, hashFingerprint } from '../../../src-main/licensing/keys/format'
+import { FLAG_FINGERPRINT_BOUND, hashFingerprint } from '../../../src-main/licensing/keys/keyFormat'
 import { Issuer } from '../../../src-main/licensing/keys/issuer'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { DAY, licensingFixture } from './fixture'
 
 function setup(policy: Partial<PolicyInput> = {}) {

@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest'
 import { appliedMigrations, checkDatabase, openLicensingDb, runMigrations } from '../../../src-main/licensing/db'
 import { MIGRATIONS } from '../../../src-main/licensing/migrations'
 import { m004ProductPriceChecks } from '../../../src-main/licensing/migrations/004_product_price_checks'
+import { m011SubscriptionDueDate } from '../../../src-main/licensing/migrations/011_subscription_due_date'
+import { m012PaymentFlags } from '../../../src-main/licensing/migrations/012_payment_flags'
 
 function tmpFile(): string {
   return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lic-db-')), 'licensing.sqlite')
@@ -200,5 +202,80 @@ describe('licensing migrations', () => {
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
     expect(checkDatabase(db)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
     db.close()
+  })
+
+  it('level 11 keeps every subscription, records its original due date and moves a failing one to its retry time', () => {
+    const file = tmpFile()
+    const db = openLicensingDb(file, { upTo: m011SubscriptionDueDate.id - 1 })
+    const day = 86_400_000
+    const t = 1_700_000_000_000
+    db.exec(`INSERT INTO products (id, slug, name, created_at, updated_at) VALUES ('p', 's', 'n', 0, 0);
+             INSERT INTO policies (id, product_id, slug, name, created_at, updated_at) VALUES ('a', 'p', 'a', 'A', 0, 0)`)
+    const license = db.prepare(
+      `INSERT INTO licenses (id, product_id, source, license_key, issued_at, updated_at, expires_at)
+       VALUES (?, 'p', 'purchase', ?, 0, 0, ?)`,
+    )
+    const sub = db.prepare(
+      `INSERT INTO subscriptions (id, license_id, policy_id, status, listed_currency, listed_value, period_days,
+         next_renewal_at, last_renewal_attempt_at, consecutive_failures, created_at, updated_at)
+       VALUES (?, ?, 'a', ?, 'SAT', 100, 30, ?, ?, ?, 0, 0)`,
+    )
+    // Active and not yet due; past due with the next cycle claimed (next_renewal_at one period on);
+    // failing twice (the old code left next_renewal_at at the due date and waited on the attempt time).
+    license.run('l1', 'k1', t)
+    sub.run('s1', 'l1', 'active', t, null, 0)
+    license.run('l2', 'k2', t)
+    sub.run('s2', 'l2', 'past_due', t + 30 * day, t, 0)
+    license.run('l3', 'k3', t)
+    sub.run('s3', 'l3', 'past_due', t, t + 60_000, 2)
+    db.close()
+
+    const migrated = openLicensingDb(file)
+    expect(appliedMigrations(migrated)).toContain(m011SubscriptionDueDate.id)
+    const rows = migrated
+      .prepare('SELECT id, status, next_renewal_at, due_at, consecutive_failures FROM subscriptions ORDER BY id')
+      .all()
+    expect(rows).toEqual([
+      { id: 's1', status: 'active', next_renewal_at: t, due_at: t, consecutive_failures: 0 },
+      { id: 's2', status: 'past_due', next_renewal_at: t + 30 * day, due_at: t, consecutive_failures: 0 },
+      { id: 's3', status: 'past_due', next_renewal_at: t + 60_000 + 30 * 60_000, due_at: t, consecutive_failures: 2 },
+    ])
+    // A row written without a due date (an older writer) takes its next_renewal_at.
+    migrated.exec(`INSERT INTO licenses (id, product_id, source, license_key, issued_at, updated_at) VALUES ('l4', 'p', 'purchase', 'k4', 0, 0);
+       INSERT INTO subscriptions (id, license_id, policy_id, listed_currency, listed_value, period_days, next_renewal_at, created_at, updated_at)
+       VALUES ('s4', 'l4', 'a', 'SAT', 100, 30, 1234, 0, 0)`)
+    expect(migrated.prepare("SELECT due_at FROM subscriptions WHERE id = 's4'").get()).toEqual({ due_at: 1234 })
+    expect(checkDatabase(migrated)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
+    migrated.close()
+  })
+
+  it('level 12 keeps every invoice flag and accepts paid_late and amount_unverified, nothing else', () => {
+    const file = tmpFile()
+    const db = openLicensingDb(file, { upTo: m012PaymentFlags.id - 1 })
+    db.exec(`INSERT INTO products (id, slug, name, created_at, updated_at) VALUES ('p', 's', 'n', 0, 0);
+             INSERT INTO invoices (id, product_id, amount_sats, status, created_at, updated_at, payment_flag,
+               payment_flag_detail, flagged_at)
+             VALUES ('i1', 'p', 10, 'pending', 0, 0, 'underpaid', 'paid 1, expected 10', 5),
+                    ('i2', 'p', 10, 'pending', 0, 0, NULL, NULL, NULL)`)
+    expect(() => db.exec("UPDATE invoices SET payment_flag = 'paid_late' WHERE id = 'i2'")).toThrow(/CHECK/)
+    db.close()
+
+    const migrated = openLicensingDb(file)
+    expect(appliedMigrations(migrated)).toContain(m012PaymentFlags.id)
+    const flags = () => migrated.prepare('SELECT id, payment_flag, payment_flag_detail FROM invoices ORDER BY id').all()
+    expect(flags()).toEqual([
+      { id: 'i1', payment_flag: 'underpaid', payment_flag_detail: 'paid 1, expected 10' },
+      { id: 'i2', payment_flag: null, payment_flag_detail: null },
+    ])
+    migrated.exec("UPDATE invoices SET payment_flag = 'paid_late' WHERE id = 'i2'")
+    migrated.exec("UPDATE invoices SET payment_flag = 'amount_unverified' WHERE id = 'i1'")
+    expect(() => migrated.exec("UPDATE invoices SET payment_flag = 'late' WHERE id = 'i1'")).toThrow(/CHECK/)
+    const plan = migrated
+      .prepare('EXPLAIN QUERY PLAN SELECT id FROM invoices WHERE payment_flag IS NOT NULL ORDER BY flagged_at')
+      .all() as { detail: string }[]
+    expect(plan.some((p) => p.detail.includes('invoices_flagged'))).toBe(true)
+    m012PaymentFlags.up(migrated) // already widened: a no-op
+    expect(checkDatabase(migrated)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
+    migrated.close()
   })
 })

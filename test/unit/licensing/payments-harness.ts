@@ -2,11 +2,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { loadConfig } from '../../../src-main/config/load'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink, Redactor } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
 import { testCoreDeps } from '../../helpers/coreDeps'
 import { createPayments, type Payments, type PaymentsOptions } from '../../../src-main/licensing/payments'
-import { createLicensingServices, type LicensingServices } from '../../../src-main/licensing/services'
+import { createLicensingServices, type LicensingServices } from '../../../src-main/licensing/licensingServices'
 
 export interface Harness {
   clock: ManualClock

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { ApiError } from '../../../src-main/contract/errors'
 import { fiatToSats, RateService, satsToFiat, toCentibps } from '../../../src-main/licensing/rates'
 import { FakeRateSources } from '../../fakes/rates'

@@ -17,7 +17,7 @@ beforeEach(async () => {
   const tier = (slug: string, extra: Partial<PolicyInput>) =>
     h.services.catalog.createPolicy(productId, PolicyInput.parse({ slug, name: slug, grace_period_days: 3, ...extra }))
   tier('monthly', { is_recurring: true, renewal_period_days: 30, price_value_override: 5_000 })
-  tier('trial', { is_recurring: true, renewal_period_days: 30, trial_days: 14, price_value_override: 0 })
+  tier('trial', { is_recurring: true, renewal_period_days: 30, trial_days: 14, price_value_override: 5_000 })
   await h.payments.providers.connectBtcpay({
     baseUrl: btcpay.url,
     storeId: btcpay.storeId,
@@ -106,12 +106,61 @@ describe('subscriptions: creation', () => {
     expect(h.services.licenses.validate({ key })).toMatchObject({ ok: true, in_grace_period: true })
   })
 
-  it('a trial tier with a zero first charge issues at once; the expiry includes the trial days', async () => {
+  it('a trial tier issues the licence at once and free, the key inline; the first renewal at trial end bills', async () => {
+    downEndpoint()
     const now = h.clock.now()
-    const { licenseId, sub } = await buy('trial')
+    const started = await h.payments.purchases.start({ product: 'app', policy: 'trial', code: 'IGNORED' })
+    // Keysat's free-trial answer: settled, nothing charged, the key in the purchase answer itself.
+    expect(started).toMatchObject({ status: 'settled', amount_sats: 0, discount_applied_sats: 0, provider: 'free' })
+    expect(started.base_price_sats).toBe(5_000)
+    expect(started.license_key).toMatch(/^LIC1-/)
     expect(btcpay.invoices.size).toBe(0)
+    const licenseId = started.license_id!
+    const sub = subs().find((x) => x.license_id === licenseId)!
+    expect(licenseExpiry(licenseId)).toBe(now + 14 * DAY)
+    expect(sub).toMatchObject({
+      status: 'active',
+      listed_value: 5_000,
+      next_renewal_at: now + 14 * DAY,
+      due_at: now + 14 * DAY,
+      cycles: [{ cycle_number: 1, invoice_id: started.invoice_id, status: 'settled' }],
+    })
+    expect(events('subscription.created')[0]!.data).toMatchObject({ trial_days: 14, listed_value: 5_000 })
+    expect(h.services.licenses.validate({ key: started.license_key! })).toMatchObject({ ok: true, is_trial: true })
+
+    // Nothing is billed during the trial; at its end the first paid cycle is.
+    h.clock.advance(14 * DAY - 1)
+    expect((await h.payments.renewals.tick()).claimed).toBe(0)
+    h.clock.advance(1)
+    expect((await h.payments.renewals.tick()).invoiced).toBe(1)
+    const [inv] = renewalInvoices()
+    expect(inv!.amount_sats).toBe(5_000)
+    settle(inv!.id)
     expect(licenseExpiry(licenseId)).toBe(now + 44 * DAY)
-    expect(sub.next_renewal_at).toBe(now + 44 * DAY)
+    expect(h.payments.subscriptions.view(sub.id)).toMatchObject({ status: 'active', next_renewal_at: now + 44 * DAY })
+    // Paid now: the licence no longer answers as a trial.
+    expect(h.services.licenses.validate({ key: started.license_key! })).toMatchObject({ ok: true, is_trial: false })
+  })
+
+  it('a trial nobody pays for lapses at the trial end plus the grace days', async () => {
+    const now = h.clock.now()
+    const started = await h.payments.purchases.start({ product: 'app', policy: 'trial' })
+    const sub = subs().find((x) => x.license_id === started.license_id)!
+    h.clock.advance(14 * DAY)
+    await h.payments.renewals.tick()
+    h.clock.advance(3 * DAY - 1)
+    expect((await h.payments.renewals.tick()).lapsed).toBe(0)
+    h.clock.advance(1)
+    expect((await h.payments.renewals.tick()).lapsed).toBe(1)
+    expect(h.payments.subscriptions.view(sub.id).status).toBe('lapsed')
+    expect(h.clock.now()).toBe(now + 17 * DAY)
+  })
+
+  it('the same buyer may start another trial (as Keysat: no per-buyer limit)', async () => {
+    const a = await h.payments.purchases.start({ product: 'app', policy: 'trial', buyer_email: 'ada@example.com' })
+    const b = await h.payments.purchases.start({ product: 'app', policy: 'trial', buyer_email: 'ada@example.com' })
+    expect(a.license_id).not.toBe(b.license_id)
+    expect(b.status).toBe('settled')
   })
 
   it('a tier price change after purchase keeps the snapshot for renewals', async () => {
@@ -249,7 +298,7 @@ describe('renewal worker', () => {
     expect(view.next_renewal_at).toBe(sub.next_renewal_at + 30 * DAY)
   })
 
-  it('a provider that refuses: backoff 5 min, 30 min, 2 h, 6 h, then renewals stop after 5', async () => {
+  it('a provider that refuses: next_renewal_at moves 5 min, 30 min, 2 h, 6 h, 12 h; renewals stop after 5', async () => {
     downEndpoint()
     const { sub } = await buy()
     const restore = patchCheckout(async () => {
@@ -257,21 +306,95 @@ describe('renewal worker', () => {
     })
     h.clock.advance(30 * DAY)
     expect((await h.payments.renewals.tick()).failed).toBe(1)
-    for (let n = 1; n < MAX_FAILURES; n++) {
+    for (let n = 1; n <= MAX_FAILURES; n++) {
       const wait = RENEWAL_BACKOFF_MS[n - 1]!
+      const view = h.payments.subscriptions.view(sub.id)
+      // Every reader of next_renewal_at sees the retry time; the original due date stays.
+      expect(view).toMatchObject({
+        consecutive_failures: n,
+        next_renewal_at: h.clock.now() + wait,
+        due_at: sub.next_renewal_at,
+      })
+      expect(events('subscription.renewal_failed')[n - 1]!.data.next_attempt_at).toBe(
+        n < MAX_FAILURES ? new Date(h.clock.now() + wait).toISOString() : null,
+      )
+      if (n === MAX_FAILURES) break
       h.clock.advance(wait - 1)
       expect((await h.payments.renewals.tick()).claimed).toBe(0)
       h.clock.advance(1)
       expect((await h.payments.renewals.tick()).failed).toBe(1)
     }
     const stopped = h.payments.subscriptions.view(sub.id)
-    expect(stopped).toMatchObject({ status: 'past_due', consecutive_failures: 5, next_renewal_at: sub.next_renewal_at })
+    expect(stopped).toMatchObject({ status: 'past_due', consecutive_failures: 5 })
     expect(stopped.failure_reason).toContain('stopped')
     expect(stopped.cycles).toHaveLength(1)
     expect(events('subscription.renewal_failed')).toHaveLength(5)
     restore()
     h.clock.advance(RENEWAL_BACKOFF_MS[4])
     expect((await h.payments.renewals.tick()).claimed).toBe(0)
+  })
+
+  it('a renewal that succeeds after a backoff bills the cycle from its original due date', async () => {
+    downEndpoint()
+    const { sub, licenseId } = await buy()
+    const restore = patchCheckout(async () => {
+      throw new ApiError('upstream_error', 'store refused the invoice')
+    })
+    h.clock.advance(30 * DAY)
+    expect((await h.payments.renewals.tick()).failed).toBe(1)
+    restore()
+    h.clock.advance(RENEWAL_BACKOFF_MS[0])
+    expect((await h.payments.renewals.tick()).invoiced).toBe(1)
+    expect(h.payments.subscriptions.view(sub.id).next_renewal_at).toBe(sub.next_renewal_at + 30 * DAY)
+    expect(events('subscription.renewal_pending')[0]!.data.due_at).toBe(new Date(sub.next_renewal_at).toISOString())
+    settle(renewalInvoices()[1]!.id)
+    expect(licenseExpiry(licenseId)).toBe(sub.next_renewal_at + 30 * DAY)
+    expect(h.payments.subscriptions.view(sub.id)).toMatchObject({
+      status: 'active',
+      next_renewal_at: sub.next_renewal_at + 30 * DAY,
+      due_at: sub.next_renewal_at + 30 * DAY,
+    })
+  })
+
+  it('backoff never extends grace: a failing subscription lapses at its original due date plus grace', async () => {
+    const { sub } = await buy()
+    patchCheckout(async () => {
+      throw new ApiError('upstream_error', 'store refused the invoice')
+    })
+    h.clock.advance(30 * DAY)
+    await h.payments.renewals.tick()
+    for (const wait of RENEWAL_BACKOFF_MS.slice(0, 4)) {
+      h.clock.advance(wait)
+      await h.payments.renewals.tick()
+    }
+    expect(h.payments.subscriptions.view(sub.id).next_renewal_at).toBeGreaterThan(sub.next_renewal_at)
+    h.clock.set(sub.next_renewal_at + 3 * DAY - 1)
+    expect((await h.payments.renewals.tick()).lapsed).toBe(0)
+    h.clock.advance(1)
+    expect((await h.payments.renewals.tick()).lapsed).toBe(1)
+  })
+
+  it("lapse follows the tier's current grace, not the grace copied onto the licence at the sale", async () => {
+    const { sub } = await buy()
+    const policy = h.services.catalog.policyBySlug(h.services.catalog.productBySlug('app')!.id, 'monthly')!
+    h.services.catalog.updatePolicy(policy.id, { grace_period_days: 30 })
+    h.clock.advance(30 * DAY)
+    await h.payments.renewals.tick()
+    h.clock.advance(8 * DAY)
+    expect((await h.payments.renewals.tick()).lapsed).toBe(0)
+    expect(h.payments.subscriptions.view(sub.id).status).toBe('past_due')
+    h.clock.advance(22 * DAY - 1)
+    expect((await h.payments.renewals.tick()).lapsed).toBe(0)
+    h.clock.advance(1)
+    expect((await h.payments.renewals.tick()).lapsed).toBe(1)
+    // Lowering it takes effect the same way.
+    const other = await buy()
+    h.services.catalog.updatePolicy(policy.id, { grace_period_days: 1 })
+    h.clock.advance(30 * DAY)
+    await h.payments.renewals.tick()
+    h.clock.advance(1 * DAY)
+    await h.payments.renewals.tick()
+    expect(h.payments.subscriptions.view(other.sub.id).status).toBe('lapsed')
   })
 
   it('lapse: past-due past the paid-through date plus grace → lapsed, the licence validates as expired', async () => {
@@ -324,8 +447,19 @@ describe('cancel', () => {
   it('buyer cancel: cancelled, no further charge, licence valid through the cycle, idempotent', async () => {
     downEndpoint()
     const { key, sub } = await buy()
-    expect(h.payments.subscriptions.cancelByKey(key)).toEqual({ ok: true, status: 'cancelled', already: null })
-    expect(h.payments.subscriptions.cancelByKey(key)).toEqual({ ok: true, status: 'cancelled', already: 'cancelled' })
+    const subscription_id = sub.id
+    expect(h.payments.subscriptions.cancelByKey(key)).toEqual({
+      ok: true,
+      subscription_id,
+      status: 'cancelled',
+      already: null,
+    })
+    expect(h.payments.subscriptions.cancelByKey(key)).toEqual({
+      ok: true,
+      subscription_id,
+      status: 'cancelled',
+      already: 'cancelled',
+    })
     const view = h.payments.subscriptions.view(sub.id)
     expect(view.cancelled_at).toBe(h.clock.now())
     expect(events('subscription.cancelled').map((e) => e.data.actor)).toEqual(['buyer'])

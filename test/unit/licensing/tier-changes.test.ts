@@ -135,7 +135,7 @@ describe('buyer quote and upgrade', () => {
       direction: 'upgrade',
       proration_charge_value: 2000,
       amount_sats: 2000,
-      effective_at: new Date(h.clock.now()).toISOString(),
+      effective_at: 'immediate',
       next_renewal_value: null,
     })
   })
@@ -174,13 +174,24 @@ describe('buyer quote and upgrade', () => {
     subscribe(lic.id, basic, 1000, 15 * DAY)
     const q = await handlers().licUpgradeQuote(input(lic.key, 'pro'), ctx)
     expect(q).toMatchObject({ proration_charge_value: 1000, next_renewal_value: 3000 })
-    expect(q.effective_at).toBe(new Date(h.clock.now()).toISOString())
+    expect(q.effective_at).toBe('immediate')
     h.services.db
       .prepare('UPDATE subscriptions SET policy_id = (SELECT id FROM policies WHERE slug = ?), listed_value = 3000')
       .run('pro')
     h.services.db.prepare("UPDATE licenses SET policy_id = (SELECT id FROM policies WHERE slug = 'pro')").run()
     const down = await handlers().licUpgradeQuote(input(lic.key, 'basic'), ctx)
     expect(down).toMatchObject({ direction: 'downgrade', proration_charge_value: 0 })
+    expect(down.effective_at).toBe(new Date(h.clock.now() + 15 * DAY).toISOString())
+  })
+
+  it('a renewal in backoff keeps the cycle end at the due date, not at the next retry', async () => {
+    const lic = await buy('pro')
+    const pro = h.services.licenses.view(lic.id).policy_id!
+    h.services.db.prepare('UPDATE policies SET is_recurring = 1, renewal_period_days = 30').run()
+    subscribe(lic.id, pro, 3000, 15 * DAY)
+    // Three failed renewals later the next attempt is hours past the paid cycle's end.
+    h.services.db.prepare('UPDATE subscriptions SET next_renewal_at = due_at + ?').run(2 * 3_600_000)
+    const down = await handlers().licUpgradeQuote(input(lic.key, 'basic'), ctx)
     expect(down.effective_at).toBe(new Date(h.clock.now() + 15 * DAY).toISOString())
   })
 })

@@ -6,8 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { loadConfig, type Config } from '../../../src-main/config/load'
 import { ApiError } from '../../../src-main/contract/errors'
 import { ModelDef, modelsContract } from '../../../src-main/contract/models'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { defaultBundledFile, ModelCatalog } from '../../../src-main/models/catalog'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 let dir: string
 let config: Config
@@ -260,9 +261,10 @@ describe('the overrides file', () => {
     fs.writeFileSync(overridesFile(), 'models: [ {key: broken\n  : : :')
     const catalog = make()
     expect(catalog.list().length).toBeGreaterThanOrEqual(8)
-    expect(fs.existsSync(`${overridesFile()}.corrupt`)).toBe(true)
+    const keptAs = keptAsideCopy(overridesFile())
+    expect(keptAs).not.toBeNull()
     expect(fs.existsSync(overridesFile())).toBe(false)
-    expect(warnLines().some((l) => /kept aside/.test(l))).toBe(true)
+    expect(warnLines().some((l) => l.includes(`moved aside to ${keptAs}`))).toBe(true)
   })
 
   it('a file that parses to the wrong shape is kept aside too', () => {
@@ -272,7 +274,7 @@ describe('the overrides file', () => {
         .list()
         .every((e) => e.bundled),
     ).toBe(true)
-    expect(fs.existsSync(`${overridesFile()}.corrupt`)).toBe(true)
+    expect(keptAsideCopy(overridesFile())).not.toBeNull()
   })
 })
 

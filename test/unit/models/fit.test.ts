@@ -3,7 +3,7 @@ import type { ModelDef } from '../../../src-main/contract/models'
 import type { HardwareSnapshot, NodeHardware } from '../../../src-main/contract/nodes'
 import type { Knobs, NodeName } from '../../../src-main/contract/schemas'
 import { notFound } from '../../../src-main/contract/errors'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { FitEstimator, factsCommand, kvCacheBytes, kvShape, type FitOptions } from '../../../src-main/models/fit'
 import { effectiveKnobs, knobsToArgs } from '../../../src-main/models/knobs'
 import type { CatalogEntry } from '../../../src-main/models/types'
@@ -158,6 +158,25 @@ describe('KV cache arithmetic', () => {
       layer_types: ['linear_attention', 'full_attention', 'mamba', 'sliding_attention'],
     }
     expect(kvShape(typed)).toMatchObject({ layers: 3, kvHeads: 8 })
+  })
+
+  it('latent attention (MLA) caches one latent of kv_lora_rank + rope dims per layer, not K and V per head', () => {
+    // GLM-4.7-Flash's shape (as vLLM's own tests transcribe its config.json).
+    const glm = {
+      num_hidden_layers: 47,
+      num_attention_heads: 20,
+      num_key_value_heads: 20,
+      hidden_size: 2048,
+      kv_lora_rank: 512,
+      qk_rope_head_dim: 64,
+      qk_nope_head_dim: 192,
+      v_head_dim: 256,
+      max_position_embeddings: 202752,
+    }
+    const shape = kvShape(glm)
+    expect(shape).toMatchObject({ layers: 47, kvHeads: 1, headDim: 576, latent: true })
+    expect(kvCacheBytes(shape!, 202752, false)).toBe(47 * 576 * 2 * 202752)
+    expect(kvCacheBytes(shape!, 202752, true)).toBe(47 * 576 * 202752)
   })
 
   it('a multimodal config reads its text_config; a config without heads gives nothing', () => {

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
 import type { ModelDef } from '../../../src-main/contract/models'
-import { createLogger } from '../../../src-main/core/logger'
+import { createLogger } from '../../../src-main/lib/logger'
 import { ModelCatalog } from '../../../src-main/models/catalog'
 import {
   bindMountArgs,

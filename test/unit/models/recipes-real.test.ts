@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ApiError } from '../../../src-main/contract/errors'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { validateModelDef } from '../../../src-main/models/catalog'
 import { Recipes, recipeToView, type RecipeContext, type RecipesOptions } from '../../../src-main/models/recipes'
 

@@ -2,9 +2,10 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { ConnectivityStore } from '../../../src-main/nodes/connectivity'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 // A store written by the legacy service: events name their node in `spark`, times are epoch
 // seconds in `ts`, and a transition says only which period ended (no state).
@@ -40,7 +41,7 @@ describe('a legacy connectivity.json is migrated on read (spec 1, 2.7 rule 3)', 
   it('skips and reports the events it cannot read, and the file is not set aside', () => {
     make()
     expect(sink.lines.join('\n')).toMatch(/4 malformed event\(s\) skipped/)
-    expect(fs.existsSync(`${file}.corrupt`)).toBe(false)
+    expect(keptAsideCopy(file)).toBeNull()
   })
 
   it('seeds each subject from its last transition, so the next poll records the right period', async () => {

@@ -2,14 +2,14 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { atomicWriteFile } from '../../../src-main/core/files'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { atomicWriteFile } from '../../../src-main/lib/files'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { ConnectivityStore, MAX_EVENTS } from '../../../src-main/nodes/connectivity'
 
 // Every durable write goes through atomicWriteFile: count them.
-vi.mock('../../../src-main/core/files', async (importOriginal) => {
-  const orig = await importOriginal<typeof import('../../../src-main/core/files')>()
+vi.mock('../../../src-main/lib/files', async (importOriginal) => {
+  const orig = await importOriginal<typeof import('../../../src-main/lib/files')>()
   return { ...orig, atomicWriteFile: vi.fn(orig.atomicWriteFile) }
 })
 

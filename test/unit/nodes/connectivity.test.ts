@@ -2,9 +2,10 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { ConnectivityStore, MAX_EVENTS, parseStore } from '../../../src-main/nodes/connectivity'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 describe('ConnectivityStore', () => {
   let dir: string
@@ -98,8 +99,8 @@ describe('ConnectivityStore', () => {
     fs.writeFileSync(file, '{"events": [ {"subject": "node1", "kin')
     const s = make()
     expect(s.view()).toEqual({ macs: {}, subjects: {}, events: [] })
-    expect(fs.existsSync(`${file}.corrupt`)).toBe(true)
-    expect(sink.lines.join('\n')).toMatch(/kept aside/)
+    expect(sink.lines.join('\n')).toContain(`${file} is malformed`)
+    expect(sink.lines.join('\n')).toContain(`moved aside to ${keptAsideCopy(file)}`)
     await s.report('x', { ok: true })
     expect(JSON.parse(fs.readFileSync(file, 'utf8')).events).toHaveLength(1)
   })

@@ -3,8 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { HardwareSample } from '../../../src-main/contract/nodes'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { HardwareHistory, HISTORY_MS, MAX_SAMPLES, SAVE_EVERY_MS } from '../../../src-main/nodes/hardwareHistory'
 
 /** Hardware history survives a restart in a bounded file under DATA_DIR (issue 13, item 5). */
@@ -76,10 +76,15 @@ describe('hardware history file', () => {
     fs.writeFileSync(file, '{"version":1,"node1":[{"at":"yesterday"}]')
     const h = new HardwareHistory(file, clock, logger())
     expect(h.view()).toEqual({ node1: [], node2: [] })
-    expect(sink.lines.some((l) => l.includes('hardware history file is malformed'))).toBe(true)
-    expect(fs.existsSync(`${file}.corrupt`)).toBe(true)
+    const keptAs = `${file}.corrupt-20261123T080000Z`
+    expect(fs.readFileSync(keptAs, 'utf8')).toBe('{"version":1,"node1":[{"at":"yesterday"}]')
+    // One line says what happened, with where the file is and where the old one was kept.
+    const line = sink.lines.find((l) => l.includes('is malformed'))
+    expect(line).toContain(file)
+    expect(line).toContain(`moved aside to ${keptAs}`)
+    expect(line).toContain(' WARN ')
     h.remember('node1', sample(clock.now()))
-    expect(fs.existsSync(file)).toBe(true)
+    expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toMatchObject({ version: 1, node1: [{ load1: 1 }] })
   })
 
   it('reads a file from before RAM and GPU memory were recorded', () => {

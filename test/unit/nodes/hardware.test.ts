@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger } from '../../../src-main/lib/logger'
 import { ConnectivityStore } from '../../../src-main/nodes/connectivity'
-import { HARDWARE_PROBE, HardwareService, parseHardware, parseUptime } from '../../../src-main/nodes/hardware'
+import { HARDWARE_CACHE_MS, HARDWARE_PROBE, HardwareService, parseHardware } from '../../../src-main/nodes/hardware'
+import { parseUptime } from '../../../src-main/nodes/probeOutput'
 import { startSimKit, type SimKit } from '../../sim/testkit'
 
 const GB10 = `@@hostname
@@ -162,5 +163,28 @@ describe('HardwareService against the sim', () => {
     expect(snap.node1.status).toBe('ok')
     expect(store.state('node2')?.state).toBe('down')
     await kit.sim.node2.up()
+  })
+
+  it('a fresh read right after a node recovers probes it at once, not from the unreachable backoff', async () => {
+    await kit.sim.node2.down()
+    expect((await svc.snapshot({ fresh: true })).node2.status).toBe('unreachable')
+    await kit.sim.node2.up()
+    clock.advance(1000)
+    // A plain read within the backoff still answers from it: a dead node costs one timeout, not one per poll.
+    clock.advance(HARDWARE_CACHE_MS)
+    const plain = await svc.snapshot()
+    expect(plain.node2).toMatchObject({ status: 'unreachable' })
+    const before = kit.sim.node2.commands.length
+    // Concurrent fresh reads join one probe rather than one each.
+    const [a, b, c] = await Promise.all([
+      svc.snapshot({ fresh: true }),
+      svc.snapshot({ fresh: true }),
+      svc.snapshot({ fresh: true }),
+    ])
+    expect(a.node2).toMatchObject({ status: 'ok', hostname: 'spark-b2' })
+    expect(b).toBe(a)
+    expect(c).toBe(a)
+    expect(kit.sim.node2.commands.length).toBe(before + 1)
+    expect(store.state('node2')?.state).toBe('up')
   })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { NodeMonitor, type ProbeScope } from '../../../src-main/nodes/monitor'
 
 function make(intervalS: number) {

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { electronSqliteBinding, sqliteOptions, SQLITE_BINDING_ENV } from '../../../src-main/core/nativeBinding'
+import { electronSqliteBinding, sqliteOptions, SQLITE_BINDING_ENV } from '../../../src-main/lib/nativeBinding'
 // @ts-expect-error -- a plain .mjs script without type declarations
 import { NATIVE_DIR, prepareNativeApp } from '../../../scripts/desktop-setup.mjs'
 

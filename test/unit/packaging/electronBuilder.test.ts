@@ -4,7 +4,7 @@ import { Ajv } from 'ajv'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import pkg from '../../../package.json'
-import { VERSION } from '../../../src-main/core/version'
+import { VERSION } from '../../../src-main/lib/version'
 import { manifest } from '../../../startos/manifest'
 
 const root = path.resolve(__dirname, '../../..')

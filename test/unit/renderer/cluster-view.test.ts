@@ -168,6 +168,8 @@ const service = (name: string, label: string, model: string | null) => ({
   base_url: 'http://tandem/v1',
   upstream_url: `http://10.0.0.11:8888`,
   label,
+  label_reason: null,
+  actions_blocked: null,
   error: null,
 })
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { routes } from 'virtual:contract-data'
 import { contract } from '../../../src-main/contract'
 import { splitRoute } from '../../../src-main/contract/define'
-import { buildRequest } from '../../../src-renderer/api/http'
+import { buildRequest } from '../../../src-renderer/api/httpApi'
 
 describe('renderer HTTP client', () => {
   it('puts GET inputs in the query string and path params in the path', () => {

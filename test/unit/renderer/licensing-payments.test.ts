@@ -37,8 +37,24 @@ const flagged = {
       payment_flag_detail: 'paid 0.00009000 BTC, expected 0.00010000 BTC',
       flagged_at: 5,
     },
+    {
+      id: 'inv-late-1',
+      provider: 'btcpay',
+      status: 'settled',
+      payment_flag: 'paid_late',
+      payment_flag_detail: 'the payment arrived after the invoice expired',
+      flagged_at: 6,
+    },
+    {
+      id: 'inv-status-only-1',
+      provider: 'zaprite',
+      status: 'settled',
+      payment_flag: 'amount_unverified',
+      payment_flag_detail: 'settled on PAID alone: the record names no amount, expected 0.00010000 BTC',
+      flagged_at: 7,
+    },
   ],
-  total: 1,
+  total: 3,
 }
 
 function fakeApi(calls: { method: string; input: unknown }[]): BackendApi {
@@ -83,6 +99,8 @@ describe('payment provider panel: settling and flagged payments', () => {
     const table = el.querySelector('[data-testid="flagged-invoices"]')!
     expect(table.textContent).toContain('Underpaid — not settled')
     expect(table.textContent).toContain('paid 0.00009000 BTC, expected 0.00010000 BTC')
+    expect(table.textContent).toContain('Paid after expiry — settled')
+    expect(table.textContent).toContain('Amount not reported — settled on status')
   })
 
   it('offers "Connect to BTCPay" by authorization', async () => {

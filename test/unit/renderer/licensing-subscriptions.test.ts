@@ -24,6 +24,7 @@ const sub = (status: 'active' | 'past_due' | 'cancelled') => ({
   listed_value: 900,
   period_days: 30,
   next_renewal_at: Date.UTC(2026, 11, 1),
+  due_at: Date.UTC(2026, 10, 1),
   last_renewal_attempt_at: Date.UTC(2026, 10, 1),
   consecutive_failures: status === 'past_due' ? 5 : 0,
   failure_reason: status === 'past_due' ? `provider refused: 503 ${XSS}` : null,
@@ -224,7 +225,7 @@ describe('tier changes on the licence detail', () => {
     button(el, 'Confirm')!.click()
     await flush()
     expect(calls.find((c) => c.method === 'licAdminChangeTier')?.input).toMatchObject({ skip_payment: true })
-    expect(el.textContent).toContain('The licence is now on vip.')
+    expect(el.textContent).toContain('The license is now on vip.')
     expect(el.textContent).not.toContain('Copy checkout link')
   })
 })

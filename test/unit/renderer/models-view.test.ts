@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BackendError, type BackendApi, type OutputOf } from '../../../src-renderer/api'
 import { flush, mountWith, unmountAll } from './mount'
 import { contract } from '../../../src-main/contract'
-import { parseInput } from '../../../src-main/core/invoke'
+import { parseInput } from '../../../src-main/app/invoke'
 import ModelsView from '../../../src-renderer/views/ModelsView.vue'
 
 const T = Date.now()
@@ -115,6 +115,20 @@ function fakeApi(calls: Call[], subs: Sub[], over: Record<string, Answer> = {}):
       ],
     },
     startDownload: { job_id: 'dl-1' },
+    getJob: (i: Record<string, unknown>) => ({
+      id: i.id,
+      kind: 'download',
+      title: 'Download Qwen/Qwen3-8B to node1 and node2',
+      state: 'succeeded',
+      phase: 'Done',
+      started_at: T,
+      finished_at: T + 50_000,
+      elapsed_s: 50,
+      progress: { percent: 100, bytes_done: 5 * GB, bytes_total: 5 * GB, rate: null, eta_s: null },
+      log: [],
+      result: { repo: 'Qwen/Qwen3-8B', target: 'both', nodes: ['node1', 'node2'] },
+      error: null,
+    }),
     cancelJob: {},
     ...over,
   }
@@ -360,7 +374,9 @@ describe('Models view: swap', () => {
       'Launching',
     ])
     expect(box.textContent).toContain('Loading safetensors checkpoint shards')
-    expect(box.textContent).toContain('about 5m left')
+    expect(box.textContent).toContain('Based on its last load: about 5m left')
+    // A swap's progress has no byte counts: no "— of — · —" placeholders.
+    expect(box.textContent).not.toContain('—')
   })
 })
 
@@ -386,7 +402,7 @@ describe('Models view: delete weights', () => {
 })
 
 describe('Models view: downloads', () => {
-  it('shows progress, rate, ETA, phase and log; cancels; opens Add to catalog after success', async () => {
+  it('shows progress, rate, ETA, phase and log; cancels; keeps a result card with Add to catalog after success', async () => {
     const calls: Call[] = []
     const subs: Sub[] = []
     const el = await mountWith(ModelsView, fakeApi(calls, subs))
@@ -428,6 +444,14 @@ describe('Models view: downloads', () => {
     expect(calls.find((c) => c.method === 'cancelJob')?.input).toEqual({ id: 'dl-1' })
 
     push({ type: 'end', seq: 4, state: 'succeeded', error: null, result: null })
+    await flush()
+    // The result stays on screen; the Add form opens only when asked.
+    expect(el.textContent).not.toContain('Add a model from')
+    const result = el.querySelector('[data-test="download-result"]') as HTMLElement
+    expect(result.textContent).toContain('Qwen/Qwen3-8B')
+    expect(result.textContent).toContain('node1 and node2')
+    expect(result.textContent).toContain('5.0 GB')
+    button(result, 'Add to catalog').click()
     await flush()
     const repo = el.querySelector('#add-repo') as HTMLInputElement | null
     expect(repo?.value).toBe('Qwen/Qwen3-8B')
@@ -584,5 +608,162 @@ describe('Models view: recipes', () => {
     expect(rows[2]!.textContent).toContain('vllm-node (launcher default)')
     expect(rows[2]!.textContent).not.toContain('Build args')
     expect(rows[2]!.textContent).not.toContain('Mods')
+  })
+})
+
+describe('Models view: one record of the loaded model, the swap and the download', () => {
+  const swapRecord = (over: Record<string, unknown> = {}) => ({
+    id: 'swap-7',
+    kind: 'swap',
+    title: 'Swap to Big MoE (cluster)',
+    state: 'running',
+    phase: 'Loading',
+    started_at: Date.now() - 2000,
+    finished_at: null,
+    elapsed_s: 2,
+    progress: null,
+    log: [],
+    result: null,
+    error: null,
+    ...over,
+  })
+  const midSwap = (etaS: number | null) => ({
+    loaded: null,
+    job: swapRecord(),
+    swapping: {
+      key: 'big-moe',
+      mode: 'cluster',
+      phase: 'loading',
+      eta_s: etaS,
+      layout: { mode: 'cluster', nodes: ['node1', 'node2'], tensor_parallel: 2, backend: 'ray' },
+    },
+  })
+
+  it('after a reload mid-swap: the header shows the swap, every Swap button is disabled, the job is followed', async () => {
+    const subs: Sub[] = []
+    const el = await mountWith(ModelsView, fakeApi([], subs, { swapState: midSwap(30) }))
+    const bar = el.querySelector('.loaded-bar')!.textContent ?? ''
+    expect(bar).toContain('swapping')
+    expect(bar).toContain('Big MoE')
+    expect(bar).not.toContain('No model is loaded')
+    expect(buttons(el, 'Swap…').length).toBe(3)
+    expect(buttons(el, 'Swap…').every((b) => b.disabled)).toBe(true)
+    expect(subs.find((s) => s.method === 'streamJob')?.input).toEqual({ id: 'swap-7' })
+  })
+
+  it('never shows a negative uptime: the header and the card agree, on the server clock', async () => {
+    const subs: Sub[] = []
+    // The server clock runs 17 s ahead: the model came up "in the future" by the client's clock.
+    const since = Date.now() + 17_000
+    const el = await mountWith(
+      ModelsView,
+      fakeApi([], subs, {
+        swapState: { loaded: { key: 'qwen-a', served: 'org/qwen-a', mode: 'solo', since }, job: null, swapping: null },
+      }),
+    )
+    const bar = el.querySelector('.loaded-bar')!.textContent ?? ''
+    expect(bar).toContain('up 0s')
+    expect(bar).not.toMatch(/up -/)
+    expect(card(el, 'qwen-a').textContent).toContain('up 0s')
+    // An event stamped by the server tells the offset: 40 s later on its clock, up 40 s.
+    subs
+      .find((s) => s.method === 'streamEvents')!
+      .onEvent({
+        seq: 1,
+        at: since + 40_500,
+        name: 'hardware.snapshot',
+        data: { node1: hwNode('node1'), node2: hwNode('node2'), taken_at: since + 40_000 },
+      })
+    await flush()
+    expect(el.querySelector('[data-test="uptime"]')?.textContent).toMatch(/up 4\ds/)
+    expect(card(el, 'qwen-a').textContent).toMatch(/up 4\ds/)
+  })
+
+  it("counts the ETA down from the daemon's remembered load time", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] })
+    const el = await mountWith(ModelsView, fakeApi([], [], { swapState: midSwap(20) }))
+    const etaText = () => el.querySelector('[data-test="swap-eta"]')?.textContent ?? ''
+    expect(etaText()).toContain('Based on its last load: about 20s left')
+    vi.advanceTimersByTime(5000)
+    await flush()
+    expect(etaText()).toContain('about 15s left')
+  })
+
+  it("labels a first load's ETA an estimate from the weights' size", async () => {
+    const el = await mountWith(ModelsView, fakeApi([], [], { swapState: midSwap(null) }))
+    // 400 GB on disk, split over two nodes, read at 2 GB/s: about 100 s from the job's start.
+    expect(el.querySelector('[data-test="swap-eta"]')?.textContent).toMatch(
+      /Estimate from the weights' size: about 1m left/,
+    )
+  })
+
+  it('a failed swap marks the step it failed in and shows its error once', async () => {
+    const subs: Sub[] = []
+    let reads = 0
+    const after = { loaded: null, job: swapRecord({ state: 'failed', phase: 'Failed' }), swapping: null }
+    const el = await mountWith(
+      ModelsView,
+      fakeApi([], subs, { swapState: () => (reads++ === 0 ? midSwap(null) : after) }),
+    )
+    const job = subs.find((s) => s.method === 'streamJob')!
+    for (const [i, phase] of ['Validating', 'Stopping the current engine', 'Launching', 'Loading'].entries())
+      job.onEvent({ type: 'phase', seq: i + 1, phase })
+    const why = 'swap to Big MoE failed: the engine failed to load org/big-moe: CUDA out of memory'
+    job.onEvent({ type: 'phase', seq: 5, phase: 'Failed' })
+    subs
+      .find((s) => s.method === 'streamEvents')!
+      .onEvent({
+        seq: 1,
+        at: Date.now(),
+        name: 'swap.state',
+        data: { key: 'big-moe', mode: 'cluster', phase: 'failed', job_id: 'swap-7', loaded: null, detail: why },
+      })
+    job.onEvent({ type: 'end', seq: 6, state: 'failed', error: why, result: null })
+    await flush()
+    const box = el.querySelector('section[aria-label="Swap progress"]') as HTMLElement
+    expect(box.textContent).toContain('Swap failed: Big MoE')
+    expect(box.querySelector('li[data-failed="true"]')?.textContent).toContain('Loading')
+    expect([...box.querySelectorAll('li.done')].map((l) => l.textContent?.trim())).toEqual([
+      'Validating',
+      'Stopping the current engine',
+      'Launching',
+    ])
+    expect(box.textContent!.split('CUDA out of memory').length - 1).toBe(1)
+  })
+
+  it('a finished download keeps its result card across a reload, without Add to catalog for a catalog repo', async () => {
+    localStorage.clear()
+    const done = {
+      id: 'download-3',
+      kind: 'download',
+      title: 'Download org/qwen-a to node1',
+      state: 'succeeded',
+      phase: 'Done',
+      started_at: T - 100_000,
+      finished_at: T - 20_000,
+      elapsed_s: 80,
+      progress: { percent: 100, bytes_done: 8 * GB, bytes_total: 8 * GB, rate: null, eta_s: null },
+      log: [],
+      result: { repo: 'org/qwen-a', target: 'node1', nodes: ['node1'] },
+      error: null,
+    }
+    const el = await mountWith(ModelsView, fakeApi([], [], { listJobs: [done] }))
+    button(el, 'Downloads').click()
+    await flush()
+    const result = el.querySelector('[data-test="download-result"]') as HTMLElement
+    expect(result.textContent).toContain('org/qwen-a')
+    expect(result.textContent).toContain('8.0 GB')
+    expect(result.textContent).toContain('1m')
+    expect(result.textContent).toContain('100 MB/s')
+    expect(result.textContent).toContain('already in the catalog')
+    expect(buttons(result, 'Add to catalog')).toEqual([])
+    button(result, 'Dismiss').click()
+    await flush()
+    expect(el.querySelector('[data-test="download-result"]')).toBeNull()
+    unmountAll()
+    const again = await mountWith(ModelsView, fakeApi([], [], { listJobs: [done] }))
+    button(again, 'Downloads').click()
+    await flush()
+    expect(again.querySelector('[data-test="download-result"]')).toBeNull()
   })
 })

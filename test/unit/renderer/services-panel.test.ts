@@ -23,6 +23,8 @@ function service(over: Partial<Service>): Service {
     base_url: 'http://10.0.0.1:8080/v1',
     upstream_url: 'http://10.0.0.2:9000',
     label: 'Healthy',
+    label_reason: null,
+    actions_blocked: null,
     error: null,
     custom: false,
     node: 'node2',
@@ -90,6 +92,24 @@ describe('Services panel', () => {
     expect(button(cards[2]!, 'Remove')).toBeDefined()
   })
 
+  it('shows a service on an unreachable node as Unknown (node unreachable), its actions disabled with the reason', async () => {
+    const blocked = 'node2 is unreachable over SSH: its container cannot be read, started or stopped until it answers'
+    const { api } = fakeApi([
+      service({
+        label: 'Unknown',
+        label_reason: 'node unreachable',
+        container_state: 'unknown',
+        actions_blocked: blocked,
+      }),
+    ])
+    const el = await mountWith(ServicesPanel, api)
+    const card = el.querySelector('article')!
+    expect(card.querySelector('.badge')?.textContent).toBe('Unknown (node unreachable)')
+    expect(button(card, 'Start').disabled).toBe(true)
+    for (const b of ['Restart', 'Stop']) expect(button(card, b).disabled, b).toBe(true)
+    expect(card.textContent).toContain(blocked)
+  })
+
   it('asks before a restart and runs it only after Confirm', async () => {
     const { api, calls } = fakeApi([service({})])
     const el = await mountWith(ServicesPanel, api)
@@ -123,6 +143,9 @@ describe('Prebuilt panel', () => {
     const { api, calls } = fakeApi([])
     const el = await mountWith(PrebuiltPanel, api)
     expect(el.textContent).toContain('nvcr.io/nim/nvidia/parakeet:1')
+    // No empty form until asked for: choosing an image (or "Install a service") opens it.
+    expect(el.querySelector('form')).toBeNull()
+    expect(button(el, 'Install a service')).toBeDefined()
     button(el, 'Use').click()
     await flush()
     el.querySelector('form')!.dispatchEvent(new Event('submit'))

@@ -49,6 +49,7 @@ function fakeApi(calls: { method: string; input: unknown }[]): BackendApi {
         locked_reason: 'Set by the environment variable PORT where Tandem is started.',
       }),
       setting({ name: 'NEW_THING', label: 'New thing', group: 'mystery' }),
+      setting({ name: 'ASR_PORT', label: 'asr port', help: 'asr HTTP port', group: 'services' }),
     ],
   })
   return {
@@ -137,6 +138,7 @@ describe('Settings view', () => {
     expect(calls.find((c) => c.method === 'saveSettings')?.input).toEqual({ values: { SWAP_HOLD_S: '120' } })
     expect(hold.querySelector('[data-testid="pending"]')).not.toBeNull()
     expect(input.value).toBe('120')
+    expect(el.querySelector('[data-testid="save-bar"]')?.textContent).toContain('1 saved setting waits for a restart.')
 
     el.querySelector<HTMLButtonElement>('[data-testid="settings-restart"]')!.click()
     await flush()
@@ -144,5 +146,28 @@ describe('Settings view', () => {
     expect(el.querySelector('[data-testid="restart-hint"]')?.textContent).toContain('PORT applies')
     expect(hold.querySelector('[data-testid="pending"]')).toBeNull()
     expect(input.value).toBe('120')
+  })
+
+  it('shows one label per field: a help line that restates the label is left out', async () => {
+    const el = await mount([])
+    const asr = el.querySelector('[data-testid="setting-ASR_PORT"]')!
+    expect(asr.querySelectorAll('label')).toHaveLength(1)
+    expect(asr.querySelector('.setting-help')).toBeNull()
+    expect(asr.querySelector('code.setting-var')?.textContent).toBe('ASR_PORT')
+    expect(el.querySelector('[data-testid="setting-SWAP_HOLD_S"] .setting-help')?.textContent).toContain(
+      'One line of help',
+    )
+  })
+
+  it('folds groups into sections, and a section with an invalid or unsaved field opens itself', async () => {
+    const el = await mount([])
+    const group = el.querySelector<HTMLDetailsElement>('[data-testid="settings-group-services"]')!
+    expect(group.tagName).toBe('DETAILS')
+    group.open = false
+    group.dispatchEvent(new Event('toggle'))
+    await flush()
+    expect(group.open).toBe(false)
+    await type(group.querySelector<HTMLInputElement>('[data-testid="setting-SWAP_HOLD_S"] input')!, 'soon')
+    expect(group.open).toBe(true)
   })
 })

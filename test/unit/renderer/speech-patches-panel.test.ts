@@ -80,7 +80,9 @@ describe('Speech patches panel', () => {
     expect(rows[0]).toContain('missing')
     expect(rows[1]).toContain('drift')
     expect(rows[2]).toContain('in sync')
-    expect(el.textContent).toContain('2 of 3 need reapplying')
+    expect(el.textContent).toContain(
+      '2 of 3 overlays are missing or changed in the asr container: Reapply patches puts the shipped ones back.',
+    )
     expect(el.querySelector('.model')?.textContent).toContain('ready')
   })
 
@@ -119,5 +121,19 @@ describe('Speech patches panel', () => {
     await flush()
     expect(el.querySelector('.steps')?.textContent).toContain('stopped')
     expect(el.querySelector('.steps pre')?.textContent).toContain('SyntaxError')
+  })
+
+  it('says to install asr when there is no asr container to patch', async () => {
+    const files = status().files.map((f) => ({ ...f, container_sha256: null, status: 'missing' as const }))
+    const api = {
+      transport: 'http',
+      call: async () => status({ files, error: 'No such container: asr' }),
+      subscribe: () => () => undefined,
+    } as unknown as BackendApi
+    const el = await mountWith(SpeechPatchesPanel, api)
+    expect(el.textContent).not.toContain('3 of 3')
+    expect(el.querySelector('[data-testid="patches-summary"]')?.textContent?.trim()).toBe(
+      'The asr container is not there to patch yet: install or start asr (see Services above), then Check again.',
+    )
   })
 })

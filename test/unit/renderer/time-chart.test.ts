@@ -54,3 +54,20 @@ describe('TimeChart', () => {
     expect(swatch?.style.background ?? '').toContain('cc')
   })
 })
+
+describe('TimeChart legend', () => {
+  const legend = (el: HTMLElement) => el.querySelector<HTMLElement>('.u-legend')!
+
+  it('shows its legend only while the cursor is over the plot, never an idle "--" row', async () => {
+    const el = await mountChart({})
+    expect(legend(el).style.visibility).toBe('hidden')
+    const over = el.querySelector<HTMLElement>('.u-over')!
+    over.dispatchEvent(new MouseEvent('mouseenter', { clientX: 40, clientY: 40 }))
+    over.dispatchEvent(new MouseEvent('mousemove', { clientX: 40, clientY: 40 }))
+    await flush()
+    expect(legend(el).style.visibility).toBe('visible')
+    over.dispatchEvent(new MouseEvent('mouseleave', { clientX: -5, clientY: -5 }))
+    await flush()
+    expect(legend(el).style.visibility).toBe('hidden')
+  })
+})

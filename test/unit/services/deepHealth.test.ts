@@ -1,13 +1,13 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import type { EventPublisher } from '../../../src-main/core/events'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
-import type { RoleLocation, RoleName } from '../../../src-main/core/serviceDirectory'
+import { ManualClock } from '../../../src-main/lib/clock'
+import type { EventPublisher } from '../../../src-main/platform/eventBus'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
+import type { RoleLocation, RoleName } from '../../../src-main/services/serviceDirectory'
 import type { EventName, EventPayload } from '../../../src-main/contract/events'
 import type { DeepHealthResult } from '../../../src-main/contract/services'
-import type { ReportSink } from '../../../src-main/gateway/deepHealth'
+import type { ReportSink } from '../../../src-main/gateway/deepHealthHook'
 import {
   DeepHealth,
   IDLE_NOTE,

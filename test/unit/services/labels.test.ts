@@ -1,9 +1,9 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
-import { createLogger } from '../../../src-main/core/logger'
-import type { RoleLocation } from '../../../src-main/core/serviceDirectory'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { createLogger } from '../../../src-main/lib/logger'
+import type { RoleLocation } from '../../../src-main/services/serviceDirectory'
 import { serviceLabel, StatusService, type StatusDeps } from '../../../src-main/nodes/status'
 import type { SshPool } from '../../../src-main/ssh/pool'
 

@@ -2,11 +2,12 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/core/clock'
+import { ManualClock } from '../../../src-main/lib/clock'
 import { HostKeyStore } from '../../../src-main/ssh/hostKeys'
 import { fingerprintOfBlob } from '../../../src-main/ssh/keys'
 import { SshError, SshPool } from '../../../src-main/ssh/pool'
 import { startSimKit, type SimKit } from '../../sim/testkit'
+import { keptAsideCopy } from '../../helpers/keptAside'
 
 const blobA = Buffer.from('\0\0\0\x0bssh-ed25519\0\0\0\x20' + 'a'.repeat(32), 'latin1')
 const blobB = Buffer.from('\0\0\0\x0bssh-ed25519\0\0\0\x20' + 'b'.repeat(32), 'latin1')
@@ -28,7 +29,7 @@ describe('HostKeyStore with an unreadable known_hosts.json', () => {
       () => 1000,
       (m) => warnings.push(m),
     )
-    expect(fs.readFileSync(`${file}.corrupt`, 'utf8')).toContain('10.0.0.1')
+    expect(fs.readFileSync(keptAsideCopy(file)!, 'utf8')).toContain('10.0.0.1')
     expect(warnings.join('\n')).toMatch(/no SSH host key is trusted until/i)
 
     const first = store.check('10.0.0.1', 22, blobA)
@@ -46,7 +47,7 @@ describe('HostKeyStore with an unreadable known_hosts.json', () => {
         seen_at: 1000,
       },
     ])
-    expect(store.confirmation()).toEqual({ required: true, kept_as: `${file}.corrupt` })
+    expect(store.confirmation()).toEqual({ required: true, kept_as: keptAsideCopy(file) })
 
     // A fingerprint that is not the one presented is refused.
     expect(store.trust('10.0.0.1', 22, fingerprintOfBlob(blobB))).toMatchObject({ ok: false })
@@ -71,7 +72,7 @@ describe('HostKeyStore with an unreadable known_hosts.json', () => {
   it('a file that cannot be read at all (a folder in its place) is kept aside too', () => {
     fs.mkdirSync(file)
     const store = new HostKeyStore(file, () => 1)
-    expect(fs.statSync(`${file}.corrupt`).isDirectory()).toBe(true)
+    expect(fs.statSync(keptAsideCopy(file)!).isDirectory()).toBe(true)
     expect(store.check('h', 22, blobA)).toMatchObject({ ok: false, reason: 'unconfirmed' })
   })
 

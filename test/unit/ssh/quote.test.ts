@@ -3,6 +3,7 @@ import { homePath, remoteDir, shq, shqArgs } from '../../../src-main/ssh/quote'
 import {
   ContainerName,
   EngineArg,
+  EnvMap,
   ImageRef,
   LocalPath,
   MacAddress,
@@ -83,5 +84,15 @@ describe('validators', () => {
       '',
     ])
       expect(normalizeMac(bad)).toBeNull()
+  })
+})
+
+describe('environment maps', () => {
+  it('refuse more variables or bytes than one SSH exec request carries', () => {
+    const big = Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`V${i}`, 'x'.repeat(8000)]))
+    expect(EnvMap.safeParse(big).success).toBe(false)
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`V${i}`, '1']))
+    expect(EnvMap.safeParse(many).success).toBe(false)
+    expect(EnvMap.safeParse({ A: 'x'.repeat(8000), B: 'y'.repeat(8000) }).success).toBe(true)
   })
 })

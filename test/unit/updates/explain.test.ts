@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ApiError } from '../../../src-main/contract/errors'
-import { systemClock } from '../../../src-main/core/clock'
-import { createLogger, MemorySink } from '../../../src-main/core/logger'
+import { systemClock } from '../../../src-main/lib/clock'
+import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { LauncherCheckout } from '../../../src-main/updates/checkout'
 import { explainPrompt, UpdateExplainer, type ExplainDeps } from '../../../src-main/updates/explain'
 

@@ -1,0 +1,192 @@
+import { stateDirs, type Config } from '../config/load'
+import type { Contract, ContractHandlers } from '../contract'
+import type { RestartOutcome } from '../contract/system'
+import { JobRegistry } from '../jobs/registry'
+import { loadAdminToken } from './adminToken'
+import { removeOrphanedTempFiles } from '../lib/files'
+import { systemClock, type Clock } from '../lib/clock'
+import { Credentials } from './credentials'
+import type { AnyHandler, Dispatcher } from './invoke'
+import { Limits } from '../platform/limits'
+import { CallerScope } from '../platform/callerScope'
+import { UntrustedProxies } from '../http/untrustedProxies'
+import { SessionStore } from './sessions'
+import { ServiceDirectory } from '../services/serviceDirectory'
+import { systemHandlers } from '../system/systemHandlers'
+import { storageHealth } from '../system/storageHealth'
+import { docsHandlers } from '../system/docsHandlers'
+import { createLogger, Redactor, type Logger } from '../lib/logger'
+import { EventBus, eventHandlers } from '../platform/eventBus'
+import type { DomainModule } from '../platform/domainModule'
+import { createNodesModule } from '../nodes/module'
+import { createModelsModule } from '../models/module'
+import { createServicesModule } from '../services/module'
+import { createUpdatesModule } from '../updates/module'
+import { createGatewayModule, type GatewayOptions } from '../gateway/module'
+import { ConsumerKeys } from '../gateway/keys/consumerKeyStore'
+import { createLicensingModule } from '../licensing/module'
+import { createMetricsModule } from '../metrics/module'
+import type { LicensingDb } from '../licensing/db'
+
+export interface CoreOptions {
+  config: Config
+  clock?: Clock
+  logger?: Logger
+  /** The host process's in-process restart (headless.ts), offered to the Settings page as "Restart to apply". */
+  restart?: () => Promise<RestartOutcome>
+  /** Gateway tuning (the benches switch usage accounting off to measure its cost). */
+  gateway?: Partial<GatewayOptions>
+}
+
+/** Everything the process runs, built from Config. HTTP and IPC adapters sit on top of it. */
+export interface Core {
+  readonly config: Config
+  readonly clock: Clock
+  readonly logger: Logger
+  readonly jobs: JobRegistry
+  /** Push events (contract/events.ts): services publish, GET /api/events and IPC deliver. */
+  readonly events: EventBus
+  /** Null when the admin-token file was rejected: every admin call is refused until a new one is set. */
+  readonly adminToken: string | null
+  readonly adminTokenSource: 'setting' | 'file'
+  readonly handlers: ContractHandlers
+  /** Handlers, limits and logger: what both transports dispatch contract calls through. */
+  readonly dispatcher: Dispatcher
+  readonly modules: readonly DomainModule<Partial<Contract>>[]
+  readonly limits: Limits
+  readonly credentials: Credentials
+  readonly sessions: SessionStore
+  /** Who is calling, for the audit log: entered per contract call and per HTTP domain route. */
+  readonly callers: CallerScope
+  /** Peers forwarding for others without being in TRUSTED_PROXIES: the edge reports them, the Settings page shows them. */
+  readonly untrustedProxies: UntrustedProxies
+  start(): Promise<void>
+  stop(): Promise<void>
+}
+
+export async function createCore(opts: CoreOptions): Promise<Core> {
+  const { config } = opts
+  const clock = opts.clock ?? systemClock
+  const logger = opts.logger ?? createLogger({ redactor: new Redactor() })
+  const redactor = logger.redactor
+  // Before anything writes: temp files an interrupted atomic write (kill -9) left behind.
+  for (const file of removeOrphanedTempFiles(stateDirs(config.paths)))
+    logger.info('removed the temp file of an interrupted write', { file })
+  const admin = loadAdminToken(config.adminToken, config.paths.adminTokenFile, logger)
+  for (const secret of [admin.token, config.registryApiKey, ...config.consumerApiKeys, config.metricsToken])
+    if (secret) redactor.add(secret)
+  for (const w of config.warnings) logger.warn(w)
+
+  const events = new EventBus(clock)
+  const jobs = new JobRegistry(clock, redactor, events)
+  const limits = new Limits({ clock, publicPerMinute: config.licensingRateLimit })
+  const consumerKeys = ConsumerKeys.open(config.paths.dataDir, clock, logger.child('gateway'))
+  const credentials = new Credentials({
+    adminToken: admin.token,
+    consumerKeys: config.consumerApiKeys,
+    namedKeys: consumerKeys,
+    metricsToken: config.metricsToken,
+    limits,
+    logger: logger.child('credentials'),
+  })
+  const sessions = new SessionStore({
+    file: config.paths.sessionsFile,
+    adminToken: admin.token,
+    clock,
+    logger: logger.child('sessions'),
+  })
+  const callers = new CallerScope()
+  const untrustedProxies = new UntrustedProxies(logger.child('http'))
+  const shared = { config, clock, logger, jobs, events, limits, callers }
+  // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
+  const services = new ServiceDirectory(config)
+  const nodes = await createNodesModule({ ...shared, services })
+  const models = await createModelsModule({ ...shared, services, nodes })
+  const servicesModule = await createServicesModule({ ...shared, services, nodes, models })
+  const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
+  // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
+  const gateway = await createGatewayModule({
+    ...shared,
+    services,
+    deepHealth: servicesModule.deepHealth,
+    // Chat and completions wait here while a swap is loading (and start one on demand).
+    llmGate: models.swap,
+    consumerKeys,
+    options: opts.gateway,
+  })
+  const licensing = await createLicensingModule(shared)
+  const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
+  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb })
+  const modules = [nodes, models, servicesModule, gateway, licensing, metrics] as DomainModule<Partial<Contract>>[]
+  const storage = storageHealth({ dataDir: config.paths.dataDir, clock })
+
+  const handlers = {
+    ...systemHandlers({
+      config,
+      clock,
+      logger,
+      jobs,
+      credentials,
+      untrustedProxies,
+      components: async () => ({ licensing: licensing.health(), storage: await storage() }),
+      restart: opts.restart,
+    }),
+    ...nodes.handlers,
+    ...models.handlers,
+    ...servicesModule.handlers,
+    ...updates.handlers,
+    ...gateway.handlers,
+    ...licensing.handlers,
+    licValidate: metrics.countValidations(licensing.handlers.licValidate),
+    ...eventHandlers(events),
+    ...docsHandlers(config),
+  } satisfies ContractHandlers
+
+  return {
+    config,
+    clock,
+    logger,
+    jobs,
+    events,
+    adminToken: admin.token,
+    adminTokenSource: admin.source,
+    handlers,
+    dispatcher: { handlers: handlers as unknown as Record<string, AnyHandler>, limits, logger, callers },
+    modules,
+    limits,
+    credentials,
+    sessions,
+    callers,
+    untrustedProxies,
+    ...lifecycle(modules, jobs, events, logger),
+  }
+}
+
+/** Starts the modules in order; stops them in reverse, and keeps going when one fails. */
+function lifecycle(
+  modules: readonly DomainModule<Partial<Contract>>[],
+  jobs: JobRegistry,
+  events: EventBus,
+  logger: Logger,
+): Pick<Core, 'start' | 'stop'> {
+  let started = false
+  return {
+    async start() {
+      for (const m of modules) await m.start?.()
+      started = true
+    },
+    async stop() {
+      await jobs.stopAll()
+      events.close()
+      if (!started) return
+      for (const m of [...modules].reverse()) {
+        try {
+          await m.stop?.()
+        } catch (err) {
+          logger.error(`stopping ${m.name} failed`, { error: err })
+        }
+      }
+      started = false
+    },
+  }
+}

@@ -1,0 +1,286 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { ConsumerKey, ConsumerKeyCreate, ConsumerKeyPatch } from '../../contract/consumerKeys'
+import { ApiError } from '../../contract/errors'
+import type { Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import { RateLimiter } from '../../lib/rateLimit'
+import { openGatewayDb, type GatewayDb } from '../gatewayDb'
+
+/**
+ * Named consumer keys and their admission (issue 16): who a bearer key belongs to, whether it may
+ * run now (requests per minute, concurrent requests) and which models it may name. Keys live in
+ * gateway.db and are held in memory, so a request costs one map lookup and one SHA-256.
+ *
+ * A secret is `tdm_<prefix>_<43 base64url characters>`: the prefix finds the row, and only the
+ * secret's SHA-256 is stored.
+ */
+export type ConsumerIdentity =
+  | { readonly kind: 'key'; readonly id: string; readonly name: string; readonly models: readonly string[] | null }
+  | { readonly kind: 'legacy' }
+  | { readonly kind: 'admin' }
+  | { readonly kind: 'open' }
+
+/** The labels of the callers that are not a named key: one string each, not one built per request. */
+const KIND_LABELS = { legacy: '(legacy)', admin: '(admin)', open: '(open)' } as const
+
+/** The label a request is counted under (request log, metrics). */
+export function identityLabel(who: ConsumerIdentity | undefined): string | null {
+  if (!who) return null
+  return who.kind === 'key' ? who.name : KIND_LABELS[who.kind]
+}
+
+/** 403 when a named key may not use `model` (a request that names no model is not restricted). */
+export function checkKeyModel(who: ConsumerIdentity | undefined, model: unknown): void {
+  if (who?.kind !== 'key' || who.models === null || typeof model !== 'string') return
+  if (!who.models.includes(model))
+    throw new ApiError('forbidden', `key '${who.name}' may not use the model '${model}'`, { param: 'model' })
+}
+
+interface KeyRow {
+  id: string
+  name: string
+  prefix: string
+  secret_sha256: string
+  created_at: number
+  expires_at: number | null
+  disabled: number
+  models: string | null
+  requests_per_minute: number | null
+  max_concurrent: number | null
+  last_used_at: number | null
+}
+
+interface HeldKey {
+  row: KeyRow
+  models: string[] | null
+  hash: Buffer
+  rate: RateLimiter | null
+  inFlight: number
+  identity: ConsumerIdentity & { kind: 'key' }
+}
+
+const SECRET_RE = /^tdm_([a-f0-9]{8})_[A-Za-z0-9_-]{43}$/
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest()
+}
+
+export class ConsumerKeys {
+  private readonly byPrefix = new Map<string, HeldKey>()
+  private readonly byId = new Map<string, HeldKey>()
+  private dirtyLastUsed = new Set<HeldKey>()
+
+  private constructor(
+    private readonly db: GatewayDb | null,
+    private readonly clock: Clock,
+    /** Why the database is unavailable; named keys then fail closed. */
+    readonly outage: string | null,
+  ) {
+    if (db) for (const row of db.prepare('SELECT * FROM consumer_keys').all() as KeyRow[]) this.hold(row)
+  }
+
+  /** Opens DATA_DIR/gateway.db; a file that cannot be opened is reported, and the consumer surface then needs a key. */
+  static open(dataDir: string, clock: Clock, logger: Logger): ConsumerKeys {
+    try {
+      return new ConsumerKeys(
+        openGatewayDb(dataDir, () => clock.now()),
+        clock,
+        null,
+      )
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err)
+      logger.error(`named consumer keys are unavailable: ${why}; only CONSUMER_API_KEYS are accepted`)
+      return new ConsumerKeys(null, clock, why)
+    }
+  }
+
+  /** The database, for the usage store beside the keys (null while unavailable). */
+  get database(): GatewayDb | null {
+    return this.db
+  }
+
+  /** Any named key exists (or the key database is unreadable: fail closed, never open). */
+  get required(): boolean {
+    return this.byPrefix.size > 0 || this.outage !== null
+  }
+
+  get count(): number {
+    return this.byPrefix.size
+  }
+
+  /** The key a bearer secret names, when it is right, enabled and not expired; null otherwise. */
+  identify(secret: string): (ConsumerIdentity & { kind: 'key' }) | null {
+    const m = SECRET_RE.exec(secret)
+    const held = m ? this.byPrefix.get(m[1]!) : undefined
+    if (!held || !timingSafeEqual(sha256(secret), held.hash)) return null
+    if (held.row.disabled === 1) return null
+    if (held.row.expires_at !== null && held.row.expires_at <= this.clock.now()) return null
+    return held.identity
+  }
+
+  /**
+   * Lets one request of `who` run: 429 with Retry-After over its rate or its concurrency cap.
+   * Returns the release to call when the request ends.
+   */
+  admit(who: ConsumerIdentity & { kind: 'key' }): () => void {
+    const held = this.byId.get(who.id)
+    if (!held) throw new ApiError('unauthorized', 'this consumer key was deleted')
+    const cap = held.row.max_concurrent
+    if (cap !== null && held.inFlight >= cap)
+      throw new ApiError('rate_limited', `key '${held.row.name}' already has ${cap} requests running (its limit)`, {
+        headers: { 'Retry-After': '1' },
+      })
+    if (held.rate && !held.rate.take(held.row.id)) {
+      const wait = Math.max(1, held.rate.retryAfterSeconds(held.row.id))
+      throw new ApiError(
+        'rate_limited',
+        `key '${held.row.name}' is over its limit of ${held.row.requests_per_minute} requests per minute`,
+        { headers: { 'Retry-After': String(wait) } },
+      )
+    }
+    held.inFlight++
+    held.row.last_used_at = this.clock.now()
+    this.dirtyLastUsed.add(held)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      held.inFlight--
+    }
+  }
+
+  list(): ConsumerKey[] {
+    return [...this.byPrefix.values()].sort((a, b) => a.row.created_at - b.row.created_at).map((h) => this.view(h))
+  }
+
+  create(input: ConsumerKeyCreate): ConsumerKey & { secret: string } {
+    const db = this.writable()
+    let prefix: string
+    do prefix = randomBytes(4).toString('hex')
+    while (this.byPrefix.has(prefix))
+    const secret = `tdm_${prefix}_${randomBytes(32).toString('base64url')}`
+    const row: KeyRow = {
+      id: randomBytes(8).toString('hex'),
+      name: input.name,
+      prefix,
+      secret_sha256: sha256(secret).toString('hex'),
+      created_at: this.clock.now(),
+      expires_at: input.expires_at ?? null,
+      disabled: 0,
+      models: input.models ? JSON.stringify([...new Set(input.models)]) : null,
+      requests_per_minute: input.requests_per_minute ?? null,
+      max_concurrent: input.max_concurrent ?? null,
+      last_used_at: null,
+    }
+    db.prepare(
+      `INSERT INTO consumer_keys (id, name, prefix, secret_sha256, created_at, expires_at, disabled, models,
+         requests_per_minute, max_concurrent, last_used_at)
+       VALUES (@id, @name, @prefix, @secret_sha256, @created_at, @expires_at, @disabled, @models,
+         @requests_per_minute, @max_concurrent, @last_used_at)`,
+    ).run(row)
+    return { ...this.view(this.hold(row)), secret }
+  }
+
+  update(id: string, patch: ConsumerKeyPatch): ConsumerKey {
+    const db = this.writable()
+    const held = this.find(id)
+    const row: KeyRow = {
+      ...held.row,
+      name: patch.name ?? held.row.name,
+      expires_at: patch.expires_at === undefined ? held.row.expires_at : patch.expires_at,
+      disabled: patch.disabled === undefined ? held.row.disabled : patch.disabled ? 1 : 0,
+      models:
+        patch.models === undefined
+          ? held.row.models
+          : patch.models === null
+            ? null
+            : JSON.stringify([...new Set(patch.models)]),
+      requests_per_minute:
+        patch.requests_per_minute === undefined ? held.row.requests_per_minute : patch.requests_per_minute,
+      max_concurrent: patch.max_concurrent === undefined ? held.row.max_concurrent : patch.max_concurrent,
+    }
+    db.prepare(
+      `UPDATE consumer_keys SET name = @name, expires_at = @expires_at, disabled = @disabled, models = @models,
+         requests_per_minute = @requests_per_minute, max_concurrent = @max_concurrent WHERE id = @id`,
+    ).run(row)
+    const inFlight = held.inFlight
+    const next = this.hold(
+      row,
+      held.rate && row.requests_per_minute === held.row.requests_per_minute ? held.rate : null,
+    )
+    next.inFlight = inFlight
+    return this.view(next)
+  }
+
+  remove(id: string): boolean {
+    const db = this.writable()
+    const held = this.find(id)
+    db.prepare('DELETE FROM consumer_keys WHERE id = ?').run(id)
+    this.byPrefix.delete(held.row.prefix)
+    this.byId.delete(id)
+    this.dirtyLastUsed.delete(held)
+    return true
+  }
+
+  /** Writes the last-used times gathered since the previous call (batched: never one write per request). */
+  persistLastUsed(): void {
+    if (!this.db || this.dirtyLastUsed.size === 0) return
+    const stmt = this.db.prepare('UPDATE consumer_keys SET last_used_at = ? WHERE id = ?')
+    const dirty = [...this.dirtyLastUsed]
+    this.dirtyLastUsed = new Set()
+    this.db.transaction(() => {
+      for (const h of dirty) stmt.run(h.row.last_used_at, h.row.id)
+    })()
+  }
+
+  private hold(row: KeyRow, rate: RateLimiter | null = null): HeldKey {
+    const models = row.models === null ? null : (JSON.parse(row.models) as string[])
+    const rpm = row.requests_per_minute
+    const held: HeldKey = {
+      row,
+      models,
+      hash: Buffer.from(row.secret_sha256, 'hex'),
+      rate:
+        rate ??
+        (rpm === null ? null : new RateLimiter({ capacity: rpm, refillPerSecond: rpm / 60, clock: this.clock })),
+      inFlight: 0,
+      identity: { kind: 'key', id: row.id, name: row.name, models },
+    }
+    this.byPrefix.set(row.prefix, held)
+    this.byId.set(row.id, held)
+    return held
+  }
+
+  private find(id: string): HeldKey {
+    const h = this.byId.get(id)
+    if (!h) throw new ApiError('not_found', `no consumer key ${id}`)
+    return h
+  }
+
+  private writable(): GatewayDb {
+    if (!this.db) throw new ApiError('unavailable', `named consumer keys are unavailable: ${this.outage}`)
+    return this.db
+  }
+
+  private view(h: HeldKey): ConsumerKey {
+    const r = h.row
+    return {
+      id: r.id,
+      name: r.name,
+      prefix: `tdm_${r.prefix}`,
+      created_at: r.created_at,
+      expires_at: r.expires_at,
+      disabled: r.disabled === 1,
+      models: h.models,
+      requests_per_minute: r.requests_per_minute,
+      max_concurrent: r.max_concurrent,
+      last_used_at: r.last_used_at,
+      in_flight: h.inFlight,
+    }
+  }
+
+  close(): void {
+    this.persistLastUsed()
+    this.db?.close()
+  }
+}

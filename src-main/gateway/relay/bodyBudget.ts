@@ -1,0 +1,131 @@
+import { ApiError } from '../../contract/errors'
+import type { ConsumerIdentity } from '../keys/consumerKeyStore'
+import { MiB } from './wire'
+
+/**
+ * The memory all relayed JSON bodies (chat, completions, embeddings) may hold together while they
+ * are read, checked and sent upstream. Each body is also charged to its client address and, when
+ * it came with one, its consumer key; neither may hold more than a share of the budget, so one
+ * client can never take all of it and the next client always finds room.
+ */
+export interface BodyBudgetLimits {
+  /** Bytes all bodies in progress may hold together. */
+  readonly totalBytes: number
+  /** Bytes the bodies of one address, or of one key, may hold together. */
+  readonly shareBytes: number
+}
+
+/** How long a client refused for want of room is asked to wait: bodies are held for one relayed call. */
+export const BODY_BUDGET_RETRY_S = 5
+
+const mib = (n: number): string => `${Math.ceil(n / MiB)} MiB`
+
+/**
+ * The memory a body of `bytes` costs while the relay holds it: its bytes, and as much again for the
+ * text and the parsed value the relay makes of them to read `model` and `stream` (measured: a
+ * 60 MB chat body took about twice its size until it was sent).
+ */
+export function bodyCost(bytes: number): number {
+  return 2 * bytes
+}
+
+/** The budget as a setting gives it: one address or key may hold half of it. */
+export function bodyBudgetLimits(totalBytes: number): BodyBudgetLimits {
+  return { totalBytes, shareBytes: Math.floor(totalBytes / 2) }
+}
+
+/** Whom a body is charged to: its address (always) and its consumer key (a named or legacy key). */
+export function bodyHolders(limitKey: string, who: ConsumerIdentity | undefined): readonly string[] {
+  if (who?.kind === 'key') return [`address ${limitKey}`, `key ${who.id}`]
+  if (who?.kind === 'legacy') return [`address ${limitKey}`, 'key (legacy)']
+  return [`address ${limitKey}`]
+}
+
+export class BodyBudget {
+  private used = 0
+  /** Bytes held per holder; a holder is removed when it holds nothing. */
+  private readonly held = new Map<string, number>()
+
+  constructor(readonly limits: BodyBudgetLimits) {}
+
+  /** A reservation for one body, charged to `holders` as its bytes are known (see BodyReservation.charge). */
+  open(holders: readonly string[]): BodyReservation {
+    return new BodyReservation(this, holders)
+  }
+
+  /** Bytes held by bodies in progress. */
+  get inUse(): number {
+    return this.used
+  }
+
+  /** Bytes held by one holder's bodies in progress. */
+  heldBy(holder: string): number {
+    return this.held.get(holder) ?? 0
+  }
+
+  /** @internal Charges `bytes` to every holder, or throws (413, 503) and charges nothing. */
+  take(holders: readonly string[], bytes: number, total: number): void {
+    const { totalBytes, shareBytes } = this.limits
+    if (total > shareBytes)
+      throw new ApiError(
+        'payload_too_large',
+        `request body is too large for the gateway's body budget: one client may hold ${mib(shareBytes)}, and a body costs twice its size`,
+      )
+    if (this.used + bytes > totalBytes)
+      throw full(`request bodies in progress hold ${mib(this.used)} of ${mib(totalBytes)}`)
+    for (const h of holders)
+      if (this.heldBy(h) + bytes > shareBytes)
+        throw full(
+          `this ${h.split(' ')[0]}'s bodies in progress hold ${mib(this.heldBy(h))} of the ${mib(shareBytes)} one client may hold`,
+        )
+    this.used += bytes
+    for (const h of holders) this.held.set(h, this.heldBy(h) + bytes)
+  }
+
+  /** @internal */
+  give(holders: readonly string[], bytes: number): void {
+    this.used -= bytes
+    for (const h of holders) {
+      const left = this.heldBy(h) - bytes
+      if (left > 0) this.held.set(h, left)
+      else this.held.delete(h)
+    }
+  }
+}
+
+function full(why: string): ApiError {
+  return new ApiError('unavailable', `the gateway has no room for this request body now (${why}); retry shortly`, {
+    headers: { 'Retry-After': String(BODY_BUDGET_RETRY_S) },
+  })
+}
+
+/** One body's room in the budget; `release` frees it, once, whatever happened before. */
+export class BodyReservation {
+  private bytes = 0
+  private released = false
+
+  constructor(
+    private readonly budget: BodyBudget,
+    private readonly holders: readonly string[],
+  ) {}
+
+  /** Bytes this body holds. */
+  get held(): number {
+    return this.bytes
+  }
+
+  /** Charges `n` more bytes (a declared length up front, or chunks as they arrive); throws 413 or 503 when they do not fit. */
+  charge(n: number): void {
+    if (this.released) return
+    this.budget.take(this.holders, n, this.bytes + n)
+    this.bytes += n
+  }
+
+  /** Frees the body's room. Safe to call more than once. */
+  release(): void {
+    if (this.released) return
+    this.released = true
+    this.budget.give(this.holders, this.bytes)
+    this.bytes = 0
+  }
+}

@@ -1,0 +1,493 @@
+import type http from 'node:http'
+import type { Dispatcher } from 'undici'
+import { ApiError } from '../../contract/errors'
+import { describeNetError } from '../../lib/httpClient'
+import type { Logger } from '../../lib/logger'
+import { bodyTooLarge, ClientGone } from '../../http/body'
+import { requestState } from '../../http/requestState'
+import { sendError } from '../../http/respond'
+import { checkKeyModel } from '../keys/consumerKeyStore'
+import { bodyCost, bodyHolders, type BodyBudget, type BodyReservation } from './bodyBudget'
+import { answerFailure } from './rawRoute'
+import type { Exchange, RequestLog } from './requestLog'
+import type { Upstream, UpstreamName } from './upstreams'
+import type { UsageMeter } from './usageMeter'
+import { readRelayRequest, safeHeaders, upstreamDetail } from './wire'
+
+/**
+ * Where chat and completions wait while the llm is being swapped: resolves when the request may be
+ * forwarded, throws (503 with Retry-After) when it may not, and gives up when `signal` aborts (the
+ * client went away). `model` is the request's `model`, for swaps on demand.
+ */
+export interface LlmGate {
+  admit(model: string | null, signal: AbortSignal): Promise<void>
+  /** True when `admit` would let the request through at once (then no waiting is set up at all). */
+  isOpen?(model: string | null): boolean
+}
+
+/** What every relayed route shares: where requests go, how long they may take, where they are logged. */
+export interface RelayDeps {
+  readonly need: (name: UpstreamName) => Upstream
+  readonly log: RequestLog
+  readonly logger: Logger
+  /** The whole relayed call, from dispatch to the answer's last byte (spec 1, 8: 30 minutes). */
+  readonly timeoutMs: number
+  readonly bodyLimit: number
+  /** What the bodies in progress may hold in memory together; each is charged from its first byte to its answer's end. */
+  readonly bodyBudget: BodyBudget
+  /** How long a client refused mid-body may go on sending before its connection is closed. */
+  readonly drainMs: number
+  /** Where chat and completions wait until they may go upstream (a model swap). */
+  readonly gate?: LlmGate
+}
+
+/** One relayed route: its path (the request log's name for it) and where it goes. */
+export interface RelayTarget {
+  readonly path: string
+  readonly upstream: 'llm' | 'embeddings'
+  /** The path on the upstream, which may depend on its base URL (an embeddings server under /v1). */
+  readonly upstreamPath: (up: Upstream) => string
+}
+
+/** A relayed route's handler, mounted on the router; the server bounds the time to receive the body. */
+export type RelayRoute = (req: http.IncomingMessage, res: http.ServerResponse) => void
+
+/**
+ * Forwards an OpenAI-shaped JSON request verbatim (spec 1, 4.9 rule 2): the body bytes go upstream
+ * untouched once they parse as a JSON object. `stream: true` answers are piped chunk by chunk with
+ * backpressure and no buffering; the client's disconnect aborts the upstream call.
+ */
+export function relayRoute(deps: RelayDeps, target: RelayTarget): RelayRoute {
+  return (req, res) => new RelayedRequest(deps, target, req, res).start()
+}
+
+/** Where one relayed request is. */
+const enum Mode {
+  /** Reading the client's body. */
+  Receiving,
+  /** Waiting at the gate (a model swap) before anything goes upstream. */
+  Gated,
+  /** Sent upstream, no answer yet: a failure now is an error answer of our own (502, 504). */
+  Waiting,
+  /** Passing the answer on as it arrives. */
+  Relaying,
+  /** Reading an upstream error body, to answer it as one SSE `error` event (a stream was asked for). */
+  StreamError,
+  /** Reading an upstream error body, to answer it in OpenAI's error shape. */
+  PlainError,
+  Done,
+}
+
+/** Bytes of an upstream error body kept for the client's error answer. */
+const ERROR_BODY_LIMIT = 64 * 1024
+
+/** Upstream headers an event stream's own headers replace. */
+const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-accel-buffering']
+
+/**
+ * One relayed request from its first body byte to the log entry: it reads and checks the body,
+ * dispatches it on the upstream's undici pool as the call's handler, relays the answer and settles
+ * every failure in one place (`fail`). Answers are coalesced: the chunks undici parsed from one
+ * read of the upstream's socket go out as one write (an event stream carries a tiny chunk per
+ * token, and a write per token would cost a syscall each on both sides). Backpressure: the
+ * upstream call is paused while the client's socket is full.
+ */
+export class RelayedRequest implements Dispatcher.DispatchHandler {
+  private mode = Mode.Receiving
+  private timer: NodeJS.Timeout | null = null
+  private parts: Buffer[] = []
+  /** The body, when its length was declared: filled in place (no second copy when it ends). */
+  private body: Buffer | null = null
+  private received = 0
+  private reservation: BodyReservation | null = null
+  private up: Upstream | null = null
+  private streaming = false
+  private controller: Dispatcher.DispatchController | null = null
+  private abortReason: Error | null = null
+  private status = 0
+  private sse = false
+  private headers: http.IncomingHttpHeaders = {}
+  private chunks: Buffer[] = []
+  private kept = 0
+  private flushScheduled = false
+  /** Paused until the client's socket drains. */
+  private draining = false
+  private readonly exchange: Exchange
+  private readonly usage: UsageMeter | undefined
+
+  constructor(
+    private readonly deps: RelayDeps,
+    private readonly target: RelayTarget,
+    private readonly req: http.IncomingMessage,
+    private readonly res: http.ServerResponse,
+  ) {
+    this.exchange = deps.log.begin(req, res, target.path)
+    this.usage = this.exchange.usage
+    res.on('close', this.onClose)
+  }
+
+  start(): void {
+    const { req, deps } = this
+    try {
+      this.up = deps.need(this.target.upstream)
+    } catch (err) {
+      return this.fail(err)
+    }
+    const declared = Number(req.headers['content-length'] ?? NaN)
+    if (declared > deps.bodyLimit) return this.fail(bodyTooLarge(deps.bodyLimit))
+    const { client, consumer } = requestState(this.res)
+    this.reservation = deps.bodyBudget.open(bodyHolders(client.limitKey, consumer))
+    if (Number.isSafeInteger(declared) && declared > 0) {
+      // Room for the whole body before its first byte is read: a refusal costs no memory at all.
+      try {
+        this.reservation.charge(bodyCost(declared))
+      } catch (err) {
+        return this.fail(err)
+      }
+      this.body = Buffer.allocUnsafe(declared)
+    }
+    req.on('data', this.onBodyData)
+    req.on('end', this.onBodyEnd)
+  }
+
+  private readonly onBodyData = (chunk: Buffer): void => {
+    if (this.mode !== Mode.Receiving) return // answered already (the body deadline): the rest is dropped
+    const at = this.received
+    this.received += chunk.length
+    // Node's parser never passes more bytes than a declared length.
+    if (this.body !== null) return void chunk.copy(this.body, at)
+    try {
+      if (this.received > this.deps.bodyLimit) throw bodyTooLarge(this.deps.bodyLimit)
+      this.reservation!.charge(bodyCost(chunk.length))
+    } catch (err) {
+      this.stopReading()
+      return this.fail(err)
+    }
+    this.parts.push(chunk)
+  }
+
+  /** The body as it arrived; the request no longer holds it (its reservation stays until the answer ends). */
+  private takeBody(): Buffer {
+    const body = this.body
+    const p = this.parts
+    this.body = null
+    this.parts = []
+    if (body !== null) return body.length === this.received ? body : body.subarray(0, this.received)
+    return p.length === 1 ? p[0]! : Buffer.concat(p)
+  }
+
+  private readonly onBodyEnd = (): void => {
+    if (this.mode !== Mode.Receiving) return
+    const received = this.takeBody()
+    let raw: Buffer
+    let model: string | null
+    try {
+      const request = readRelayRequest(received)
+      checkKeyModel(requestState(this.res).consumer, request.model)
+      this.streaming = request.stream
+      model = request.model
+      // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
+      raw = this.usage ? this.usage.prepareRequest(request, received) : received
+    } catch (err) {
+      return this.fail(err)
+    }
+    const gate = this.target.upstream === 'llm' ? this.deps.gate : undefined
+    if (gate === undefined || gate.isOpen?.(model) === true) return this.dispatch(raw)
+    this.mode = Mode.Gated
+    admitOrLeave(this.res, (signal) => gate.admit(model, signal)).then(
+      () => this.dispatch(raw),
+      (err: unknown) => this.fail(err),
+    )
+  }
+
+  private stopReading(): void {
+    this.req.off('data', this.onBodyData)
+    this.req.off('end', this.onBodyEnd)
+    this.req.resume()
+  }
+
+  private dispatch(raw: Buffer): void {
+    if (this.mode === Mode.Done) return
+    this.mode = Mode.Waiting
+    const up = this.up!
+    this.timer = setTimeout(() => this.callExpired(), this.deps.timeoutMs)
+    up.pool.dispatch(
+      {
+        method: 'POST',
+        path: up.basePath + this.target.upstreamPath(up),
+        headers: this.streaming ? STREAM_CALL_HEADERS : JSON_CALL_HEADERS,
+        body: raw,
+      },
+      this,
+    )
+  }
+
+  /** The call's deadline passed: it is cancelled with a 504 (or an error event mid-stream). */
+  private callExpired(): void {
+    const minutes = Math.round(this.deps.timeoutMs / 60000)
+    this.abort(
+      new ApiError('upstream_timeout', `${this.up!.name} did not finish within ${minutes} min`, { status: 504 }),
+    )
+  }
+
+  /** Cancels the upstream call (deadline, client gone); the reason reaches onResponseError. */
+  private abort(reason: Error): void {
+    if (this.abortReason !== null || this.mode === Mode.Done) return
+    this.abortReason = reason
+    this.controller?.abort(reason)
+  }
+
+  /** The response closed: the exchange lands in the log, and a client that left stops the work. */
+  private readonly onClose = (): void => {
+    if (this.mode === Mode.Receiving || this.mode === Mode.Gated) this.finish()
+    else if (!this.res.writableFinished) this.abort(new ClientGone())
+    this.exchange.closed()
+  }
+
+  private readonly onDrain = (): void => {
+    this.draining = false
+    if (this.mode !== Mode.Done) this.controller?.resume()
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.abortReason !== null) controller.abort(this.abortReason)
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: http.IncomingHttpHeaders): void {
+    if (status < 200) return // an informational answer: the real one follows
+    this.status = status
+    this.headers = headers
+    if (this.streaming && status !== 200) {
+      this.exchange.markStreamed()
+      this.mode = Mode.StreamError
+      return
+    }
+    this.sse = this.streaming || (headers['content-type']?.startsWith('text/event-stream') ?? false)
+    // An upstream's error answer: in OpenAI's shape, so the official clients show its message.
+    if (!this.sse && status >= 400) {
+      this.mode = Mode.PlainError
+      return
+    }
+    this.mode = Mode.Relaying
+    if (this.sse) {
+      this.exchange.markStreamed()
+      this.writeHead(status, { ...safeHeaders(headers, SSE_REPLACED), ...SSE_HEADERS })
+      // The headers leave at the end of this tick: with the first events when they came in the same
+      // read (one write, not two), alone when they did not (the client still sees them at once).
+      this.scheduleFlush()
+    } else this.writeHead(status, safeHeaders(headers))
+  }
+
+  private writeHead(status: number, headers: http.OutgoingHttpHeaders): void {
+    this.res.writeHead(status, headers)
+    this.exchange.markHeaders()
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.mode !== Mode.Relaying) {
+      if (this.kept < ERROR_BODY_LIMIT) this.chunks.push(chunk.subarray(0, ERROR_BODY_LIMIT - this.kept))
+      this.kept += chunk.length
+      return
+    }
+    // An event stream is metered per read, in flush (one pass over all the events of a read, not one per event).
+    if (!this.sse) this.usage?.onBodyChunk(chunk)
+    this.chunks.push(chunk)
+    this.scheduleFlush()
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return
+    this.flushScheduled = true
+    process.nextTick(flushRelay, this)
+  }
+
+  /** Writes the chunks gathered from one read of the upstream's socket (and headers still held) as one write. */
+  flush(): void {
+    this.flushScheduled = false
+    const res = this.res
+    if (res.destroyed || res.writableEnded) return
+    const out = this.meteredChunks()
+    if (out === undefined) {
+      if (!res.headersSent) res.flushHeaders()
+      return
+    }
+    if (!res.write(out) && !this.draining) {
+      this.draining = true
+      this.controller?.pause()
+      res.once('drain', this.onDrain)
+    }
+  }
+
+  onResponseEnd(): void {
+    const res = this.res
+    const mode = this.mode
+    this.finish()
+    if (res.destroyed || res.writableEnded) return
+    if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
+    if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
+    const usage = this.usage
+    if (!usage || !this.sse) {
+      usage?.endBody()
+      // The last bytes and the end of the body in one write.
+      return void res.end(this.takeChunks())
+    }
+    const last = this.meteredChunks()
+    const rest = usage.flushSse()
+    res.end(rest.length === 0 ? last : last === undefined ? rest : Buffer.concat([last, rest]))
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    const mode = this.mode
+    if (mode === Mode.Done) return
+    const reason = this.abortReason ?? upstreamFault(this.up!, err, mode !== Mode.Waiting)
+    if (mode === Mode.Waiting) return this.fail(reason)
+    this.finish()
+    const res = this.res
+    if (res.destroyed || res.writableEnded) return
+    // The error body could not be read whole: answer with what there is.
+    if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
+    if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
+    this.endMidAnswer(reason)
+  }
+
+  /** Every failure before the answer began, answered as every raw route answers one (answerFailure). */
+  private fail(err: unknown): void {
+    this.finish()
+    answerFailure(this.deps, this.target.path, 'openai', this.req, this.res, err)
+  }
+
+  /** The upstream went away mid-answer: end the client's stream with an error, never leave it hanging. */
+  private endMidAnswer(reason: Error): void {
+    const res = this.res
+    this.deps.logger.warn('upstream ended mid-response', { path: this.target.path, upstream: this.up!.name })
+    if (!this.sse) {
+      res.destroy()
+      return
+    }
+    const rest = this.meteredChunks()
+    if (rest) res.write(rest)
+    const message = reason.message
+    res.end(`\n\nevent: error\ndata: ${JSON.stringify({ error: { message, type: 'upstream_error', code: 502 } })}\n\n`)
+  }
+
+  /** Spec 1, 6.1: exactly one SSE event named `error` carrying the upstream's error, then the end. */
+  private answerStreamError(text: string): void {
+    this.writeHead(200, SSE_HEADERS)
+    this.res.end(`event: error\ndata: ${errorEventData(this.status, text, this.up!.name)}\n\n`)
+  }
+
+  /** An upstream's error answer in OpenAI's shape; passed on as it is when it already has that shape. */
+  private answerPlainError(text: string): void {
+    const res = this.res
+    if (hasErrorObject(text)) {
+      this.writeHead(this.status, safeHeaders(this.headers, ['content-length']))
+      res.end(text)
+      return
+    }
+    const detail = `${this.up!.name} answered HTTP ${this.status}: ${upstreamDetail(text)}`
+    sendError(res, new ApiError('upstream_error', detail, { status: this.status }), 'openai')
+  }
+
+  /** The chunks gathered for the client, through the usage meter on an event stream; undefined when none are left. */
+  private meteredChunks(): Buffer | undefined {
+    const out = this.takeChunks()
+    const usage = this.usage
+    if (out === undefined || !usage || !this.sse) return out
+    const kept = usage.onSseChunk(out)
+    return kept.length === 0 ? undefined : kept // only an event Tandem asked for, which the client never sees
+  }
+
+  private takeChunks(): Buffer | undefined {
+    const c = this.chunks
+    this.chunks = []
+    return c.length === 0 ? undefined : c.length === 1 ? c[0] : Buffer.concat(c)
+  }
+
+  private errorText(): string {
+    return this.takeChunks()?.toString('utf8') ?? ''
+  }
+
+  /** Ends the work once: the deadline, the drain listener and the body's room go (the close listener stays for the log). */
+  private finish(): void {
+    this.mode = Mode.Done
+    this.body = null
+    this.parts = []
+    this.reservation?.release()
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    this.res.off('drain', this.onDrain)
+  }
+}
+
+function flushRelay(relay: RelayedRequest): void {
+  relay.flush()
+}
+
+/** Waits at the gate; a client that leaves meanwhile is released and nothing goes upstream. */
+async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  const left = new AbortController()
+  const onClose = (): void => left.abort(new ClientGone())
+  if (res.destroyed) throw new ClientGone()
+  res.once('close', onClose)
+  try {
+    await wait(left.signal)
+  } finally {
+    res.off('close', onClose)
+  }
+  if (left.signal.aborted || res.destroyed) throw new ClientGone()
+}
+
+/** A relayed call's headers besides host and length, one set per kind. */
+const JSON_CALL_HEADERS = { 'content-type': 'application/json', accept: 'application/json' }
+const STREAM_CALL_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' }
+
+/** An event stream's own headers. */
+const SSE_HEADERS: http.OutgoingHttpHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+}
+
+/**
+ * What an upstream's failure means for the client, by undici's error codes: no head in time is a
+ * 504; an answer that is not valid HTTP or a body that stalls is the upstream's fault (502); a
+ * connection lost before the head is `upstream_unreachable`, after it a cut answer.
+ */
+function upstreamFault(up: Upstream, err: Error, midAnswer: boolean): ApiError {
+  const code = (err as NodeJS.ErrnoException).code ?? ''
+  if (code === 'UND_ERR_HEADERS_TIMEOUT')
+    return new ApiError('upstream_timeout', `${up.name} sent no answer head in time`, { status: 504 })
+  if (code === 'UND_ERR_BODY_TIMEOUT')
+    return new ApiError('upstream_error', `${up.name} stopped sending mid-answer`, { status: 502 })
+  if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH')
+    return new ApiError('upstream_error', `${up.name} sent a malformed HTTP answer: ${err.message}`, { status: 502 })
+  if (midAnswer)
+    return new ApiError('upstream_error', `${up.name} closed the connection before the answer was complete`, {
+      status: 502,
+    })
+  return new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${describeNetError(err)}`)
+}
+
+/** True when a body is already OpenAI's error shape: a JSON object with an `error` object. */
+function hasErrorObject(text: string): boolean {
+  try {
+    const v = JSON.parse(text) as { error?: unknown }
+    return v !== null && typeof v === 'object' && v.error !== null && typeof v.error === 'object'
+  } catch {
+    return false
+  }
+}
+
+/** The upstream's error as an OpenAI-style `{error: {...}}` object (the shape the openai client raises). */
+export function errorEventData(status: number, text: string, upstream: string): string {
+  // Re-serialised: an SSE data line must not contain the body's own line breaks.
+  if (hasErrorObject(text)) return JSON.stringify(JSON.parse(text))
+  return JSON.stringify({
+    error: {
+      message: `${upstream} answered HTTP ${status}: ${upstreamDetail(text)}`,
+      type: 'upstream_error',
+      code: status,
+    },
+  })
+}

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest'
+import { ApiError } from '../../../src-main/contract/errors'
+import {
+  BODY_BUDGET_RETRY_S,
+  BodyBudget,
+  bodyBudgetLimits,
+  bodyHolders,
+} from '../../../src-main/gateway/relay/bodyBudget'
+
+/**
+ * Issue 33 #1: relayed JSON bodies (up to 64 MiB each) were held in memory with nothing bounding
+ * their sum. They are now charged to one shared budget, and to their address and key, each of which
+ * may hold half of it.
+ */
+const KiB = 1024
+
+/** What `fn` threw, as an ApiError. */
+function refusal(fn: () => void): ApiError {
+  try {
+    fn()
+  } catch (err) {
+    expect(err).toBeInstanceOf(ApiError)
+    return err as ApiError
+  }
+  throw new Error('expected a refusal')
+}
+
+describe('the relayed body budget', () => {
+  it('charges declared lengths and chunks, and frees them on release, once', () => {
+    const budget = new BodyBudget(bodyBudgetLimits(1000 * KiB))
+    const a = budget.open(['address 10.0.0.1'])
+    a.charge(100 * KiB)
+    a.charge(50 * KiB)
+    const b = budget.open(['address 10.0.0.2'])
+    b.charge(200 * KiB)
+    expect(budget.inUse).toBe(350 * KiB)
+    expect(budget.heldBy('address 10.0.0.1')).toBe(150 * KiB)
+    a.release()
+    a.release()
+    expect(budget.inUse).toBe(200 * KiB)
+    expect(budget.heldBy('address 10.0.0.1')).toBe(0)
+    b.release()
+    expect(budget.inUse).toBe(0)
+    // Charging after release (a chunk racing the end) charges nothing.
+    b.charge(10 * KiB)
+    expect(budget.inUse).toBe(0)
+  })
+
+  it('refuses with 503 and Retry-After when the whole budget is held, charging nothing', () => {
+    const budget = new BodyBudget({ totalBytes: 1000 * KiB, shareBytes: 600 * KiB })
+    budget.open(['address a']).charge(500 * KiB)
+    budget.open(['address b']).charge(400 * KiB)
+    const c = budget.open(['address c'])
+    const err = refusal(() => c.charge(200 * KiB))
+    expect(err.status).toBe(503)
+    expect(err.headers['Retry-After']).toBe(String(BODY_BUDGET_RETRY_S))
+    expect(err.message).toMatch(/no room for this request body now \(request bodies in progress hold/)
+    expect(budget.inUse).toBe(900 * KiB)
+    expect(budget.heldBy('address c')).toBe(0)
+    c.charge(100 * KiB)
+    expect(budget.inUse).toBe(1000 * KiB)
+  })
+
+  it('lets one address, or one key, hold at most half the budget', () => {
+    const budget = new BodyBudget(bodyBudgetLimits(1000 * KiB))
+    const holders = bodyHolders('10.0.0.1', undefined)
+    budget.open(holders).charge(300 * KiB)
+    budget.open(holders).charge(200 * KiB)
+    const third = refusal(() => budget.open(holders).charge(1 * KiB))
+    expect(third.status).toBe(503)
+    expect(third.message).toMatch(/this address's bodies in progress/)
+    // Another address still finds room.
+    budget.open(bodyHolders('10.0.0.2', undefined)).charge(300 * KiB)
+
+    const key = { kind: 'key', id: 'k1', name: 'app', models: null } as const
+    const fresh = new BodyBudget(bodyBudgetLimits(1000 * KiB))
+    fresh.open(bodyHolders('10.0.0.1', key)).charge(300 * KiB)
+    fresh.open(bodyHolders('10.0.0.2', key)).charge(200 * KiB)
+    const sameKey = refusal(() => fresh.open(bodyHolders('10.0.0.3', key)).charge(1 * KiB))
+    expect(sameKey.status).toBe(503)
+    expect(sameKey.message).toMatch(/this key's bodies in progress/)
+  })
+
+  it('refuses with 413 a body larger than one client may ever hold', () => {
+    const budget = new BodyBudget(bodyBudgetLimits(1000 * KiB))
+    const r = budget.open(['address a'])
+    r.charge(400 * KiB)
+    const err = refusal(() => r.charge(101 * KiB))
+    expect(err.status).toBe(413)
+    expect(r.held).toBe(400 * KiB)
+  })
+
+  it('charges admin and open callers to their address only', () => {
+    expect(bodyHolders('::1', { kind: 'admin' })).toEqual(['address ::1'])
+    expect(bodyHolders('::1', { kind: 'open' })).toEqual(['address ::1'])
+    expect(bodyHolders('::1', { kind: 'legacy' })).toEqual(['address ::1', 'key (legacy)'])
+  })
+})
