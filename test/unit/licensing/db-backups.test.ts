@@ -1,7 +1,6 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
 import { ManualClock } from '../../../src-main/lib/clock'
@@ -10,6 +9,7 @@ import { createLicensingModule, type LicensingModule } from '../../../src-main/l
 import { createLicensingServices } from '../../../src-main/licensing/licensingServices'
 import { testCoreDeps } from '../../helpers/coreDeps'
 import { seedLicensing } from '../../helpers/licensingSeed'
+import { rowCount } from '../../helpers/sqliteRows'
 
 const DAY = 86_400_000
 const NAME = /^licensing-\d{8}T\d{6}\.\d{3}Z\.sqlite$/
@@ -49,14 +49,6 @@ describe('rolling backups of the licensing database', () => {
     seedLicensing(s, { licenses })
     s.close()
   }
-  const rows = (file: string, table: string): number => {
-    const db = new Database(file, { readonly: true })
-    try {
-      return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n
-    } finally {
-      db.close()
-    }
-  }
 
   it('takes one at start and one a day, rotated to LICENSING_BACKUPS, private, with sortable UTC names', async () => {
     populate(12)
@@ -90,8 +82,8 @@ describe('rolling backups of the licensing database', () => {
     const [name] = backups()
     expect(name).toMatch(NAME)
     const backup = path.join(backupDir(), name!)
-    expect(rows(backup, 'licenses')).toBe(9)
-    expect(rows(backup, 'products')).toBe(1)
+    expect(rowCount(backup, 'licenses')).toBe(9)
+    expect(rowCount(backup, 'products')).toBe(1)
     await modules.pop()!.stop?.()
 
     // The database is lost; the operator restores the backup as the README says.
@@ -101,7 +93,7 @@ describe('rolling backups of the licensing database', () => {
     fs.rmSync(`${dbFile()}-shm`, { force: true })
     const restored = await licensing()
     expect(restored.health().state).toBe('ok')
-    expect(rows(dbFile(), 'licenses')).toBe(9)
+    expect(rowCount(dbFile(), 'licenses')).toBe(9)
   })
 
   it('LICENSING_BACKUPS=0 takes none and removes none', async () => {

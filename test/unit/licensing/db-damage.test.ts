@@ -13,6 +13,7 @@ import { createLicensingModule, type LicensingModule } from '../../../src-main/l
 import { createLicensingServices } from '../../../src-main/licensing/licensingServices'
 import { testCoreDeps } from '../../helpers/coreDeps'
 import { seedLicensing } from '../../helpers/licensingSeed'
+import { rowCount } from '../../helpers/sqliteRows'
 
 const DAY = 86_400_000
 const listProducts = (m: LicensingModule) =>
@@ -86,14 +87,6 @@ describe('the licensing database at start and while running', () => {
     s.close()
     return wal
   }
-  const count = (file: string, table: string): number => {
-    const db = new Database(file, { readonly: true })
-    try {
-      return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n
-    } finally {
-      db.close()
-    }
-  }
 
   it('a zero-length file with its WAL beside it is damage, not a new install: degraded, neither file written', async () => {
     const wal = populate()
@@ -160,7 +153,7 @@ describe('the licensing database at start and while running', () => {
     populate()
     const m = await licensing()
     expect(m.health().state).toBe('ok')
-    expect(count(dbFile(), 'licenses')).toBe(43)
+    expect(rowCount(dbFile(), 'licenses')).toBe(43)
     expect(logs.lines.some((l) => l.includes('passed its start check'))).toBe(true)
   })
 

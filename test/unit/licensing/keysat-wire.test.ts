@@ -10,7 +10,7 @@ import type { PaymentProvider } from '../../../src-main/licensing/providers/type
 import { subscriptionHandlers } from '../../../src-main/licensing/subscriptionHandlers'
 import { tierChangeHandlers } from '../../../src-main/licensing/tierChangeHandlers'
 import { FakeBtcpay } from '../../fakes/btcpay'
-import { paymentsHarness, satProduct, type Harness } from './payments-harness'
+import { paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
 
 const DAY = 86_400_000
 let h: Harness
@@ -18,17 +18,7 @@ let btcpay: FakeBtcpay
 let productId: string
 
 function tier(slug: string, rank: number | null, price: number, extra: Partial<PolicyInput> = {}): string {
-  return h.services.catalog.createPolicy(
-    productId,
-    PolicyInput.parse({
-      slug,
-      name: slug,
-      tier_rank: rank,
-      price_value_override: price,
-      entitlements: [slug],
-      ...extra,
-    }),
-  ).id
+  return tierOn(h, productId, { slug, rank, price }, extra)
 }
 
 async function buy(slug: string): Promise<{ id: string; key: string; invoiceId: string }> {

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { loadConfig } from '../../../src-main/config/load'
+import { PolicyInput } from '../../../src-main/contract/licensing'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
 import { testCoreDeps } from '../../helpers/coreDeps'
@@ -55,4 +56,15 @@ export function satProduct(h: Harness, slug = 'app', price = 10_000): { productI
   })
   const policy = h.services.catalog.policyRows(p.id)[0]!
   return { productId: p.id, policyId: policy.id }
+}
+
+/** A tier on `productId` whose entitlement is its slug, priced `price` in the product's currency. */
+export function tierOn(
+  h: Harness,
+  productId: string,
+  t: { slug: string; rank: number | null; price: number },
+  extra: Partial<PolicyInput> = {},
+): string {
+  const input = { slug: t.slug, name: t.slug, tier_rank: t.rank, price_value_override: t.price, entitlements: [t.slug] }
+  return h.services.catalog.createPolicy(productId, PolicyInput.parse({ ...input, ...extra })).id
 }

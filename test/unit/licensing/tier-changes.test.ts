@@ -4,7 +4,7 @@ import { ApiError } from '../../../src-main/contract/errors'
 import { proratedCharge, type TierChanges } from '../../../src-main/licensing/tierChanges'
 import { tierChangeHandlers } from '../../../src-main/licensing/tierChangeHandlers'
 import { FakeBtcpay } from '../../fakes/btcpay'
-import { paymentsHarness, satProduct, type Harness } from './payments-harness'
+import { paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
 
 const DAY = 86_400_000
 let h: Harness
@@ -13,18 +13,7 @@ let tc: TierChanges
 let productId: string
 
 function tier(slug: string, rank: number | null, price: number, extra: Partial<PolicyInput> = {}): string {
-  return h.services.catalog.createPolicy(
-    productId,
-    PolicyInput.parse({
-      slug,
-      name: slug,
-      tier_rank: rank,
-      price_value_override: price,
-      entitlements: [slug],
-      max_machines: rank ?? 1,
-      ...extra,
-    }),
-  ).id
+  return tierOn(h, productId, { slug, rank, price }, { max_machines: rank ?? 1, ...extra })
 }
 
 /** A licence bought on `slug`: its id and signed key. */
