@@ -11,10 +11,6 @@ import { sendNotFoundPage, wantsNotFoundPage } from './notFoundPage'
 import { sendError } from './respond'
 import { requestState, styleFor } from './requestState'
 
-export { DASHBOARD_CSP } from './middleware/dashboard'
-export { isCrossOrigin } from './middleware/originGuard'
-export { styleFor } from './requestState'
-
 export interface HttpAppOptions {
   /** Built renderer to serve at `/`; null serves no dashboard (API-only tests). */
   rendererDir?: string | null
