@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-import { createApp, h } from 'vue'
+import { createApp, h, ref } from 'vue'
 import { afterEach, describe, expect, it } from 'vitest'
 import TimeChart from '../../../src-renderer/components/TimeChart.vue'
 import { flush, stubCanvas } from './mount'
@@ -13,7 +13,8 @@ afterEach(() => {
   document.body.innerHTML = ''
 })
 
-async function mountChart(props: Record<string, unknown>): Promise<HTMLElement> {
+async function mountChart(given: Record<string, unknown> | (() => Record<string, unknown>)): Promise<HTMLElement> {
+  const props = (): Record<string, unknown> => (typeof given === 'function' ? given() : given)
   const el = document.createElement('div')
   document.body.appendChild(el)
   const app = createApp({
@@ -23,7 +24,7 @@ async function mountChart(props: Record<string, unknown>): Promise<HTMLElement> 
         times: [1, 2, 3],
         series: [{ label: 'sats', values: [5, 7, 9], color: '#f7931a' }],
         yLabel: 'sats',
-        ...props,
+        ...props(),
       }),
   })
   app.mount(el)
@@ -69,5 +70,24 @@ describe('TimeChart legend', () => {
     over.dispatchEvent(new MouseEvent('mouseleave', { clientX: -5, clientY: -5 }))
     await flush()
     expect(legend(el).style.visibility).toBe('hidden')
+  })
+
+  it('keeps the chart, and a legend being read, when new points arrive', async () => {
+    const times = ref([1, 2, 3])
+    const values = ref([5, 7, 9])
+    const el = await mountChart(() => ({
+      times: times.value,
+      series: [{ label: 'load', values: values.value, color: '#3366cc' }],
+    }))
+    const canvas = el.querySelector('canvas')
+    const over = el.querySelector<HTMLElement>('.u-over')!
+    over.dispatchEvent(new MouseEvent('mouseenter', { clientX: 40, clientY: 40 }))
+    over.dispatchEvent(new MouseEvent('mousemove', { clientX: 40, clientY: 40 }))
+    await flush()
+    times.value = [1, 2, 3, 4]
+    values.value = [5, 7, 9, 11]
+    await flush()
+    expect(el.querySelector('canvas')).toBe(canvas)
+    expect(legend(el).style.visibility).toBe('visible')
   })
 })
