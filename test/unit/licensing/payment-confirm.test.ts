@@ -1,6 +1,4 @@
-import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
-import express from 'express'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { InvoiceQuery } from '../../../src-main/contract/licensing'
 import type { InvoiceRow } from '../../../src-main/licensing/invoices'
@@ -8,25 +6,13 @@ import type { ProviderInvoiceSnapshot } from '../../../src-main/licensing/provid
 import { judgePayment } from '../../../src-main/licensing/settlement'
 import { FakeBtcpay } from '../../fakes/btcpay'
 import { FakeZaprite } from '../../fakes/zaprite'
-import { paymentsHarness, type Harness } from './payments-harness'
+import { paymentsHarness, type Harness, servePaymentRoutes } from './payments-harness'
 
 let h: Harness
 let btcpay: FakeBtcpay
 let zaprite: FakeZaprite
 let server: Server
 let base: string
-
-/** The payment routes (webhooks) over a loopback Express app, like the daemon mounts them. */
-async function serveRoutes(): Promise<void> {
-  const app = express()
-  const router = express.Router()
-  h.payments.mountRoutes(router)
-  app.use(router)
-  server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s))
-  })
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
 
 beforeEach(async () => {
   btcpay = await new FakeBtcpay().start()
@@ -43,7 +29,7 @@ beforeEach(async () => {
     entitlements_catalog: [],
     active: true,
   })
-  await serveRoutes()
+  ;({ server, base } = await servePaymentRoutes(h))
   btcpay.webhookUrl = `${base}/v1/btcpay/webhook`
   zaprite.webhookUrl = `${base}/v1/zaprite/webhook`
 })

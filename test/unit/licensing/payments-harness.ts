@@ -1,4 +1,7 @@
 import fs from 'node:fs'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import express from 'express'
 import os from 'node:os'
 import path from 'node:path'
 import { loadConfig } from '../../../src-main/config/load'
@@ -67,4 +70,16 @@ export function tierOn(
 ): string {
   const input = { slug: t.slug, name: t.slug, tier_rank: t.rank, price_value_override: t.price, entitlements: [t.slug] }
   return h.services.catalog.createPolicy(productId, PolicyInput.parse({ ...input, ...extra })).id
+}
+
+/** The payment routes (webhooks, buy pages) on a loopback Express app, as the daemon mounts them. */
+export async function servePaymentRoutes(h: Harness): Promise<{ server: Server; base: string }> {
+  const app = express()
+  const router = express.Router()
+  h.payments.mountRoutes(router)
+  app.use(router)
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s))
+  })
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
 }

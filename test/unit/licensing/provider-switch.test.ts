@@ -1,12 +1,10 @@
-import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
-import express from 'express'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { licensingPaymentsContract } from '../../../src-main/contract/licensing'
 import { AUTHORIZE_TTL_MS } from '../../../src-main/licensing/providers/btcpayAuthorize'
 import { FakeBtcpay } from '../../fakes/btcpay'
 import { FakeZaprite } from '../../fakes/zaprite'
-import { paymentsHarness, satProduct, type Harness } from './payments-harness'
+import { paymentsHarness, satProduct, type Harness, servePaymentRoutes } from './payments-harness'
 
 let h: Harness
 let btcpay: FakeBtcpay
@@ -21,14 +19,7 @@ beforeEach(async () => {
   btcpay.now = () => h.clock.now()
   zaprite.now = () => h.clock.now()
   satProduct(h)
-  const app = express()
-  const router = express.Router()
-  h.payments.mountRoutes(router)
-  app.use(router)
-  server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s))
-  })
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  ;({ server, base } = await servePaymentRoutes(h))
   btcpay.webhookUrl = `${base}/v1/btcpay/webhook`
   zaprite.webhookUrl = `${base}/v1/zaprite/webhook`
 })

@@ -4,9 +4,7 @@
  * payment `Expired` with `PaidLate`, and Zaprite's reference promises an order's status but not its
  * amount nor the list's pagination envelope.
  */
-import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
-import express from 'express'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { InvoiceRow } from '../../../src-main/licensing/invoices'
 import type { ProviderInvoiceSnapshot } from '../../../src-main/licensing/providers/types'
@@ -14,7 +12,7 @@ import { ZapriteProvider } from '../../../src-main/licensing/providers/zaprite'
 import { judgePayment } from '../../../src-main/licensing/settlement'
 import { FakeBtcpay, paymentMethodsFixture, type GreenfieldVersion } from '../../fakes/btcpay'
 import { FakeZaprite } from '../../fakes/zaprite'
-import { paymentsHarness, satProduct, type Harness } from './payments-harness'
+import { paymentsHarness, satProduct, type Harness, servePaymentRoutes } from './payments-harness'
 
 let h: Harness
 let server: Server
@@ -24,14 +22,7 @@ const fakes: { stop(): Promise<void> }[] = []
 beforeEach(async () => {
   h = paymentsHarness()
   satProduct(h)
-  const app = express()
-  const router = express.Router()
-  h.payments.mountRoutes(router)
-  app.use(router)
-  server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s))
-  })
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  ;({ server, base } = await servePaymentRoutes(h))
 })
 
 afterEach(async () => {
