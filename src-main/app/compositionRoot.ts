@@ -109,8 +109,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ...shared,
     services,
     deepHealth: servicesModule.deepHealth,
-    // Chat and completions wait here while a swap is loading (and start one on demand).
-    llmGate: models.swap,
+    // Chat and completions go to the placement serving their model, waiting while a job touches it.
+    router: models.router,
     consumerKeys,
     options: opts.gateway,
   })

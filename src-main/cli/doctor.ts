@@ -1,4 +1,5 @@
-import type { Config } from '../config/load'
+import { nodeNames, type Config } from '../config/load'
+import type { NodeName } from '../contract/schemas'
 import type { ServiceDirectory, RoleName } from '../services/serviceDirectory'
 import { httpHealth } from '../nodes/status'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
@@ -6,7 +7,7 @@ import { remoteDir } from '../ssh/quote'
 
 /** One line of `tandem doctor`: what was checked, what was found, and what to do when it failed. */
 export interface DoctorCheck {
-  /** node1, node2, llm, asr or tts. */
+  /** A node (node1, node2, node3, …), llm, asr or tts. */
   readonly subject: string
   readonly check: string
   readonly status: 'ok' | 'fail' | 'skip'
@@ -25,13 +26,10 @@ export interface DoctorDeps {
 /** The scripts of the launcher checkout that Tandem runs (DESIGN.md, The launcher). */
 export const LAUNCHER_SCRIPTS = ['launch-cluster.sh', 'hf-download.sh', 'build-and-copy.sh'] as const
 
-const NODES = ['node1', 'node2'] as const
-type NodeName = (typeof NODES)[number]
-
 /** Every check for every configured node and service, nodes in parallel. */
 export async function runDoctor(deps: DoctorDeps): Promise<DoctorCheck[]> {
   const [nodeChecks, serviceChecks] = await Promise.all([
-    Promise.all(NODES.map((node) => checkNode(deps, node))),
+    Promise.all(nodeNames(deps.config).map((node) => checkNode(deps, node))),
     Promise.all((['llm', 'asr', 'tts'] as const).map((role) => checkService(deps, role))),
   ])
   return [...nodeChecks.flat(), ...serviceChecks]
@@ -76,17 +74,8 @@ function nodeCheckNames(node: NodeName): string[] {
 }
 
 async function checkNode(deps: DoctorDeps, node: NodeName): Promise<DoctorCheck[]> {
-  const target = deps.config.nodes[node]
-  const upper = node.toUpperCase()
-  if (target === null)
-    return [
-      fail(
-        node,
-        'configured',
-        `${upper}_HOST and ${upper}_USER are not set`,
-        `set ${upper}_HOST and ${upper}_USER (settings file, environment or the StartOS configuration action)`,
-      ),
-    ]
+  const target = deps.config.nodes[node] ?? null
+  if (target === null) return [notConfigured(node)]
   const where = `${target.user}@${target.host}:${target.port}`
   const launcherDir = deps.config.llm.launcherDir
   let script: string
@@ -116,6 +105,31 @@ async function checkNode(deps: DoctorDeps, node: NodeName): Promise<DoctorCheck[
   ]
 }
 
+/** node1 and node2 have their own settings; node3… are entries of NODES. */
+const ownSettings = (node: NodeName): boolean => node === 'node1' || node === 'node2'
+
+/** Where the node's host is set, in words for a fix. */
+function hostSetting(node: NodeName): string {
+  return ownSettings(node) ? `${node.toUpperCase()}_HOST` : 'its entry in NODES'
+}
+
+function notConfigured(node: NodeName): DoctorCheck {
+  const upper = node.toUpperCase()
+  if (!ownSettings(node))
+    return fail(
+      node,
+      'configured',
+      'its entry in NODES was skipped as malformed (see the configuration warnings)',
+      'correct the entry in NODES: user@host or user@host:port, in order from node3',
+    )
+  return fail(
+    node,
+    'configured',
+    `${upper}_HOST and ${upper}_USER are not set`,
+    `set ${upper}_HOST and ${upper}_USER (settings file, environment or the StartOS configuration action)`,
+  )
+}
+
 /** What a failed SSH session says about reachability, the host key and Tandem's key. */
 function connectFailure(node: NodeName, where: string, target: SshTarget, err: unknown): DoctorCheck[] {
   const message = err instanceof Error ? err.message : String(err)
@@ -125,7 +139,7 @@ function connectFailure(node: NodeName, where: string, target: SshTarget, err: u
         node,
         'reachable',
         `ssh ${where}: ${message}`,
-        `check that the node is powered on and on the network, that ${node.toUpperCase()}_HOST and the SSH port are right, and that sshd runs (Wake-on-LAN from the Cluster view if it sleeps)`,
+        `check that the node is powered on and on the network, that ${hostSetting(node)} and the SSH port are right, and that sshd runs (Wake-on-LAN from the Cluster view if it sleeps)`,
       ),
       skip(node, 'host key', 'not checked: node unreachable'),
       skip(node, 'ssh key', 'not checked: node unreachable'),

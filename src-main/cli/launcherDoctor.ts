@@ -33,7 +33,7 @@ export async function launcherDoctorChecks(deps: LauncherDoctorDeps): Promise<Do
   if (node1 === null) return []
   const probe = new LauncherProbe({
     pool: deps.pool,
-    node1,
+    target: node1,
     launcherDir: deps.config.llm.launcherDir,
     clock: deps.clock,
     logger: deps.logger,

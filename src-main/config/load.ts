@@ -17,6 +17,9 @@ import {
 } from './schema'
 import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 import { redactUrlCredentials } from '../lib/logger'
+import { parseExtraNodes, type NodeTargets } from './nodes'
+
+export { nodeNames, type NodeTargets } from './nodes'
 
 export interface SshTarget {
   readonly host: string
@@ -63,7 +66,8 @@ export interface Config {
   readonly chatUiUrl: string | null
   /** Bearer token that may read /metrics (besides the admin credential); null = admin only. */
   readonly metricsToken: string | null
-  readonly nodes: { readonly node1: SshTarget | null; readonly node2: SshTarget | null }
+  /** node1, node2 (null when not configured), then node3… from NODES. */
+  readonly nodes: NodeTargets
   readonly wolBroadcast: string
   /** Background probe interval in seconds; 0 = off. */
   readonly monitorIntervalS: number
@@ -215,6 +219,11 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     host !== '' && user !== '' ? { host, user, port } : null
   const node1 = target(s('NODE1_HOST'), s('NODE1_USER'), num('NODE1_SSH_PORT'))
   const node2 = target(s('NODE2_HOST'), s('NODE2_USER'), num('NODE2_SSH_PORT'))
+  const extra = parseExtraNodes(
+    s('NODES'),
+    [node1, node2].filter((t) => t !== null),
+  )
+  for (const p of extra.problems) warnings.push(`NODES: ${p}`)
   const role = (prefix: 'ASR' | 'TTS'): RoleService => {
     const host = s(`${prefix}_HOST`) || s('NODE2_HOST')
     const user = s(`${prefix}_USER`) || s('NODE2_USER')
@@ -237,7 +246,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     playgroundSessionUploads: s('PLAYGROUND_SESSION_UPLOADS') === 'on',
     chatUiUrl: orNull('CHAT_UI_URL'),
     metricsToken: orNull('METRICS_TOKEN'),
-    nodes: { node1, node2 },
+    nodes: { node1, node2, ...extra.targets },
     wolBroadcast: s('WOL_BROADCAST'),
     monitorIntervalS: num('MONITOR_INTERVAL_S'),
     llm: { port: num('LLM_PORT'), container: s('LLM_CONTAINER'), launcherDir: s('LAUNCHER_DIR') },
@@ -357,6 +366,11 @@ export function checkSettingChanges(config: Config, changes: Readonly<Record<str
     else if (!isUnset(raw)) {
       const problem = settingProblem(name, raw.trim(), config.paths.dataDir)
       if (problem !== null) errors.push({ name, message: problem })
+      // Loading skips a malformed entry; a save from the page refuses it, so it is fixed while in view.
+      else if (name === 'NODES') {
+        const entries = parseExtraNodes(raw, []).problems
+        if (entries.length > 0) errors.push({ name, message: entries.join('; ') })
+      }
     }
   }
   return errors

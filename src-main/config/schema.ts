@@ -28,6 +28,9 @@ export interface SettingSpec {
   readonly unread?: boolean
 }
 
+/** Node names go up to node64: node1 and node2 have their own settings, NODES holds the rest. */
+export const MAX_EXTRA_NODES = 62
+
 export const SETTINGS = {
   PORT: {
     group: 'advanced',
@@ -106,6 +109,15 @@ export const SETTINGS = {
     default: '22',
     label: 'node2 SSH port',
     description: 'node2 SSH port',
+  },
+  NODES: {
+    group: 'nodes',
+    kind: 'list',
+    default: '',
+    label: 'More nodes',
+    help: 'Nodes past node2, comma separated, each user@host or user@host:port; named node3, node4, … in this order',
+    description:
+      'Nodes past node2, comma separated, each user@host or user@host:port (an IPv6 address in brackets); named node3, node4, … in this order, at most 62; a malformed entry is reported and skipped',
   },
   METRICS_TOKEN: {
     group: 'security',
@@ -497,11 +509,11 @@ export const SettingChanges = z.preprocess(
  */
 const wholeNumber = (min: number, max: number) =>
   z.string().regex(/^\d+$/, 'must be decimal digits').transform(Number).pipe(z.number().int().min(min).max(max))
-const port = wholeNumber(1, 65535)
-const hostLike = z
+export const port = wholeNumber(1, 65535)
+export const hostLike = z
   .string()
   .regex(/^[A-Za-z0-9._:-]*$/, 'must be a host name or address (letters, digits, dots, dashes and colons)')
-const userLike = z
+export const userLike = z
   .string()
   .regex(/^[a-z_][a-z0-9_.-]{0,31}$|^$/, 'must be a user name (lower-case letters, digits, _ . -; up to 32)')
 const containerLike = z
@@ -549,6 +561,13 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   NODE2_HOST: hostLike,
   NODE2_USER: userLike,
   NODE2_SSH_PORT: port,
+  // Checked entry by entry when loaded (config/nodes.ts): a malformed entry is reported and skipped, not the whole list.
+  NODES: z
+    .string()
+    .refine(
+      (v) => v.split(',').length <= MAX_EXTRA_NODES,
+      'must list at most 62 nodes (node3 … node64), comma separated',
+    ),
   WOL_BROADCAST: z.ipv4('must be an IPv4 address such as 192.168.1.255'),
   MONITOR_INTERVAL_S: wholeNumber(0, 3600),
   LLM_PORT: port,

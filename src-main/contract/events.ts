@@ -4,6 +4,7 @@ import { HardwareSnapshot, ServiceLabel, ServiceStatus, TransitionEvent } from '
 import { JobRecord } from './system'
 import { SwapStateEvent } from './models'
 import { DeepHealthResult } from './services'
+import { PlacementsChangedEvent } from './placements'
 
 /**
  * Push events: name → payload. Services publish them on the core's event bus; one stream method
@@ -36,6 +37,7 @@ export const eventPayloads = {
   'hardware.snapshot': HardwareSnapshot,
   'job.update': JobUpdate,
   'swap.state': SwapStateEvent,
+  'placements.changed': PlacementsChangedEvent,
   'deephealth.result': DeepHealthResult,
 } as const
 

@@ -44,6 +44,8 @@ export const GatewayRequest = z.object({
   completion_tokens: z.number().nullable(),
   /** Completion tokens counted from chunks because the upstream sent no usage: an estimate. */
   tokens_estimated: z.boolean(),
+  /** The placement that served it (e.g. `node3+node4`); null when none did (speech, embeddings service). */
+  placement: z.string().nullable().default(null),
 })
 export type GatewayRequest = z.infer<typeof GatewayRequest>
 

@@ -5,6 +5,7 @@ import { gatewayContract } from './gateway'
 import { licensingContract } from './licensing'
 import { eventsContract } from './events'
 import { modelsContract } from './models'
+import { placementsContract } from './placements'
 import { servicesContract } from './services'
 import { docsContract } from './docs'
 import { consumerKeysContract } from './consumerKeys'
@@ -17,6 +18,7 @@ export const contract = {
   ...systemContract,
   ...nodesContract,
   ...modelsContract,
+  ...placementsContract,
   ...servicesContract,
   ...gatewayContract,
   ...licensingContract,

@@ -69,6 +69,8 @@ export const FitEstimate = z.object({
       /** Node RAM × gpu-memory-utilization; null when the node could not be read. */
       budget_bytes: z.number().nullable(),
       ram_total_bytes: z.number().nullable(),
+      /** Memory held on the node by processes a placement there would not stop (speech services, other work). */
+      other_bytes: z.number().nullable().default(null),
       verdict: FitVerdict,
     }),
   ),
@@ -84,6 +86,8 @@ export const ModelView = ModelDefFields.extend({
   /** The engine args a launch passes: bundled args with the knobs applied. */
   launch_args: z.array(z.string()),
   loaded: z.boolean(),
+  /** The placements serving this model (ids such as node2 or node3+node4). */
+  placed_on: z.array(z.string()).default([]),
 })
 export type ModelView = z.infer<typeof ModelView>
 
@@ -100,7 +104,10 @@ export const DiskStatus = z.object({
     z.object({
       key: z.string(),
       on_disk: z.boolean(),
-      /** Nodes probed: node1 for solo models, both for cluster. */
+      /**
+       * Nodes probed: node1 for solo models, node1 and node2 for cluster, and every configured node past
+       * node2. `on_disk` is about the first two: present on each node the model's mode runs on.
+       */
       nodes: z.array(DiskEntry),
     }),
   ),
@@ -183,7 +190,9 @@ export const LauncherCapability = z.enum([
 export type LauncherCapability = z.infer<typeof LauncherCapability>
 
 export const LauncherInfo = z.object({
-  /** The checkout exists on node1 with a launch-cluster.sh. */
+  /** The node whose checkout this is (a placement's head runs the launcher). */
+  node: NodeName.default('node1'),
+  /** The checkout exists on that node with a launch-cluster.sh. */
   found: z.boolean(),
   dir: z.string(),
   commit: z.string().nullable(),
@@ -243,9 +252,18 @@ export const SwapStateEvent = z.object({
   job_id: z.string(),
   loaded: LoadedModel.nullable(),
   detail: z.string().nullable(),
+  /** The placement the job places or stops (docs/placements.md). */
+  placement_id: z.string().default('node1'),
+  /** Every node the job touches: its own and those of the placements it displaces. */
+  nodes: z.array(NodeName).default(['node1']),
 })
 
-export const DownloadTarget = z.enum(['node1', 'node2', 'both'])
+/**
+ * Where a download lands: one node (`node1`, `node2`, `node3`…; the daemon refuses one that is not
+ * configured), `both` (node1 and node2) or `all` (every configured node).
+ */
+export const DownloadTarget = z.union([z.enum(['both', 'all']), NodeName])
+export type DownloadTarget = z.infer<typeof DownloadTarget>
 
 const KeyParam = z.object({ key: ModelKey })
 
@@ -275,9 +293,18 @@ export const modelsContract = {
     output: ModelView,
   }),
   modelFit: method({
-    summary: 'Memory a model needs per node in a mode, against live RAM × gpu-memory-utilization',
+    summary:
+      'Memory a model needs per node in a mode or on chosen nodes (`nodes=node2,node3`, head first), against live RAM × gpu-memory-utilization and what other processes hold',
     http: 'GET /api/models/:key/fit',
-    input: KeyParam.extend({ mode: RunMode.optional() }),
+    input: KeyParam.extend({
+      mode: RunMode.optional(),
+      nodes: z
+        .preprocess(
+          (v) => (typeof v === 'string' ? v.split(',').filter((n) => n !== '') : v),
+          z.array(NodeName).min(1).max(64),
+        )
+        .optional(),
+    }),
     output: FitEstimate,
   }),
   listRecipes: method({
@@ -299,7 +326,8 @@ export const modelsContract = {
     output: DiskStatus,
   }),
   deleteWeights: method({
-    summary: 'Remove a model’s weights (cluster models on both nodes, solo on node1); refused for the loaded model',
+    summary:
+      'Remove a model’s weights from every node disk status probes for it (node1, node2 for cluster models, node3…); 409 for a placed model',
     http: 'DELETE /api/models/:key/disk',
     input: KeyParam,
     output: z.object({
@@ -331,7 +359,8 @@ export const modelsContract = {
     output: LauncherInfo,
   }),
   startDownload: method({
-    summary: "Download weights with the launcher's hf-download.sh (a job); one at a time",
+    summary:
+      "Download weights with the launcher's hf-download.sh (a job) to a node, `both` (node1+node2) or `all`; one at a time",
     http: 'POST /api/download',
     input: z.object({
       repo: ModelRepo,

@@ -35,6 +35,8 @@ export const HardwareOk = z.object({
   gpu_unified_memory: z.boolean(),
   interface: z.string().nullable(),
   mac: z.string().nullable(),
+  /** The node's address on the cluster link (the launcher's autodiscover.sh choice), null when it has none. */
+  cluster_ip: z.string().nullable().default(null),
   probed_at: z.number(),
   probe_ms: z.number(),
 })
@@ -59,8 +61,31 @@ export const HardwareNotConfigured = z.object({ node: z.string(), status: z.lite
 export const NodeHardware = z.discriminatedUnion('status', [HardwareOk, HardwareUnreachable, HardwareNotConfigured])
 export type NodeHardware = z.infer<typeof NodeHardware>
 
-export const HardwareSnapshot = z.object({ node1: NodeHardware, node2: NodeHardware, taken_at: z.number() })
+/** Every configured node by name: node1 and node2 always, node3… when NODES lists them. */
+export const HardwareSnapshot = z
+  .object({ node1: NodeHardware, node2: NodeHardware, taken_at: z.number() })
+  .catchall(NodeHardware)
 export type HardwareSnapshot = z.infer<typeof HardwareSnapshot>
+
+/**
+ * A snapshot from each node's reading, node1 and node2 first. Its type reads well (a node's row by
+ * name) but `taken_at` beside the node rows cannot be written as one object literal, hence this.
+ */
+export function hardwareSnapshot(
+  node1: NodeHardware,
+  node2: NodeHardware,
+  more: readonly NodeHardware[],
+  takenAt: number,
+): HardwareSnapshot {
+  const byName: Record<string, NodeHardware> = Object.fromEntries(more.map((hw) => [hw.node, hw]))
+  return Object.assign(byName, { node1, node2, taken_at: takenAt })
+}
+
+/** A snapshot's node rows in node order: node1, node2, node3, … */
+export function snapshotNodes(snapshot: HardwareSnapshot): NodeHardware[] {
+  const rows = Object.values(snapshot).filter((v): v is NodeHardware => typeof v === 'object')
+  return rows.sort((a, b) => Number(a.node.slice(4)) - Number(b.node.slice(4)))
+}
 
 export const HardwareSample = z.object({
   at: z.number(),
@@ -76,7 +101,9 @@ export const HardwareSample = z.object({
 })
 export type HardwareSample = z.infer<typeof HardwareSample>
 
-export const HardwareHistory = z.object({ node1: z.array(HardwareSample), node2: z.array(HardwareSample) })
+export const HardwareHistory = z
+  .object({ node1: z.array(HardwareSample), node2: z.array(HardwareSample) })
+  .catchall(z.array(HardwareSample))
 
 export const ConnState = z.enum(['up', 'down'])
 
@@ -158,6 +185,23 @@ export const WakeResult = z.object({
 /** Unknown: the node the service runs on is unreachable, so its container cannot be read or acted on. */
 export const ServiceLabel = z.enum(['Healthy', 'Unhealthy', 'Starting', 'Stopped', 'Unknown', 'Not configured'])
 
+/**
+ * The latest deep-health probe of a service as its card carries it (issue 31: the card and the
+ * deep-health row show the same latest result).
+ */
+export const DeepHealthVerdict = z.object({
+  ok: z.boolean(),
+  wedged: z.boolean(),
+  /** When the probe began. */
+  at: z.number(),
+  /**
+   * The service came up again after this probe (its /health turned OK, or its container started):
+   * the probe no longer decides the label, and a new one has been asked for.
+   */
+  stale: z.boolean(),
+})
+export type DeepHealthVerdict = z.infer<typeof DeepHealthVerdict>
+
 export const ServiceStatus = z.object({
   name: z.string(),
   configured: z.boolean(),
@@ -181,6 +225,8 @@ export const ServiceStatus = z.object({
   /** Why start, stop and restart are refused now (the node cannot be reached); null: they can be used. */
   actions_blocked: z.string().nullable(),
   error: z.string().nullable(),
+  /** The latest deep-health probe (llm, asr and tts only); null: none yet, or not a probed service. */
+  deep_health: DeepHealthVerdict.nullable(),
 })
 export type ServiceStatus = z.infer<typeof ServiceStatus>
 
@@ -240,7 +286,7 @@ export const PendingHostKeys = z.object({
 
 export const nodesContract = {
   getHardware: method({
-    summary: 'Hardware snapshot of both nodes, probed in parallel over SSH (cached 4 s)',
+    summary: 'Hardware snapshot of every configured node, probed in parallel over SSH (cached 4 s)',
     http: 'GET /api/hardware',
     input: z.object({ fresh: z.union([z.boolean(), z.stringbool()]).optional() }),
     output: HardwareSnapshot,

@@ -121,7 +121,11 @@ export const RegistryKey = z
 /** Vector-store collection name: nothing from shell or URL syntax. */
 export const CollectionName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, dash, underscore')
 
-export const NodeName = z.enum(['node1', 'node2'])
+/**
+ * A node's name: node1 and node2 keep their spec roles (llm head, speech); node3 onward come from
+ * the NODES setting, in its order. At most 64 nodes (a Spark cluster's switch has far fewer ports).
+ */
+export const NodeName = z.string().regex(/^node([1-9]|[1-5][0-9]|6[0-4])$/, 'a node name: node1 … node64')
 export type NodeName = z.infer<typeof NodeName>
 
 /** SSH host: a name or an IPv4/IPv6 literal. */

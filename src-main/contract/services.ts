@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { method, type ContractTable } from './define'
 import { ServiceStatus } from './nodes'
 import { JobEvent, JobRecord } from './system'
+import { PlacementId } from './placements'
 import { ContainerName, EnvMap, ImageRef, JobId, NodeName, Port, ServiceName, VolumeSource } from './schemas'
 
 /**
@@ -58,7 +59,19 @@ export const PrebuiltInstallInput = z.object({
 /** The limit that held a requested restart back; `swap`: the llm is never restarted while a model swap holds it. */
 export const RestartHold = z.enum(['grace', 'cooldown', 'cap', 'swap'])
 
+/** A placement other than node1's as a deep-health subject: `llm@` and its id (node1's placement is `llm`). */
+export const PlacementProbeSubject = z
+  .string()
+  .max(404)
+  .refine((s) => s.startsWith('llm@') && PlacementId.safeParse(s.slice(4)).success, {
+    message: 'llm@ and a placement id, such as llm@node3 or llm@node3+node4',
+  })
+
+/** What a deep-health probe checks: a service (asr, tts, llm, or a name it does not probe: 404), or a placement. */
+export const DeepHealthSubject = z.union([ServiceName, PlacementProbeSubject])
+
 export const DeepHealthResult = z.object({
+  /** asr, tts, llm (node1's engine) or `llm@<placement id>` for another placement. */
   service: z.string(),
   ok: z.boolean(),
   at: z.number(),
@@ -206,9 +219,9 @@ export const servicesContract = {
     output: DeepHealthView,
   }),
   runDeepHealth: method({
-    summary: 'Run one service’s deep-health probe now',
+    summary: 'Run one service’s (or placement’s, as llm@<placement id>) deep-health probe now',
     http: 'POST /api/deep-health/:service/run',
-    input: z.object({ service: ServiceName }),
+    input: z.object({ service: DeepHealthSubject }),
     output: DeepHealthResult,
   }),
   getSpeechModels: method({

@@ -1,49 +1,53 @@
 import { Menu, nativeImage, Tray, type MenuItemConstructorOptions } from 'electron'
-import type { ConnectivityView } from '../contract/nodes'
+import type { ConnectivityView, StatusView } from '../contract/nodes'
 import type { Core } from '../app/compositionRoot'
 import { invokeMethod } from '../app/invoke'
-import { nodeLines, trayMenu, trayTooltip, type TrayItem } from './trayModel'
-
-/** Refreshes between connectivity events too, so "not checked yet" does not linger. */
-const REFRESH_MS = 30_000
+import { nodeLines, serviceLines, TrayFeed, trayMenu, trayTooltip, type TrayItem, type TrayState } from './trayModel'
 
 /**
- * The tray (menu bar) item: Open dashboard, the node status summary, Quit. Its menu is rebuilt
- * from the connectivity store whenever a node changes state.
+ * The tray (menu bar) item: Open dashboard, the nodes' and services' state, Quit. Its state is the
+ * dashboard's: read once through the same contract methods, then fed by the core's event bus
+ * (trayModel's TrayFeed), with no polling of its own.
  */
 export function createTray(core: Core, iconFile: string, actions: { open(): void; quit(): void }): () => void {
   const icon = nativeImage.createFromPath(iconFile)
   const tray = new Tray(icon.isEmpty() ? icon : icon.resize({ width: 16, height: 16 }))
   const abort = new AbortController()
-  let view: ConnectivityView | null = null
 
-  const render = (): void => {
-    const lines = nodeLines(core.config.nodes, view)
-    tray.setToolTip(trayTooltip(lines))
-    tray.setContextMenu(Menu.buildFromTemplate(trayMenu(lines).map((item) => menuItem(item, actions))))
+  const render = (state: TrayState): void => {
+    if (abort.signal.aborted) return
+    const lines = nodeLines(core.config.nodes, state.connectivity)
+    const services = serviceLines(state)
+    tray.setToolTip(trayTooltip(lines, services))
+    tray.setContextMenu(Menu.buildFromTemplate(trayMenu(lines, services).map((item) => menuItem(item, actions))))
   }
-  const refresh = async (): Promise<void> => {
+  const read = async <T>(method: 'getConnectivity' | 'getStatus'): Promise<T | null> => {
     try {
-      view = (await invokeMethod(core.dispatcher, 'getConnectivity', {}, ipcContext(abort.signal))) as ConnectivityView
+      return (await invokeMethod(core.dispatcher, method, {}, ipcContext(abort.signal))) as T
     } catch (err) {
-      core.logger.warn('tray: connectivity unavailable', { error: err })
+      core.logger.warn(`tray: ${method} unavailable`, { error: err })
+      return null
     }
-    if (!abort.signal.aborted) render()
   }
+  const feed = new TrayFeed(
+    {
+      subscribe: (fn) => core.events.subscribe(fn),
+      // Connectivity after the status checks, which record transitions (as the cluster store reads).
+      read: async () => {
+        const status = await read<StatusView>('getStatus')
+        return { connectivity: await read<ConnectivityView>('getConnectivity'), status }
+      },
+    },
+    render,
+  )
 
-  render()
-  void refresh()
-  const timer = setInterval(() => void refresh(), REFRESH_MS)
-  timer.unref()
-  void (async () => {
-    for await (const ev of core.events.stream(undefined, abort.signal))
-      if (ev.name === 'connectivity.transition' || ev.name === 'resync') await refresh()
-  })().catch(() => undefined)
+  render({ connectivity: null, services: {} })
+  feed.start().catch((err: unknown) => core.logger.warn('tray: could not follow the events', { error: err }))
   tray.on('click', () => actions.open())
 
   return () => {
     abort.abort()
-    clearInterval(timer)
+    feed.stop()
     tray.destroy()
   }
 }

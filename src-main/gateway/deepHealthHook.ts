@@ -1,20 +1,31 @@
 /** The speech and llm services a deep-health probe can check. */
 export type ProbedService = 'asr' | 'tts' | 'llm'
 
+/** A placement other than node1's, probed as an llm: `llm@<placement id>` (docs/placements.md, Deep health). */
+export type PlacementSubject = `llm@${string}`
+
+/** What deep health probes: a service, or a placement's engine. */
+export type ProbeSubject = ProbedService | PlacementSubject
+
+/** The deep-health subject of a placement: the one including node1 is the llm service, as before placements. */
+export function placementSubject(placementId: string): 'llm' | PlacementSubject {
+  return placementId.split('+').includes('node1') ? 'llm' : `llm@${placementId}`
+}
+
 /**
  * What the gateway needs from deep health (spec 1, 7): "start a probe of this service now, in the
  * background". The services domain implements it with real probes and its restart rate limits;
  * the gateway never waits for it.
  */
 export interface DeepHealthHook {
-  requestProbe(service: ProbedService, reason: string): ProbeStart
+  requestProbe(service: ProbeSubject, reason: string): ProbeStart
 }
 
 /** What became of a probe request: one started now, one was already running, or none can run. */
 export type ProbeStart = 'started' | 'running' | 'unavailable'
 
 /** The part of a 503's detail that says what deep health is doing about it (true in each case). */
-export function probeWording(service: ProbedService, start: ProbeStart): string {
+export function probeWording(service: ProbeSubject, start: ProbeStart): string {
   if (start === 'started') return `a deep-health probe of the ${service} was started`
   if (start === 'running') return `a deep-health probe of the ${service} is already running`
   return `no deep-health probe of the ${service} could be started`

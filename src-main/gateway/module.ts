@@ -4,6 +4,7 @@ import type { Config } from '../config/load'
 import { ApiError } from '../contract/errors'
 import type { gatewayContract } from '../contract/gateway'
 import type { consumerKeysContract } from '../contract/consumerKeys'
+import type { ModelRouter } from '../models/types'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import type { ServiceDirectory } from '../services/serviceDirectory'
 import { mountAudioRoutes } from './audio/audioRoutes'
@@ -15,7 +16,8 @@ import { KeyUsageStore, usageCounts } from './keys/keyUsage'
 import { ModelLists } from './relay/modelLists'
 import { playgroundHandlers } from './playground'
 import { BodyBudget, bodyBudgetLimits } from './relay/bodyBudget'
-import { mountProxyRoutes, relayRoutes, type LlmGate } from './relay/proxyRoutes'
+import { PlacementUpstreams, POOL_SWEEP_MS } from './relay/placementUpstreams'
+import { mountProxyRoutes, relayRoutes } from './relay/proxyRoutes'
 import { rawRoute } from './relay/rawRoute'
 import { RequestLog } from './relay/requestLog'
 import { ScrubSessions } from './scrub/scrub'
@@ -64,8 +66,11 @@ export interface GatewayDeps extends CoreDeps {
   readonly services: ServiceDirectory
   /** Filled by the services domain (deep health); the gateway only asks for probes. */
   readonly deepHealth: DeepHealthHook
-  /** Holds chat and completions while a model swap is loading (the models domain fills it). */
-  readonly llmGate?: LlmGate
+  /**
+   * Which placement serves a request's `model`, holding it while a placement job touches it (the
+   * models domain fills it); without it chat and completions go to the llm service.
+   */
+  readonly router?: ModelRouter
   /** Named consumer keys (built with the credentials, which check them); opened here when not given. */
   readonly consumerKeys?: ConsumerKeys
   readonly options?: Partial<GatewayOptions>
@@ -99,11 +104,17 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   const { config, clock, services } = deps
   const logger = deps.logger.child('gateway')
   const opts = gatewayOptions(config, deps.options)
-  const upstreams = new Upstreams(services, {
+  const timeouts: UpstreamTimeouts = {
     ...DEFAULT_UPSTREAM_TIMEOUTS,
     headersMs: opts.proxyTimeoutMs,
     ...opts.upstreamTimeouts,
-  })
+  }
+  const upstreams = new Upstreams(services, timeouts)
+  // A relayed request failing on a placement's engine asks deep health to probe that placement.
+  const placements = deps.router
+    ? new PlacementUpstreams(deps.router, timeouts, (subject, reason) => deps.deepHealth.requestProbe(subject, reason))
+    : undefined
+  let poolSweep: NodeJS.Timeout | undefined
   const need = (name: UpstreamName): Upstream => {
     const up = upstreams.get(name)
     if (!up) throw new ApiError('unavailable', services.get(name).hint ?? `${name} is not configured`)
@@ -119,7 +130,8 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     })
   const scrubber = new ScrubSessions(clock, config.scrubTerms, opts.scrubTtlMs, opts.scrubCap)
   let scrubSweep: NodeJS.Timeout | undefined
-  const lists = new ModelLists(need, clock, logger)
+  const modelRouter = deps.router
+  const lists = new ModelLists(need, clock, logger, modelRouter && (() => modelRouter.placed()))
   const voices = VoiceAliases.fromSetting(
     config.settings.TTS_VOICE_ALIASES.value,
     async () => (await lists.ttsVoices()).map((v) => v.id),
@@ -139,7 +151,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     proxyTimeoutMs: opts.proxyTimeoutMs,
     drainMs: opts.uploadIdleMs,
     logger,
-    gate: deps.llmGate,
+    placements,
     bodyBudget,
   })
 
@@ -168,10 +180,14 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     start() {
       usage?.start()
       scrubSweep ??= setInterval(() => scrubber.expire(), SCRUB_SWEEP_MS).unref()
+      if (placements) poolSweep ??= setInterval(() => placements.sweep(), POOL_SWEEP_MS).unref()
     },
     stop() {
       if (scrubSweep) clearInterval(scrubSweep)
       scrubSweep = undefined
+      if (poolSweep) clearInterval(poolSweep)
+      poolSweep = undefined
+      placements?.destroy()
       usage?.stop()
       keys.close()
       upstreams.destroy()

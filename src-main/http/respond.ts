@@ -14,8 +14,12 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   res.end(body)
 }
 
-/** OpenAI's error `type` for a status, so the official clients pick the right exception class. */
-function openAiType(status: number): string {
+/**
+ * OpenAI's error `type` for a status, so the official clients pick the right exception class; an
+ * unknown model is OpenAI's own `invalid_request_error` with code `model_not_found`.
+ */
+function openAiType(status: number, code: string): string {
+  if (code === 'model_not_found') return 'invalid_request_error'
   if (status === 401) return 'authentication_error'
   if (status === 403) return 'permission_error'
   if (status === 404) return 'not_found_error'
@@ -28,7 +32,7 @@ function errorBody(e: ApiError, style: ErrorStyle): unknown {
   if (style === 'licensing') return { ok: false, error: e.code, message: e.message }
   if (style === 'openai')
     return {
-      error: { message: e.message, type: openAiType(e.status), code: e.code, param: e.param ?? null },
+      error: { message: e.message, type: openAiType(e.status, e.code), code: e.code, param: e.param ?? null },
       detail: e.message,
     }
   return { detail: e.message, code: e.code }

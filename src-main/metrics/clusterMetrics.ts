@@ -1,10 +1,10 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { EventPayload, PushEvent } from '../contract/events'
-import { ServiceLabel, type HardwareOk } from '../contract/nodes'
+import { ServiceLabel, snapshotNodes, type HardwareOk } from '../contract/nodes'
 
 /**
  * Cluster metrics fed by the event bus: node hardware, reachability, service state and restarts,
- * deep-health results and the restarts they triggered, swaps and download bytes.
+ * deep-health results and the restarts they triggered, swaps, placements and download bytes.
  */
 export function clusterMetrics(registers: Registry[]): (ev: PushEvent) => void {
   const g = (name: string, help: string, labelNames: string[]) => new Gauge({ name, help, labelNames, registers })
@@ -32,6 +32,10 @@ export function clusterMetrics(registers: Registry[]): (ev: PushEvent) => void {
     registers,
   })
   const download = c('tandem_download_bytes_total', 'Model bytes downloaded', [])
+  // Ids are node sets, bounded by the nodes configured: safe as a label.
+  const placementUp = g('tandem_placement_up', 'Whether the placement serves (1) or is lost or loading (0)', [
+    'placement',
+  ])
   const swapStarted = new Map<string, number>()
   const downloaded = new Map<string, number>()
 
@@ -79,6 +83,11 @@ export function clusterMetrics(registers: Registry[]): (ev: PushEvent) => void {
         return swap(ev.data, ev.at)
       case 'job.update':
         return job(ev.data)
+      case 'placements.changed':
+        placementUp.reset()
+        for (const p of ev.data.placements)
+          placementUp.set({ placement: p.id }, p.state === 'ready' || p.state === 'unknown' ? 1 : 0)
+        return
     }
   }
 }
@@ -87,7 +96,7 @@ export function clusterMetrics(registers: Registry[]): (ev: PushEvent) => void {
 function nodeMetrics(registers: Registry[]): (snap: EventPayload<'hardware.snapshot'>) => void {
   const node = nodeGauges(registers)
   return (snap) => {
-    for (const h of [snap.node1, snap.node2]) {
+    for (const h of snapshotNodes(snap)) {
       if (h.status === 'not_configured') continue
       node.up.set({ node: h.node }, h.status === 'ok' ? 1 : 0)
       // An unreachable node keeps its last figures: only `up` says they are stale.

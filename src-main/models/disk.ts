@@ -7,6 +7,7 @@ import type { JobRegistry } from '../jobs/registry'
 import type { NodesModule } from '../nodes/module'
 import { SshError } from '../ssh/pool'
 import { isSafeSegment, shq } from '../ssh/quote'
+import { nodeNames } from '../config/load'
 import type { CatalogReader, SwapStatus } from './types'
 
 /** One probe command covers every model on a node; du over a large cache can take a while cold. */
@@ -77,6 +78,15 @@ export function nodesFor(def: ModelDef): NodeName[] {
 }
 
 /**
+ * Where disk status looks for a model: the nodes its mode runs on, and every configured node past
+ * node2, where a placement or a download may have put it (a two-node install probes as before).
+ */
+export function probedNodes(def: ModelDef, configured: readonly string[]): NodeName[] {
+  const extra = configured.filter((n) => n !== 'node1' && n !== 'node2')
+  return [...nodesFor(def), ...extra]
+}
+
+/**
  * The probe, POSIX sh without a fork per model: the node's hub root is announced as `H <path>`; each
  * model present on the node (a hub cache with a snapshot, or an existing local directory) is announced
  * as `P <index> <path>` and collected, then one `du` sizes them all (`<bytes>\t<path>`, apparent size).
@@ -140,12 +150,13 @@ export class WeightsOnDisk {
 
   constructor(private readonly deps: WeightsOnDiskDeps) {}
 
-  /** Every catalog model on the nodes it runs on, one SSH command per node, both nodes at once. */
+  /** Every catalog model on the nodes it is probed on, one SSH command per node, every node at once. */
   async status(signal?: AbortSignal): Promise<DiskStatus> {
     const models = this.deps.catalog.list().map((e) => ({ def: e.def, loc: weightsLocation(e.def) }))
+    const configured = this.configured()
     const perNode = await Promise.all(
-      (['node1', 'node2'] as const).map(async (node) => {
-        const wanted = models.filter((m) => nodesFor(m.def).includes(node))
+      ['node1', 'node2', ...configured.filter((n) => n !== 'node1' && n !== 'node2')].map(async (node) => {
+        const wanted = models.filter((m) => probedNodes(m.def, configured).includes(node))
         return {
           node,
           wanted,
@@ -179,7 +190,9 @@ export class WeightsOnDisk {
     return {
       models: models.map(({ def }) => {
         const nodes = entries.get(def.key) ?? []
-        return { key: def.key, on_disk: nodes.length > 0 && nodes.every((n) => n.present), nodes }
+        const own = nodesFor(def)
+        const home = nodes.filter((n) => own.includes(n.node))
+        return { key: def.key, on_disk: home.length > 0 && home.every((n) => n.present), nodes }
       }),
       checked_at: now,
     }
@@ -196,12 +209,15 @@ export class WeightsOnDisk {
     return result.ok ? (result.found[0]?.bytes ?? null) : null
   }
 
-  /** Deletes a model's weights on its nodes; refused for local models, the loaded model, and during a swap or download. */
+  /**
+   * Deletes a model's weights on every node disk status probes for it; refused for local models, a
+   * placed model, and during a swap or download.
+   */
   async remove(key: string): Promise<{ deleted: { node: NodeName; path: string; bytes: number | null }[] }> {
     const def = this.deps.catalog.get(key).def
     this.refuseRemoval(def)
     const loc = weightsLocation(def)
-    const nodes = nodesFor(def)
+    const nodes = probedNodes(def, this.configured())
     const results = await Promise.allSettled(nodes.map((node) => this.removeOn(node, loc)))
     const deleted: { node: NodeName; path: string; bytes: number | null }[] = []
     const failed: string[] = []
@@ -236,6 +252,12 @@ export class WeightsOnDisk {
         'conflict',
         `${def.key} is the loaded model; swap to another model before deleting its weights`,
       )
+    const placed = this.deps.swap.placementsOf?.(def.key) ?? []
+    if (placed.length > 0)
+      throw new ApiError(
+        'conflict',
+        `${def.key} is placed (${placed.join(', ')}); stop that placement before deleting its weights`,
+      )
     if (this.deps.swap.busy())
       throw new ApiError('conflict', 'a model swap is in progress; delete the weights after it')
     const download = this.deps.jobs.list('download').find((j) => j.state === 'running')
@@ -244,6 +266,12 @@ export class WeightsOnDisk {
         'conflict',
         `a download is running (${download.id}: ${download.title}); delete the weights after it`,
       )
+  }
+
+  /** The nodes configured with an SSH target (a malformed NODES entry leaves its name without one). */
+  private configured(): string[] {
+    const targets = this.deps.nodes.targets
+    return nodeNames({ nodes: targets }).filter((n) => targets[n] !== null && targets[n] !== undefined)
   }
 
   /** Measures, then removes; answers the path as the node resolved it and the bytes freed (null when nothing was there). */

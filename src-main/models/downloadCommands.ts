@@ -15,9 +15,9 @@ import { HUB_ROOT, hubDirName } from './disk'
 
 /** The script, and what it needs beside it when it runs outside the launcher checkout. */
 export const STAGED_FILES = ['hf-download.sh', 'autodiscover.sh'] as const
-/** Upstream's scripts are 8 and 15 kB; a file past this is not the launcher's and is not copied to node2. */
+/** Upstream's scripts are 8 and 15 kB; a file past this is not the launcher's and is not copied to another node. */
 export const MAX_SCRIPT_BYTES = 64 * 1024
-/** The launcher's scripts, base64 by file name (read from node1, written on node2). */
+/** The launcher's scripts, base64 by file name (read from node1, written on the node that runs them). */
 export type LauncherScripts = ReadonlyMap<string, string>
 
 const repoOf = (repo: string): string => {
@@ -34,12 +34,16 @@ const repoOf = (repo: string): string => {
 export function downloadCommand(
   launcherDir: string,
   repo: string,
-  copyTo: Pick<SshTarget, 'host' | 'user'> | null,
+  copyTo: Pick<SshTarget, 'host' | 'user'> | readonly Pick<SshTarget, 'host' | 'user'>[] | null,
 ): string {
   const dir = remoteDir(launcherDir)
   const args = [repoOf(repo)]
-  // The script's -c takes host names until the next flag, so the repo goes first.
-  if (copyTo) args.push('-c', PeerHost.parse(copyTo.host), '-u', SshUser.parse(copyTo.user), '--copy-parallel')
+  const peers = copyTo === null ? [] : 'host' in copyTo ? [copyTo] : copyTo
+  const users = new Set(peers.map((p) => SshUser.parse(p.user)))
+  if (users.size > 1) throw new Error("the launcher's copy logs in to every peer as one user (-u)")
+  // The script's -c takes host names until the next flag (commas split them), so the repo goes first.
+  const hosts = peers.map((p) => PeerHost.parse(p.host)).join(',')
+  if (peers.length > 0) args.push('-c', hosts, '-u', [...users][0] as string, '--copy-parallel')
   return [
     `cd ${dir} || exit 127`,
     `[ -x ./hf-download.sh ] || { echo 'hf-download.sh not found in the launcher checkout (LAUNCHER_DIR)' >&2; exit 127; }`,
@@ -82,7 +86,7 @@ export function parseScripts(stdout: string): LauncherScripts {
 }
 
 /**
- * For a node without the launcher (node2): node1's scripts written side by side into a temporary
+ * For a node without the launcher (node2, node3…): node1's scripts written side by side into a temporary
  * directory (the current script sources autodiscover.sh from its own directory), run there as in the
  * checkout, then removed. The bytes travel as base64 inside single quotes: no quoting to get wrong.
  */
@@ -151,34 +155,41 @@ export function parseHubInfo(stdout: string, node: NodeName): HubInfo {
   return { home: home.data, hub: hub.data, scriptReadsHfHome: script === undefined ? null : script === 'hf_home' }
 }
 
-/** Who copies the weights to node2: the launcher's own -c, or Tandem with node2's settings, and why. */
+/** Who copies the weights to a peer: the launcher's own -c, or Tandem with the peer's settings, and why. */
 export type CopyPlan = { by: 'script' } | { by: 'tandem'; why: string }
 
 /**
- * The launcher's copy goes to `user@host:<node1's hub root>/` over port 22. It is used only when that
- * is exactly where node2 keeps its cache and Tandem reaches node2; otherwise Tandem copies itself.
+ * The launcher's copy goes to `user@host:<node1's hub root>/` over port 22, `host` being the peer's
+ * SSH host. It is used only when that is exactly where the peer keeps its cache and Tandem reaches
+ * the peer; otherwise Tandem copies itself.
  */
-export function copyPlan(peer: SshTarget, node1: HubInfo, node2: HubInfo): CopyPlan {
-  if (peer.port !== 22) return { by: 'tandem', why: `node2's SSH port is ${peer.port}; the launcher's copy uses 22` }
+export function copyPlan(peer: SshTarget, node1: HubInfo, to: HubInfo, name: NodeName = 'node2'): CopyPlan {
+  if (peer.port !== 22) return { by: 'tandem', why: `${name}'s SSH port is ${peer.port}; the launcher's copy uses 22` }
   if (peer.host.includes(':'))
-    return { by: 'tandem', why: "node2's address is IPv6; the launcher's copy cannot name it" }
-  if (node1.hub !== node2.hub)
+    return { by: 'tandem', why: `${name}'s address is IPv6; the launcher's copy cannot name it` }
+  if (node1.hub !== to.hub)
     return {
       by: 'tandem',
-      why: `the launcher's copy writes to node1's hub path (${node1.hub}) on node2, but node2 keeps its hub at ${node2.hub}`,
+      why: `the launcher's copy writes to node1's hub path (${node1.hub}) on ${name}, but ${name} keeps its hub at ${to.hub}`,
     }
   if (node1.scriptReadsHfHome === false && node1.hub !== `${node1.home}/.cache/huggingface/hub`)
     return { by: 'tandem', why: 'this launcher version ignores HF_HOME when it copies' }
   return { by: 'script' }
 }
 
-/** Tandem's copy: from node1, rsync the model folder to node2 as node2's user, on node2's port, into node2's hub. */
-export function copyCommand(repo: string, fromHub: string, peer: SshTarget, toHub: string): string {
+/** Tandem's copy: from node1, rsync the model folder to a peer as its user, on its port, into its hub. */
+export function copyCommand(
+  repo: string,
+  fromHub: string,
+  peer: SshTarget,
+  toHub: string,
+  name: NodeName = 'node2',
+): string {
   const dir = hubDirName(repoOf(repo))
   const to = PeerTarget.safeParse(peer)
   if (!to.success) {
     const field = String(to.error.issues[0]?.path[0] ?? 'host') as keyof SshTarget
-    throw new Error(`node2's SSH ${field} is not valid: ${JSON.stringify(peer[field])}`)
+    throw new Error(`${name}'s SSH ${field} is not valid: ${JSON.stringify(peer[field])}`)
   }
   const [from, into] = [HubPath.safeParse(fromHub), HubPath.safeParse(toHub)]
   if (!from.success || !into.success) throw new Error('the hub cache path is not a plain absolute path')

@@ -1,5 +1,5 @@
-import type { z } from 'zod'
-import type { Config } from '../config/load'
+import { z } from 'zod'
+import { nodeNames, type Config } from '../config/load'
 import { ApiError } from '../contract/errors'
 import type { DownloadTarget, RunMode } from '../contract/models'
 import { ModelRepo, type NodeName } from '../contract/schemas'
@@ -18,6 +18,7 @@ import {
   parseScripts,
   readScriptsCommand,
   stagedDownloadCommand,
+  type HubInfo,
 } from './downloadCommands'
 import { DownloadProgress, isProgressLine, stripAnsi, type FeedResult } from './progress'
 import type { SwapStatus } from './types'
@@ -44,28 +45,49 @@ export interface DownloadsDeps {
 export interface DownloadRequest {
   repo: string
   mode?: RunMode
-  target?: z.infer<typeof DownloadTarget>
+  target?: DownloadTarget
 }
 
-/** What a finished download reports as the job's result. */
+/** What a finished download reports as the job's result (the result card lists `nodes`). */
 export interface DownloadResult {
   repo: string
-  target: z.infer<typeof DownloadTarget>
+  target: DownloadTarget
   nodes: NodeName[]
 }
 
 /** Solo means node1, cluster means both nodes (spec 4.3 rule 2); an explicit target wins. */
-export function resolveTarget(req: DownloadRequest): z.infer<typeof DownloadTarget> {
+export function resolveTarget(req: DownloadRequest): DownloadTarget {
   return req.target ?? (req.mode === 'cluster' ? 'both' : 'node1')
+}
+
+/** The nodes a target names: both is node1 and node2, all every configured node, a node itself. */
+export function targetNodes(target: DownloadTarget, configured: readonly NodeName[]): NodeName[] {
+  if (target === 'both') return ['node1', 'node2']
+  if (target === 'all') return [...configured]
+  return [target]
+}
+
+/** `node1`, `node1 and node2`, `node1, node2 and node3`. */
+function listed(nodes: readonly NodeName[]): string {
+  return nodes.length < 3 ? nodes.join(' and ') : `${nodes.slice(0, -1).join(', ')} and ${nodes[nodes.length - 1]}`
+}
+
+/** A peer of node1 a download copies to. */
+interface Peer {
+  name: NodeName
+  target: SshTarget
 }
 
 /** A download, decided before it starts. node1 is always needed: it holds the launcher. */
 interface DownloadPlan {
   repo: string
-  target: z.infer<typeof DownloadTarget>
+  target: DownloadTarget
   nodes: NodeName[]
   node1: SshTarget
-  node2: SshTarget | null
+  /** With node1 among the nodes: the others, copied to from node1. */
+  peers: Peer[]
+  /** Without node1: the one node that runs node1's script itself. */
+  alone: Peer | null
 }
 
 /** One long remote run: where, the command, and the program its failures name. */
@@ -80,10 +102,11 @@ interface Step {
 
 /**
  * Downloads of model weights with the launcher's hf-download.sh, one at a time, as 'download' jobs.
- * node1 runs the script from its checkout; node2, which has no checkout, runs the same script read
- * from node1's. For both nodes the script's own copy is used when it lands exactly where node2 keeps
- * its hub cache (node2's user, port 22, the same hub path); otherwise Tandem copies with node2's
- * settings, so the weights are where disk status looks.
+ * node1 runs the script from its checkout; a single other node (node2, node3…), which needs no
+ * checkout, runs the same script read from node1's. For node1 and peers the script's own copy (`-c`,
+ * each peer's SSH host) is used when it lands exactly where every peer keeps its hub cache (one user,
+ * port 22, the same hub path); otherwise Tandem copies to each peer with its own settings, so the
+ * weights are where disk status looks.
  */
 export class Downloads {
   constructor(private readonly deps: DownloadsDeps) {}
@@ -93,9 +116,29 @@ export class Downloads {
     if (!ModelRepo.safeParse(req.repo).success)
       throw new ApiError('bad_input', 'repo: a model repo like org/name', { param: 'repo' })
     if (this.deps.swap.busy()) throw new ApiError('conflict', 'a model swap is in progress; download after it')
-    const target = resolveTarget(req)
-    const { node1, node2 } = this.deps.nodes.targets
-    if (target !== 'node1' && !node2)
+    const plan = this.plan(req.repo, resolveTarget(req))
+    const record = this.deps.jobs.start('download', `Download ${req.repo} to ${listed(plan.nodes)}`, (job) =>
+      this.run(job, plan),
+    )
+    this.deps.logger.info('download started', { job: record.id, repo: req.repo, target: plan.target })
+    return { job_id: record.id }
+  }
+
+  /** The nodes and who does what; refuses a target that is not configured before anything runs. */
+  private plan(repo: string, target: DownloadTarget): DownloadPlan {
+    const targets = this.deps.nodes.targets
+    const configured = nodeNames({ nodes: targets }).filter((n) => targets[n] !== null && targets[n] !== undefined)
+    if (target !== 'node1' && target !== 'node2' && target !== 'both') {
+      const known = z.enum(['all', ...configured]).safeParse(target)
+      if (!known.success)
+        throw new ApiError(
+          'bad_input',
+          `target: ${target} is not configured; the configured nodes are ${configured.join(', ')} (or both, all)`,
+          { param: 'target' },
+        )
+    }
+    const { node1, node2 } = targets
+    if ((target === 'node2' || target === 'both') && !node2)
       throw new ApiError(
         'conflict',
         target === 'both' ? 'node2 is not configured: cannot copy to both nodes' : 'node2 is not configured',
@@ -103,27 +146,32 @@ export class Downloads {
     if (!node1)
       throw new ApiError(
         'conflict',
-        target === 'node2'
-          ? "node1 is not configured: node2 runs the launcher's hf-download.sh from node1's checkout"
-          : 'node1 is not configured',
+        target === 'node1' || target === 'both' || target === 'all'
+          ? 'node1 is not configured'
+          : `node1 is not configured: ${target} runs the launcher's hf-download.sh from node1's checkout`,
       )
-    const nodes: NodeName[] = target === 'both' ? ['node1', 'node2'] : [target]
-    const plan: DownloadPlan = { repo: req.repo, target, nodes, node1, node2 }
-    const record = this.deps.jobs.start('download', `Download ${req.repo} to ${nodes.join(' and ')}`, (job) =>
-      this.run(job, plan),
-    )
-    this.deps.logger.info('download started', { job: record.id, repo: req.repo, target })
-    return { job_id: record.id }
+    const nodes = targetNodes(target, configured)
+    const peerOf = (name: NodeName): Peer => ({ name, target: targets[name] as SshTarget })
+    const withNode1 = nodes.includes('node1')
+    return {
+      repo,
+      target,
+      nodes,
+      node1,
+      peers: withNode1 ? nodes.filter((n) => n !== 'node1').map(peerOf) : [],
+      alone: withNode1 ? null : peerOf(nodes[0] as NodeName),
+    }
   }
 
   private async run(job: JobControl, plan: DownloadPlan): Promise<DownloadResult> {
     const clock = this.deps.clock ?? systemClock
-    const sink = new ProgressSink(job, new DownloadProgress({ now: () => clock.now() }))
+    const progress = new DownloadProgress({ now: () => clock.now(), copies: Math.max(1, plan.peers.length) })
+    const sink = new ProgressSink(job, progress)
     job.phase(sink.progress.phase)
     const dir = this.deps.config.llm.launcherDir
     try {
-      if (plan.target === 'node2') await this.onNode2(job, sink, plan)
-      else if (plan.target === 'both') await this.onBoth(job, sink, plan)
+      if (plan.alone !== null) await this.onOther(job, sink, plan, plan.alone)
+      else if (plan.peers.length > 0) await this.withPeers(job, sink, plan)
       else {
         const command = downloadCommand(dir, plan.repo, null)
         await this.step(job, sink, { on: 'node1', target: plan.node1, command, what: 'hf-download.sh' })
@@ -136,8 +184,8 @@ export class Downloads {
     return { repo: plan.repo, target: plan.target, nodes: plan.nodes }
   }
 
-  /** node2 has no launcher: node1's script (and what it sources) is staged on node2 and run there. */
-  private async onNode2(job: JobControl, sink: ProgressSink, plan: DownloadPlan): Promise<void> {
+  /** A node other than node1 has no launcher to rely on: node1's script (and what it sources) is staged there and run. */
+  private async onOther(job: JobControl, sink: ProgressSink, plan: DownloadPlan, on: Peer): Promise<void> {
     const dir = this.deps.config.llm.launcherDir
     const read = await this.lookup(
       job,
@@ -147,30 +195,45 @@ export class Downloads {
       "read the launcher's hf-download.sh",
     )
     const command = stagedDownloadCommand(parseScripts(read), plan.repo)
-    await this.step(job, sink, { on: 'node2', target: plan.node2 as SshTarget, command, what: 'hf-download.sh' })
+    await this.step(job, sink, { on: on.name, target: on.target, command, what: 'hf-download.sh' })
   }
 
-  private async onBoth(job: JobControl, sink: ProgressSink, plan: DownloadPlan): Promise<void> {
+  /** node1 downloads; the script copies to every peer when its copy lands where each keeps its cache, else Tandem does. */
+  private async withPeers(job: JobControl, sink: ProgressSink, plan: DownloadPlan): Promise<void> {
     const dir = this.deps.config.llm.launcherDir
-    const peer = plan.node2 as SshTarget
     const what = 'read where the hub cache is'
-    const [from, to] = await Promise.all([
+    const [from, ...hubs] = await Promise.all([
       this.lookup(job, 'node1', plan.node1, hubInfoCommand(dir), what).then((o) => parseHubInfo(o, 'node1')),
-      this.lookup(job, 'node2', peer, hubInfoCommand(null), what).then((o) => parseHubInfo(o, 'node2')),
+      ...plan.peers.map((p) =>
+        this.lookup(job, p.name, p.target, hubInfoCommand(null), what).then((o) => parseHubInfo(o, p.name)),
+      ),
     ])
-    const how = copyPlan(peer, from, to)
-    if (how.by === 'script') {
-      const command = downloadCommand(dir, plan.repo, peer)
+    const why = scriptCopyRefusal(plan.peers, from as HubInfo, hubs)
+    if (why === null) {
+      const command = downloadCommand(
+        dir,
+        plan.repo,
+        plan.peers.map((p) => p.target),
+      )
       await this.step(job, sink, { on: 'node1', target: plan.node1, command, what: 'hf-download.sh' })
       return
     }
-    sink.note(`Tandem copies to node2 itself, with node2's user, port and hub path: ${how.why}.`)
+    const only = plan.peers.length === 1 ? (plan.peers[0] as Peer).name : null
+    sink.note(
+      only !== null
+        ? `Tandem copies to ${only} itself, with ${only}'s user, port and hub path: ${why}.`
+        : `Tandem copies to ${listed(plan.peers.map((p) => p.name))} itself, each with its own user, port and hub path: ${why}.`,
+    )
     const download = downloadCommand(dir, plan.repo, null)
     await this.step(job, sink, { on: 'node1', target: plan.node1, command: download, what: 'hf-download.sh' })
-    sink.startCopy(`Copying model '${plan.repo}' to ${peer.user}@${peer.host}:${to.hub}/ (SSH port ${peer.port})...`)
-    const command = copyCommand(plan.repo, from.hub, peer, to.hub)
-    const sshHint = `node1 copies over SSH: ${peer.user}@${peer.host} port ${peer.port} must accept node1's key`
-    await this.step(job, sink, { on: 'node1', target: plan.node1, command, what: 'rsync', sshHint })
+    for (const [i, p] of plan.peers.entries()) {
+      const to = hubs[i] as HubInfo
+      const peer = p.target
+      sink.startCopy(`Copying model '${plan.repo}' to ${peer.user}@${peer.host}:${to.hub}/ (SSH port ${peer.port})...`)
+      const command = copyCommand(plan.repo, (from as HubInfo).hub, peer, to.hub, p.name)
+      const sshHint = `node1 copies over SSH: ${peer.user}@${peer.host} port ${peer.port} must accept node1's key`
+      await this.step(job, sink, { on: 'node1', target: plan.node1, command, what: 'rsync', sshHint })
+    }
   }
 
   /** A short command whose output the download needs; its failure fails the job with what was being read. */
@@ -215,6 +278,20 @@ export class Downloads {
       throw err
     }
   }
+}
+
+/**
+ * Why the launcher's own copy cannot serve these peers (null when it can): its `-c` copies to each
+ * peer's SSH host as one user (`-u`), port 22, into node1's hub path, so every peer must take that.
+ */
+function scriptCopyRefusal(peers: readonly Peer[], from: HubInfo, hubs: readonly HubInfo[]): string | null {
+  for (const [i, p] of peers.entries()) {
+    const how = copyPlan(p.target, from, hubs[i] as HubInfo, p.name)
+    if (how.by === 'tandem') return how.why
+  }
+  const users = [...new Set(peers.map((p) => p.target.user))]
+  if (users.length > 1) return `the peers log in as different users (${users.join(', ')}); the launcher's copy uses one`
+  return null
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Logger } from '../lib/logger'
 import type { NodesModule } from '../nodes/module'
 import { shq } from '../ssh/quote'
 import { hubCacheDir } from './disk'
-import { LaunchRefused, layoutArgs } from './launch'
+import { LaunchRefused, layoutArgs, nodesForMode } from './launch'
 import type { CatalogEntry, CatalogReader } from './types'
 
 /**
@@ -126,8 +126,26 @@ export interface FitOptions {
   readonly catalog: CatalogReader
   readonly nodes: Pick<NodesModule, 'pool' | 'targets' | 'hardware'>
   readonly logger: Logger
+  /** Every configured node, node1 first (a mode's nodes are taken from the front). */
+  readonly nodeNames: () => readonly NodeName[]
   /** Weights on a node's disk, or null when not there (or not known). */
   readonly diskBytes: (key: string, node: NodeName) => Promise<number | null>
+  /**
+   * Memory held on a node by what a new placement there would not stop (speech services, other
+   * processes), given the node's live GPU processes; null when unknown. Placements are not counted:
+   * the new one displaces whatever is placed on its nodes.
+   */
+  readonly othersOn?: (node: NodeName, snapshot: HardwareSnapshot | null) => number | null
+}
+
+type HardwareSnapshot = Awaited<ReturnType<NodesModule['hardware']['snapshot']>>
+
+/** vLLM's own refusal (ModelConfig's check against the parallel config) when tensor parallel k does not divide the heads. */
+export function headsRefusal(config: unknown, tp: number): string | null {
+  if (tp <= 1) return null
+  const heads = num(textConfig((config ?? {}) as Record<string, unknown>).num_attention_heads)
+  if (heads === null || heads % tp === 0) return null
+  return `Total number of attention heads (${heads}) must be divisible by tensor parallel size (${tp}).`
 }
 
 /** What the hub cache (or a local model's directory) on node1 says about a model. */
@@ -140,16 +158,21 @@ interface RemoteFacts {
 export class FitEstimator {
   constructor(private readonly opts: FitOptions) {}
 
-  async estimate(key: string, mode?: RunMode): Promise<FitEstimate> {
+  /**
+   * The model on `nodes` (head first), or on the nodes its mode means (solo: node1; cluster: node1
+   * and the next ones its parallelism needs) when none are given.
+   */
+  async estimate(key: string, mode?: RunMode, nodes?: readonly NodeName[]): Promise<FitEstimate> {
     const entry = this.opts.catalog.get(key)
-    const runMode: RunMode = mode ?? (entry.def.mode === 'cluster' ? 'cluster' : 'solo')
+    const runMode: RunMode = nodes !== undefined ? (nodes.length > 1 ? 'cluster' : 'solo') : this.modeOf(entry, mode)
     const notes: string[] = []
     if (entry.def.mode !== 'both' && entry.def.mode !== runMode)
       notes.push(`the catalog declares this model ${entry.def.mode === 'cluster' ? 'cluster-only' : 'solo-only'}`)
-    // The layout a swap would launch (launch.ts): the nodes it spans share weights and KV cache.
+    // The layout a placement would launch (launch.ts): the nodes it spans share weights and KV cache.
     let names: NodeName[]
     try {
-      names = layoutArgs(entry.launchArgs, runMode, null).layout.nodes
+      names = nodes !== undefined ? [...nodes] : nodesForMode(entry.launchArgs, runMode, this.opts.nodeNames())
+      layoutArgs(entry.launchArgs, names, null)
     } catch (err) {
       if (!(err instanceof LaunchRefused)) throw err
       return {
@@ -164,9 +187,11 @@ export class FitEstimator {
         notes.push(`live RAM could not be read: ${(err as Error).message}`)
         return null
       }),
-      this.remoteFacts(entry),
+      this.remoteFacts(entry, names[0] ?? 'node1'),
       this.diskWeights(key, names),
     ])
+    const heads = headsRefusal(facts.config, names.length)
+    if (heads !== null) return { mode: runMode, verdict: 'no_fit', nodes: [], notes: [...notes, heads] }
     const totalWeights = this.totalWeights(entry, weights, facts, notes)
     const kvTotal = this.kvTotal(entry, facts, notes)
     const util = entry.effectiveKnobs['gpu-memory-utilization'] ?? DEFAULT_GPU_MEMORY_UTILIZATION
@@ -174,26 +199,53 @@ export class FitEstimator {
       notes.push(`gpu-memory-utilization not set: the engine default ${DEFAULT_GPU_MEMORY_UTILIZATION} is assumed`)
     if (names.length > 1)
       notes.push(`weights and KV cache split evenly across ${names.join(' and ')} (tensor parallel ${names.length})`)
-    const share = names.length
-    const nodes = names.map((node) => {
-      const hw = snapshot?.[node]
-      const ram = hw?.status === 'ok' && hw.ram ? hw.ram.total_bytes : null
-      if (ram === null && hw) notes.push(`${node}: live RAM unknown (${hw.status})`)
-      const w = evenShare(totalWeights, share)
-      const kv = evenShare(kvTotal, share)
-      const need = w === null || kv === null ? null : w + kv
-      const budget = ram === null ? null : Math.floor(ram * util)
-      return {
-        node,
-        weights_bytes: w,
-        kv_cache_bytes: kv,
-        need_bytes: need,
-        budget_bytes: budget,
-        ram_total_bytes: ram,
-        verdict: nodeVerdict(need, w, budget),
-      }
-    })
-    return { mode: runMode, verdict: overallVerdict(nodes.map((n) => n.verdict)), nodes, notes }
+    const share = { weights: evenShare(totalWeights, names.length), kv: evenShare(kvTotal, names.length) }
+    const rows = names.map((node) => this.nodeRow(node, snapshot, share, util, notes))
+    return { mode: runMode, verdict: overallVerdict(rows.map((n) => n.verdict)), nodes: rows, notes }
+  }
+
+  /** The model's tensor-parallel refusal on `nodes` from its config.json on the head, or null. */
+  async headsCheck(key: string, nodes: readonly NodeName[]): Promise<string | null> {
+    if (nodes.length <= 1) return null
+    const facts = await this.remoteFacts(this.opts.catalog.get(key), nodes[0] ?? 'node1')
+    return headsRefusal(facts.config, nodes.length)
+  }
+
+  private modeOf(entry: CatalogEntry, mode: RunMode | undefined): RunMode {
+    return mode ?? (entry.def.mode === 'cluster' ? 'cluster' : 'solo')
+  }
+
+  /**
+   * One node's row: its share against gpu-memory-utilization × RAM, and that reservation against
+   * what the node's other residents leave free (vLLM refuses to start when the free memory at
+   * start is below utilization × total).
+   */
+  private nodeRow(
+    node: NodeName,
+    snapshot: HardwareSnapshot | null,
+    share: { weights: number | null; kv: number | null },
+    util: number,
+    notes: string[],
+  ): FitEstimate['nodes'][number] {
+    const hw = snapshot?.[node]
+    const ram = hw?.status === 'ok' && hw.ram ? hw.ram.total_bytes : null
+    if (ram === null && hw) notes.push(`${node}: live RAM unknown (${hw.status})`)
+    const need = share.weights === null || share.kv === null ? null : share.weights + share.kv
+    const budget = ram === null ? null : Math.floor(ram * util)
+    const others = this.opts.othersOn?.(node, snapshot) ?? null
+    const crowded = crowdedOut(node, { ram, budget, others, util })
+    if (crowded !== null) notes.push(crowded)
+    const verdict = crowded !== null ? 'no_fit' : nodeVerdict(need, share.weights, budget)
+    return {
+      node,
+      weights_bytes: share.weights,
+      kv_cache_bytes: share.kv,
+      need_bytes: need,
+      budget_bytes: budget,
+      ram_total_bytes: ram,
+      other_bytes: others,
+      verdict,
+    }
   }
 
   private async diskWeights(key: string, names: readonly NodeName[]): Promise<(number | null)[]> {
@@ -244,10 +296,10 @@ export class FitEstimator {
     return kvCacheBytes(shape, tokens, fp8)
   }
 
-  /** config.json and the safetensors index total, read in one bounded command on node1. */
-  private async remoteFacts(entry: CatalogEntry): Promise<RemoteFacts> {
-    const target = this.opts.nodes.targets.node1
-    if (!target) return { config: null, indexTotal: null, error: 'node1 is not configured' }
+  /** config.json and the safetensors index total, read in one bounded command on the head. */
+  private async remoteFacts(entry: CatalogEntry, head: NodeName): Promise<RemoteFacts> {
+    const target = this.opts.nodes.targets[head]
+    if (!target) return { config: null, indexTotal: null, error: `${head} is not configured` }
     try {
       const r = await this.opts.nodes.pool.exec(target, factsCommand(entry), { timeoutMs: READ_TIMEOUT_MS })
       const [, config = '', index = ''] = r.stdout.split(/^@@(?:config|index)$/m)
@@ -256,13 +308,27 @@ export class FitEstimator {
       return {
         config: parsedConfig,
         indexTotal: num(indexDoc?.metadata?.total_size),
-        error: parsedConfig === null ? 'config.json not found on node1' : null,
+        error: parsedConfig === null ? `config.json not found on ${head}` : null,
       }
     } catch (err) {
       this.opts.logger.warn('fit: reading model facts failed', { key: entry.def.key, error: (err as Error).message })
-      return { config: null, indexTotal: null, error: `node1 could not be read: ${(err as Error).message}` }
+      return { config: null, indexTotal: null, error: `${head} could not be read: ${(err as Error).message}` }
     }
   }
+}
+
+/** Why what other processes hold leaves less free than the engine reserves at start, or null when it does not. */
+function crowdedOut(
+  node: NodeName,
+  m: { ram: number | null; budget: number | null; others: number | null; util: number },
+): string | null {
+  const { ram, budget, others } = m
+  if (ram === null || budget === null || others === null || others <= 0 || budget <= ram - others) return null
+  return `${node}: ${gbText(others)} is held by other processes (speech services, other work), so ${m.util} × ${gbText(ram)} = ${gbText(budget)} cannot be reserved`
+}
+
+function gbText(bytes: number): string {
+  return `${(bytes / 1e9).toFixed(1)} GB`
 }
 
 function parseJson(text: string): unknown {

@@ -20,9 +20,6 @@ export const PARALLEL_SIZE_FLAGS: ReadonlySet<string> = new Set([...TP_FLAGS, ..
 const BACKEND_FLAG = '--distributed-executor-backend'
 /** Everything that fixes a layout: dropped for solo. */
 const LAYOUT_FLAGS = new Set([...PARALLEL_SIZE_FLAGS, BACKEND_FLAG])
-/** One GPU per Spark: a cluster of node1 and node2. */
-export const CLUSTER_NODES: readonly NodeName[] = ['node1', 'node2']
-
 /** The container name the launcher uses when not given `--name`. */
 export const LAUNCHER_CONTAINER = 'vllm_node'
 
@@ -40,7 +37,7 @@ export interface LaunchPlan {
   readonly serveArgs: readonly string[]
   /** The extra `docker run` arguments for VLLM_SPARK_EXTRA_DOCKER_ARGS (a local model's bind mount). */
   readonly extraDockerArgs: string | null
-  /** The shell command run on node1 over SSH. */
+  /** The shell command run on the head over SSH. */
   readonly launchCmd: string
   /** The name the llm serves (its /v1/models id). */
   readonly served: string
@@ -177,44 +174,79 @@ function requireCapability(launcher: LauncherInfo, cap: LauncherCapability, what
 }
 
 /**
- * The layout of an entry in a mode, and the engine args that make it: solo drops every
- * parallelism flag; cluster adds `--tensor-parallel-size 2` unless the entry fixes its own
- * parallelism, and the distributed backend unless the entry or the launcher picks it.
+ * The nodes a placement runs on, head first, and the cluster-link addresses the launcher's `-n`
+ * takes (head first); null addresses leave `-n` out so the launcher finds its nodes (node1+node2).
+ */
+export interface PlacementNodes {
+  readonly nodes: readonly NodeName[]
+  readonly addresses: readonly string[] | null
+}
+
+/** Solo on node1, as the spec's single-llm path has it. */
+export const NODE1_SOLO: PlacementNodes = { nodes: ['node1'], addresses: null }
+
+/** How many nodes an entry's own parallelism flags fix, or `fallback` when they fix none. */
+export function nodesNeeded(args: readonly string[], fallback: number): number {
+  return parallelism(args).nodes ?? fallback
+}
+
+/**
+ * The nodes the spec's modes mean on this cluster: solo is node1; cluster is node1 and the next
+ * configured nodes the entry's parallelism needs (two when it fixes none).
+ */
+export function nodesForMode(args: readonly string[], mode: RunMode, configured: readonly NodeName[]): NodeName[] {
+  if (mode === 'solo') return ['node1']
+  const need = nodesNeeded(args, 2)
+  if (need > configured.length)
+    throw new LaunchRefused(
+      `needs ${need} nodes (${parallelText(parallelism(args))}, one GPU per Spark); this cluster has ${configured.length}`,
+      null,
+    )
+  return configured.slice(0, need)
+}
+
+function parallelText(p: Parallelism): string {
+  return `tensor parallel ${p.tp ?? 1} × pipeline parallel ${p.pp ?? 1} × data parallel ${p.dp ?? 1}`
+}
+
+/**
+ * The layout of an entry on its nodes, and the engine args that make it: one node drops every
+ * parallelism flag; k nodes add `--tensor-parallel-size k` unless the entry fixes its own
+ * parallelism (which must then need exactly k nodes), and the distributed backend unless the entry
+ * or the launcher picks it.
  */
 export function layoutArgs(
   args: readonly string[],
-  mode: RunMode,
+  nodes: readonly NodeName[],
   launcher: Pick<LauncherInfo, 'capabilities'> | null,
 ): { args: string[]; layout: Layout } {
-  if (mode === 'solo')
+  if (nodes.length === 1)
     return {
       args: withoutFlags(args, LAYOUT_FLAGS),
-      layout: { mode, nodes: ['node1'], tensor_parallel: 1, backend: null },
+      layout: { mode: 'solo', nodes: [...nodes], tensor_parallel: 1, backend: null },
     }
   const p = parallelism(args)
-  const need = p.nodes ?? CLUSTER_NODES.length
-  if (need > CLUSTER_NODES.length)
+  if (p.nodes !== null && p.nodes !== nodes.length)
     throw new LaunchRefused(
-      `needs ${need} nodes (tensor parallel ${p.tp ?? 1} × pipeline parallel ${p.pp ?? 1} × data parallel ${p.dp ?? 1}, one GPU per Spark); this cluster has ${CLUSTER_NODES.length}`,
+      `needs ${p.nodes} nodes (${parallelText(p)}, one GPU per Spark); ${nodes.length} were chosen (${nodes.join('+')})`,
       null,
     )
   const out = [...args]
-  if (p.nodes === null) out.push('--tensor-parallel-size', String(CLUSTER_NODES.length))
+  if (p.nodes === null) out.push('--tensor-parallel-size', String(nodes.length))
   let backend: Layout['backend'] = 'entry'
   if (p.backend === null && launcher?.capabilities.includes('backend_flag') === true) backend = 'launcher'
   else if (p.backend === null) {
     out.push(BACKEND_FLAG, 'ray')
     backend = 'ray'
   }
-  return {
-    args: out,
-    layout: { mode, nodes: CLUSTER_NODES.slice(0, need), tensor_parallel: p.tp ?? (p.nodes === null ? 2 : 1), backend },
-  }
+  const tp = p.tp ?? (p.nodes === null ? nodes.length : 1)
+  return { args: out, layout: { mode: 'cluster', nodes: [...nodes], tensor_parallel: tp, backend } }
 }
 
-/** The launcher's mode flags: `--solo` for node1 alone, none for the cluster (it finds its nodes). */
-function modeFlags(mode: RunMode, launcher: LauncherInfo): string[] {
-  return mode === 'solo' && launcher.capabilities.includes('solo') ? ['--solo'] : []
+/** The launcher's node flags: `--solo` for one node, `-n <addresses>` for a chosen set, none to let it find node1+node2. */
+function nodeFlags(on: PlacementNodes, launcher: LauncherInfo): string[] {
+  if (on.nodes.length === 1) return launcher.capabilities.includes('solo') ? ['--solo'] : []
+  return on.addresses === null ? [] : ['-n', on.addresses.join(',')]
 }
 
 /** `-t <image>` and `--name <container>` where the launcher takes them (refused where it must and cannot). */
@@ -251,14 +283,20 @@ export function dispatchCommand(container: string, cmdArgs: readonly string[]): 
 }
 
 /**
- * The whole launch of a catalog entry in a mode, for the launcher that is installed: serve
- * arguments, layout and the command on node1. Throws LaunchRefused for what cannot be launched.
+ * The whole launch of a catalog entry on its nodes, for the launcher installed on the head: serve
+ * arguments, layout and the command run on the head. Throws LaunchRefused for what cannot be launched.
  */
-export function launchPlan(config: Config, entry: CatalogEntry, mode: RunMode, launcher: LauncherInfo): LaunchPlan {
-  if (!launcher.found) throw new LaunchRefused(launcher.error ?? 'the launcher on node1 was not found', null)
+export function launchPlan(
+  config: Config,
+  entry: CatalogEntry,
+  on: PlacementNodes,
+  launcher: LauncherInfo,
+): LaunchPlan {
+  const head = on.nodes[0] ?? 'node1'
+  if (!launcher.found) throw new LaunchRefused(launcher.error ?? `the launcher on ${head} was not found`, null)
   const source = entry.def.local_path ?? entry.def.repo
-  const { args, layout } = layoutArgs(entry.launchArgs, mode, launcher)
-  if (mode === 'solo') requireCapability(launcher, 'solo', 'run a model on node1 alone')
+  const { args, layout } = layoutArgs(entry.launchArgs, on.nodes, launcher)
+  if (on.nodes.length === 1) requireCapability(launcher, 'solo', `run a model on ${head} alone`)
   const cmdArgs = serveCommand({ ...entry, launchArgs: args }, config.llm.port)
   const local = entry.def.local_path
   if (local !== undefined) requireCapability(launcher, 'extra_docker_args', `bind-mount the local model ${local}`)
@@ -267,7 +305,7 @@ export function launchPlan(config: Config, entry: CatalogEntry, mode: RunMode, l
   const mods = (entry.def.mods ?? []).map(modPath)
   if (mods.length > 0) requireCapability(launcher, 'apply_mod', `apply the mods ${mods.join(', ')}`)
   const flags = [
-    ...modeFlags(mode, launcher),
+    ...nodeFlags(on, launcher),
     ...identityFlags(config, launcher, image),
     ...mods.flatMap((m) => ['--apply-mod', m]),
   ]
@@ -291,10 +329,10 @@ export function launchPlan(config: Config, entry: CatalogEntry, mode: RunMode, l
   }
 }
 
-/** Stops the llm container (and, in cluster mode, the workers' containers). */
-export function stopCommand(config: Config, mode: RunMode, launcher: LauncherInfo): string {
+/** Stops a placement's engine on its head (and, across nodes, the workers' containers). */
+export function stopCommand(config: Config, on: PlacementNodes, launcher: LauncherInfo): string {
   const name = launcher.capabilities.includes('name_flag') ? ['--name', config.llm.container] : []
-  return launcherCommand(config, [...modeFlags(mode, launcher), ...name, 'stop'], null)
+  return launcherCommand(config, [...nodeFlags(on, launcher), ...name, 'stop'], null)
 }
 
 /** `docker inspect` of the llm container's state and its last log lines, in one round trip. */

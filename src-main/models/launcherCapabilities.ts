@@ -1,6 +1,7 @@
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import type { LauncherCapability, LauncherInfo } from '../contract/models'
+import type { NodeName } from '../contract/schemas'
 import type { SshPool, SshTarget } from '../ssh/pool'
 import { remoteDir } from '../ssh/quote'
 
@@ -89,8 +90,8 @@ export function generationOf(caps: ReadonlySet<LauncherCapability>): LauncherInf
 }
 
 /** The probe's output as the launcher's description. */
-export function parseProbe(stdout: string, dir: string, checkedAt: number): LauncherInfo {
-  const base = { dir, checked_at: checkedAt, commit: null, commit_date: null, subject: null }
+export function parseProbe(stdout: string, dir: string, checkedAt: number, node: NodeName = 'node1'): LauncherInfo {
+  const base = { node, dir, checked_at: checkedAt, commit: null, commit_date: null, subject: null }
   const lines = stdout.split('\n').filter((l) => l.startsWith(`${MARK} `))
   if (lines.length === 0 || lines.some((l) => l === `${MARK} missing`))
     return {
@@ -99,7 +100,7 @@ export function parseProbe(stdout: string, dir: string, checkedAt: number): Laun
       generation: 'unknown',
       capabilities: [],
       missing: [],
-      error: `no launcher checkout with a launch-cluster.sh at ${dir} on node1: clone the launcher there (LAUNCHER_DIR)`,
+      error: `no launcher checkout with a launch-cluster.sh at ${dir} on ${node}: clone the launcher there (LAUNCHER_DIR)`,
     }
   const field = (name: string): string | null => {
     const line = lines.find((l) => l.startsWith(`${MARK} ${name} `))
@@ -129,35 +130,45 @@ export function parseProbe(stdout: string, dir: string, checkedAt: number): Laun
 /** How the launcher names itself in a message: its generation and short commit. */
 export function launcherLabel(info: LauncherInfo): string {
   const commit = info.commit === null ? 'unknown commit' : `commit ${info.commit.slice(0, 7)}`
-  return `the launcher on node1 (${info.generation}, ${commit})`
+  return `the launcher on ${info.node} (${info.generation}, ${commit})`
 }
 
 export interface LauncherProbeDeps {
   readonly pool: Pick<SshPool, 'exec' | 'connectionNumber'>
-  readonly node1: SshTarget | null
+  /** The node whose checkout is read (node1 unless a placement's head is elsewhere). */
+  readonly node?: NodeName
+  readonly target: SshTarget | null
   readonly launcherDir: string
   readonly clock: Clock
   readonly logger: Logger
 }
 
-/** Reads the launcher once per SSH connection to node1; `refresh` (after an update) reads it again. */
+/** Reads a node's launcher once per SSH connection to it; `refresh` (after an update) reads it again. */
 export class LauncherProbe {
   private cached: { connection: number; info: LauncherInfo } | null = null
   private reading: Promise<{ info: LauncherInfo; keep: boolean }> | null = null
+  private lastFound: boolean | null = null
 
   constructor(private readonly deps: LauncherProbeDeps) {}
 
   /** The launcher as read on the current connection, reading it when this connection has not. */
   async info(refresh = false): Promise<LauncherInfo> {
-    const node1 = this.deps.node1
-    if (node1 === null) return this.unreadable('node1 is not configured: set NODE1_HOST and NODE1_USER')
+    const target = this.deps.target
+    const node = this.node
+    if (target === null) return this.unreadable(`${node} is not configured`)
     const cached = this.cached
-    if (!refresh && cached !== null && cached.connection === this.deps.pool.connectionNumber(node1)) return cached.info
-    this.reading ??= this.read(node1).finally(() => (this.reading = null))
+    if (!refresh && cached !== null && cached.connection === this.deps.pool.connectionNumber(target)) return cached.info
+    this.reading ??= this.read(target).finally(() => (this.reading = null))
     const { info, keep } = await this.reading
+    this.lastFound = info.found
     // Keyed on the connection the probe ran on (it may have opened it); a failed read is not kept.
-    this.cached = keep ? { connection: this.deps.pool.connectionNumber(node1), info } : null
+    this.cached = keep ? { connection: this.deps.pool.connectionNumber(target), info } : null
     return info
+  }
+
+  /** Whether the checkout was found at the last read on the current connection (null: not read). */
+  known(): boolean | null {
+    return this.lastFound
   }
 
   /** Forgets what was read (the checkout changed: an update was applied). */
@@ -165,12 +176,17 @@ export class LauncherProbe {
     this.cached = null
   }
 
-  private async read(node1: SshTarget): Promise<{ info: LauncherInfo; keep: boolean }> {
+  private get node(): NodeName {
+    return this.deps.node ?? 'node1'
+  }
+
+  private async read(target: SshTarget): Promise<{ info: LauncherInfo; keep: boolean }> {
     const dir = this.deps.launcherDir
     try {
-      const r = await this.deps.pool.exec(node1, probeCommand(dir), { timeoutMs: PROBE_TIMEOUT_MS })
-      const info = parseProbe(r.stdout, dir, this.deps.clock.now())
+      const r = await this.deps.pool.exec(target, probeCommand(dir), { timeoutMs: PROBE_TIMEOUT_MS })
+      const info = parseProbe(r.stdout, dir, this.deps.clock.now(), this.node)
       this.deps.logger.info('launcher read', {
+        node: this.node,
         generation: info.generation,
         commit: info.commit,
         capabilities: info.capabilities.join(','),
@@ -178,7 +194,7 @@ export class LauncherProbe {
       return { info, keep: info.found }
     } catch (err) {
       return {
-        info: this.unreadable(`the launcher on node1 could not be read: ${(err as Error).message}`),
+        info: this.unreadable(`the launcher on ${this.node} could not be read: ${(err as Error).message}`),
         keep: false,
       }
     }
@@ -186,6 +202,7 @@ export class LauncherProbe {
 
   private unreadable(error: string): LauncherInfo {
     return {
+      node: this.node,
       found: false,
       dir: this.deps.launcherDir,
       commit: null,

@@ -1,5 +1,9 @@
 import type { FitEstimate, LauncherInfo, modelsContract } from '../contract/models'
+import type { placementsContract } from '../contract/placements'
+import type { NodeName } from '../contract/schemas'
+import { nodeNames } from '../config/load'
 import type { DomainModule } from '../platform/domainModule'
+import { serviceBase } from '../services/serviceDirectory'
 import { ModelCatalog } from './catalog'
 import { catalogHandlers } from './catalogHandlers'
 import { WeightsOnDisk } from './disk'
@@ -7,43 +11,54 @@ import { diskHandlers } from './diskHandlers'
 import { Downloads } from './downloads'
 import { FitEstimator } from './fit'
 import { LauncherProbe } from './launcherCapabilities'
+import { PlacementManager } from './placements'
 import { Recipes } from './recipes'
-import { SwapManager } from './swap'
-import { swapHandlers } from './swapHandlers'
-import type { ModelsDeps } from './types'
+import { placementHandlers } from './placementHandlers'
+import type { ModelRouter, ModelsDeps } from './types'
 import { LaunchValidator } from './validate'
 
-/** What the models domain offers the rest of Tandem besides its API: the swap manager (the gateway's hold). */
-export type ModelsModule = DomainModule<typeof modelsContract> & {
-  readonly swap: SwapManager
+/** What the models domain offers the rest of Tandem besides its API. */
+export type ModelsModule = DomainModule<typeof modelsContract & typeof placementsContract> & {
+  /** The placements; as `swap`, the spec's single llm (busy, loaded) for services and updates. */
+  readonly placements: PlacementManager
+  readonly swap: PlacementManager
+  /** The gateway's routing by model name and hold while a placement job touches a model. */
+  readonly router: ModelRouter
   readonly catalog: ModelCatalog
   /** The launcher on node1 as read per connection; an applied update calls `invalidate`. */
   readonly launcher: LauncherProbe
 }
 
-/** Composition of the catalog, fit estimate, recipes, weights on disk, downloads, validation and swap. */
+/** Composition of the catalog, fit estimate, recipes, weights on disk, downloads, validation and placements. */
 export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule> {
   const { config, clock, jobs, nodes } = deps
   const logger = deps.logger.child('models')
   const catalog = new ModelCatalog({ config, logger })
-  const launcher = new LauncherProbe({
-    pool: nodes.pool,
-    node1: nodes.targets.node1,
-    launcherDir: config.llm.launcherDir,
-    clock,
-    logger,
-  })
-  const launcherInfo = (): Promise<LauncherInfo> => launcher.info()
-  const validator = new LaunchValidator({
-    config,
-    pool: nodes.pool,
-    target: nodes.targets.node1,
-    logger,
-    launcher: launcherInfo,
-  })
-  // The fit estimate needs disk sizes, the disk needs the swap state, the swap needs the estimate:
-  // the swap reaches the estimator through a closure, called only after all three exist.
-  const swap: SwapManager = new SwapManager({
+  const names = (): readonly NodeName[] => nodeNames(config)
+  const targetOf = (node: NodeName) => nodes.targets[node] ?? null
+  // A placement's head runs the launcher: one probe per node, made when first asked.
+  const probes = new Map<NodeName, LauncherProbe>()
+  const probeOn = (node: NodeName): LauncherProbe => {
+    let probe = probes.get(node)
+    if (probe === undefined) {
+      probe = new LauncherProbe({
+        pool: nodes.pool,
+        node,
+        target: targetOf(node),
+        launcherDir: config.llm.launcherDir,
+        clock,
+        logger,
+      })
+      probes.set(node, probe)
+    }
+    return probe
+  }
+  const launcher = probeOn('node1')
+  const launcherOn = (node: NodeName): Promise<LauncherInfo> => probeOn(node).info()
+  const validator = new LaunchValidator({ config, pool: nodes.pool, targetOf, logger, launcherOn })
+  // The fit estimate needs disk sizes and the placements' memory, the disk needs the placements,
+  // the placements need the estimate: each reaches the next through a closure, called only after all exist.
+  const placements: PlacementManager = new PlacementManager({
     config,
     clock,
     logger,
@@ -52,37 +67,51 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     catalog,
     validator,
     pool: nodes.pool,
-    targets: nodes.targets,
-    llmBaseUrl: () => deps.services.role('llm').baseUrl,
-    estimate: (key, mode): Promise<FitEstimate> => fit.estimate(key, mode),
-    launcher: launcherInfo,
+    nodeNames: names,
+    targetOf,
+    engineUrl: (head) => engineUrl(head),
+    estimate: (key, on): Promise<FitEstimate> => fit.estimate(key, undefined, on),
+    headsCheck: (key, on) => fit.headsCheck(key, on),
+    launcherOn,
+    launcherKnown: (node) => probes.get(node)?.known() ?? null,
+    hardware: () => nodes.hardware.snapshot(),
   })
-  const disk: WeightsOnDisk = new WeightsOnDisk({ catalog, nodes, jobs, swap, logger, clock })
+  const engineUrl = (head: NodeName): string | null =>
+    head === 'node1' ? deps.services.role('llm').baseUrl : serviceBase(targetOf(head)?.host, config.llm.port)
+  const disk: WeightsOnDisk = new WeightsOnDisk({ catalog, nodes, jobs, swap: placements, logger, clock })
   const fit: FitEstimator = new FitEstimator({
     catalog,
     nodes,
     logger,
+    nodeNames: names,
     diskBytes: (key, node): Promise<number | null> => disk.bytesOn(key, node),
+    othersOn: (node, snapshot) => placements.othersOn(node, snapshot),
   })
   const recipes = new Recipes({ config, nodes, logger })
-  const downloads = new Downloads({ config, nodes, jobs, swap, logger })
+  const downloads = new Downloads({ config, nodes, jobs, swap: placements, logger })
+  const unfollow = deps.events.subscribe((ev) => {
+    if (ev.name === 'hardware.snapshot') placements.followHardware(ev.data)
+  })
 
   return {
     name: 'models',
     handlers: {
-      ...catalogHandlers({ catalog, fit, recipes, swap }),
+      ...catalogHandlers({ catalog, fit, recipes, swap: placements }),
       ...diskHandlers({ disk, downloads, jobs }),
-      ...swapHandlers({ swap, validator, catalog }),
+      ...placementHandlers({ placements, validator, catalog, nodeNames: names }),
       launcherInfo: async ({ refresh }) => launcher.info(refresh === true),
     },
-    swap,
+    placements,
+    swap: placements,
+    router: placements,
     catalog,
     launcher,
     async start() {
-      await swap.start()
+      await placements.start()
     },
     async stop() {
-      await swap.stop()
+      unfollow()
+      await placements.stop()
     },
   }
 }

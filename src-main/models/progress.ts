@@ -167,12 +167,14 @@ function meterBar(m: RegExpExecArray): BarLine | null {
  * Reads the script's output and keeps the phase and the current phase's figures. Download figures
  * come from the Xet bytes-written bar when there is one, else the older aggregated bar, else the sum of
  * per-file bars; copy figures count the files rsync finished plus the one in flight, against the bytes
- * downloaded. The log gets text, phase changes and each bar's end; other redraws wait in `pending`
+ * downloaded times the peers copied to. The log gets text, phase changes and each bar's end; other redraws wait in `pending`
  * and only the last one per bar is kept (see flush).
  */
 export class DownloadProgress {
   phase: string = DownloadPhase.connecting
   private readonly now: () => number
+  /** How many peers the copy phase copies to: each copy moves the downloaded bytes once. */
+  private readonly copies: number
   private phaseSince: number
   private fileCount: number | null = null
   private filesFetched = 0
@@ -187,8 +189,9 @@ export class DownloadProgress {
   private readonly pending = new Map<string, string>()
   private readonly ended = new Set<string>()
 
-  constructor(opts: { now?: () => number } = {}) {
+  constructor(opts: { now?: () => number; copies?: number } = {}) {
     this.now = opts.now ?? Date.now
+    this.copies = Math.max(1, Math.floor(opts.copies ?? 1))
     this.phaseSince = this.now()
   }
 
@@ -366,7 +369,7 @@ export class DownloadProgress {
   private copyFigures(): void {
     const done = this.copy.finished + this.copy.current
     // The cache copied holds a little more than the weights the bars counted (refs, small files).
-    const total = this.downloadedBytes === null ? null : Math.max(this.downloadedBytes, done)
+    const total = this.downloadedBytes === null ? null : Math.max(this.downloadedBytes * this.copies, done)
     const { left, count, rate } = this.copy
     let percent: number | null = null
     if (total && total > 0) percent = round1(Math.min(100, (100 * done) / total))

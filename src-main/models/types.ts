@@ -37,6 +37,41 @@ export interface SwapStatus {
   loaded(): z.infer<typeof LoadedModel> | null
   /** A swap is in flight. */
   busy(): boolean
+  /** The ids of the placements serving a catalog model. */
+  placementsOf?(key: string): string[]
 }
 
 export type { RunMode }
+
+/** Where the gateway sends a request for a model: the placement serving it and its engine's origin. */
+export interface PlacementRoute {
+  /** The placement's id (`node1`, `node3+node4`): the `placement` label of usage and metrics. */
+  readonly id: string
+  /** The engine's origin on the placement's head, e.g. `http://10.0.0.3:8888`. */
+  readonly baseUrl: string
+  /** The name the engine serves (its /v1/models id). */
+  readonly served: string
+  /** The catalog key, or null when the running model matches no entry. */
+  readonly key: string | null
+}
+
+/**
+ * The gateway's view of the placements (docs/placements.md, Routing): which placement serves a
+ * request's `model`, and the hold while a placement job touches it.
+ */
+export interface ModelRouter {
+  /**
+   * Resolves when the request may go on, with where to send it: the placement serving `model` (its
+   * served name, else its catalog key; null `model` = the placement that includes node1). Holds
+   * while a placement job loads that model or displaces its placement (up to SWAP_HOLD_S, then 503
+   * with Retry-After); starts a placement on demand when SWAP_ON_DEMAND is on and the model fits.
+   * Throws 404 (`model_not_found`, naming the placed models) for a model no placement serves, 503
+   * with Retry-After for a placement that is lost, and rejects with the signal's reason when the
+   * client goes away.
+   */
+  admit(model: string | null, signal: AbortSignal): Promise<PlacementRoute>
+  /** The route at once when `admit` would resolve without waiting or starting anything, else null. */
+  routeNow(model: string | null): PlacementRoute | null
+  /** Every ready placement's route (what `/v1/models` lists). */
+  placed(): readonly PlacementRoute[]
+}

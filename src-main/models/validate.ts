@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../config/load'
-import type { LauncherInfo, RunMode, ValidationResult } from '../contract/models'
+import type { LauncherInfo, ValidationResult } from '../contract/models'
+import type { NodeName } from '../contract/schemas'
 import type { Logger } from '../lib/logger'
 import { SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq, shqArgs } from '../ssh/quote'
 import { HF_HOME_DIR } from './disk'
-import { launchPlan, LaunchRefused, type LaunchPlan } from './launch'
+import { launchPlan, LaunchRefused, type LaunchPlan, type PlacementNodes } from './launch'
 import { imageBuildCommand } from './recipes'
 import type { CatalogEntry } from './types'
 
@@ -77,11 +78,11 @@ verdict(True, "done", None, used)
 export interface ValidatorDeps {
   readonly config: Config
   readonly pool: SshPool
-  /** node1, where the llm container runs; null when it is not configured. */
-  readonly target: SshTarget | null
+  /** A node's SSH target; null when it is not configured. Validation runs on the placement's head. */
+  readonly targetOf: (node: NodeName) => SshTarget | null
   readonly logger: Logger
-  /** The launcher on node1 as last read (its generation decides the launch command). */
-  readonly launcher: () => Promise<LauncherInfo>
+  /** The launcher on a node as last read (its generation decides the launch command). */
+  readonly launcherOn: (node: NodeName) => Promise<LauncherInfo>
   readonly timeoutMs?: number
 }
 
@@ -121,40 +122,47 @@ type Verdict = Pick<ValidationResult, 'ok' | 'stage' | 'error' | 'parser'>
 export class LaunchValidator {
   constructor(private readonly deps: ValidatorDeps) {}
 
-  async validate(entry: CatalogEntry, mode: RunMode, signal?: AbortSignal): Promise<ValidationResult> {
-    const { config, target } = this.deps
-    if (target === null)
-      return { ...EMPTY, stage: 'connect', error: 'node1 is not configured: set NODE1_HOST and NODE1_USER' }
-    const launcher = await this.deps.launcher()
+  async validate(entry: CatalogEntry, on: PlacementNodes, signal?: AbortSignal): Promise<ValidationResult> {
+    const { config } = this.deps
+    const head = on.nodes[0] ?? 'node1'
+    const target = this.deps.targetOf(head)
+    if (target === null) return { ...EMPTY, stage: 'connect', error: `${head} is not configured` }
+    const launcher = await this.deps.launcherOn(head)
     let plan: LaunchPlan
     try {
-      plan = launchPlan(config, entry, mode, launcher)
+      plan = launchPlan(config, entry, on, launcher)
     } catch (err) {
       const stage = err instanceof LaunchRefused ? 'launcher' : 'build'
       return { ...EMPTY, stage, error: (err as Error).message }
     }
     const base = { cmd_args: [...plan.cmdArgs], launch_cmd: plan.launchCmd }
-    const v = await this.run(plan, launcher, signal)
+    const v = await this.run(target, head, plan, launcher, signal)
     this.deps.logger.info('launch validated', { model: entry.def.key, ok: v.ok, stage: v.stage, parser: v.parser })
     if (v.stage === 'image')
       return {
         ...base,
         ...v,
-        error: `the image ${plan.image} is not on node1: build it in the launcher checkout with ${imageBuildCommand(plan.image, entry.def.build_args ?? [], null)} (add -c <node2 address> to copy it to node2), then validate again`,
+        error: `the image ${plan.image} is not on ${head}: build it in the launcher checkout with ${imageBuildCommand(plan.image, entry.def.build_args ?? [], null)} (add -c <address> to copy it to the other nodes), then validate again`,
       }
     return { ...base, ...v }
   }
 
-  private async run(plan: LaunchPlan, launcher: LauncherInfo, signal?: AbortSignal): Promise<Verdict> {
+  private async run(
+    target: SshTarget,
+    head: NodeName,
+    plan: LaunchPlan,
+    launcher: LauncherInfo,
+    signal?: AbortSignal,
+  ): Promise<Verdict> {
     let out
     try {
-      out = await this.deps.pool.exec(this.deps.target as SshTarget, validationCommand(plan, launcher), {
+      out = await this.deps.pool.exec(target, validationCommand(plan, launcher), {
         timeoutMs: this.deps.timeoutMs ?? VALIDATE_TIMEOUT_MS,
         signal,
       })
     } catch (err) {
       const stage = err instanceof SshError && err.kind === 'timeout' ? 'parser' : 'connect'
-      return { ok: false, stage, error: `node1: ${(err as Error).message}`, parser: null }
+      return { ok: false, stage, error: `${head}: ${(err as Error).message}`, parser: null }
     }
     const line = out.stdout
       .split('\n')

@@ -204,7 +204,9 @@ export function followSwaps(bus: Pick<EventBus, 'subscribe'>, store: Pick<Connec
   let job: string | null = null
   return bus.subscribe((ev) => {
     if (ev.name !== 'swap.state') return
-    const { phase, job_id: jobId, key, loaded } = ev.data
+    const { phase, job_id: jobId, key, loaded, nodes } = ev.data
+    // A job on other nodes leaves the llm (node1's engine) serving.
+    if (!nodes.includes('node1')) return
     if (phase === 'ready' || phase === 'failed') {
       job = null
       store.plan('llm', null)

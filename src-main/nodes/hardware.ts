@@ -1,15 +1,42 @@
 import type { Clock } from '../lib/clock'
 import type { EventPublisher } from '../platform/eventBus'
 import type { Logger } from '../lib/logger'
-import type { HardwareOk, HardwareSample, HardwareSnapshot, NodeHardware } from '../contract/nodes'
+import {
+  hardwareSnapshot,
+  type HardwareOk,
+  type HardwareSample,
+  type HardwareSnapshot,
+  type NodeHardware,
+} from '../contract/nodes'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import type { NodeName } from '../contract/schemas'
+import { nodeNames, type NodeTargets } from '../config/load'
 import type { ConnectivityStore } from './connectivity'
 import { HardwareHistory } from './hardwareHistory'
-import { diskFromDf, gpuFromNvidiaSmi, memoryFromFree, networkFromIp, num, parseUptime, sections } from './probeOutput'
+import {
+  clusterAddress,
+  diskFromDf,
+  gpuFromNvidiaSmi,
+  memoryFromFree,
+  networkFromIp,
+  num,
+  parseUptime,
+  sections,
+} from './probeOutput'
 
 /** Spec 1, section 8: hardware results are reused for 4 s. */
 export const HARDWARE_CACHE_MS = 4000
+
+/**
+ * The cluster link as the launcher's autodiscover.sh finds it: the RDMA ports `ibdev2netdev`
+ * reports `(Up)`, then each one's IPv4 address (`ip -o -f inet addr show <netdev>`). Bounded: at
+ * most 32 lines of ports and 8 devices asked.
+ */
+export const CLUSTER_LINK_PROBE = [
+  `ib=''; if command -v ibdev2netdev >/dev/null 2>&1; then ib=$(ibdev2netdev 2>/dev/null | head -n 32); fi`,
+  `echo '@@ibdev'; if [ -n "$ib" ]; then printf '%s\n' "$ib"; fi`,
+  `echo '@@clusterinet'; if [ -n "$ib" ]; then printf '%s\n' "$ib" | awk '/Up\\)/ {print $5}' | head -n 8 | while read -r d; do ip -o -f inet addr show "$d" 2>/dev/null | head -n 1; done; fi`,
+].join('\n')
 
 /**
  * One SSH command per node gathers everything; sections are delimited so a missing tool (no GPU,
@@ -27,6 +54,7 @@ export const HARDWARE_PROBE = [
   `echo '@@route'; printf '%s\n' "$route"`,
   `dev=$(printf '%s\n' "$route" | awk '{for(i=1;i<NF;i++) if($i=="dev"){print $(i+1); exit}}')`,
   `echo '@@link'; if [ -n "$dev" ]; then ip -o link show dev "$dev" 2>/dev/null; fi`,
+  CLUSTER_LINK_PROBE,
   "echo '@@end'",
 ].join('\n')
 
@@ -42,7 +70,20 @@ export function parseHardware(stdout: string): Parsed {
   const disk = diskFromDf(sec.df)
   const { gpu, unified } = gpuFromNvidiaSmi(sec.gpu, sec.gpuapps, ram)
   const { interface: iface, mac } = networkFromIp(sec.route, sec.link)
-  return { hostname, uptime_s, load, cores, ram, disk, gpu, gpu_unified_memory: unified, interface: iface, mac }
+  const cluster_ip = clusterAddress(sec.ibdev, sec.clusterinet)
+  return {
+    hostname,
+    uptime_s,
+    load,
+    cores,
+    ram,
+    disk,
+    gpu,
+    gpu_unified_memory: unified,
+    interface: iface,
+    mac,
+    cluster_ip,
+  }
 }
 
 export interface HardwareDeps {
@@ -50,14 +91,15 @@ export interface HardwareDeps {
   connectivity: ConnectivityStore
   clock: Clock
   logger: Logger
-  targets: Record<NodeName, SshTarget | null>
+  /** Every configured node (node1 and node2 always, null when not configured). */
+  targets: NodeTargets
   events?: EventPublisher
   /** Where readings are kept (and saved); in memory only when absent. */
   history?: HardwareHistory
 }
 
 /**
- * Probes both nodes in parallel; concurrent callers share one probe and results are reused for
+ * Probes every configured node in parallel; concurrent callers share one probe and results are reused for
  * 4 s. Each probe updates the node's connectivity state and caches its MAC.
  */
 export class HardwareService {
@@ -66,7 +108,8 @@ export class HardwareService {
   private readonly samples: HardwareHistory
 
   constructor(private readonly deps: HardwareDeps) {
-    this.samples = deps.history ?? new HardwareHistory(null, deps.clock, deps.logger)
+    this.samples =
+      deps.history ?? new HardwareHistory(null, deps.clock, deps.logger, nodeNames({ nodes: deps.targets }))
   }
 
   /**
@@ -82,8 +125,13 @@ export class HardwareService {
     const inflight = {
       fresh,
       snapshot: (async () => {
-        const [node1, node2] = await Promise.all([this.probe('node1', fresh), this.probe('node2', fresh)])
-        const snapshot: HardwareSnapshot = { node1, node2, taken_at: this.deps.clock.now() }
+        const more = nodeNames({ nodes: this.deps.targets }).filter((n) => n !== 'node1' && n !== 'node2')
+        const [node1, node2, ...rest] = await Promise.all([
+          this.probe('node1', fresh),
+          this.probe('node2', fresh),
+          ...more.map((name) => this.probe(name, fresh)),
+        ])
+        const snapshot = hardwareSnapshot(node1, node2, rest, this.deps.clock.now())
         this.cached = { at: this.deps.clock.now(), snapshot }
         this.deps.events?.publish('hardware.snapshot', snapshot)
         return snapshot
@@ -96,7 +144,7 @@ export class HardwareService {
   }
 
   /** Readings of the last 15 minutes per node, oldest first (for the dashboard's charts). */
-  history(): Record<NodeName, HardwareSample[]> {
+  history(): ReturnType<HardwareHistory['view']> {
     return this.samples.view()
   }
 
@@ -111,7 +159,7 @@ export class HardwareService {
   }
 
   async probe(node: NodeName, fresh = false): Promise<NodeHardware> {
-    const target = this.deps.targets[node]
+    const target = this.deps.targets[node] ?? null
     if (!target) return { node, status: 'not_configured' }
     const { pool, connectivity, clock } = this.deps
     const started = clock.now()

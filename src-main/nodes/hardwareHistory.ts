@@ -12,19 +12,18 @@ export const MAX_SAMPLES = 2000
 /** Least time between two writes of the history file; stop() writes the rest. */
 export const SAVE_EVERY_MS = 30_000
 
-const HistoryFile = z.object({
-  version: z.literal(1),
-  node1: z.array(HardwareSample).max(MAX_SAMPLES * 2),
-  node2: z.array(HardwareSample).max(MAX_SAMPLES * 2),
-})
+const Samples = z.array(HardwareSample).max(MAX_SAMPLES * 2)
+/** node1 and node2 always; node3… for the nodes NODES listed when it was written. */
+const HistoryFile = z.object({ version: z.literal(1), node1: Samples, node2: Samples }).catchall(Samples)
 
 /**
  * The hardware readings behind the Cluster view's charts, kept for HISTORY_MS and saved to a
  * bounded file under DATA_DIR (atomic writes, at most every SAVE_EVERY_MS) so a restart does not
- * blank them. A malformed file is reported, kept aside, and skipped.
+ * blank them. A malformed file is reported, kept aside, and skipped. Only the configured nodes'
+ * readings are kept: a node taken out of NODES drops out of the file at the next write.
  */
 export class HardwareHistory {
-  private readonly samples: Record<NodeName, HardwareSample[]> = { node1: [], node2: [] }
+  private readonly samples = new Map<NodeName, HardwareSample[]>()
   private lastSave = Number.NEGATIVE_INFINITY
   private dirty = false
 
@@ -32,7 +31,10 @@ export class HardwareHistory {
     private readonly file: string | null,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** The configured nodes, node1 and node2 first. */
+    nodes: readonly NodeName[] = ['node1', 'node2'],
   ) {
+    for (const node of nodes) this.samples.set(node, [])
     if (file) this.load(file)
   }
 
@@ -50,26 +52,32 @@ export class HardwareHistory {
       return
     }
     if (read.kind !== 'ok') return
-    for (const node of ['node1', 'node2'] as const) {
-      this.samples[node] = [...read.value[node]].sort((a, b) => a.at - b.at)
+    for (const node of this.samples.keys()) {
+      const list = read.value[node]
+      if (!Array.isArray(list)) continue
+      this.samples.set(
+        node,
+        [...list].sort((a, b) => a.at - b.at),
+      )
       this.trim(node)
     }
   }
 
   remember(node: NodeName, sample: HardwareSample): void {
-    this.samples[node].push(sample)
+    const list = this.samples.get(node)
+    if (list === undefined) return
+    list.push(sample)
     this.trim(node)
     this.dirty = true
     if (this.clock.now() - this.lastSave >= SAVE_EVERY_MS) this.save()
   }
 
   /** Readings of the last HISTORY_MS per node, oldest first. */
-  view(): Record<NodeName, HardwareSample[]> {
+  view(): { node1: HardwareSample[]; node2: HardwareSample[]; [node: NodeName]: HardwareSample[] } {
     const since = this.clock.now() - HISTORY_MS
-    return {
-      node1: this.samples.node1.filter((x) => x.at >= since),
-      node2: this.samples.node2.filter((x) => x.at >= since),
-    }
+    const recent = (node: NodeName): HardwareSample[] => (this.samples.get(node) ?? []).filter((x) => x.at >= since)
+    const out = Object.fromEntries([...this.samples.keys()].map((node) => [node, recent(node)]))
+    return { ...out, node1: recent('node1'), node2: recent('node2') }
   }
 
   /** Writes what is not saved yet (at shutdown). */
@@ -78,7 +86,8 @@ export class HardwareHistory {
   }
 
   private trim(node: NodeName): void {
-    const list = this.samples[node]
+    const list = this.samples.get(node)
+    if (list === undefined) return
     const since = this.clock.now() - HISTORY_MS
     let drop = 0
     while (drop < list.length && list[drop]!.at < since) drop++

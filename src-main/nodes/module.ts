@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import { HostKeyStore } from '../ssh/hostKeys'
 import { ensureServiceKey, type ServiceKey } from '../ssh/keys'
-import { SshPool, type SshTarget } from '../ssh/pool'
+import { SshPool } from '../ssh/pool'
 import { sshKeyView } from '../ssh/authorize'
 import { normalizeMac, type NodeName } from '../contract/schemas'
 import { ConnectivityStore, followSwaps } from './connectivity'
@@ -15,9 +15,10 @@ import { HardwareService } from './hardware'
 import { HardwareHistory } from './hardwareHistory'
 import { NodeMonitor } from './monitor'
 import { publicBaseUrl } from '../config/publicUrl'
+import { nodeNames, type NodeTargets } from '../config/load'
 import type { RoleName, ServiceDirectory } from '../services/serviceDirectory'
 import { httpHealth, StatusService } from './status'
-import { wake } from './wol'
+import { wake, type WakeRelay } from './wol'
 
 /** What the nodes domain offers the rest of Tandem besides its API: the SSH pool and the stores. */
 export type NodesModule = DomainModule<typeof nodesContract> & {
@@ -27,8 +28,8 @@ export type NodesModule = DomainModule<typeof nodesContract> & {
   readonly status: StatusService
   readonly serviceKey: ServiceKey
   readonly hostKeys: HostKeyStore
-  /** node1 and node2 as configured (null = not configured). */
-  readonly targets: Readonly<Record<NodeName, SshTarget | null>>
+  /** Every configured node: node1 and node2 (null = not configured), then node3… from NODES. */
+  readonly targets: NodeTargets
   /** Tandem's public base URL (no trailing slash); clients reach `/v1` under it. */
   publicBaseUrl(): string
 }
@@ -54,8 +55,13 @@ export async function createNodesModule(
   const pool = new SshPool({ privateKey: serviceKey.privateKey, hostKeys, clock, logger: logger.child('ssh') })
   const connectivity = new ConnectivityStore(config.paths.connectivityLog, clock, logger, deps.events)
   const unfollowSwaps = followSwaps(deps.events, connectivity)
-  const targets = { node1: config.nodes.node1, node2: config.nodes.node2 }
-  const history = new HardwareHistory(path.join(config.paths.dataDir, 'hardware-history.json'), clock, logger)
+  const targets = config.nodes
+  const history = new HardwareHistory(
+    path.join(config.paths.dataDir, 'hardware-history.json'),
+    clock,
+    logger,
+    nodeNames(config),
+  )
   const hardware = new HardwareService({ pool, connectivity, clock, logger, targets, events: deps.events, history })
   const status = new StatusService({ config, services, pool, connectivity, clock, logger, events: deps.events })
   const base = (): string => publicBaseUrl(config)
@@ -133,13 +139,28 @@ interface WakeDeps {
   readonly connectivity: ConnectivityStore
   readonly hardware: HardwareService
   readonly logger: Logger
-  readonly targets: Readonly<Record<NodeName, SshTarget | null>>
+  readonly targets: NodeTargets
   readonly broadcast: string
   readonly ports?: readonly number[]
 }
 
-/** Wakes a node with the given MAC or the one cached from its last probe, relayed through the other node. */
+/**
+ * The nodes that may send a wake packet for `node`: every other configured one, node1 and node2
+ * first as before; those last seen down go to the back.
+ */
+function wakeRelays(d: WakeDeps, node: NodeName): WakeRelay[] {
+  const relays = nodeNames({ nodes: d.targets }).flatMap((name) => {
+    const target = d.targets[name] ?? null
+    return name !== node && target !== null ? [{ name, target }] : []
+  })
+  const down = (r: WakeRelay): number => (d.connectivity.state(r.name)?.state === 'down' ? 1 : 0)
+  return relays.sort((a, b) => down(a) - down(b))
+}
+
+/** Wakes a node with the given MAC or the one cached from its last probe, relayed through another node. */
 async function wakeNode(d: WakeDeps, node: NodeName, given: string | undefined) {
+  if (!nodeNames({ nodes: d.targets }).includes(node))
+    throw new ApiError('not_found', `no ${node} here: nodes past node2 are listed in NODES (Settings → Nodes)`)
   let mac: string
   if (given !== undefined) mac = given
   else {
@@ -151,13 +172,12 @@ async function wakeNode(d: WakeDeps, node: NodeName, given: string | undefined) 
       throw new ApiError('bad_input', `the cached MAC for ${node} is malformed (${JSON.stringify(cached)})`)
     mac = norm
   }
-  const relayName: NodeName = node === 'node1' ? 'node2' : 'node1'
   const outcome = await wake(
     { pool: d.pool, logger: d.logger, broadcastAddress: d.broadcast, ports: d.ports },
     mac,
-    d.targets[relayName],
+    wakeRelays(d, node),
   )
-  const target = d.targets[node]
+  const target = d.targets[node] ?? null
   if (target) d.pool.clearUnreachable(target)
   d.hardware.invalidate()
   d.logger.info('wake-on-LAN sent', { node, mac, via: outcome.via })
@@ -166,7 +186,7 @@ async function wakeNode(d: WakeDeps, node: NodeName, given: string | undefined) 
     node,
     mac,
     via: outcome.via,
-    relay: outcome.via === 'relay' ? relayName : null,
+    relay: outcome.relay,
     attempts: outcome.attempts,
   }
 }

@@ -1,3 +1,4 @@
+import { isIPv4 } from 'node:net'
 import type { HardwareOk } from '../contract/nodes'
 import { normalizeMac } from '../contract/schemas'
 
@@ -144,4 +145,30 @@ export function networkFromIp(
   const link = (linkLines ?? []).join(' ')
   const rawMac = /link\/ether\s+([0-9a-fA-F:]{17})/.exec(link)?.[1]
   return { interface: iface, mac: rawMac ? normalizeMac(rawMac) : null }
+}
+
+/**
+ * The cluster-link address as the launcher's autodiscover.sh picks it: of the net devices on
+ * `ibdev2netdev` lines marked `(Up)` (its fifth field) that have an IPv4 address in the
+ * `ip -o -f inet addr show` lines, the first without a capital P in its name, else the first;
+ * the address without its prefix. Null when there is none.
+ */
+export function clusterAddress(
+  ibLines: readonly string[] | undefined,
+  inetLines: readonly string[] | undefined,
+): string | null {
+  const addresses = new Map<string, string>()
+  for (const line of inetLines ?? []) {
+    // `5: enp1s0f1np1    inet 192.168.177.11/24 brd … scope global enp1s0f1np1\ …`
+    const f = line.trim().split(/\s+/)
+    const ip = f[3]?.split('/')[0]
+    if (f[2] === 'inet' && f[1] !== undefined && ip !== undefined && isIPv4(ip) && !addresses.has(f[1]))
+      addresses.set(f[1], ip)
+  }
+  const candidates = (ibLines ?? [])
+    .filter((l) => l.includes('Up)'))
+    .map((l) => l.trim().split(/\s+/)[4])
+    .filter((dev): dev is string => dev !== undefined && addresses.has(dev))
+  const chosen = candidates.find((dev) => !dev.includes('P')) ?? candidates[0]
+  return chosen === undefined ? null : (addresses.get(chosen) ?? null)
 }

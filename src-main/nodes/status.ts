@@ -1,11 +1,13 @@
-import type { Config } from '../config/load'
+import { nodeNames, type Config } from '../config/load'
 import { publicBaseUrl } from '../config/publicUrl'
 import type { Clock } from '../lib/clock'
 import type { EventPublisher } from '../platform/eventBus'
 import { httpCall, HttpUnreachable } from '../lib/httpClient'
 import type { Logger } from '../lib/logger'
 import type { RoleLocation, RoleName, ServiceDirectory } from '../services/serviceDirectory'
-import type { ServiceStatus, StatusView } from '../contract/nodes'
+import type { DeepHealthVerdict, ServiceStatus, StatusView } from '../contract/nodes'
+import type { DeepHealthResult } from '../contract/services'
+import type { NodeName } from '../contract/schemas'
 import { shq } from '../ssh/quote'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import type { ConnectivityStore } from './connectivity'
@@ -30,13 +32,13 @@ export function nodeUnreachable(err: unknown): boolean {
   return err instanceof SshError && (err.kind === 'unreachable' || err.kind === 'timeout')
 }
 
-/** The node (node1, node2) an SSH target is, by host, port and user; null when it is neither. */
-export function nodeNameOf(nodes: Config['nodes'], ssh: SshTarget | null): 'node1' | 'node2' | null {
+/** The node an SSH target is, by host, port and user (node2 first, the speech node); null when it is none. */
+export function nodeNameOf(nodes: Config['nodes'], ssh: SshTarget | null): NodeName | null {
   if (!ssh) return null
-  const same = (t: SshTarget | null): boolean =>
-    t !== null && t.host === ssh.host && t.port === ssh.port && t.user === ssh.user
+  const same = (t: SshTarget | null | undefined): boolean =>
+    t !== null && t !== undefined && t.host === ssh.host && t.port === ssh.port && t.user === ssh.user
   if (same(nodes.node2)) return 'node2'
-  return same(nodes.node1) ? 'node1' : null
+  return nodeNames({ nodes }).find((name) => same(nodes[name])) ?? null
 }
 
 /**
@@ -130,6 +132,43 @@ export function serviceLabel(
   return container.state === 'running' && recentlyStarted ? 'Starting' : 'Unhealthy'
 }
 
+type LabelParts = Pick<ServiceStatus, 'label' | 'label_reason' | 'actions_blocked'>
+type LatestProbe = Pick<DeepHealthResult, 'ok' | 'wedged' | 'at' | 'error'>
+
+/**
+ * Deep health as the status checks read it: the services domain's DeepHealth, bound once both
+ * exist (it restarts through the services manager, which reads these checks).
+ */
+export interface DeepHealthSource {
+  /** The latest probe of a service, or null when there is none yet. */
+  latest(service: RoleName): LatestProbe | null
+  /** Probes now in the background, joining a probe in flight (the limits every request meets). */
+  requestProbe(service: RoleName, reason: string): unknown
+}
+
+/**
+ * The card and the deep-health row agree (issue 31). A /health that answers OK says the process is
+ * up, not that it works: a failed deep-health probe that began after the service last came up (its
+ * /health turned OK, or a new container start was seen) is newer evidence, so Healthy reads
+ * "Unhealthy (deep health: wedged)" until a later probe passes. A failed probe from before the
+ * service came up again is stale: the label follows /health and deep health probes again at once.
+ * Other labels (Stopped, Starting, Unknown, Unhealthy by /health) already say more than the probe.
+ */
+export function deepHealthVerdict(latest: LatestProbe | null, upSince: number | null): DeepHealthVerdict | null {
+  if (latest === null) return null
+  return { ok: latest.ok, wedged: latest.wedged, at: latest.at, stale: upSince !== null && latest.at <= upSince }
+}
+
+/** The label a deep-health verdict makes of `base` (see deepHealthVerdict). */
+export function withDeepHealth(base: LabelParts, verdict: DeepHealthVerdict | null): LabelParts {
+  if (base.label !== 'Healthy' || verdict === null || verdict.ok || verdict.stale) return base
+  return {
+    label: 'Unhealthy',
+    label_reason: `deep health: ${verdict.wedged ? 'wedged' : 'failing'}`,
+    actions_blocked: null,
+  }
+}
+
 /** GET /health then /v1/models on the service itself. */
 export async function httpHealth(baseUrl: string, signal?: AbortSignal): Promise<HttpHealth> {
   const t0 = performance.now()
@@ -179,8 +218,16 @@ export interface StatusDeps {
 export class StatusService {
   /** What each service looked like at its last check: a service.state event goes out only on a change. */
   private readonly seen = new Map<RoleName, { label: ServiceStatus['label']; key: string }>()
+  /** Per service: the container start last seen, and when the service last came up (null while /health fails). */
+  private readonly up = new Map<RoleName, { start: string; since: number | null }>()
+  private deepHealth: DeepHealthSource | null = null
 
   constructor(private readonly deps: StatusDeps) {}
+
+  /** From now on the labels carry deep health's latest result (see deepHealthVerdict). */
+  useDeepHealth(source: DeepHealthSource): void {
+    this.deepHealth = source
+  }
 
   /** `known`: the container's state when the caller already inspected it (one SSH call for many). */
   async check(role: RoleLocation, signal?: AbortSignal, known?: ContainerInfo): Promise<ServiceStatus> {
@@ -194,11 +241,11 @@ export class StatusService {
       known ?? inspectContainer(this.deps.pool, role.ssh, role.container),
       httpHealth(upstream, signal),
     ])
-    const error = http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null
-    const label = container.unreachable
+    const byHealth = container.unreachable
       ? unreachableLabel(nodeNameOf(this.deps.config.nodes, role.ssh) ?? role.ssh.host, container.error)
       : { label: serviceLabel(container, http, this.deps.clock.now()), label_reason: null, actions_blocked: null }
-    await this.deps.connectivity.observe(role.name, http.ok, error ?? undefined)
+    const { label, deep, error } = this.applyDeepHealth(role.name, byHealth, container, http)
+    await this.deps.connectivity.observe(role.name, http.ok, http.ok ? undefined : (error ?? undefined))
     return {
       ...common,
       configured: true,
@@ -212,7 +259,36 @@ export class StatusService {
       upstream_url: upstream,
       ...label,
       error,
+      deep_health: deep,
     }
+  }
+
+  /**
+   * The label with deep health's latest result applied, the error to show, and a new probe asked
+   * for when a failed one has gone stale on a service that is Healthy again.
+   */
+  private applyDeepHealth(
+    service: RoleName,
+    base: LabelParts,
+    container: ContainerInfo,
+    http: HttpHealth,
+  ): { label: LabelParts; deep: DeepHealthVerdict | null; error: string | null } {
+    const latest = this.deepHealth?.latest(service) ?? null
+    const deep = deepHealthVerdict(latest, this.cameUp(service, container, http.ok))
+    const label = withDeepHealth(base, deep)
+    if (base.label === 'Healthy' && deep !== null && !deep.ok && deep.stale)
+      this.deepHealth?.requestProbe(service, 'it came up again after a failing probe')
+    const httpError = http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null
+    return { label, deep, error: label === base ? httpError : (latest?.error ?? null) }
+  }
+
+  /** When the service last came up: its /health turned OK, or a new container start was seen while it answers. */
+  private cameUp(service: RoleName, container: ContainerInfo, httpOk: boolean): number | null {
+    const start = `${container.started_at ?? ''}|${container.restart_count ?? ''}`
+    const prev = this.up.get(service)
+    const since = !httpOk ? null : prev?.since != null && prev.start === start ? prev.since : this.deps.clock.now()
+    this.up.set(service, { start, since })
+    return since
   }
 
   async all(signal?: AbortSignal, known: Partial<Record<RoleName, ContainerInfo>> = {}): Promise<StatusView> {
@@ -229,7 +305,15 @@ export class StatusService {
   private publishChanges(now: Record<RoleName, ServiceStatus>): void {
     for (const service of ['llm', 'asr', 'tts'] as const) {
       const status = now[service]
-      const key = [status.label, status.container_state, status.model ?? '', status.upstream_url ?? ''].join('|')
+      const deep = status.deep_health
+      const key = [
+        status.label,
+        status.label_reason ?? '',
+        status.container_state,
+        status.model ?? '',
+        status.upstream_url ?? '',
+        deep ? `${deep.ok}:${deep.at}:${deep.stale}` : '',
+      ].join('|')
       const prev = this.seen.get(service)
       if (prev?.key === key) continue
       this.seen.set(service, { label: status.label, key })
@@ -258,5 +342,6 @@ export function notConfiguredStatus(
     label_reason: null,
     actions_blocked: null,
     error,
+    deep_health: null,
   }
 }

@@ -69,35 +69,57 @@ export interface WakeDeps {
 export interface WakeOutcome {
   ok: boolean
   via: 'relay' | 'broadcast' | null
+  /** The node that sent the packet on the relay path, null otherwise. */
+  relay: string | null
   attempts: { via: 'relay' | 'broadcast'; ok: boolean; detail: string }[]
 }
 
-/** Tries the relay node first, then a direct broadcast. */
-export async function wake(deps: WakeDeps, mac: string, relay: SshTarget | null): Promise<WakeOutcome> {
+/** A node that can send the packet for another: by name, for the answer. */
+export interface WakeRelay {
+  readonly name: string
+  readonly target: SshTarget
+}
+
+/** Relays tried before the direct broadcast: bounds the wait when several nodes are down too. */
+export const MAX_RELAYS_TRIED = 3
+
+/** Tries the relays in order (the first that answers sends it), then a direct broadcast. */
+export async function wake(deps: WakeDeps, mac: string, relays: readonly WakeRelay[]): Promise<WakeOutcome> {
   const packet = magicPacket(mac)
   const ports = deps.ports ?? WOL_PORTS
   const attempts: WakeOutcome['attempts'] = []
-  if (relay) {
-    try {
-      const res = await deps.pool.exec(relay, relayCommand(packet, deps.broadcastAddress, ports), {
-        timeoutMs: PROBE_TIMEOUT_MS,
-      })
-      if (res.code === 0) {
-        attempts.push({ via: 'relay', ok: true, detail: res.stdout.trim() || 'sent' })
-        return { ok: true, via: 'relay', attempts }
-      }
-      attempts.push({ via: 'relay', ok: false, detail: `exit ${res.code}: ${res.stderr.trim().slice(0, 300)}` })
-    } catch (err) {
-      attempts.push({ via: 'relay', ok: false, detail: (err as Error).message })
-    }
+  for (const relay of relays.slice(0, MAX_RELAYS_TRIED)) {
+    const ok = await sendThrough(deps, relay, relayCommand(packet, deps.broadcastAddress, ports), attempts)
+    if (ok) return { ok: true, via: 'relay', relay: relay.name, attempts }
   }
   try {
     await sendBroadcast(packet, deps.broadcastAddress, ports)
     attempts.push({ via: 'broadcast', ok: true, detail: `sent to ${deps.broadcastAddress} ports ${ports.join(', ')}` })
-    return { ok: true, via: 'broadcast', attempts }
+    return { ok: true, via: 'broadcast', relay: null, attempts }
   } catch (err) {
     attempts.push({ via: 'broadcast', ok: false, detail: (err as Error).message })
     deps.logger.warn('wake-on-LAN failed on every path', { attempts })
-    return { ok: false, via: null, attempts }
+    return { ok: false, via: null, relay: null, attempts }
   }
+}
+
+/** One relay's try, recorded in `attempts`; true when it sent the packet. */
+async function sendThrough(
+  deps: WakeDeps,
+  relay: WakeRelay,
+  command: string,
+  attempts: WakeOutcome['attempts'],
+): Promise<boolean> {
+  try {
+    const res = await deps.pool.exec(relay.target, command, { timeoutMs: PROBE_TIMEOUT_MS })
+    if (res.code === 0) {
+      attempts.push({ via: 'relay', ok: true, detail: `${relay.name}: ${res.stdout.trim() || 'sent'}` })
+      return true
+    }
+    const why = `exit ${res.code}: ${res.stderr.trim().slice(0, 300)}`
+    attempts.push({ via: 'relay', ok: false, detail: `${relay.name}: ${why}` })
+  } catch (err) {
+    attempts.push({ via: 'relay', ok: false, detail: `${relay.name}: ${(err as Error).message}` })
+  }
+  return false
 }

@@ -5,9 +5,17 @@ import type { EventPublisher } from '../platform/eventBus'
 import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../lib/httpClient'
 import type { Logger } from '../lib/logger'
 import type { ServiceDirectory } from './serviceDirectory'
-import type { ServiceLabel } from '../contract/nodes'
-import { DeepHealthResult, type DeepHealthView, type RestartHold } from '../contract/services'
-import type { DeepHealthHook, ProbedService, ProbeStart, ReportSink } from '../gateway/deepHealthHook'
+import type { ServiceStatus } from '../contract/nodes'
+import { DeepHealthResult, PlacementProbeSubject, type DeepHealthView, type RestartHold } from '../contract/services'
+import {
+  placementSubject,
+  type DeepHealthHook,
+  type PlacementSubject,
+  type ProbedService,
+  type ProbeStart,
+  type ProbeSubject,
+  type ReportSink,
+} from '../gateway/deepHealthHook'
 import { encodeMultipart, type MemoryFile } from '../gateway/audio/multipart'
 import { voiceLanguage } from '../gateway/audio/speech'
 import { upstreamDetail } from '../gateway/relay/wire'
@@ -199,6 +207,24 @@ const PROBES: Record<ProbedService, (base: string, signal: AbortSignal) => Promi
   llm: probeLlm,
 }
 
+/** A placement other than node1's as deep health sees it: its engine's address and since when it runs. */
+export interface PlacementEngine {
+  readonly id: string
+  readonly baseUrl: string
+  /** When the placement came up (ms), for the start-up grace; null when unknown. */
+  readonly since: number | null
+}
+
+/** The models domain's placements as deep health needs them (passed in by the composition). */
+export interface PlacementEngines {
+  /** The placed engines (the one including node1 is the llm service, not probed as a placement). */
+  list(): readonly PlacementEngine[]
+  /** True while a placement job runs: no placement is restarted then. */
+  busy(): boolean
+  /** Relaunches placement `id` through the models domain (same model, same nodes, a placement job); its job id. */
+  restart(id: string, reason: string): Promise<string>
+}
+
 export interface DeepHealthDeps {
   readonly control: ServiceControl
   readonly directory: Pick<ServiceDirectory, 'role'>
@@ -212,6 +238,8 @@ export interface DeepHealthDeps {
   readonly intervalS: number
   /** True while a model swap holds the llm (it is never restarted then). */
   readonly swapBusy: () => boolean
+  /** The placements besides node1's, each probed as an llm with its own counters (absent: none). */
+  readonly placements?: PlacementEngines
   /** Per-service probe deadlines (tests shorten them). */
   readonly timeoutsMs?: Partial<Record<ProbedService, number>>
   /** Where the last results and restart counters are kept across daemon restarts (null: memory only). */
@@ -220,13 +248,13 @@ export interface DeepHealthDeps {
 
 /** At most this many auto-restart times per service are kept (the cap window needs far fewer). */
 const MAX_KEPT_RESTARTS = 20
+/** At most this many placement subjects are kept (one per node at most is placed at a time). */
+const MAX_KEPT_PLACEMENTS = 64
 
-const Probed = z.enum(['asr', 'tts', 'llm'])
-
-/** The deep-health file: per service its last result and restart counters. */
+/** The deep-health file: per subject (a service or `llm@<placement id>`) its last result and restart counters. */
 const SavedState = z.object({
-  services: z.partialRecord(
-    Probed,
+  services: z.record(
+    z.string().max(404),
     z.object({
       last: DeepHealthResult.nullable(),
       recent: z.array(z.number()).max(MAX_KEPT_RESTARTS),
@@ -235,6 +263,24 @@ const SavedState = z.object({
     }),
   ),
 })
+
+function isPlacementSubject(subject: string): subject is PlacementSubject {
+  return PlacementProbeSubject.safeParse(subject).success
+}
+
+function isProbedService(subject: string): subject is ProbedService {
+  return (PROBED_SERVICES as readonly string[]).includes(subject)
+}
+
+/** A name deep health can probe: a service, or a placement's `llm@<id>`. */
+export function isProbeSubject(subject: string): subject is ProbeSubject {
+  return isProbedService(subject) || isPlacementSubject(subject)
+}
+
+/** Which probe a subject gets: a placement's engine is probed as an llm. */
+function kindOf(subject: ProbeSubject): ProbedService {
+  return isProbedService(subject) ? subject : 'llm'
+}
 
 interface Counters {
   /** Auto-restart attempts, newest last (pruned to the cap window). */
@@ -245,19 +291,30 @@ interface Counters {
 
 type RestartOutcome = DeepHealthResult['restart']
 
+/** What a wedged subject restarts: its container (a service) or its placement (through the models domain). */
+interface RestartTarget {
+  /** When it last came up by other hands (a container start, a placement's launch), for the grace. */
+  readonly startedAt: () => Promise<{ at: number; what: string } | null>
+  /** Restarts it; what was done, for the result's detail. */
+  readonly restart: (reason: string) => Promise<string>
+}
+
 /**
  * Deep health (spec 1, 3.3, 4.6, 6.2): synthetic probes of asr, tts and llm, every `intervalS`, on
- * request, and when a service's status turns Unhealthy (or Healthy again after a failing probe), so
- * the service card and this row agree. A failure that matches a wedge pattern asks for a restart of
+ * request, when a service's status turns Unhealthy, and when the status checks find it Healthy again
+ * after a failing probe (nodes/status.ts: the card carries the latest result), so the service card
+ * and this row agree. A failure that matches a wedge pattern asks for a restart of
  * the container, which happens only outside the start-up grace, the cooldown and the cap; the result
  * says which held it back. The last results and the counters are kept in `file` (bounded, written
  * atomically) so a daemon restart keeps them; recoveries go to the connectivity store as reports.
- * One probe per service at a time; a second request joins it.
+ * One probe per service at a time; a second request joins it. Each placement besides node1's is its
+ * own subject, `llm@<placement id>`, probed as an llm with its own results and counters; its restart
+ * re-places it through the models domain (docs/placements.md, Deep health).
  */
 export class DeepHealth implements DeepHealthHook {
-  private readonly last = new Map<ProbedService, DeepHealthResult>()
-  private readonly counters = new Map<ProbedService, Counters>()
-  private readonly inflight = new Map<ProbedService, Promise<DeepHealthResult>>()
+  private readonly last = new Map<ProbeSubject, DeepHealthResult>()
+  private readonly counters = new Map<ProbeSubject, Counters>()
+  private readonly inflight = new Map<ProbeSubject, Promise<DeepHealthResult>>()
   private readonly aborts = new Set<AbortController>()
   private readonly followUps = new Set<ReturnType<typeof setTimeout>>()
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -271,15 +328,22 @@ export class DeepHealth implements DeepHealthHook {
   }
 
   /**
-   * A service's status label changed (the card): turning Unhealthy starts a probe at once, and so
-   * does turning Healthy while the last probe failed (after a restart), so the row follows the card.
+   * A service's status label changed (the card): turning Unhealthy by its own /health starts a probe
+   * at once. Unhealthy while /health answers OK is this row's own failed probe on the card, so
+   * probing again would only repeat it; turning Healthy again is handled by the status checks.
    */
-  statusChanged(service: ProbedService, label: z.infer<typeof ServiceLabel>, previous: string | null): void {
-    if (label === previous) return
-    if (label === 'Unhealthy')
-      this.requestProbe(service, `its status turned Unhealthy (was ${previous ?? 'unchecked'})`)
-    else if (label === 'Healthy' && this.last.get(service)?.ok === false)
-      this.requestProbe(service, 'its status is Healthy again after a failing probe')
+  statusChanged(
+    service: ProbedService,
+    status: Pick<ServiceStatus, 'label' | 'http_ok'>,
+    previous: string | null,
+  ): void {
+    if (status.label === previous || status.label !== 'Unhealthy' || status.http_ok) return
+    this.requestProbe(service, `its status turned Unhealthy (was ${previous ?? 'unchecked'})`)
+  }
+
+  /** The latest result of a service's probe, or null before the first (the card carries it). */
+  latest(service: ProbeSubject): DeepHealthResult | null {
+    return this.last.get(service) ?? null
   }
 
   /** Starts the loop: the first round after one interval (the gateway asks for probes sooner when it sees a failure). */
@@ -298,8 +362,8 @@ export class DeepHealth implements DeepHealthHook {
   }
 
   /** The gateway's hook: probe in the background now, or join the probe already running. */
-  requestProbe(service: ProbedService, reason: string): ProbeStart {
-    if (this.stopped || this.locate(service) === null) return 'unavailable'
+  requestProbe(service: ProbeSubject, reason: string): ProbeStart {
+    if (this.stopped || !this.configured(service)) return 'unavailable'
     if (this.inflight.has(service)) return 'running'
     this.deps.logger.info('deep-health probe requested', { service, reason })
     void this.run(service)
@@ -308,13 +372,13 @@ export class DeepHealth implements DeepHealthHook {
 
   /** One round: every configured service probed at once. A probe still running from before is joined, not repeated. */
   async round(): Promise<DeepHealthResult[]> {
-    const services = PROBED_SERVICES.filter((s) => this.locate(s) !== null)
+    const services = this.subjects().filter((s) => this.configured(s))
     const settled = await Promise.allSettled(services.map((s) => this.run(s)))
     return settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
   }
 
   /** Probes one service now (joining a probe in progress); never rejects. */
-  run(service: ProbedService): Promise<DeepHealthResult> {
+  run(service: ProbeSubject): Promise<DeepHealthResult> {
     const running = this.inflight.get(service)
     if (running) return running
     const at = this.deps.clock.now()
@@ -325,20 +389,20 @@ export class DeepHealth implements DeepHealthHook {
     return p
   }
 
-  /** Whether deep health can probe `service` (it is configured). */
-  configured(service: ProbedService): boolean {
-    return this.locate(service) !== null
+  /** Whether deep health can probe `service` (a configured service, or a placement placed now). */
+  configured(service: ProbeSubject): boolean {
+    return isProbedService(service) ? this.locate(service) !== null : this.engineOf(service) !== null
   }
 
   view(): z.infer<typeof DeepHealthView> {
     const now = this.deps.clock.now()
     return {
       interval_s: this.deps.intervalS,
-      services: PROBED_SERVICES.map((service) => {
+      services: this.subjects().map((service) => {
         const c = this.countersOf(service)
         return {
           service,
-          configured: this.locate(service) !== null,
+          configured: this.configured(service),
           running: this.inflight.has(service),
           last: this.last.get(service) ?? null,
           restarts_last_30m: c.recent.filter((t) => now - t < RESTART_LIMITS.windowMs).length,
@@ -360,6 +424,36 @@ export class DeepHealth implements DeepHealthHook {
       Math.max(10, this.deps.intervalS * 1000),
     )
     this.timer.unref?.()
+  }
+
+  /** The subjects a round probes and the view lists: the services, then each placement besides node1's. */
+  private subjects(): ProbeSubject[] {
+    const placed = this.engines()
+      .map((e) => placementSubject(e.id))
+      .filter((s) => s !== 'llm')
+    return [...PROBED_SERVICES, ...placed]
+  }
+
+  private engines(): readonly PlacementEngine[] {
+    try {
+      return this.deps.placements?.list() ?? []
+    } catch (err) {
+      this.deps.logger.warn('could not list the placements for deep health', { error: err })
+      return []
+    }
+  }
+
+  /** The placed engine a `llm@<id>` subject names, or null (not a placement subject, or not placed now). */
+  private engineOf(subject: ProbeSubject): PlacementEngine | null {
+    if (!isPlacementSubject(subject)) return null
+    // node1's placement is the llm service, never also `llm@node1…`.
+    return this.engines().find((e) => placementSubject(e.id) === subject) ?? null
+  }
+
+  /** The HTTP base a subject's probe goes to, or null when it has none. */
+  private baseOf(subject: ProbeSubject): string | null {
+    if (isProbedService(subject)) return this.locate(subject)?.baseUrl ?? null
+    return this.engineOf(subject)?.baseUrl ?? null
   }
 
   /** Where the service runs: the services manager's answer, else the configured role. */
@@ -384,11 +478,25 @@ export class DeepHealth implements DeepHealthHook {
     if (res.kind === 'corrupt')
       this.deps.logger.warn(replacedStateFileMessage('deep-health results', file, res, 'starting with no results'))
     if (res.kind !== 'ok') return
-    for (const service of PROBED_SERVICES) {
-      const saved = res.value.services[service]
-      if (!saved) continue
+    for (const [service, saved] of Object.entries(res.value.services)) {
+      if (!isProbeSubject(service)) continue
       if (saved.last !== null && saved.last.service === service) this.last.set(service, saved.last)
       this.counters.set(service, { recent: saved.recent, total: saved.total, last: saved.last_restart })
+    }
+    this.prune()
+  }
+
+  /** Keeps at most MAX_KEPT_PLACEMENTS placement subjects: those placed now, then the most recently active. */
+  private prune(): void {
+    const kept = [...new Set([...this.last.keys(), ...this.counters.keys()])].filter(isPlacementSubject)
+    if (kept.length <= MAX_KEPT_PLACEMENTS) return
+    const placed = new Set<ProbeSubject>(this.subjects())
+    const recency = (s: ProbeSubject): number =>
+      placed.has(s) ? Number.MAX_SAFE_INTEGER : Math.max(this.last.get(s)?.at ?? 0, this.counters.get(s)?.last ?? 0)
+    kept.sort((a, b) => recency(b) - recency(a))
+    for (const s of kept.slice(MAX_KEPT_PLACEMENTS)) {
+      this.last.delete(s)
+      this.counters.delete(s)
     }
   }
 
@@ -396,8 +504,10 @@ export class DeepHealth implements DeepHealthHook {
   private save(): void {
     const file = this.deps.file
     if (!file) return
+    this.prune()
     const services: z.infer<typeof SavedState>['services'] = {}
-    for (const service of PROBED_SERVICES) {
+    const placements = [...new Set([...this.last.keys(), ...this.counters.keys()])].filter(isPlacementSubject)
+    for (const service of [...PROBED_SERVICES, ...placements]) {
       const c = this.countersOf(service)
       services[service] = {
         last: this.last.get(service) ?? null,
@@ -413,7 +523,7 @@ export class DeepHealth implements DeepHealthHook {
     }
   }
 
-  private countersOf(service: ProbedService): Counters {
+  private countersOf(service: ProbeSubject): Counters {
     let c = this.counters.get(service)
     if (!c) {
       c = { recent: [], total: 0, last: null }
@@ -423,7 +533,7 @@ export class DeepHealth implements DeepHealthHook {
   }
 
   /** A probe that threw past its own handling (a broken dependency): a failing result, never a crash. */
-  private crashed(service: ProbedService, at: number, err: unknown): DeepHealthResult {
+  private crashed(service: ProbeSubject, at: number, err: unknown): DeepHealthResult {
     const result: DeepHealthResult = {
       service,
       ok: false,
@@ -442,16 +552,17 @@ export class DeepHealth implements DeepHealthHook {
     return result
   }
 
-  private async probe(service: ProbedService, at: number): Promise<DeepHealthResult> {
+  private async probe(service: ProbeSubject, at: number): Promise<DeepHealthResult> {
     const started = performance.now()
     let outcome: Outcome
     const ac = new AbortController()
     this.aborts.add(ac)
     try {
-      const loc = this.locate(service)
-      if (loc?.baseUrl == null) throw new Error(`${service} is not configured`)
-      const timeout = this.deps.timeoutsMs?.[service] ?? PROBE_TIMEOUTS_MS[service]
-      outcome = await PROBES[service](loc.baseUrl, AbortSignal.any([ac.signal, AbortSignal.timeout(timeout)]))
+      const base = this.baseOf(service)
+      if (base === null) throw new Error(`${service} is not configured`)
+      const kind = kindOf(service)
+      const timeout = this.deps.timeoutsMs?.[kind] ?? PROBE_TIMEOUTS_MS[kind]
+      outcome = await PROBES[kind](base, AbortSignal.any([ac.signal, AbortSignal.timeout(timeout)]))
     } catch (err) {
       outcome = failed(err instanceof NoAnswer ? err.message : `probe failed: ${(err as Error).message}`)
     } finally {
@@ -476,7 +587,7 @@ export class DeepHealth implements DeepHealthHook {
   }
 
   /** Keeps the result, publishes it, and reports a recovery (failing → ok) to the connectivity store. */
-  private record(service: ProbedService, result: DeepHealthResult): void {
+  private record(service: ProbeSubject, result: DeepHealthResult): void {
     const before = this.last.get(service)
     this.last.set(service, result)
     this.save()
@@ -507,15 +618,15 @@ export class DeepHealth implements DeepHealthHook {
       })
   }
 
-  /** The limit that holds a restart back now, checked in the order grace, cooldown, cap. */
+  /** The limit that holds a restart back now, checked in the order swap, grace, cooldown, cap. */
   private async heldBy(
-    service: ProbedService,
-    loc: ServiceLocation,
+    service: ProbeSubject,
+    target: RestartTarget,
   ): Promise<{ hold: z.infer<typeof RestartHold>; detail: string } | null> {
     const now = this.deps.clock.now()
     const c = this.countersOf(service)
-    if (service === 'llm' && this.deps.swapBusy())
-      return { hold: 'swap', detail: 'a model swap holds the llm; it is never restarted during one' }
+    const swap = this.swapHold(service)
+    if (swap !== null) return { hold: 'swap', detail: swap }
     const known = Math.max(this.since, c.last ?? -Infinity)
     if (now - known < RESTART_LIMITS.graceMs)
       return { hold: 'grace', detail: graceDetail(now - known, c.last === known ? 'restarted' : 'daemon started') }
@@ -530,19 +641,53 @@ export class DeepHealth implements DeepHealthHook {
         hold: 'cap',
         detail: `${c.recent.length} auto-restarts in the last 30 min; at most ${RESTART_LIMITS.cap} are allowed`,
       }
-    // The container's own start (an operator's restart, docker's restart policy): asked last, over SSH.
-    const info = await inspectContainer(this.deps.pool, loc.ssh, loc.container)
-    const startedAt = info.started_at === null ? NaN : Date.parse(info.started_at)
-    if (Number.isFinite(startedAt) && now - startedAt < RESTART_LIMITS.graceMs)
-      return { hold: 'grace', detail: graceDetail(now - startedAt, 'container started') }
+    // Its own start (an operator's restart, docker's restart policy, a placement job): asked last.
+    const started = await target.startedAt()
+    if (started !== null && now - started.at < RESTART_LIMITS.graceMs)
+      return { hold: 'grace', detail: graceDetail(now - started.at, started.what) }
     return null
   }
 
-  private async restartIfAllowed(service: ProbedService, wedge: string): Promise<RestartOutcome> {
+  /** Why a swap or placement job holds the subject back now, or null. */
+  private swapHold(service: ProbeSubject): string | null {
+    if (service === 'llm' && this.deps.swapBusy()) return 'a model swap holds the llm; it is never restarted during one'
+    if (isPlacementSubject(service) && this.deps.placements?.busy() === true)
+      return 'a placement job is running; no placement is restarted during one'
+    return null
+  }
+
+  /** What restarting `service` means: its container through ServiceControl, or its placement re-placed. */
+  private restartTarget(service: ProbeSubject): RestartTarget | null {
+    if (!isProbedService(service)) {
+      const engine = this.engineOf(service)
+      const placements = this.deps.placements
+      if (engine === null || placements === undefined) return null
+      return {
+        startedAt: async () => (engine.since === null ? null : { at: engine.since, what: 'placement came up' }),
+        restart: async (reason) => `re-placed ${engine.id} (job ${await placements.restart(engine.id, reason)})`,
+      }
+    }
+    const loc = this.locate(service)
+    if (loc === null) return null
+    return {
+      startedAt: async () => {
+        const info = await inspectContainer(this.deps.pool, loc.ssh, loc.container)
+        const at = info.started_at === null ? NaN : Date.parse(info.started_at)
+        return Number.isFinite(at) ? { at, what: 'container started' } : null
+      },
+      restart: async (reason) => {
+        await this.deps.control.restart(service, reason)
+        return `restarted ${loc.container}`
+      },
+    }
+  }
+
+  private async restartIfAllowed(service: ProbeSubject, wedge: string): Promise<RestartOutcome> {
     try {
-      const loc = this.locate(service)
-      if (loc === null) return { requested: true, done: false, held_by: null, detail: `${service} is not configured` }
-      const held = await this.heldBy(service, loc)
+      const target = this.restartTarget(service)
+      if (target === null)
+        return { requested: true, done: false, held_by: null, detail: `${service} is not configured` }
+      const held = await this.heldBy(service, target)
       if (held) return { requested: true, done: false, held_by: held.hold, detail: held.detail }
       const c = this.countersOf(service)
       const now = this.deps.clock.now()
@@ -550,10 +695,10 @@ export class DeepHealth implements DeepHealthHook {
       c.recent.push(now)
       c.last = now
       c.total += 1
-      this.deps.logger.warn('deep health restarts a wedged container', { service, container: loc.container, wedge })
-      await this.deps.control.restart(service, `deep health: ${wedge}`)
+      this.deps.logger.warn('deep health restarts a wedged engine or container', { service, wedge })
+      const done = await target.restart(`deep health: ${wedge}`)
       this.followUp(service)
-      return { requested: true, done: true, held_by: null, detail: `restarted ${loc.container} (${wedge})` }
+      return { requested: true, done: true, held_by: null, detail: `${done} (${wedge})` }
     } catch (err) {
       return {
         requested: true,
@@ -565,11 +710,12 @@ export class DeepHealth implements DeepHealthHook {
   }
 
   /** One probe when the grace after a restart is over, so a recovery shows before the next round. */
-  private followUp(service: ProbedService): void {
+  private followUp(service: ProbeSubject): void {
     if (this.stopped) return
     const t = setTimeout(() => {
       this.followUps.delete(t)
-      if (!this.stopped) void this.run(service)
+      // A placement still being re-placed may not be listed yet: the next round probes it.
+      if (!this.stopped && this.configured(service)) void this.run(service)
     }, RESTART_LIMITS.graceMs + 5_000)
     t.unref?.()
     this.followUps.add(t)

@@ -290,6 +290,8 @@ export class ServiceManager implements ServiceControl {
       upstream_url: base,
       ...label,
       error: http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null,
+      // Deep health probes only llm, asr and tts.
+      deep_health: null,
     }
   }
 

@@ -4,7 +4,7 @@ import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import type { ServiceDirectory } from './serviceDirectory'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
-import { DeepHealth } from './deepHealth'
+import { DeepHealth, type PlacementEngines } from './deepHealth'
 import { deepHealthHandlers } from './deepHealthHandlers'
 import { serviceHandlers, type ServiceMethods } from './handlers'
 import { ServiceManager } from './manager'
@@ -14,7 +14,7 @@ import { speechPatchHandlers } from './speechPatchHandlers'
 
 export interface ServicesDeps extends CoreDeps {
   readonly nodes: NodesModule
-  readonly models: Pick<ModelsModule, 'swap'>
+  readonly models: Pick<ModelsModule, 'swap' | 'placements'>
   readonly services: ServiceDirectory
 }
 
@@ -29,11 +29,34 @@ export type ServicesModule = DomainModule<Pick<typeof servicesContract, Services
   readonly speechPatches: SpeechPatches
 }
 
+/**
+ * The placements as deep health probes and restarts them: each placed engine, and a restart that
+ * re-places the same model on the same nodes as a placement job (launcher, hold and rollback as for
+ * any placement), never a `docker restart` that would lose the launcher's `vllm serve`.
+ */
+function placementEngines(placements: ModelsModule['placements']): PlacementEngines {
+  return {
+    list: () => {
+      const since = new Map(placements.all().map((p) => [p.id, p.since]))
+      return placements.placed().map((r) => ({ id: r.id, baseUrl: r.baseUrl, since: since.get(r.id) ?? null }))
+    },
+    busy: () => placements.busy(),
+    restart: async (id) => {
+      const p = placements.all().find((x) => x.id === id)
+      if (p === undefined) throw new Error(`placement ${id} is no longer placed`)
+      if (p.key === null) throw new Error(`${p.served} on ${id} matches no catalog entry, so it cannot be re-placed`)
+      // It ran on these nodes already: the fit estimate must not refuse bringing it back.
+      const { job_id } = await placements.place(p.key, p.nodes, { displace: true, confirmNoFit: true })
+      return job_id
+    },
+  }
+}
+
 /** Composition of the services manager, prebuilt installs, deep health and the speech patches. */
 export async function createServicesModule(deps: ServicesDeps): Promise<ServicesModule> {
   const { config, clock, jobs, nodes } = deps
   const logger = deps.logger.child('services')
-  const swapBusy = (): boolean => deps.models.swap.busy()
+  const swapBusy = (): boolean => deps.models.swap.holdsLlm()
   // The manager is the one ServiceControl: deep health and the patches restart through it.
   const manager = new ServiceManager({
     config,
@@ -55,11 +78,14 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     logger: logger.child('deep-health'),
     intervalS: config.deepHealthIntervalS,
     swapBusy,
+    placements: placementEngines(deps.models.placements),
     file: path.join(config.paths.dataDir, 'deep-health.json'),
   })
-  // The card and the deep-health row agree: a status change asks deep health to look now.
+  // The card and the deep-health row agree: the status checks carry the latest result and ask for a
+  // probe when a service is Healthy again after a failing one; a label turning Unhealthy asks too.
+  nodes.status.useDeepHealth(deepHealth)
   const unfollow = deps.events.subscribe((ev) => {
-    if (ev.name === 'service.state') deepHealth.statusChanged(ev.data.service, ev.data.status.label, ev.data.previous)
+    if (ev.name === 'service.state') deepHealth.statusChanged(ev.data.service, ev.data.status, ev.data.previous)
   })
   const speechPatches = new SpeechPatches({
     control: manager,

@@ -1,3 +1,4 @@
+import { nodeNames } from '../config/nodes'
 import { shq } from './quote'
 
 /**
@@ -20,12 +21,12 @@ export function authorizeCommand(publicKey: string): string {
 /** Tandem's public key and, per configured node, the command that authorizes it there. */
 export function sshKeyView(
   key: { readonly publicKey: string; readonly fingerprint: string },
-  targets: Readonly<Record<'node1' | 'node2', AuthorizeTarget | null>>,
+  targets: Readonly<Record<string, AuthorizeTarget | null | undefined>>,
 ) {
   return {
     public_key: key.publicKey,
     fingerprint: key.fingerprint,
-    nodes: (['node1', 'node2'] as const).flatMap((node) => {
+    nodes: nodeNames({ nodes: targets }).flatMap((node) => {
       const t = targets[node]
       if (!t) return []
       const remote = authorizeCommand(key.publicKey)

@@ -7,7 +7,7 @@ export type Snapshot = OutputOf<'getHardware'>
 export type Connectivity = OutputOf<'getConnectivity'>
 export type ServiceStatus = OutputOf<'getStatus'>['llm']
 export type ClusterEvent = OutputOf<'streamEvents'>
-type NodeName = 'node1' | 'node2'
+type NodeName = string
 type ServiceName = 'llm' | 'asr' | 'tts'
 type Part = 'hardware' | 'services' | 'connectivity' | 'events'
 
@@ -28,8 +28,15 @@ export const HISTORY_MS = 15 * 60 * 1000
 /** The connectivity log the daemon keeps (spec 1, 2.7). */
 const MAX_LOG = 200
 
-type NodeReading = Extract<Snapshot['node1'], { status: 'ok' }>
+export type NodeHardware = Snapshot['node1']
+type NodeReading = Extract<NodeHardware, { status: 'ok' }>
 type SavedReading = OutputOf<'getHardwareHistory'>['node1'][number]
+
+/** A snapshot's node rows in node order: node1, node2, then node3… when NODES lists more. */
+export function snapshotNodes(snap: Snapshot): NodeHardware[] {
+  const rows = Object.values(snap).filter((v): v is NodeHardware => typeof v === 'object' && v !== null)
+  return rows.sort((a, b) => Number(a.node.slice(4)) - Number(b.node.slice(4)))
+}
 
 /** A live reading as a chart sample at `t` (seconds). */
 function sampleOf(hw: NodeReading, t: number): Sample {
@@ -83,10 +90,9 @@ export const useClusterStore = defineStore('cluster', () => {
   })
 
   function record(snap: Snapshot): void {
-    for (const name of ['node1', 'node2'] as const) {
-      const hw = snap[name]
+    for (const hw of snapshotNodes(snap)) {
       if (hw.status !== 'ok') continue
-      const list = history[name]
+      const list = (history[hw.node] ??= [])
       const t = Math.round(hw.probed_at / 1000)
       if ((list.at(-1)?.t ?? 0) >= t) continue
       list.push(sampleOf(hw, t))
@@ -104,7 +110,7 @@ export const useClusterStore = defineStore('cluster', () => {
   async function loadHistory(): Promise<void> {
     try {
       const h = await useApi().call('getHardwareHistory', {})
-      for (const name of ['node1', 'node2'] as const) history[name] = h[name].map(savedSample)
+      for (const [name, saved] of Object.entries(h)) history[name] = saved.map(savedSample)
     } catch {
       // The charts fill from hardware events instead.
     }

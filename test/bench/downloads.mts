@@ -34,7 +34,14 @@ if (process.argv[2] === 'sim') {
     authorizedKeys: [process.argv[3] as string],
     cachedModels: { node1: cached, node2: cached },
   })
-  process.stdout.write(JSON.stringify({ node1: sim.node1.port, node2: sim.node2.port, user: sim.node1.user }) + '\n')
+  process.stdout.write(
+    JSON.stringify({
+      node1: sim.node1.port,
+      node2: sim.node2.port,
+      node2Host: sim.node2.address,
+      user: sim.node1.user,
+    }) + '\n',
+  )
   process.stdin.resume()
   process.stdin.on('end', () => void sim.close().then(() => process.exit(0)))
 } else {
@@ -46,7 +53,7 @@ if (process.argv[2] === 'sim') {
   const logger = createLogger({ level: 'error' })
   const targets = {
     node1: { host: '127.0.0.1', user: String(info.user), port: Number(info.node1) },
-    node2: { host: '127.0.0.1', user: String(info.user), port: Number(info.node2) },
+    node2: { host: String(info.node2Host), user: String(info.user), port: Number(info.node2) },
   }
   const pool = new SshPool({
     privateKey: key.privateKey,

@@ -22,7 +22,14 @@ if (process.argv[2] === 'sim') {
     authorizedKeys: [process.argv[3] as string],
     containers: { node1: [{ name: 'vllm_node', image: 'vllm-node', command: ['vllm', 'serve', 'bench/model'] }] },
   })
-  process.stdout.write(JSON.stringify({ node1: sim.node1.port, node2: sim.node2.port, user: sim.node1.user }) + '\n')
+  process.stdout.write(
+    JSON.stringify({
+      node1: sim.node1.port,
+      node2: sim.node2.port,
+      node2Host: sim.node2.address,
+      user: sim.node1.user,
+    }) + '\n',
+  )
   process.stdin.resume()
   process.stdin.on('end', () => void sim.close().then(() => process.exit(0)))
 } else {
@@ -34,7 +41,7 @@ if (process.argv[2] === 'sim') {
   const logger = createLogger({ level: 'error' })
   const targets = {
     node1: { host: '127.0.0.1', user: String(info.user), port: Number(info.node1) },
-    node2: { host: '127.0.0.1', user: String(info.user), port: Number(info.node2) },
+    node2: { host: String(info.node2Host), user: String(info.user), port: Number(info.node2) },
   }
 
   const measure = async (reuse: boolean, rounds: number): Promise<number[]> => {

@@ -216,7 +216,7 @@ async function metricsRender(): Promise<void> {
   for (let k = 0; k < KEYS; k++)
     for (const route of ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/audio/speech', '/v1/models'])
       for (const status of [200, 400, 429, 502]) {
-        const entry = { path: route, status, latency_ms: 120, key: `client ${k + 1}` }
+        const entry = { path: route, status, latency_ms: 120, key: `client ${k + 1}`, placement: null }
         const usage = {
           ttft_ms: 80,
           tokens_per_s: 40,

@@ -22,7 +22,8 @@ const servers: http.Server[] = []
 const customs = []
 for (let i = 0; i < CUSTOM; i++) {
   const server = http.createServer((_req, res) => res.end('{"data":[{"id":"custom"}]}'))
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  // On node2's own address, where its containers' ports are.
+  await new Promise<void>((r) => server.listen(0, sim.cluster.node2.address, r))
   servers.push(server)
   const port = (server.address() as AddressInfo).port
   sim.cluster.node2.runLocal(

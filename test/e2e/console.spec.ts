@@ -1,5 +1,6 @@
 import { expect, test, type Page } from '@playwright/test'
 import { logIn } from './login'
+import { overflowOf } from './looks'
 
 // Every view and Licensing tab at phone and desktop widths, light and dark: no page-wide
 // horizontal scroll (tables scroll inside their card or stack) and no console errors.
@@ -21,32 +22,6 @@ const SIZES = [
   { name: 'phone', width: 390, height: 844 },
   { name: 'desktop', width: 1440, height: 900 },
 ] as const
-
-/** What sticks out past the viewport's right edge, for a readable failure. */
-async function overflow(page: Page): Promise<{ scrollWidth: number; width: number; culprits: string[] }> {
-  return page.evaluate(() => {
-    // The browser's document, typed here: this project's Node types carry no DOM.
-    type El = { tagName: string; className: unknown; getBoundingClientRect(): { right: number; width: number } }
-    const doc = (
-      globalThis as unknown as {
-        document: {
-          documentElement: { clientWidth: number; scrollWidth: number }
-          querySelectorAll(selector: string): ArrayLike<El>
-        }
-      }
-    ).document
-    const width = doc.documentElement.clientWidth
-    const culprits: string[] = []
-    for (const el of Array.from(doc.querySelectorAll('body *'))) {
-      const r = el.getBoundingClientRect()
-      if (r.right > width + 1 && r.width > 0)
-        culprits.push(
-          `${el.tagName.toLowerCase()}.${String(el.className).replace(/\s+/g, '.')} right=${Math.round(r.right)}`,
-        )
-    }
-    return { scrollWidth: doc.documentElement.scrollWidth, width, culprits: culprits.slice(0, 8) }
-  })
-}
 
 async function settle(page: Page): Promise<void> {
   await expect(page.locator('main h1').first()).toBeVisible()
@@ -78,7 +53,7 @@ for (const size of SIZES)
       const failures: string[] = []
       const check = async (where: string): Promise<void> => {
         await settle(page)
-        const o = await overflow(page)
+        const o = await overflowOf(page)
         if (o.scrollWidth > o.width)
           failures.push(`${where}: page is ${o.scrollWidth}px wide (${o.culprits.join(', ')})`)
       }

@@ -1,5 +1,6 @@
-import { expect, test, type Page } from '@playwright/test'
+import { expect, test } from '@playwright/test'
 import { logIn } from './login'
+import { WIDTHS, expectEachTheme, looksAt, openView, useLook } from './looks'
 
 // Issue 31 #9: quiet by default. Each finding, at phone and desktop widths, against the demo.
 const SIZES = [
@@ -7,17 +8,11 @@ const SIZES = [
   { name: 'desktop', width: 1440, height: 900 },
 ] as const
 
-async function show(page: Page, view: string): Promise<void> {
-  const toggle = page.getByTestId('menu-toggle')
-  if (await toggle.isVisible()) await toggle.click()
-  await page.getByTestId(`nav-${view}`).click()
-  await expect(page).toHaveURL(new RegExp(`#/${view}`))
-}
-
-for (const size of SIZES)
-  test.describe(`at ${size.width} px`, () => {
+// The 404 pages, at each width in light and dark (the scheme switches live on the page).
+for (const width of WIDTHS)
+  test.describe(`404 pages at ${width} px, light and dark`, () => {
     test.beforeEach(async ({ page }) => {
-      await page.setViewportSize({ width: size.width, height: size.height })
+      await useLook(page, looksAt(width)[0]!)
     })
 
     test('an unknown dashboard path is a page with a way back; JSON clients still get JSON', async ({ page }) => {
@@ -25,6 +20,7 @@ for (const size of SIZES)
       expect(res?.status()).toBe(404)
       await expect(page.getByRole('heading', { level: 1 })).toHaveText('Page not found')
       await expect(page.locator('body')).not.toContainText('{"detail"')
+      await expectEachTheme(page, width, page.locator('h1, main p, main a'))
       await page.getByRole('link', { name: 'Open the dashboard' }).click()
       await expect(page.getByTestId('token')).toBeVisible()
       const api = await page.request.get('/no/such/page', { headers: { accept: 'application/json' } })
@@ -38,6 +34,14 @@ for (const size of SIZES)
       expect(res?.status()).toBe(404)
       await expect(page.getByRole('heading', { level: 1 })).toHaveText('No such product')
       await expect(page.getByRole('link', { name: /find your license key/i })).toHaveAttribute('href', '/recover')
+      await expectEachTheme(page, width, page.locator('h1, main p, main a'))
+    })
+  })
+
+for (const size of SIZES)
+  test.describe(`at ${size.width} px`, () => {
+    test.beforeEach(async ({ page }) => {
+      await page.setViewportSize({ width: size.width, height: size.height })
     })
 
     test('skip link, focus on the new view, quiet charts, folded install form, readable version', async ({ page }) => {
@@ -59,7 +63,7 @@ for (const size of SIZES)
 
       if (size.width >= 600) await expect(page.getByTestId('version')).toHaveText(/^\d+\.\d+\.\d+ \(build \d+\)$/)
 
-      await show(page, 'services')
+      await openView(page, 'services')
       await expect(page.locator(':focus')).toHaveText('Services')
       await expect(page.getByTestId('open-install')).toBeVisible()
       await expect(page.locator('.prebuilt form')).toHaveCount(0)
@@ -67,7 +71,7 @@ for (const size of SIZES)
 
     test('the sample clip transcribes against the demo', async ({ page }) => {
       await logIn(page)
-      await show(page, 'gateway')
+      await openView(page, 'gateway')
       await page.getByTestId('sample-clip').click()
       await expect(page.locator('.gw-segments li').first()).toBeVisible({ timeout: 20_000 })
       await expect(page.getByTestId('no-speech')).toHaveCount(0)

@@ -11,11 +11,14 @@ import { generateEd25519PrivateKey } from '../../src-main/ssh/keys'
 import { knownModel, SIM_REVISION, writeSnapshot } from './shims/hubModels.mjs'
 
 /**
- * The simulated two-node cluster (DESIGN.md, Tests): per node an ssh2 server on 127.0.0.1 whose
- * `exec` runs `bash -c` with the node's own HOME and a PATH of shims (docker, nvidia-smi, ip, …),
- * so real shell expansion and quoting happen exactly as on a real node. node1 carries a launcher
- * checkout that is a real git repository with an origin (ahead/behind is real git); node2 has none,
- * as on a real cluster where only node1 runs the launcher.
+ * The simulated cluster (DESIGN.md, Tests), two nodes unless asked for more: per node an ssh2
+ * server on the node's own loopback address (node1 127.0.0.1, node2 127.0.0.2, nodeK 127.0.0.K)
+ * whose `exec` runs `bash -c` with the node's own HOME and a PATH of shims (docker, nvidia-smi, ip,
+ * …), so real shell expansion and quoting happen exactly as on a real node. The loopback address is
+ * also the node's cluster-link address and where its services listen, so several nodes can each
+ * serve an engine on the same port, as real nodes do. node1 carries a launcher checkout that is a
+ * real git repository with an origin (ahead/behind is real git); the others have none unless
+ * `launcherNodes` names them (a placement's head runs the launcher).
  */
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const SHIMS_DIR = path.join(here, 'shims')
@@ -23,7 +26,10 @@ const LAUNCHER_SRC = path.join(here, 'launcher')
 /** The early-2026 launch-cluster.sh and build-and-copy.sh (the older commit of the launcher's history). */
 const LAUNCHER_EARLY_SRC = path.join(here, 'launcher-early')
 
-export type SimNodeName = 'node1' | 'node2'
+export type SimNodeName = `node${number}`
+
+/** Nodes a sim can have (node1…node8): the loopback addresses 127.0.0.1…127.0.0.8. */
+export const MAX_SIM_NODES = 8
 
 export interface SimNodeOptions {
   user?: string
@@ -33,6 +39,12 @@ export interface SimNodeOptions {
   lanIp?: string
   cores?: number
   ramBytes?: number
+  /**
+   * The node's own loopback address (default 127.0.0.K for nodeK): its SSH server and services
+   * listen there, and it is its cluster-link address (what `ibdev2netdev`/`ip` report, what the
+   * launcher's `-n` lists name).
+   */
+  address?: string
   /** Fixed SSH port; 0 = ephemeral. */
   port?: number
   /** HF_HOME in the node's environment (absolute, or relative to the node's directory); unset when absent. */
@@ -44,6 +56,12 @@ export interface SimClusterOptions {
   root?: string
   node1?: SimNodeOptions
   node2?: SimNodeOptions
+  /** How many nodes (node1…nodeN, at most MAX_SIM_NODES); default 2. */
+  nodeCount?: number
+  /** Options of any node by name (node3 and past; node1/node2 also take `node1`/`node2`). */
+  nodeOptions?: Partial<Record<SimNodeName, SimNodeOptions>>
+  /** Nodes with a launcher checkout at ~/spark-vllm-docker (default node1 only). */
+  launcherNodes?: readonly SimNodeName[]
   /** Public key lines authorised on both nodes (appended to each ~/.ssh/authorized_keys). */
   authorizedKeys?: string[]
   /** Containers created at start (through the simulated docker itself). */
@@ -59,7 +77,7 @@ export interface SimClusterOptions {
   launcherGeneration?: LauncherGeneration
   /** Images each node has locally (besides its seeded containers' images); default: vllm-node on both. */
   images?: Partial<Record<SimNodeName, string[]>>
-  /** Repos that fit only across both nodes: node1's simulated vLLM runs out of memory loading them with tp < 2. */
+  /** Repos that fit only across several nodes: a head's simulated vLLM runs out of memory loading them with tp < 2. */
   clusterOnlyModels?: string[]
   /** llm port the launcher reports in its output. */
   llmPort?: number
@@ -116,6 +134,11 @@ export class SimNode {
   private eventsOffset = 0
   /** Every command the node was asked to run, in order. */
   readonly commands: string[] = []
+  /**
+   * Runs after each command: a command may change other nodes' containers (the launcher starts and
+   * stops its workers'), so the cluster reads every node's events then.
+   */
+  afterCommand: () => void = () => this.drainEvents()
 
   constructor(
     readonly name: SimNodeName,
@@ -134,6 +157,11 @@ export class SimNode {
 
   get user(): string {
     return this.opts.user
+  }
+
+  /** The node's own loopback address: its SSH server, its services, its cluster link. */
+  get address(): string {
+    return this.opts.address
   }
 
   /** The hub cache as the hub CLI and the launcher find it: `${HF_HOME:-$HOME/.cache/huggingface}/hub`. */
@@ -164,6 +192,7 @@ export class SimNode {
       SIM_HOSTNAME: this.opts.hostname,
       SIM_MAC: this.opts.mac,
       SIM_IP: this.opts.lanIp,
+      SIM_LINK_IP: this.opts.address,
       SIM_CORES: String(this.opts.cores),
       SIM_RAM_BYTES: String(this.opts.ramBytes),
       ...(this.opts.hfHome ? { HF_HOME: path.dirname(this.hubDir) } : {}),
@@ -174,7 +203,7 @@ export class SimNode {
   /** Runs a command locally as the node would (set-up and tests), bypassing SSH. */
   runLocal(command: string): { code: number; stdout: string; stderr: string } {
     const r = spawnSync('bash', ['-c', command], { cwd: this.home, env: this.execEnv(), encoding: 'utf8' })
-    this.drainEvents()
+    this.afterCommand()
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
   }
 
@@ -225,7 +254,7 @@ export class SimNode {
     })
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
-      server.listen(this.port, '127.0.0.1', () => {
+      server.listen(this.port, this.opts.address, () => {
         server.off('error', reject)
         this.port = (server.address() as net.AddressInfo).port
         resolve()
@@ -292,7 +321,7 @@ export class SimNode {
     child.on('close', (code, signal) => {
       exited = true
       this.children.delete(child)
-      this.drainEvents()
+      this.afterCommand()
       try {
         if (code !== null) stream.exit(code)
         else stream.exit((signal ?? 'SIGKILL').replace(/^SIG/, ''), false, '')
@@ -344,7 +373,7 @@ export class SimNode {
       sock.on('close', () => this.hung.delete(sock))
       sock.on('error', () => undefined)
     })
-    await new Promise<void>((resolve) => bh.listen(this.port, '127.0.0.1', resolve))
+    await new Promise<void>((resolve) => bh.listen(this.port, this.opts.address, resolve))
     this.blackhole = bh
   }
 
@@ -435,7 +464,10 @@ export interface SimCluster {
   readonly root: string
   readonly node1: SimNode
   readonly node2: SimNode
+  /** node1…nodeN in order. */
   readonly nodes: readonly SimNode[]
+  /** A node by name; throws for one the sim does not have. */
+  node(name: SimNodeName): SimNode
   /** Container state changes on any node (`container` events). */
   readonly events: EventEmitter<{ container: [ContainerEvent] }>
   /** The launcher's upstream (a bare repository). */
@@ -454,7 +486,7 @@ export interface SimCluster {
    * launcher update (`git pull --ff-only`, then build-and-copy.sh) brings it to origin's head.
    */
   setLauncherGeneration(generation: LauncherGeneration): void
-  /** Repos node1's simulated vLLM cannot load without tensor parallelism ≥ 2 (they run out of memory). */
+  /** Repos no node's simulated vLLM can load without tensor parallelism ≥ 2 (they run out of memory). */
   setClusterOnlyModels(repos: readonly string[]): void
   authorize(publicKeyLine: string): void
   /** Env for a Tandem daemon pointed at this cluster. */
@@ -462,23 +494,49 @@ export interface SimCluster {
   close(): Promise<void>
 }
 
-const DEFAULT_NODES: Record<SimNodeName, Required<Omit<SimNodeOptions, 'port' | 'hfHome'>>> = {
-  node1: {
+/** nodeK's defaults: node1 spark-a1 at 192.168.177.11 on 127.0.0.1, node2 spark-b2 at .12 on 127.0.0.2, … */
+function defaultNode(k: number): Required<Omit<SimNodeOptions, 'port' | 'hfHome'>> {
+  return {
     user: 'spark',
-    hostname: 'spark-a1',
-    mac: '4c:bb:47:2e:91:0a',
-    lanIp: '192.168.177.11',
+    hostname: `spark-${'abcdefgh'[k - 1] ?? 'x'}${k}`,
+    mac: `4c:bb:47:2e:91:${(9 + k).toString(16).padStart(2, '0')}`,
+    lanIp: `192.168.177.${10 + k}`,
+    address: `127.0.0.${k}`,
     cores: 20,
     ramBytes: 128_849_018_880,
-  },
-  node2: {
-    user: 'spark',
-    hostname: 'spark-b2',
-    mac: '4c:bb:47:2e:91:0b',
-    lanIp: '192.168.177.12',
-    cores: 20,
-    ramBytes: 128_849_018_880,
-  },
+  }
+}
+
+/** Each node's name and loopback address, as startSimCluster will give them (for fakes started first). */
+export function simNodeAddresses(opts: SimClusterOptions = {}): { name: SimNodeName; address: string }[] {
+  return Array.from({ length: simNodeCount(opts.nodeCount) }, (_, i) => {
+    const name: SimNodeName = `node${i + 1}`
+    const own = name === 'node1' ? opts.node1 : name === 'node2' ? opts.node2 : undefined
+    return { name, address: own?.address ?? opts.nodeOptions?.[name]?.address ?? defaultNode(i + 1).address }
+  })
+}
+
+/** The node count asked for, checked: 2 ≤ n ≤ MAX_SIM_NODES, default 2. */
+function simNodeCount(n: number | undefined): number {
+  const count = n ?? 2
+  if (!Number.isInteger(count) || count < 2 || count > MAX_SIM_NODES)
+    throw new Error(`a sim cluster has 2 to ${MAX_SIM_NODES} nodes (asked for ${count})`)
+  return count
+}
+
+/** What each node knows of the others (for the launcher's workers and rsync): one JSON list. */
+function clusterMap(nodes: readonly SimNode[]): string {
+  return JSON.stringify(
+    nodes.map((n) => ({
+      name: n.name,
+      address: n.address,
+      lanIp: n.opts.lanIp,
+      user: n.user,
+      port: n.port,
+      home: n.home,
+      state: n.state,
+    })),
+  )
 }
 
 /**
@@ -494,6 +552,21 @@ function seedCachedModel(hub: string, repo: string): void {
   })
 }
 
+/** node1 and node2 by their own settings, node3… in NODES (`user@host:port`, in order). */
+function daemonEnv(list: readonly SimNode[]): Record<string, string> {
+  const [n1, n2, ...more] = list as [SimNode, SimNode, ...SimNode[]]
+  return {
+    NODE1_HOST: n1.address,
+    NODE1_USER: n1.user,
+    NODE1_SSH_PORT: String(n1.port),
+    NODE2_HOST: n2.address,
+    NODE2_USER: n2.user,
+    NODE2_SSH_PORT: String(n2.port),
+    ...(more.length > 0 ? { NODES: more.map((n) => `${n.user}@${n.address}:${n.port}`).join(',') } : {}),
+    WOL_BROADCAST: '127.0.0.1',
+  }
+}
+
 export async function startSimCluster(opts: SimClusterOptions = {}): Promise<SimCluster> {
   const ownRoot = opts.root === undefined
   const root = opts.root ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-sim-'))
@@ -503,29 +576,51 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
     opts.onContainerEvent?.(e)
     events.emit('container', e)
   }
-  const nodes: Record<SimNodeName, SimNode> = {} as Record<SimNodeName, SimNode>
-  const mk = (name: SimNodeName, peer: SimNodeName): SimNode => {
-    const o = { ...DEFAULT_NODES[name], port: 0, ...(opts[name] ?? {}) }
+  const count = simNodeCount(opts.nodeCount)
+  const list: SimNode[] = []
+  const optionsOf = (name: SimNodeName): SimNodeOptions => ({
+    ...(opts.nodeOptions?.[name] ?? {}),
+    ...(name === 'node1' ? opts.node1 : name === 'node2' ? opts.node2 : {}),
+  })
+  const mk = (k: number): SimNode => {
+    const name: SimNodeName = `node${k}`
+    // node1's peer is node2 (its downloads and image copies go there), every other node's is node1.
+    const peer = (): SimNode => list[k === 1 ? 1 : 0] ?? (list[0] as SimNode)
+    const o = { ...defaultNode(k), port: 0, ...optionsOf(name) }
     return new SimNode(
       name,
       o,
       root,
       () => ({
-        SIM_PEER_HOME: nodes[peer].home,
-        SIM_PEER_STATE: nodes[peer].state,
-        // Who and where the peer is, for the simulated rsync between the nodes.
-        SIM_PEER_USER: nodes[peer].opts.user,
-        SIM_PEER_PORT: String(nodes[peer].port),
-        SIM_PEER_IP: nodes[peer].opts.lanIp,
-        SIM_NODES: `${nodes.node1.opts.lanIp},${nodes.node2.opts.lanIp}`,
+        SIM_PEER_HOME: peer().home,
+        SIM_PEER_STATE: peer().state,
+        SIM_PEER_USER: peer().opts.user,
+        SIM_PEER_IP: peer().opts.lanIp,
+        // Every node, for the launcher's workers and the simulated rsync between the nodes.
+        SIM_CLUSTER: clusterMap(list),
+        // What the launcher's node detection finds on the cluster link: every node.
+        SIM_NODES: list.map((n) => n.address).join(','),
+        // Where each node's container state is, by its cluster-link address (the launcher's workers).
+        ...Object.fromEntries(list.map((n) => [`SIM_STATE_AT_${n.address.replace(/\W/g, '_')}`, n.state])),
         SIM_LLM_PORT: String(opts.llmPort ?? 8888),
       }),
       emit,
     )
   }
-  nodes.node1 = mk('node1', 'node2')
-  nodes.node2 = mk('node2', 'node1')
-  for (const n of Object.values(nodes)) n.port = opts[n.name]?.port ?? 0
+  for (let k = 1; k <= count; k++) list.push(mk(k))
+  const drainAll = (): void => {
+    for (const n of list) n.drainEvents()
+  }
+  for (const n of list) {
+    n.port = optionsOf(n.name).port ?? 0
+    n.afterCommand = drainAll
+  }
+  const byName = (name: SimNodeName): SimNode => {
+    const n = list.find((x) => x.name === name)
+    if (!n) throw new Error(`the sim has no ${name} (it has ${list.length} nodes)`)
+    return n
+  }
+  const node1 = list[0] as SimNode
 
   const launcherOrigin = path.join(root, 'origin', 'spark-vllm-docker.git')
   const seed = path.join(root, 'origin', 'seed')
@@ -575,16 +670,19 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
   const launcherCommits: Record<LauncherGeneration, string> = { early: earlyCommit, mid: midCommit }
   git(seed, 'remote', 'add', 'origin', launcherOrigin)
   git(seed, 'push', '-q', 'origin', 'HEAD:main')
-  const checkout = path.join(nodes.node1.home, 'spark-vllm-docker')
-  git(root, 'clone', '-q', '--branch', 'main', launcherOrigin, checkout)
+  const checkout = path.join(node1.home, 'spark-vllm-docker')
+  const launcherNodes = [...new Set<SimNodeName>(['node1', ...(opts.launcherNodes ?? [])])].map(byName)
+  for (const n of launcherNodes) {
+    git(root, 'clone', '-q', '--branch', 'main', launcherOrigin, path.join(n.home, 'spark-vllm-docker'))
+    fs.writeFileSync(
+      path.join(n.home, '.gitconfig'),
+      '[user]\n\tname = Spark Operator\n\temail = operator@example.invalid\n[safe]\n\tdirectory = *\n[pull]\n\tff = only\n',
+    )
+  }
   const setLauncherGeneration = (generation: LauncherGeneration): void => {
     git(checkout, 'reset', '-q', '--hard', launcherCommits[generation])
     git(checkout, 'clean', '-fdq')
   }
-  fs.writeFileSync(
-    path.join(nodes.node1.home, '.gitconfig'),
-    '[user]\n\tname = Spark Operator\n\temail = operator@example.invalid\n[safe]\n\tdirectory = *\n[pull]\n\tff = only\n',
-  )
   const pushUpstreamCommit = (message: string): void => {
     fs.appendFileSync(path.join(seed, 'CHANGELOG.md'), `- ${message}\n`)
     git(seed, 'add', '-A')
@@ -600,11 +698,14 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
   for (let i = 0; i < (opts.launcherBehind ?? 2); i++)
     pushUpstreamCommit(upstreamMessages[i % upstreamMessages.length] as string)
   if ((opts.launcherGeneration ?? 'mid') !== 'mid') setLauncherGeneration(opts.launcherGeneration ?? 'mid')
-  const setClusterOnlyModels = (repos: readonly string[]): void =>
-    fs.writeFileSync(path.join(nodes.node1.state, 'cluster_only_models'), repos.map((r) => `${r}\n`).join(''))
+  // Every node may be a head: each one's vLLM reads the list.
+  const setClusterOnlyModels = (repos: readonly string[]): void => {
+    for (const n of list)
+      fs.writeFileSync(path.join(n.state, 'cluster_only_models'), repos.map((r) => `${r}\n`).join(''))
+  }
   setClusterOnlyModels(opts.clusterOnlyModels ?? [])
 
-  for (const n of Object.values(nodes)) {
+  for (const n of list) {
     for (const k of opts.authorizedKeys ?? []) n.authorize(k)
     for (const repo of opts.cachedModels?.[n.name] ?? []) seedCachedModel(n.hubDir, repo)
     // What the node has already built, pulled or been copied: the llm image and the seeded containers' images.
@@ -634,9 +735,10 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
 
   return {
     root,
-    node1: nodes.node1,
-    node2: nodes.node2,
-    nodes: [nodes.node1, nodes.node2],
+    node1,
+    node2: byName('node2'),
+    nodes: list,
+    node: byName,
     events,
     launcherOrigin,
     pushUpstreamCommit,
@@ -655,19 +757,11 @@ export async function startSimCluster(opts: SimClusterOptions = {}): Promise<Sim
       }
     },
     authorize: (line) => {
-      for (const n of Object.values(nodes)) n.authorize(line)
+      for (const n of list) n.authorize(line)
     },
-    daemonEnv: () => ({
-      NODE1_HOST: '127.0.0.1',
-      NODE1_USER: nodes.node1.user,
-      NODE1_SSH_PORT: String(nodes.node1.port),
-      NODE2_HOST: '127.0.0.1',
-      NODE2_USER: nodes.node2.user,
-      NODE2_SSH_PORT: String(nodes.node2.port),
-      WOL_BROADCAST: '127.0.0.1',
-    }),
+    daemonEnv: () => daemonEnv(list),
     close: async () => {
-      for (const n of Object.values(nodes)) await n.close()
+      for (const n of list) await n.close()
       if (ownRoot) fs.rmSync(root, { recursive: true, force: true })
     },
   }

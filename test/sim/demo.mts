@@ -1,9 +1,12 @@
 /**
- * `npm run demo`: the simulated two-node cluster (SSH nodes plus llm, asr and tts fakes) and the
- * BUILT headless daemon configured for it. Prints the dashboard URL and the admin token; Ctrl-C
- * stops both. Data lives in .tandem-data/demo so the token and history survive restarts.
+ * `npm run demo`: the simulated cluster (SSH nodes plus llm, asr and tts fakes) and the BUILT
+ * headless daemon configured for it. Prints the dashboard URL and the admin token; Ctrl-C stops
+ * both. Data lives in .tandem-data/demo so the token and history survive restarts.
  *
- *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR, DEMO_LOAD_MS (a swap's load, 8000)
+ *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR, DEMO_LOAD_MS (a swap's load, 8000),
+ *   DEMO_NODES (2 to 8 simulated nodes, default 2; node3 and past reach the daemon through NODES),
+ *   DEMO_PLACEMENTS (one, or two: after start a second bundled model is placed solo on node3, or node2
+ *   with two nodes, through POST /api/placements)
  *
  * A busy DEMO_PORT is refused before anything starts. The shop is seeded on every start; buying
  * in it goes through the fake BTCPay checkout page, whose "Pay" and "Expire" buttons send the
@@ -25,7 +28,7 @@ import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { startFullSim } from './full'
 import { startLicensingSim } from '../fakes/licensingDemo'
 import { startDemoVectors } from './demoVectors'
-import { DEMO_LOADED_REPO, demoCachedModels } from './demoState'
+import { DEMO_LOADED_REPO, DEMO_SECOND_KEY, demoCachedModels, demoNodeCount, demoPlacements } from './demoState'
 import { portProblem } from './portCheck'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -37,6 +40,15 @@ if (!fs.existsSync(entry)) {
 const dataDir = path.resolve(process.env.DEMO_DATA_DIR ?? path.join(repo, '.tandem-data', 'demo'))
 const port = Number(process.env.DEMO_PORT ?? 9999)
 const bind = process.env.DEMO_BIND ?? '127.0.0.1'
+const nodeCount = demoNodeCount(process.env.DEMO_NODES)
+const placements = demoPlacements(process.env.DEMO_PLACEMENTS, typeof nodeCount === 'number' ? nodeCount : 2)
+for (const problem of [nodeCount, placements])
+  if (typeof problem === 'string') {
+    console.error(`demo: ${problem}`)
+    process.exit(1)
+  }
+const nodes = nodeCount as number
+const secondOn = (placements as Exclude<typeof placements, string>).second
 // Before anything starts: a busy port would otherwise seed whichever process owns it.
 const busy = await portProblem(port, bind)
 if (busy) {
@@ -52,23 +64,23 @@ fs.rmSync(path.join(dataDir, 'known_hosts.json'), { force: true })
 
 // The llm starts with a bundled catalog model loaded; a swap takes DEMO_LOAD_MS to load (phases, log, ETA show).
 // The bundled models' configs and real-size (sparse) weights are in the hub caches, so fit and disk status show.
+// Every node has a launcher checkout: any of them can head a placement.
 const sim = await startFullSim({
   authorizedKeys: [key.publicKey],
   launcherBehind: 2,
   llmModel: DEMO_LOADED_REPO,
-  cachedModels: demoCachedModels(),
+  nodeCount: nodes,
+  launcherNodes: Array.from({ length: nodes }, (_, i) => `node${i + 1}` as const),
+  cachedModels: demoCachedModels(nodes, secondOn),
 })
-sim.llm.setLoadDelay(Number(process.env.DEMO_LOAD_MS ?? 8000))
+for (const n of sim.cluster.nodes) sim.engine(n.name).setLoadDelay(Number(process.env.DEMO_LOAD_MS ?? 8000))
 // Payment providers and exchange-rate sources on loopback: the demo never reaches the internet.
 const shop = await startLicensingSim()
 // Embeddings and a vector store (seeded collection `tandem-docs`): /v1/embeddings and search work too.
 const vectors = await startDemoVectors()
-const { node1, node2 } = sim.cluster
+for (const n of sim.cluster.nodes) console.log(`sim: ${n.name} ssh ${n.address}:${n.port} (${n.opts.hostname})`)
 console.log(
-  `sim: node1 ssh 127.0.0.1:${node1.port} (${node1.opts.hostname}), node2 ssh 127.0.0.1:${node2.port} (${node2.opts.hostname})`,
-)
-console.log(
-  `sim: llm http://127.0.0.1:${sim.llm.port}  asr http://127.0.0.1:${sim.asr.port}  tts http://127.0.0.1:${sim.tts.port}`,
+  `sim: llm ${sim.llm.url} (each node's engine on its own address, same port)  asr ${sim.asr.url}  tts ${sim.tts.url}`,
 )
 
 // Gentle CPU load drift so the cluster view has something to show.
@@ -167,6 +179,28 @@ console.log(`               your license key; it validates at POST ${url}/v1/val
 console.log(`  Lost key:    ${url}/recover      Discount code to try: LAUNCH20`)
 console.log('  Ctrl-C stops the daemon and the simulated cluster.')
 console.log('')
+if (secondOn !== null) await placeSecond(url, token, secondOn)
+
+/** DEMO_PLACEMENTS=two: the second model placed solo through the real API (the job runs on in the daemon). */
+async function placeSecond(base: string, admin: string, on: string): Promise<void> {
+  try {
+    const res = await fetch(`${base}/api/placements`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ key: DEMO_SECOND_KEY, nodes: [on] }),
+    })
+    const body = (await res.json().catch(() => null)) as { job_id?: string; detail?: string } | null
+    if (res.ok)
+      console.log(`  Placements:  placing ${DEMO_SECOND_KEY} solo on ${on} (job ${body?.job_id ?? '?'}); see Cluster`)
+    else
+      console.log(
+        `  Placements:  placing ${DEMO_SECOND_KEY} on ${on} was refused (${res.status}): ${body?.detail ?? ''}`,
+      )
+  } catch (err) {
+    console.log(`  Placements:  placing ${DEMO_SECOND_KEY} on ${on} failed: ${(err as Error).message}`)
+  }
+  console.log('')
+}
 
 const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
 const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
@@ -175,7 +209,7 @@ const HELP =
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
   if (raw.trim() === '') return
   const [cmd, a, b] = raw.trim().split(/\s+/)
-  const node = a === 'node1' ? node1 : a === 'node2' ? node2 : null
+  const node = sim.cluster.nodes.find((n) => n.name === a) ?? null
   const run = async (): Promise<string> => {
     if ((cmd === 'down' || cmd === 'up' || cmd === 'hang') && node) {
       await node[cmd]()
@@ -203,7 +237,7 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
       return `node1's launcher checkout is now the ${a}-2026 generation, commit ${sim.cluster.launcherCommits[a].slice(0, 7)}`
     }
     if (cmd === 'loadfail' && a) {
-      sim.llm.failLoads(a === 'none' ? null : a)
+      for (const n of sim.cluster.nodes) sim.engine(n.name).failLoads(a === 'none' ? null : a)
       return a === 'none' ? 'llm: loads succeed again' : `llm: loads of ${a} now fail (a swap rolls back)`
     }
     if (cmd === 'wedge' && a === 'asr') {

@@ -7,8 +7,9 @@ import { HostKeyStore } from '../../src-main/ssh/hostKeys'
 import { ensureServiceKey, type ServiceKey } from '../../src-main/ssh/keys'
 import { SshPool, type SshTarget } from '../../src-main/ssh/pool'
 import { startSimCluster, type SimCluster, type SimClusterOptions, type SimNode } from './cluster'
+import { startFullSim, type FullSim, type FullSimOptions } from './full'
 
-/** A sim cluster plus an SSH pool holding a key both nodes accept: the common test set-up. */
+/** A sim cluster plus an SSH pool holding a key every node accepts: the common test set-up. */
 export interface SimKit {
   sim: SimCluster
   pool: SshPool
@@ -22,9 +23,32 @@ export interface SimKit {
 }
 
 export async function startSimKit(opts: SimClusterOptions & { clock?: Clock; reuse?: boolean } = {}): Promise<SimKit> {
+  return kitAround(async (authorizedKeys) => {
+    const sim = await startSimCluster({ ...opts, authorizedKeys })
+    return { sim, stop: () => sim.close() }
+  }, opts)
+}
+
+/** The same over the full sim (the nodes plus their engines and speech fakes): `full` is that sim. */
+export async function startFullSimKit(
+  opts: FullSimOptions & { clock?: Clock; reuse?: boolean } = {},
+): Promise<SimKit & { full: FullSim }> {
+  const started: FullSim[] = []
+  const kit = await kitAround(async (authorizedKeys) => {
+    const full = await startFullSim({ ...opts, authorizedKeys })
+    started.push(full)
+    return { sim: full.cluster, stop: () => full.close() }
+  }, opts)
+  return { ...kit, full: started[0] as FullSim }
+}
+
+async function kitAround(
+  start: (authorizedKeys: string[]) => Promise<{ sim: SimCluster; stop: () => Promise<void> }>,
+  opts: { authorizedKeys?: string[]; clock?: Clock; reuse?: boolean },
+): Promise<SimKit> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-kit-'))
   const key = ensureServiceKey(path.join(dir, 'ssh'))
-  const sim = await startSimCluster({ ...opts, authorizedKeys: [...(opts.authorizedKeys ?? []), key.publicKey] })
+  const { sim, stop } = await start([...(opts.authorizedKeys ?? []), key.publicKey])
   const clock = opts.clock ?? systemClock
   const logger = createLogger({ level: 'warn', sink: { write: () => undefined } })
   const hostKeys = new HostKeyStore(path.join(dir, 'known_hosts.json'), () => clock.now())
@@ -37,10 +61,10 @@ export async function startSimKit(opts: SimClusterOptions & { clock?: Clock; reu
     dir,
     clock,
     logger,
-    target: (node) => ({ host: '127.0.0.1', user: node.user, port: node.port }),
+    target: (node) => ({ host: node.address, user: node.user, port: node.port }),
     close: async () => {
       await pool.close()
-      await sim.close()
+      await stop()
       fs.rmSync(dir, { recursive: true, force: true })
     },
   }

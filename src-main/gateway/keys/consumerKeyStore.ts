@@ -29,11 +29,47 @@ export function identityLabel(who: ConsumerIdentity | undefined): string | null 
   return who.kind === 'key' ? who.name : KIND_LABELS[who.kind]
 }
 
-/** 403 when a named key may not use `model` (a request that names no model is not restricted). */
-export function checkKeyModel(who: ConsumerIdentity | undefined, model: unknown): void {
+/** A placement's two names: what its engine serves and its catalog key. */
+export interface PlacedNames {
+  readonly served: string
+  readonly key: string | null
+}
+
+/**
+ * 403 when a named key may not use `model` (a request that names no model is not restricted
+ * here). `placed` lists the placements: a key allowed a placement by one of its names may name it
+ * by the other.
+ */
+export function checkKeyModel(
+  who: ConsumerIdentity | undefined,
+  model: unknown,
+  placed?: () => readonly PlacedNames[],
+): void {
   if (who?.kind !== 'key' || who.models === null || typeof model !== 'string') return
-  if (!who.models.includes(model))
-    throw new ApiError('forbidden', `key '${who.name}' may not use the model '${model}'`, { param: 'model' })
+  const allowed = who.models
+  if (allowed.includes(model)) return
+  if (placed?.().some((p) => (p.served === model || p.key === model) && keyAllows(allowed, p))) return
+  throw forbiddenModel(who.name, model)
+}
+
+/** 403 unless a named key's models name the placement a request was routed to (by served name or catalog key). */
+export function checkKeyPlacement(
+  who: ConsumerIdentity | undefined,
+  route: PlacedNames & { readonly id: string },
+): void {
+  if (who?.kind !== 'key' || who.models === null || keyAllows(who.models, route)) return
+  // A placement found running whose model is not known yet has no name to show but its nodes.
+  if (route.served === '')
+    throw new ApiError('forbidden', `key '${who.name}' may not use the placement ${route.id}`, { param: 'model' })
+  throw forbiddenModel(who.name, route.served)
+}
+
+function keyAllows(allowed: readonly string[], p: PlacedNames): boolean {
+  return allowed.includes(p.served) || (p.key !== null && allowed.includes(p.key))
+}
+
+function forbiddenModel(keyName: string, model: string): ApiError {
+  return new ApiError('forbidden', `key '${keyName}' may not use the model '${model}'`, { param: 'model' })
 }
 
 interface KeyRow {

@@ -1,6 +1,7 @@
 import type { OpenAiModel, OpenAiModelList } from '../../contract/relays'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
+import type { PlacementRoute } from '../../models/types'
 import { voiceLanguage } from '../audio/speech'
 import type { Upstream, UpstreamName } from './upstreams'
 import { upstreamJson } from './wire'
@@ -14,8 +15,9 @@ const LIST_TTL_MS = 60_000
 const LIST_TIMEOUT_MS = 5_000
 
 /**
- * What the upstreams serve: the llm's models (always asked: a swap changes it), the asr's models
- * and the tts voices (cached for a minute; failures are not cached).
+ * What the upstreams serve: the llm's models (the placed ones as the router knows them now, else
+ * the llm service's, always asked: a swap changes it), the asr's models and the tts voices (cached
+ * for a minute; failures are not cached).
  */
 export class ModelLists {
   readonly asrModels: () => Promise<ModelId[]>
@@ -25,6 +27,8 @@ export class ModelLists {
     private readonly need: (name: UpstreamName) => Upstream,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** Every ready placement (the router's `placed`): /v1/models lists their served models. */
+    private readonly placed?: () => readonly PlacementRoute[],
   ) {
     this.asrModels = this.cached(() => this.listFrom('asr'))
     this.ttsVoices = this.cached(async () => {
@@ -54,19 +58,33 @@ export class ModelLists {
     }
   }
 
-  /** GET /v1/models: every llm model, asr model and tts voice; a service that is down is left out. */
+  /**
+   * GET /v1/models: every placement's model (or the llm's), asr model and tts voice, each id once; a
+   * service that is down is left out.
+   */
   async openAiList(): Promise<OpenAiModelList> {
-    const [llm, asr, voices] = await Promise.allSettled([this.llmModels(), this.asrModels(), this.ttsVoices()])
+    const [llm, asr, voices] = await Promise.allSettled([this.placedModels(), this.asrModels(), this.ttsVoices()])
     const data: OpenAiModel[] = []
+    const seen = new Set<string>()
     const add = (r: PromiseSettledResult<ModelId[]>, owner: string): void => {
-      if (r.status === 'fulfilled')
-        for (const m of r.value) data.push({ id: m.id, object: 'model', created: m.created ?? 0, owned_by: owner })
-      else this.logger.debug(`/v1/models: ${owner} list unavailable`, { error: r.reason })
+      if (r.status === 'rejected')
+        return this.logger.debug(`/v1/models: ${owner} list unavailable`, { error: r.reason })
+      for (const m of r.value) {
+        if (seen.has(m.id)) continue
+        seen.add(m.id)
+        data.push({ id: m.id, object: 'model', created: m.created ?? 0, owned_by: owner })
+      }
     }
     add(llm, 'llm')
     add(asr, 'asr')
     add(voices, 'tts')
     return { object: 'list', data }
+  }
+
+  /** The placed models as the router knows them (no call out), else what the llm service lists. */
+  private async placedModels(): Promise<ModelId[]> {
+    if (this.placed === undefined) return this.llmModels()
+    return this.placed().map((r) => ({ id: r.served }))
   }
 
   private async listFrom(name: 'llm' | 'asr'): Promise<ModelId[]> {

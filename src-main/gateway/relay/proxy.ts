@@ -6,24 +6,15 @@ import type { Logger } from '../../lib/logger'
 import { bodyTooLarge, ClientGone } from '../../http/body'
 import { requestState } from '../../http/requestState'
 import { sendError } from '../../http/respond'
-import { checkKeyModel } from '../keys/consumerKeyStore'
+import type { PlacementRoute } from '../../models/types'
+import { checkKeyModel, checkKeyPlacement } from '../keys/consumerKeyStore'
 import { bodyCost, bodyHolders, type BodyBudget, type BodyReservation } from './bodyBudget'
+import { placedRoute, type PlacementUpstreams } from './placementUpstreams'
 import { answerFailure } from './rawRoute'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { readRelayRequest, safeHeaders, upstreamDetail } from './wire'
-
-/**
- * Where chat and completions wait while the llm is being swapped: resolves when the request may be
- * forwarded, throws (503 with Retry-After) when it may not, and gives up when `signal` aborts (the
- * client went away). `model` is the request's `model`, for swaps on demand.
- */
-export interface LlmGate {
-  admit(model: string | null, signal: AbortSignal): Promise<void>
-  /** True when `admit` would let the request through at once (then no waiting is set up at all). */
-  isOpen?(model: string | null): boolean
-}
+import { readRelayRequest, safeHeaders, upstreamDetail, withModel } from './wire'
 
 /** What every relayed route shares: where requests go, how long they may take, where they are logged. */
 export interface RelayDeps {
@@ -37,8 +28,12 @@ export interface RelayDeps {
   readonly bodyBudget: BodyBudget
   /** How long a client refused mid-body may go on sending before its connection is closed. */
   readonly drainMs: number
-  /** Where chat and completions wait until they may go upstream (a model swap). */
-  readonly gate?: LlmGate
+  /**
+   * The placements: chat and completions go to the one serving the body's `model` (waiting while a
+   * placement job touches it), embeddings when their `model` names one. Without it the llm routes
+   * go to the llm service.
+   */
+  readonly placements?: PlacementUpstreams
 }
 
 /** One relayed route: its path (the request log's name for it) and where it goes. */
@@ -65,7 +60,7 @@ export function relayRoute(deps: RelayDeps, target: RelayTarget): RelayRoute {
 const enum Mode {
   /** Reading the client's body. */
   Receiving,
-  /** Waiting at the gate (a model swap) before anything goes upstream. */
+  /** Waiting for the router (a placement job holds the model) before anything goes upstream. */
   Gated,
   /** Sent upstream, no answer yet: a failure now is an error answer of our own (502, 504). */
   Waiting,
@@ -101,6 +96,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private received = 0
   private reservation: BodyReservation | null = null
   private up: Upstream | null = null
+  /** The placement the request went to (deep health probes it when its engine fails). */
+  private routeId: string | null = null
   private streaming = false
   private controller: Dispatcher.DispatchController | null = null
   private abortReason: Error | null = null
@@ -128,11 +125,13 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
 
   start(): void {
     const { req, deps } = this
-    try {
-      this.up = deps.need(this.target.upstream)
-    } catch (err) {
-      return this.fail(err)
-    }
+    // Routed requests learn their upstream from the body's `model`.
+    if (deps.placements === undefined)
+      try {
+        this.up = deps.need(this.target.upstream)
+      } catch (err) {
+        return this.fail(err)
+      }
     const declared = Number(req.headers['content-length'] ?? NaN)
     if (declared > deps.bodyLimit) return this.fail(bodyTooLarge(deps.bodyLimit))
     const { client, consumer } = requestState(this.res)
@@ -179,11 +178,13 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private readonly onBodyEnd = (): void => {
     if (this.mode !== Mode.Receiving) return
     const received = this.takeBody()
+    const placements = this.deps.placements
     let raw: Buffer
     let model: string | null
     try {
       const request = readRelayRequest(received)
-      checkKeyModel(requestState(this.res).consumer, request.model)
+      const placed = placements && (() => placements.router.placed())
+      checkKeyModel(requestState(this.res).consumer, request.model, placed)
       this.streaming = request.stream
       model = request.model
       // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
@@ -191,13 +192,52 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     } catch (err) {
       return this.fail(err)
     }
-    const gate = this.target.upstream === 'llm' ? this.deps.gate : undefined
-    if (gate === undefined || gate.isOpen?.(model) === true) return this.dispatch(raw)
+    if (placements === undefined) return this.dispatch(raw)
+    this.route(placements, model, raw)
+  }
+
+  /**
+   * Chat and completions go to the placement serving `model`; embeddings only when `model` names a
+   * placed model, else to the embeddings service. The router answers at once when it can (no wait
+   * is set up), else the request waits for it: a 404 or 503 it throws is answered in OpenAI's shape.
+   */
+  private route(placements: PlacementUpstreams, model: string | null, raw: Buffer): void {
+    const router = placements.router
+    if (this.target.upstream === 'embeddings' && placedRoute(router, model) === null) {
+      try {
+        this.up = this.deps.need('embeddings')
+      } catch (err) {
+        return this.fail(err)
+      }
+      return this.dispatch(raw)
+    }
+    const now = router.routeNow(model)
+    if (now !== null) return this.toPlacement(placements, now, model, raw)
     this.mode = Mode.Gated
-    admitOrLeave(this.res, (signal) => gate.admit(model, signal)).then(
-      () => this.dispatch(raw),
+    admitOrLeave(this.res, (signal) => router.admit(model, signal)).then(
+      (route) => this.toPlacement(placements, route, model, raw),
       (err: unknown) => this.fail(err),
     )
+  }
+
+  /**
+   * Sends the request to a placement's engine, if the caller's key may reach that placement. A
+   * request naming the placement by catalog key goes with the served name: vLLM answers 404 to
+   * any other.
+   */
+  private toPlacement(placements: PlacementUpstreams, route: PlacementRoute, model: string | null, raw: Buffer): void {
+    if (this.mode === Mode.Done) return
+    let body: Buffer
+    try {
+      checkKeyPlacement(requestState(this.res).consumer, route)
+      this.up = placements.upstream(route)
+      body = model !== null && route.served !== '' && model !== route.served ? withModel(raw, route.served) : raw
+    } catch (err) {
+      return this.fail(err)
+    }
+    this.exchange.routedTo(route.id)
+    this.routeId = route.id
+    this.dispatch(body)
   }
 
   private stopReading(): void {
@@ -258,6 +298,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (status < 200) return // an informational answer: the real one follows
     this.status = status
     this.headers = headers
+    if (status >= 500) this.engineFailed(`a relayed request got HTTP ${status}`)
     if (this.streaming && status !== 200) {
       this.exchange.markStreamed()
       this.mode = Mode.StreamError
@@ -341,6 +382,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     const mode = this.mode
     if (mode === Mode.Done) return
     const reason = this.abortReason ?? upstreamFault(this.up!, err, mode !== Mode.Waiting)
+    // The client leaving or the call's own deadline says nothing about the engine.
+    if (this.abortReason === null) this.engineFailed(`a relayed request failed: ${reason.message}`)
     if (mode === Mode.Waiting) return this.fail(reason)
     this.finish()
     const res = this.res
@@ -349,6 +392,11 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
     if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
     this.endMidAnswer(reason)
+  }
+
+  /** Asks deep health to probe the placement this request went to (llm routes through placements only). */
+  private engineFailed(reason: string): void {
+    if (this.routeId !== null) this.deps.placements?.failed(this.routeId, reason)
   }
 
   /** Every failure before the answer began, answered as every raw route answers one (answerFailure). */
@@ -424,18 +472,20 @@ function flushRelay(relay: RelayedRequest): void {
   relay.flush()
 }
 
-/** Waits at the gate; a client that leaves meanwhile is released and nothing goes upstream. */
-async function admitOrLeave(res: http.ServerResponse, wait: (signal: AbortSignal) => Promise<void>): Promise<void> {
+/** Waits for the router; a client that leaves meanwhile is released and nothing goes upstream. */
+async function admitOrLeave<T>(res: http.ServerResponse, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const left = new AbortController()
   const onClose = (): void => left.abort(new ClientGone())
   if (res.destroyed) throw new ClientGone()
   res.once('close', onClose)
+  let admitted: T
   try {
-    await wait(left.signal)
+    admitted = await wait(left.signal)
   } finally {
     res.off('close', onClose)
   }
   if (left.signal.aborted || res.destroyed) throw new ClientGone()
+  return admitted
 }
 
 /** A relayed call's headers besides host and length, one set per kind. */

@@ -4,13 +4,12 @@ import type { Logger } from '../../lib/logger'
 import { sendJson } from '../../http/respond'
 import type { BodyBudget } from './bodyBudget'
 import type { ModelLists } from './modelLists'
-import { relayRoute, type LlmGate, type RelayRoute } from './proxy'
+import type { PlacementUpstreams } from './placementUpstreams'
+import { relayRoute, type RelayRoute } from './proxy'
 import type { RawRoute } from './rawRoute'
 import type { RequestLog } from './requestLog'
 import { embeddingsPath } from './search'
 import type { Upstream, UpstreamName } from './upstreams'
-
-export type { LlmGate } from './proxy'
 
 export interface ProxyRouteDeps {
   readonly need: (name: UpstreamName) => Upstream
@@ -20,7 +19,8 @@ export interface ProxyRouteDeps {
   /** How long a client refused mid-body may go on sending. */
   readonly drainMs: number
   readonly logger: Logger
-  readonly gate?: LlmGate
+  /** Where the llm routes go by the body's `model` (see RelayDeps.placements). */
+  readonly placements?: PlacementUpstreams
   /** What the bodies in progress may hold in memory together. */
   readonly bodyBudget: BodyBudget
 }
@@ -34,7 +34,7 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
     timeoutMs: d.proxyTimeoutMs,
     bodyLimit: RELAY_JSON_BODY_LIMIT,
     drainMs: d.drainMs,
-    gate: d.gate,
+    placements: d.placements,
     bodyBudget: d.bodyBudget,
   }
   const llm = (path: string): RelayRoute => relayRoute(deps, { path, upstream: 'llm', upstreamPath: () => path })

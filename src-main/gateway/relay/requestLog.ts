@@ -31,6 +31,8 @@ export interface RequestEntry {
   readonly completion_tokens: number | null
   /** Completion tokens counted from chunks (the upstream sent no usage): an estimate. */
   readonly tokens_estimated: boolean
+  /** The placement that served it (its id, e.g. `node3+node4`); null when no placement did. */
+  readonly placement: string | null
 }
 
 /** What an entry may leave out (callers outside the raw routes have no key or usage). */
@@ -45,11 +47,19 @@ type EntryInput = Omit<
   | 'prompt_tokens'
   | 'completion_tokens'
   | 'tokens_estimated'
+  | 'placement'
 > &
   Partial<
     Pick<
       RequestEntry,
-      'playground' | 'key' | 'ttft_ms' | 'tokens_per_s' | 'prompt_tokens' | 'completion_tokens' | 'tokens_estimated'
+      | 'playground'
+      | 'key'
+      | 'ttft_ms'
+      | 'tokens_per_s'
+      | 'prompt_tokens'
+      | 'completion_tokens'
+      | 'tokens_estimated'
+      | 'placement'
     >
   >
 
@@ -125,6 +135,7 @@ export class RequestLog {
       prompt_tokens: e.prompt_tokens ?? null,
       completion_tokens: e.completion_tokens ?? null,
       tokens_estimated: e.tokens_estimated ?? false,
+      placement: e.placement ?? null,
     }
     // A fixed ring: the slot of entry n is n % capacity, so adding never shifts the array.
     this.ring[(entry.seq - 1) % this.capacity] = entry
@@ -186,6 +197,7 @@ export class Exchange {
   private readonly written0: number
   private headersAt = -1
   private streamed = false
+  private placement: string | null = null
   /** Tokens, TTFT and tokens/s of this exchange (also in the request state, for the raw routes). */
   readonly usage: UsageMeter | undefined
 
@@ -204,6 +216,11 @@ export class Exchange {
   /** The response's headers were just written (time to first byte). */
   markHeaders(): void {
     if (this.headersAt < 0) this.headersAt = performance.now()
+  }
+
+  /** The request went to this placement (its id): the entry, usage and metrics carry it. */
+  routedTo(placement: string): void {
+    this.placement = placement
   }
 
   markStreamed(): void {
@@ -225,6 +242,7 @@ export class Exchange {
       prompt_tokens: usage?.prompt_tokens ?? null,
       completion_tokens: usage?.completion_tokens ?? null,
       tokens_estimated: usage?.tokens_estimated ?? false,
+      placement: this.placement,
     })
     this.log.notify(entry, usage, who)
   }

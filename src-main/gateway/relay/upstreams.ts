@@ -51,16 +51,7 @@ export class Upstreams {
     if (known) return known
     const base = this.services.get(name).baseUrl
     if (base === null) return null
-    const u = new URL(base)
-    const pool = new Pool(u.origin, {
-      connections: MAX_CONNECTIONS,
-      connectTimeout: this.timeouts.connectMs,
-      headersTimeout: this.timeouts.headersMs,
-      bodyTimeout: this.timeouts.bodyMs,
-      // uvicorn, which serves vLLM, closes idle connections after 5 s.
-      keepAliveTimeout: 4000,
-    })
-    const up: Upstream = { name, base, basePath: u.pathname.replace(/\/+$/, ''), pool }
+    const up = openUpstream(name, base, this.timeouts)
     this.cache.set(name, up)
     return up
   }
@@ -69,4 +60,18 @@ export class Upstreams {
     for (const up of this.cache.values()) up.pool.destroy().catch(() => undefined)
     this.cache.clear()
   }
+}
+
+/** An upstream at `base` (an http(s) URL): its keep-alive pool to the origin and the base path under it. */
+export function openUpstream(name: UpstreamName, base: string, timeouts: UpstreamTimeouts): Upstream {
+  const u = new URL(base)
+  const pool = new Pool(u.origin, {
+    connections: MAX_CONNECTIONS,
+    connectTimeout: timeouts.connectMs,
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+    // uvicorn, which serves vLLM, closes idle connections after 5 s.
+    keepAliveTimeout: 4000,
+  })
+  return { name, base, basePath: u.pathname.replace(/\/+$/, ''), pool }
 }

@@ -24,12 +24,15 @@ export function verdictClass(v: FitEstimate['verdict']): string {
   return VERDICT[v].cls
 }
 
-/** One line per node: what it needs against its budget. */
+/** One line per node: what it needs against its budget, and what other processes hold there. */
 export function fitLines(f: FitEstimate): string[] {
-  return f.nodes.map(
-    (n) =>
-      `${n.node}: needs ${bytes(n.need_bytes)} (weights ${bytes(n.weights_bytes)} + KV cache ${bytes(n.kv_cache_bytes)}) of ${bytes(n.budget_bytes)} budget`,
-  )
+  return f.nodes.map((n) => fitLine(n))
+}
+
+/** One node of a fit estimate in words. */
+export function fitLine(n: FitEstimate['nodes'][number]): string {
+  const others = n.other_bytes ? `; other processes hold ${bytes(n.other_bytes)}` : ''
+  return `${n.node}: needs ${bytes(n.need_bytes)} (weights ${bytes(n.weights_bytes)} + KV cache ${bytes(n.kv_cache_bytes)}) of ${bytes(n.budget_bytes)} budget${others}`
 }
 
 export function rate(bytesPerS: number | null | undefined): string {

@@ -89,7 +89,7 @@ describe('tandem against the simulated cluster', () => {
     const pub = fs.readFileSync(path.join(dataDir, 'ssh', 'id_ed25519.pub'), 'utf8').trim()
     expect(r.out.split('\n')[0]).toBe(pub)
     for (const node of [sim.cluster.node1, sim.cluster.node2])
-      expect(r.out).toContain(`ssh -p ${node.port} 'spark@127.0.0.1' 'umask 077 && mkdir -p ~/.ssh`)
+      expect(r.out).toContain(`ssh -p ${node.port} 'spark@${node.address}' 'umask 077 && mkdir -p ~/.ssh`)
     const json = JSON.parse((await tandem(['ssh-key', '--json'], env)).out) as { nodes: { node: string }[] }
     expect(json.nodes.map((n) => n.node)).toEqual(['node1', 'node2'])
   })
@@ -153,7 +153,7 @@ describe('tandem against the simulated cluster', () => {
       for (const line of lines.slice(0, -1)) expect(line).toMatch(/^\[(ok|FAIL|skip)\]\s+(node1|node2|llm|asr|tts) /)
       for (const line of lines.filter((l) => l.startsWith('[FAIL]'))) expect(line).toContain(' -> fix: ')
       expect(r.out).toMatch(
-        /\[FAIL\] node2 reachable: ssh spark@127\.0\.0\.1:\d+: .* -> fix: check that the node is powered on/,
+        /\[FAIL\] node2 reachable: ssh spark@127\.0\.0\.2:\d+: .* -> fix: check that the node is powered on/,
       )
       expect(r.out).toContain('[skip] node2 docker: not checked: no SSH session')
       expect(r.out).toContain('[ok]   node1 reachable')

@@ -224,10 +224,12 @@ describe('deep JSON on the gateway', () => {
   it('a 100,000-deep chat body is 400 naming the limit; a tool schema nested 40 deep still reaches the llm', async () => {
     let received = 0
     const llm = http.createServer((req, res) => {
-      // Only chat counts: the daemon also asks the llm which model it serves.
+      // Only chat counts: the daemon also asks the llm which model it serves (m: the gateway routes by it).
       if (req.url === '/v1/chat/completions') received++
+      const body =
+        req.url === '/v1/models' ? '{"object":"list","data":[{"id":"m","object":"model"}]}' : '{"choices":[]}'
       req.resume()
-      req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"choices":[]}'))
+      req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/json' }).end(body))
     })
     await new Promise<void>((r) => llm.listen(0, '127.0.0.1', () => r()))
     const port = (llm.address() as AddressInfo).port

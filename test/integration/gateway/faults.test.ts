@@ -63,10 +63,14 @@ describe('gateway bad input and faults', () => {
     }
   })
 
-  it('returns a non-streaming upstream error whole with its status', async () => {
+  it('answers a model no placement serves with 404 model_not_found naming the placed model, calling no engine', async () => {
+    const before = rig.llm.requests.length
     const res = await post('/v1/chat/completions', JSON.stringify({ model: 'not-loaded', messages: [] }))
     expect(res.status).toBe(404)
-    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/does not exist/)
+    const { error } = (await res.json()) as { error: { message: string; code: string } }
+    expect(error.code).toBe('model_not_found')
+    expect(error.message).toMatch(/not-loaded.*sim\/Qwen3-8B-Instruct/)
+    expect(rig.llm.requests.length).toBe(before)
   })
 
   it('frees a hung upstream request when the client disconnects', async () => {

@@ -3,6 +3,7 @@ import path from 'node:path'
 import parsePrometheusTextFormat, { type PromFamily } from 'parse-prometheus-text-format'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startRig, waitFor, type GatewayRig } from './setup'
+import { hardwareSnapshot } from '../../../src-main/contract/nodes'
 
 const METRICS_TOKEN = 'prometheus-scrape-token-0123'
 let rig: GatewayRig
@@ -113,23 +114,28 @@ describe('/metrics', () => {
       gpu_unified_memory: true,
       interface: 'eth0',
       mac: null,
+      cluster_ip: null,
       probed_at: 1,
       probe_ms: 5,
     }
-    core.events.publish('hardware.snapshot', {
-      node1: { ...ok, node: 'node1' },
-      node2: {
-        node: 'node2',
-        status: 'unreachable',
-        host: '127.0.0.2',
-        error: 'refused',
-        error_kind: 'unreachable',
-        port: 22,
-        mac: null,
-        probed_at: 1,
-      },
-      taken_at: 1,
-    })
+    core.events.publish(
+      'hardware.snapshot',
+      hardwareSnapshot(
+        { ...ok, node: 'node1' },
+        {
+          node: 'node2',
+          status: 'unreachable',
+          host: '127.0.0.2',
+          error: 'refused',
+          error_kind: 'unreachable',
+          port: 22,
+          mac: null,
+          probed_at: 1,
+        },
+        [],
+        1,
+      ),
+    )
     core.events.publish('deephealth.result', {
       service: 'asr',
       ok: false,

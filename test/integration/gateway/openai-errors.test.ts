@@ -44,7 +44,7 @@ describe('the /v1 surface through the official openai client', () => {
     expect(err.type).toBe('invalid_request_error')
   })
 
-  it('404: shows the route that does not exist, and the upstream message for an unknown model', async () => {
+  it('404: shows the route that does not exist, and the placed models for a model no placement serves', async () => {
     const route = await failure(client.post('/audio/voices', { body: {} }))
     expect(route.status).toBe(404)
     expect(route.message).toBe('404 no route POST /v1/audio/voices')
@@ -52,7 +52,8 @@ describe('the /v1 surface through the official openai client', () => {
       client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
     )
     expect(model.status).toBe(404)
-    expect(model.message).toMatch(/does not exist/)
+    expect(model.code).toBe('model_not_found')
+    expect(model.message).toMatch(/^404 The model `no-such-model` is not placed .*sim\/Qwen3-8B-Instruct/)
   })
 
   it('413: shows the body limit', async () => {
@@ -132,6 +133,8 @@ describe('the /v1 surface with consumer keys, in front of an llm that answers er
     // vLLM's older error body: no `error` object, so the client would show no message if passed through.
     llm = http.createServer((req, res) => {
       req.resume()
+      // It serves `m` (the placement learned at start), and answers every generation with an error.
+      if (req.method === 'GET' && req.url === '/v1/models') return void res.end(JSON.stringify({ data: [{ id: 'm' }] }))
       req.on('end', () => {
         res.writeHead(400, { 'content-type': 'application/json' })
         res.end(

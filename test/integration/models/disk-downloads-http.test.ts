@@ -114,3 +114,81 @@ describe('models disk and download routes', () => {
     ).toBe(true)
   })
 })
+
+/** The same routes with node3 configured (NODES): disk status, a download to node3, refusals. */
+describe('models disk and download routes with three nodes', () => {
+  let sim: FullSim
+  let daemon: TestDaemon
+  let dataDir: string
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as Record<string, any> })
+  const post = (url: string, body: unknown) => daemon.admin(url, { method: 'POST', body: JSON.stringify(body) })
+  const hub3 = (repo: string): string =>
+    path.join(sim.cluster.node('node3').hubDir, `models--${repo.replace('/', '--')}`)
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-models-http3-'))
+    const key = ensureServiceKey(path.join(dataDir, 'ssh'))
+    sim = await startFullSim({
+      authorizedKeys: [key.publicKey],
+      nodeCount: 3,
+      launcherNodes: ['node1', 'node3'],
+      llmModel: 'sim/first',
+    })
+    for (const n of sim.cluster.nodes) {
+      fs.writeFileSync(path.join(n.state, 'download_delay'), '0.01')
+      fs.writeFileSync(path.join(n.state, 'download_steps'), '4')
+    }
+    daemon = await startDaemon({ env: { ...sim.env(), MONITOR_INTERVAL_S: '0', SWAP_ON_DEMAND: 'off' }, dataDir })
+    for (const def of [
+      { key: 'first', name: 'First', repo: 'sim/first' },
+      { key: 'second', name: 'Second', repo: 'sim/second' },
+      { key: 'third-dl', name: 'Third', repo: 'org/third-dl' },
+    ])
+      expect((await post('/api/models', def)).status).toBe(200)
+    expect((await daemon.admin('/api/hardware?fresh=true')).status).toBe(200)
+  })
+  afterAll(async () => {
+    await daemon?.stop()
+    await sim?.close()
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('POST /api/download to a node that is not configured is 400 naming the configured ones', async () => {
+    const before = sim.cluster.nodes.map((n) => n.commands.length)
+    const res = await json(await post('/api/download', { repo: 'org/nowhere', target: 'node9' }))
+    expect(res.status).toBe(400)
+    expect(res.body.detail).toMatch(/node9 is not configured; the configured nodes are node1, node2, node3/)
+    expect((await post('/api/download', { repo: 'org/nowhere', target: 'node0' })).status).toBe(400)
+    expect(sim.cluster.nodes.map((n) => n.commands.length)).toEqual(before)
+  })
+
+  it('a download to node3 lands in its hub cache and GET /api/models/disk-status finds it there', async () => {
+    const start = await json(await post('/api/download', { repo: 'org/third-dl', target: 'node3' }))
+    expect(start.status).toBe(200)
+    const job = await daemon.core.jobs.wait(start.body.job_id as string)
+    expect(job.error).toBeNull()
+    expect(job.result).toMatchObject({ target: 'node3', nodes: ['node3'] })
+    expect(fs.existsSync(path.join(hub3('org/third-dl'), 'snapshots'))).toBe(true)
+    const { status, body } = await json(await daemon.admin('/api/models/disk-status'))
+    expect(status).toBe(200)
+    for (const m of body.models as { nodes: { node: string }[] }[])
+      expect(m.nodes.map((n) => n.node)).toContain('node3')
+    const row = body.models.find((m: { key: string }) => m.key === 'third-dl')
+    expect(row.nodes.find((n: { node: string }) => n.node === 'node3')).toMatchObject({
+      present: true,
+      error: null,
+      path: hub3('org/third-dl'),
+    })
+  })
+
+  it('DELETE /api/models/{key}/disk for a model placed on node3 is 409 naming the placement', async () => {
+    const placed = await json(await post('/api/placements', { key: 'second', nodes: ['node3'] }))
+    expect(placed.status, JSON.stringify(placed.body)).toBe(200)
+    const job = await daemon.core.jobs.wait(placed.body.job_id as string)
+    expect(job.state, job.error ?? '').toBe('succeeded')
+    const res = await json(await daemon.admin('/api/models/second/disk', { method: 'DELETE' }))
+    expect(res.status).toBe(409)
+    expect(res.body.detail).toMatch(/second is placed \(node3\)/)
+  })
+})

@@ -341,7 +341,7 @@ describe('weights on disk and downloads against the simulated cluster', () => {
     sim.node1.setFlag('peer_unreachable', false)
     expect(job.state).toBe('failed')
     expect(job.error).toMatch(
-      /^rsync failed on node1 during "Copying to peer nodes" \(exit status 255\): ssh: connect to host .* No route to host; node1 copies over SSH: spark@127\.0\.0\.1 port \d+ must accept node1's key$/,
+      /^rsync failed on node1 during "Copying to peer nodes" \(exit status 255\): ssh: connect to host .* No route to host; node1 copies over SSH: spark@127\.0\.0\.2 port \d+ must accept node1's key$/,
     )
     expect(job.log.some((l) => /^ssh: connect to host .* No route to host$/.test(l))).toBe(true)
   })
@@ -391,3 +391,141 @@ function ctx() {
     session: { begin() {}, end() {}, authenticated: true },
   }
 }
+
+/** Three nodes (NODES names node3): disk status, downloads and deletion reach every configured node. */
+describe('weights on disk and downloads on a three-node sim', () => {
+  let sim: SimCluster
+  let nodes: NodesModule
+  let deps: CoreDeps
+  let dataDir: string
+  const clock = new ManualClock(Date.now())
+  const placed = new Map<string, string[]>()
+  const swapStatus: SwapStatus = {
+    loaded: () => null,
+    busy: () => false,
+    placementsOf: (key) => placed.get(key) ?? [],
+  }
+  let disk: WeightsOnDisk
+  let downloads: Downloads
+
+  const hub = (n: SimNode, repo: string): string => path.join(n.hubDir, `models--${repo.replace('/', '--')}`)
+  const node3 = (): SimNode => sim.node('node3')
+  const commandCounts = (): number[] => sim.nodes.map((n) => n.commands.length)
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-models-disk3-'))
+    const key = ensureServiceKey(path.join(dataDir, 'ssh'))
+    sim = await startSimCluster({
+      authorizedKeys: [key.publicKey],
+      nodeCount: 3,
+      cachedModels: { node1: ['org/solo-a', 'org/placed-p'], node3: ['org/three-a', 'org/placed-p'] },
+    })
+    for (const n of sim.nodes) {
+      fs.writeFileSync(path.join(n.state, 'download_delay'), '0.01')
+      fs.writeFileSync(path.join(n.state, 'download_steps'), '4')
+    }
+    const config = loadConfig({ env: { DATA_DIR: dataDir, ...sim.daemonEnv(), MONITOR_INTERVAL_S: '0' } })
+    deps = testCoreDeps({ config, clock })
+    nodes = await createNodesModule({ ...deps, services: new ServiceDirectory(config) })
+    const catalog = new FixedCatalog([
+      entry({ key: 'solo-a', repo: 'org/solo-a', mode: 'solo' }),
+      entry({ key: 'three-a', repo: 'org/three-a', mode: 'solo' }),
+      entry({ key: 'placed-p', repo: 'org/placed-p', mode: 'solo' }),
+      entry({ key: 'cluster-c', repo: 'org/cluster-c', mode: 'cluster' }),
+      entry({ key: 'three-dl', repo: 'org/three-dl', mode: 'solo' }),
+    ])
+    disk = new WeightsOnDisk({ catalog, nodes, jobs: deps.jobs, swap: swapStatus, logger: deps.logger, clock })
+    downloads = new Downloads({ config, nodes, jobs: deps.jobs, swap: swapStatus, logger: deps.logger })
+  })
+
+  afterAll(async () => {
+    await deps?.jobs.stopAll()
+    await nodes?.stop?.()
+    await sim?.close()
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('disk status lists node3 for every model, one command per node, and bytesOn answers from node3', async () => {
+    const before = commandCounts()
+    const status = await disk.status()
+    expect(commandCounts().map((c, i) => c - before[i]!)).toEqual([1, 1, 1])
+    const byKey = Object.fromEntries(status.models.map((m) => [m.key, m]))
+    expect(byKey['solo-a']!.nodes.map((n) => [n.node, n.present])).toEqual([
+      ['node1', true],
+      ['node3', false],
+    ])
+    // A solo model is on disk when node1 has it; node3 is where it may also be.
+    expect(byKey['solo-a']!.on_disk).toBe(true)
+    expect(byKey['cluster-c']!.nodes.map((n) => n.node)).toEqual(['node1', 'node2', 'node3'])
+    const three = byKey['three-a']!.nodes.find((n) => n.node === 'node3')!
+    expect(three).toMatchObject({ present: true, error: null, path: hub(node3(), 'org/three-a') })
+    const du = Number(/^(\d+)/.exec(node3().runLocal(`du -sb -- '${hub(node3(), 'org/three-a')}'`).stdout)![1])
+    expect(three.bytes).toBe(du)
+    const n3 = node3().commands.length
+    expect(await disk.bytesOn('three-a', 'node3')).toBe(du)
+    expect(await disk.bytesOn('three-a', 'node1')).toBeNull()
+    expect(node3().commands.length).toBe(n3)
+  })
+
+  it('a download to node3 lands in node3’s hub cache, and disk status finds it there', async () => {
+    expect(fs.existsSync(path.join(node3().home, 'spark-vllm-docker'))).toBe(false)
+    const { job_id } = downloads.start({ repo: 'org/three-dl', target: 'node3' })
+    const job = await deps.jobs.wait(job_id)
+    expect(job.error).toBeNull()
+    expect(job).toMatchObject({ state: 'succeeded', title: 'Download org/three-dl to node3' })
+    expect(job.result).toEqual({ repo: 'org/three-dl', target: 'node3', nodes: ['node3'] })
+    const run = node3()
+      .commands.filter((c) => c.includes('hf-download.sh'))
+      .pop()!
+    expect(run).toContain("setsid bash ./hf-download.sh 'org/three-dl' </dev/null")
+    expect(fs.existsSync(path.join(hub(node3(), 'org/three-dl'), 'snapshots'))).toBe(true)
+    expect(fs.existsSync(hub(sim.node1, 'org/three-dl'))).toBe(false)
+    clock.advance(120_000)
+    const entry3 = (await disk.status()).models.find((m) => m.key === 'three-dl')!.nodes.find((n) => n.node === 'node3')
+    expect(entry3).toMatchObject({ present: true, error: null })
+    expect(entry3!.bytes).toBeGreaterThan(0)
+  })
+
+  it('a download to all nodes runs on node1 and copies to node2 and node3 with each one’s settings', async () => {
+    const { job_id } = downloads.start({ repo: 'org/every-n', target: 'all' })
+    const job = await deps.jobs.wait(job_id)
+    expect(job.error).toBeNull()
+    expect(job.result).toEqual({ repo: 'org/every-n', target: 'all', nodes: ['node1', 'node2', 'node3'] })
+    expect(job.title).toBe('Download org/every-n to node1, node2 and node3')
+    const copies = sim.node1.commands.filter((c) => c.includes('rsync') && c.includes('models--org--every-n'))
+    const t3 = nodes.targets.node3!
+    expect(copies.some((c) => c.includes(`-e 'ssh -p ${t3.port} `) && c.includes(`'${t3.user}@${t3.host}:`))).toBe(true)
+    for (const n of sim.nodes) expect(fs.readdirSync(path.join(hub(n, 'org/every-n'), 'snapshots'))).toHaveLength(1)
+    expect(job.progress).toMatchObject({ percent: 100 })
+  })
+
+  it('a target that is not a configured node is 400 naming the configured ones, sending nothing', () => {
+    const before = commandCounts()
+    for (const target of ['node9', 'node4'])
+      expect(() => downloads.start({ repo: 'org/nowhere', target })).toThrow(
+        expect.objectContaining({
+          status: 400,
+          message: expect.stringMatching(new RegExp(`${target} is not configured.*node1, node2, node3`)),
+        }),
+      )
+    expect(commandCounts()).toEqual(before)
+  })
+
+  it('deleting the weights of a placed model is 409 naming the placement; others go from node3 too', async () => {
+    placed.set('placed-p', ['node3'])
+    const before = commandCounts()
+    await expect(disk.remove('placed-p')).rejects.toMatchObject({
+      status: 409,
+      message: expect.stringMatching(/placed-p is placed \(node3\)/),
+    })
+    expect(commandCounts()).toEqual(before)
+    expect(fs.existsSync(hub(node3(), 'org/placed-p'))).toBe(true)
+    placed.delete('placed-p')
+    const res = await disk.remove('three-a')
+    expect(res.deleted.map((d) => [d.node, d.bytes === null])).toEqual([
+      ['node1', true],
+      ['node3', false],
+    ])
+    expect(fs.existsSync(hub(node3(), 'org/three-a'))).toBe(false)
+  })
+})

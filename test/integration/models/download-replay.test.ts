@@ -3,6 +3,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimCluster, type SimCluster } from '../../sim/cluster'
+import { downloadCommand } from '../../../src-main/models/downloadCommands'
 
 const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/downloads')
 const XET = fs.readFileSync(path.join(fixtures, 'hf-xet-progress.raw.txt'), 'utf8')
@@ -61,7 +62,7 @@ describe('the simulated download tools replay the recordings', () => {
     }
     const dst = path.join(path.dirname(sim.node2.home), 'dst')
     const r = sim.node1.runLocal(
-      `SIM_DOWNLOAD_DELAY=0 rsync -av --mkpath --progress -e 'ssh -p ${sim.node2.port}' '${src}/' 'spark@127.0.0.1:${dst}'`,
+      `SIM_DOWNLOAD_DELAY=0 rsync -av --mkpath --progress -e 'ssh -p ${sim.node2.port}' '${src}/' 'spark@${sim.node2.address}:${dst}'`,
     )
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
@@ -76,11 +77,34 @@ describe('the simulated download tools replay the recordings', () => {
     fs.mkdirSync(src, { recursive: true })
     const to = (dest: string, port = sim.node2.port): ReturnType<typeof sim.node1.runLocal> =>
       sim.node1.runLocal(`rsync -av --mkpath --progress -e 'ssh -p ${port}' '${src}' '${dest}'`)
-    expect(to(`nobody@127.0.0.1:${sim.node2.hubDir}/`).stderr).toMatch(/Permission denied \(publickey\)/)
-    expect(to(`spark@127.0.0.1:${sim.node2.hubDir}/`, 22).stderr).toMatch(/port 22: Connection refused/)
-    expect(to('spark@127.0.0.1:/opt/elsewhere/').code).toBe(11)
+    const node2 = sim.node2.address
+    expect(to(`nobody@${node2}:${sim.node2.hubDir}/`).stderr).toMatch(/Permission denied \(publickey\)/)
+    expect(to(`spark@${node2}:${sim.node2.hubDir}/`, 22).stderr).toMatch(/port 22: Connection refused/)
+    // node2's SSH port on another node's address is not node2.
+    expect(to(`spark@127.0.0.1:${sim.node2.hubDir}/`).stderr).toMatch(/Connection refused/)
+    expect(to(`spark@${node2}:/opt/elsewhere/`).code).toBe(11)
     sim.node1.setFlag('peer_unreachable', true)
-    expect(to(`spark@127.0.0.1:${sim.node2.hubDir}/`).code).toBe(255)
+    expect(to(`spark@${node2}:${sim.node2.hubDir}/`).code).toBe(255)
     sim.node1.setFlag('peer_unreachable', false)
+  })
+})
+
+/** The command Tandem builds for the launcher's own copy to two peers, run by the sim's launcher script on node1. */
+describe('the launcher script copying to node2 and node3 at once', () => {
+  let sim: SimCluster
+  beforeAll(async () => {
+    sim = await startSimCluster({ nodeCount: 3 })
+  })
+  afterAll(async () => sim?.close())
+
+  it('one -c word names both peers; each gets the model in its hub cache', () => {
+    const peers = [sim.node2, sim.node('node3')].map((n) => ({ host: n.opts.lanIp, user: n.user }))
+    const r = sim.node1.runLocal(
+      `export SIM_DOWNLOAD_DELAY=0\n${downloadCommand('$HOME/spark-vllm-docker', 'org/spread', peers)}`,
+    )
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain(`Copying model to 2 host(s): ${peers.map((p) => p.host).join(' ')}`)
+    for (const n of sim.nodes)
+      expect(fs.readdirSync(path.join(n.hubDir, 'models--org--spread', 'snapshots'))).toHaveLength(1)
   })
 })

@@ -104,7 +104,7 @@ describe('downloads follow each node’s settings (user, port, HF_HOME)', () => 
     // Copied by node1 as node2's user, on node2's port, from node1's HF_HOME hub into node2's.
     const copy = sim.node1.commands.filter((c) => c.includes('rsync')).pop()!
     expect(copy).toContain(`-e 'ssh -p ${sim.node2.port} `)
-    expect(copy).toContain(`'${folder(sim.node1, 'org/both-x')}' 'dgx@127.0.0.1:${sim.node2.hubDir}/'`)
+    expect(copy).toContain(`'${folder(sim.node1, 'org/both-x')}' 'dgx@${sim.node2.address}:${sim.node2.hubDir}/'`)
     expect(job.log.some((l) => l.startsWith('Tandem copies to node2 itself'))).toBe(true)
     // Not in either home's default cache.
     for (const n of sim.nodes)

@@ -112,15 +112,15 @@ describe('services on the sim', () => {
 
   it('refuses an llm action while a swap holds the llm (409, nothing run)', async () => {
     const models = daemon.core.modules.find((m) => m.name === 'models') as unknown as ModelsModule
-    const busy = models.swap.busy.bind(models.swap)
+    const holds = models.swap.holdsLlm.bind(models.swap)
     const ran = sim.cluster.node1.commands.length
-    models.swap.busy = () => true
+    models.swap.holdsLlm = () => true
     try {
       const r = await json(await post('/api/services/llm/restart'))
       expect(r.status).toBe(409)
       expect(sim.cluster.node1.commands.slice(ran).filter((c) => c.includes('docker restart'))).toEqual([])
     } finally {
-      models.swap.busy = busy
+      models.swap.holdsLlm = holds
     }
   })
 

@@ -163,14 +163,14 @@ describe('launcher updates routes', () => {
       'Copying to peer nodes',
     ])
     const log = events.filter((e) => e.type === 'log').map((e) => e.line)
-    expect(log).toContain('$ ./build-and-copy.sh -c 127.0.0.1 -u spark')
+    expect(log).toContain('$ ./build-and-copy.sh -c 127.0.0.2 -u spark')
     expect(log).toContain('Status: Downloaded newer image for eugr/spark-vllm:latest')
-    expect(log).toContain('Loading image into spark@127.0.0.1...')
+    expect(log).toContain('Loading image into spark@127.0.0.2...')
     expect(events[events.length - 1]).toMatchObject({ type: 'end', state: 'succeeded' })
     const job = (await json(await daemon.admin(`/api/jobs/${id}`))).body
     expect(job).toMatchObject({ kind: 'update', state: 'succeeded' })
     expect(job.progress.percent).toBe(100)
-    expect(sim.cluster.node1.commands.join('\n')).toContain(`'-c' '127.0.0.1' '-u' 'spark'`)
+    expect(sim.cluster.node1.commands.join('\n')).toContain(`'-c' '127.0.0.2' '-u' 'spark'`)
 
     const after = (await json(await daemon.admin('/api/updates'))).body
     expect(after).toMatchObject({ ok: true, behind: 0, current: true, pending: [] })

@@ -8,6 +8,8 @@
 #  - the cleanup trap is set when not in daemon mode OR when the action is exec, so the cluster is
 #    STOPPED when the exec'd command returns, even with -d; `start -d` leaves it running;
 #  - the hub cache mount is always $HOME/.cache/huggingface (the hub-home variable is not read).
+#  - the local IP is the node's cluster-link address; each worker (-n, or the nodes detected on the
+#    link) gets its container on that node, started and stopped with the head's.
 # It drives the simulated docker, so container state is shared with everything else on the node.
 IMAGE_NAME="vllm-node"
 DEFAULT_CONTAINER_NAME="vllm_node"
@@ -32,6 +34,20 @@ usage() {
     echo "  action          start | stop | status | exec (default: start)"
     echo "  -d              daemon mode (start only)"
     exit 1
+}
+
+# Sim only: what `ssh <worker> …` reaches on the real launcher is the worker's own docker; here the
+# worker's container state, found by its cluster-link address.
+worker_state() {
+    local var="SIM_STATE_AT_${1//[^A-Za-z0-9]/_}"
+    echo "${!var:-}"
+}
+on_worker() {
+    local state
+    state="$(worker_state "$1")"
+    shift
+    [[ -n "$state" ]] || return 1
+    SIM_STATE="$state" "$@"
 }
 
 while [[ "$#" -gt 0 ]]; do
@@ -80,7 +96,7 @@ done
 echo "Auto-detecting interfaces..."
 echo "  Detected IB_IF: $IB_IF"
 echo "  Detected ETH_IF: $ETH_IF"
-LOCAL_IP="${SIM_IP:-192.168.177.11}"
+LOCAL_IP="${SIM_LINK_IP:-192.168.177.11}"
 echo "  Detected Local IP: $LOCAL_IP ($LOCAL_IP/24)"
 if [[ -z "$NODES_ARG" ]]; then
     echo "Auto-detecting nodes..."
@@ -106,7 +122,14 @@ echo "Action: $ACTION"
 
 if [[ "$ACTION" == "start" || "$ACTION" == "exec" || "$CHECK_CONFIG" == "true" ]] && [[ ${#PEER_NODES[@]} -gt 0 ]]; then
     echo "Checking SSH connectivity to worker nodes..."
-    for worker in "${PEER_NODES[@]}"; do echo "  SSH to $worker: OK"; done
+    for worker in "${PEER_NODES[@]}"; do
+        if [[ -z "$(worker_state "$worker")" ]]; then
+            echo "  SSH to $worker: FAILED"
+            echo "Error: Cannot SSH to worker node $worker."
+            exit 1
+        fi
+        echo "  SSH to $worker: OK"
+    done
 fi
 
 if [[ "$CHECK_CONFIG" == "true" ]]; then
@@ -128,7 +151,10 @@ cleanup() {
     echo "Stopping head node ($HEAD_IP)..."
     # The container runs with --rm: stopping it removes it.
     docker stop "$CONTAINER_NAME" >/dev/null 2>&1 || true
-    for worker in "${PEER_NODES[@]}"; do echo "Stopping worker node ($worker)..."; done
+    for worker in "${PEER_NODES[@]}"; do
+        echo "Stopping worker node ($worker)..."
+        on_worker "$worker" docker stop "$CONTAINER_NAME" >/dev/null 2>&1 || true
+    done
     rm -f "$SIM_STATE/llm-serving" "$SIM_STATE/ray_nodes"
     echo "Cluster stopped."
 }
@@ -145,7 +171,13 @@ if [[ "$ACTION" == "status" ]]; then
     else
         echo "[HEAD] $HEAD_IP: Container '$CONTAINER_NAME' is NOT running."
     fi
-    for worker in "${PEER_NODES[@]}"; do echo "[WORKER] $worker: Container '$CONTAINER_NAME' is NOT running."; done
+    for worker in "${PEER_NODES[@]}"; do
+        if on_worker "$worker" docker ps --format '{{.Names}}' 2>/dev/null | grep -q "^${CONTAINER_NAME}$"; then
+            echo "[WORKER] $worker: Container '$CONTAINER_NAME' is RUNNING."
+        else
+            echo "[WORKER] $worker: Container '$CONTAINER_NAME' is NOT running."
+        fi
+    done
     exit 0
 fi
 
@@ -173,7 +205,12 @@ start_cluster() {
     docker run -d --privileged --gpus all --rm --ipc=host --network host --name "$CONTAINER_NAME" \
         $DOCKER_ARGS "$IMAGE_NAME" \
         ./run-cluster-node.sh --role head --host-ip "$HEAD_IP" --eth-if "$ETH_IF" --ib-if "$IB_IF" || exit 1
-    for worker in "${PEER_NODES[@]}"; do echo "Starting Worker Node on $worker..."; done
+    for worker in "${PEER_NODES[@]}"; do
+        echo "Starting Worker Node on $worker..."
+        on_worker "$worker" docker run -d --privileged --gpus all --rm --ipc=host --network host --name "$CONTAINER_NAME" \
+            $DOCKER_ARGS "$IMAGE_NAME" \
+            ./run-cluster-node.sh --role worker --host-ip "$worker" --eth-if "$ETH_IF" --ib-if "$IB_IF" >/dev/null || exit 1
+    done
     for mod_path in "${MOD_PATHS[@]}"; do echo "Applying mod '$(basename "$mod_path")' to $HEAD_IP..."; done
     echo "Waiting for cluster to be ready..."
     echo $((1 + ${#PEER_NODES[@]})) >"$SIM_STATE/ray_nodes"

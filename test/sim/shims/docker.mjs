@@ -544,7 +544,9 @@ function run(args) {
       Labels: flags.labels,
     },
     GpuMiB: gpuUser ? Number(process.env.SIM_CONTAINER_GPU_MIB ?? (/vllm/.test(image) ? 98304 : 6144)) : 0,
-    GpuProcess: command[0] === 'vllm' ? 'VLLM::EngineCore' : 'python3',
+    // vLLM titles its engine process `VLLM::EngineCore` (vllm.utils.system_utils.set_process_title):
+    // in a vllm image the GPU user is the engine, whether run directly or dispatched into the container.
+    GpuProcess: command[0] === 'vllm' || /vllm/.test(image) ? 'VLLM::EngineCore' : 'python3',
   }
   save(c)
   event(name, 'created')

@@ -4,9 +4,10 @@
 // rsync-progress.raw.txt) for the files actually copied: each file takes the recorded redraws of the
 // recorded file of the same size rank, on stdout, in the recorded format; errors go to stderr with
 // rsync's and ssh's exit codes. The network, as the sim models it:
-// - the peer answers on its LAN address at port 22, and on 127.0.0.1 at its sim SSH port; anything
-//   else is refused; `peer_unreachable` in $SIM_STATE makes it unreachable;
-// - only the peer's user is let in;
+// - every other node of the sim ($SIM_CLUSTER) answers on its LAN address at port 22, and on its
+//   own loopback address at its sim SSH port; anything else is refused; `peer_unreachable` in
+//   $SIM_STATE makes them unreachable;
+// - only that node's user is let in;
 // - paths under the peer's directory are the peer's; a path under this node's directory is the same
 //   path on the peer only when both nodes have the same user (identical accounts on identical
 //   machines); any other path cannot be created there.
@@ -65,14 +66,16 @@ const port = Number(/(?:^|\s)-p\s*(\d+)/.exec(rsh)?.[1] ?? 22)
 // ---- the network ----
 if (fs.existsSync(path.join(process.env.SIM_STATE ?? '', 'peer_unreachable')))
   closed(`ssh: connect to host ${host} port ${port}: No route to host`)
-const loopback = ['127.0.0.1', 'localhost', '::1'].includes(host)
-const peerPort = Number(process.env.SIM_PEER_PORT ?? 0)
-if (!((host === process.env.SIM_PEER_IP && port === 22) || (loopback && peerPort > 0 && port === peerPort)))
-  closed(`ssh: connect to host ${host} port ${port}: Connection refused`)
-if (user !== process.env.SIM_PEER_USER) closed(`${user}@${host}: Permission denied (publickey).`)
+const peer = JSON.parse(process.env.SIM_CLUSTER ?? '[]').find(
+  (n) =>
+    n.name !== process.env.SIM_NODE &&
+    ((host === n.lanIp && port === 22) || (host === n.address && n.port > 0 && port === n.port)),
+)
+if (!peer) closed(`ssh: connect to host ${host} port ${port}: Connection refused`)
+if (user !== peer.user) closed(`${user}@${host}: Permission denied (publickey).`)
 
 // ---- where it lands on the peer ----
-const peerHome = process.env.SIM_PEER_HOME ?? ''
+const peerHome = peer.home
 const peerDir = path.dirname(peerHome)
 const ownDir = path.dirname(process.env.HOME ?? '')
 const inside = (p, dir) => p === dir || p.startsWith(dir + path.sep)

@@ -30,6 +30,7 @@ describe('the event table', () => {
       'deephealth.result',
       'hardware.snapshot',
       'job.update',
+      'placements.changed',
       'service.state',
       'swap.state',
     ])

@@ -84,6 +84,7 @@ const SAMPLE: Record<string, string> = {
   NODE2_HOST: 'h8',
   NODE2_USER: 'v',
   NODE2_SSH_PORT: '2223',
+  NODES: 'ops@spark3,ops@spark4:2222',
   WOL_BROADCAST: '10.0.0.255',
   MONITOR_INTERVAL_S: '5',
   LLM_PORT: '8001',

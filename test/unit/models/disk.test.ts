@@ -3,8 +3,15 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { hubCacheDir, nodesFor, parseProbe, probeCommand, weightsLocation } from '../../../src-main/models/disk'
-import { downloadCommand, resolveTarget } from '../../../src-main/models/downloads'
+import {
+  hubCacheDir,
+  nodesFor,
+  parseProbe,
+  probeCommand,
+  probedNodes,
+  weightsLocation,
+} from '../../../src-main/models/disk'
+import { downloadCommand, resolveTarget, targetNodes } from '../../../src-main/models/downloads'
 import type { ModelDef } from '../../../src-main/contract/models'
 
 const def = (d: Partial<ModelDef>): ModelDef =>
@@ -22,6 +29,17 @@ describe('weights locations', () => {
     expect(nodesFor(def({ mode: 'solo' }))).toEqual(['node1'])
     expect(nodesFor(def({ mode: 'both' }))).toEqual(['node1', 'node2'])
     expect(nodesFor(def({ mode: 'cluster' }))).toEqual(['node1', 'node2'])
+  })
+
+  it('probes every configured node past node2 too, and only its own nodes on a two-node install', () => {
+    expect(probedNodes(def({ mode: 'solo' }), ['node1', 'node2'])).toEqual(['node1'])
+    expect(probedNodes(def({ mode: 'cluster' }), ['node1', 'node2'])).toEqual(['node1', 'node2'])
+    expect(probedNodes(def({ mode: 'solo' }), ['node1', 'node2', 'node3', 'node4'])).toEqual([
+      'node1',
+      'node3',
+      'node4',
+    ])
+    expect(probedNodes(def({ mode: 'both' }), ['node1', 'node2', 'node3'])).toEqual(['node1', 'node2', 'node3'])
   })
 })
 
@@ -77,10 +95,28 @@ describe('the download command', () => {
     expect(downloadCommand('/opt/launcher', 'org/name', null)).toContain("cd '/opt/launcher'")
   })
 
+  it('names several peers in one comma-separated -c word, as the script splits them', () => {
+    const node3 = { host: '192.168.177.13', user: 'spark', port: 22 }
+    expect(downloadCommand('$HOME/spark-vllm-docker', 'org/name', [peer, node3])).toContain(
+      "setsid ./hf-download.sh 'org/name' '-c' '192.168.177.12,192.168.177.13' '-u' 'spark' '--copy-parallel'",
+    )
+    // The script has one -u for every peer.
+    expect(() => downloadCommand('/opt/l', 'org/name', [peer, { ...node3, user: 'dgx' }])).toThrow(/one user/)
+  })
+
   it('solo means node1, cluster means both, an explicit target wins', () => {
     expect(resolveTarget({ repo: 'a/b' })).toBe('node1')
     expect(resolveTarget({ repo: 'a/b', mode: 'solo' })).toBe('node1')
     expect(resolveTarget({ repo: 'a/b', mode: 'cluster' })).toBe('both')
     expect(resolveTarget({ repo: 'a/b', mode: 'cluster', target: 'node2' })).toBe('node2')
+    expect(resolveTarget({ repo: 'a/b', mode: 'solo', target: 'node3' })).toBe('node3')
+  })
+
+  it('a target names its nodes: both is node1+node2, all every configured node, a node itself', () => {
+    const three = ['node1', 'node2', 'node3']
+    expect(targetNodes('both', three)).toEqual(['node1', 'node2'])
+    expect(targetNodes('all', three)).toEqual(three)
+    expect(targetNodes('all', ['node1', 'node2'])).toEqual(['node1', 'node2'])
+    expect(targetNodes('node3', three)).toEqual(['node3'])
   })
 })

@@ -136,6 +136,14 @@ describe('who copies the weights to node2', () => {
     // An early launcher ignores HF_HOME: its copy reads $HOME's cache while the weights are in HF_HOME's.
     expect(copyPlan(peer, info('/data/hf/hub', false), info('/data/hf/hub'))).toMatchObject({ by: 'tandem' })
   })
+
+  it('names the peer it judges (node3 and further nodes are copied to the same way)', () => {
+    expect(copyPlan({ ...peer, port: 2222 }, info(std), info(std), 'node3')).toMatchObject({
+      by: 'tandem',
+      why: "node3's SSH port is 2222; the launcher's copy uses 22",
+    })
+    expect(copyPlan(peer, info(std), info('/data/hf/hub'), 'node3')).toMatchObject({ why: /on node3, but node3 keeps/ })
+  })
 })
 
 describe('Tandem’s copy command', () => {
@@ -158,6 +166,9 @@ describe('Tandem’s copy command', () => {
     expect(() => copyCommand('org/name', '/a/hub', { ...peer, host: 'a b' }, '/b/hub')).toThrow(/host/)
     expect(() => copyCommand('org/name', '/a/hub', { ...peer, port: 0 }, '/b/hub')).toThrow(/port/)
     expect(() => copyCommand('org/name', '/a/hub', peer, 'b/hub')).toThrow(/path/)
+    expect(() => copyCommand('org/name', '/a/hub', { ...peer, host: 'a b' }, '/b/hub', 'node3')).toThrow(
+      /node3's SSH host/,
+    )
   })
 })
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ModelDef } from '../../../src-main/contract/models'
-import type { HardwareSnapshot, NodeHardware } from '../../../src-main/contract/nodes'
+import { hardwareSnapshot, type HardwareSnapshot, type NodeHardware } from '../../../src-main/contract/nodes'
 import type { Knobs, NodeName } from '../../../src-main/contract/schemas'
 import { notFound } from '../../../src-main/contract/errors'
 import { createLogger, MemorySink } from '../../../src-main/lib/logger'
@@ -43,6 +43,7 @@ const ok = (node: string, total: number): NodeHardware => ({
   gpu_unified_memory: true,
   interface: null,
   mac: null,
+  cluster_ip: null,
   probed_at: 0,
   probe_ms: 1,
 })
@@ -54,30 +55,32 @@ interface Setup {
   node2?: 'ok' | 'unreachable'
   ram?: number
   hardwareFails?: boolean
+  /** Memory other processes hold per node. */
+  others?: Partial<Record<NodeName, number>>
 }
 
 function estimator(s: Setup): { fit: FitEstimator; commands: string[] } {
   const commands: string[] = []
-  const snapshot: HardwareSnapshot = {
-    node1: ok('node1', s.ram ?? 128 * GB),
-    node2:
-      s.node2 === 'unreachable'
-        ? {
-            node: 'node2',
-            status: 'unreachable',
-            host: 'h',
-            error: 'refused',
-            error_kind: 'unreachable',
-            port: 22,
-            mac: null,
-            probed_at: 0,
-          }
-        : ok('node2', s.ram ?? 128 * GB),
-    taken_at: 0,
-  }
+  const snapshot: HardwareSnapshot = hardwareSnapshot(
+    ok('node1', s.ram ?? 128 * GB),
+    s.node2 === 'unreachable'
+      ? {
+          node: 'node2',
+          status: 'unreachable',
+          host: 'h',
+          error: 'refused',
+          error_kind: 'unreachable',
+          port: 22,
+          mac: null,
+          probed_at: 0,
+        }
+      : ok('node2', s.ram ?? 128 * GB),
+    [],
+    0,
+  )
   const target = { host: '127.0.0.1', user: 'u', port: 22 }
   const nodes = {
-    targets: { node1: target, node2: target },
+    targets: { node1: target, node2: target, node3: target },
     hardware: {
       snapshot: async () => {
         if (s.hardwareFails) throw new Error('probe crashed')
@@ -109,7 +112,9 @@ function estimator(s: Setup): { fit: FitEstimator; commands: string[] } {
     catalog,
     nodes,
     logger: createLogger({ sink: new MemorySink() }),
+    nodeNames: () => ['node1', 'node2'],
     diskBytes: async (_key, node) => s.disk?.[node] ?? null,
+    othersOn: (node) => s.others?.[node] ?? null,
   })
   return { fit, commands }
 }
@@ -197,11 +202,34 @@ describe('FitEstimator', () => {
         need_bytes: 85_737_418_240,
         budget_bytes: 102_400_000_000,
         ram_total_bytes: 128 * GB,
+        other_bytes: null,
         verdict: 'fits',
       },
     ])
     expect(e.verdict).toBe('fits')
     expect(e.notes.join('\n')).toMatch(/approximate size from the catalog/)
+  })
+
+  it('memory other processes hold on a node counts: the reservation must fit beside it (vLLM checks free memory at start)', async () => {
+    const { fit } = estimator({ entries: [llama()], remote: { config: LLAMA_CONFIG }, others: { node2: 30 * GB } })
+    const alone = await fit.estimate('llama', undefined, ['node1'])
+    expect(alone.verdict).toBe('fits')
+    const beside = await fit.estimate('llama', undefined, ['node2'])
+    expect(beside.nodes[0]).toMatchObject({ node: 'node2', other_bytes: 30 * GB, verdict: 'no_fit' })
+    expect(beside.notes.join('\n')).toMatch(
+      /node2: 30\.0 GB is held by other processes .*0\.8 × 128\.0 GB = 102\.4 GB cannot be reserved/,
+    )
+  })
+
+  it("on chosen nodes: the head reads the config; tensor parallel must divide the attention heads (vLLM's words)", async () => {
+    const { fit, commands } = estimator({ entries: [llama()], remote: { config: LLAMA_CONFIG } })
+    const three = await fit.estimate('llama', undefined, ['node2', 'node1', 'node3'])
+    expect(three.verdict).toBe('no_fit')
+    expect(three.notes.join('\n')).toMatch(
+      /Total number of attention heads \(64\) must be divisible by tensor parallel size \(3\)\./,
+    )
+    expect(await fit.headsCheck('llama', ['node1', 'node2'])).toBeNull()
+    expect(commands.length).toBeGreaterThan(0)
   })
 
   it('tight below 10 % headroom, no_fit above the budget (the knob moves the budget)', async () => {

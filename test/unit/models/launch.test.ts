@@ -16,6 +16,8 @@ import {
   serveCommand,
   servedName,
   stopCommand,
+  nodesForMode,
+  type PlacementNodes,
 } from '../../../src-main/models/launch'
 import { parseProbe } from '../../../src-main/models/launcherCapabilities'
 import { VALIDATE_SCRIPT } from '../../../src-main/models/validate'
@@ -31,6 +33,9 @@ function launcher(generation: 'early-2026' | 'mid-2026' | 'late-2026') {
   return parseProbe(fs.readFileSync(file, 'utf8'), '$HOME/spark-vllm-docker', 0)
 }
 const MID = launcher('mid-2026')
+/** Solo on node1, and node1+node2 on a two-node cluster (no `-n`: the launcher finds them). */
+const SOLO: PlacementNodes = { nodes: ['node1'], addresses: null }
+const PAIR: PlacementNodes = { nodes: ['node1', 'node2'], addresses: null }
 
 function entry(def: Partial<ModelDef> & { key: string }, launchArgs: string[] = []): CatalogEntry {
   return {
@@ -89,7 +94,7 @@ describe('the serve command and the launcher command a swap runs', () => {
 
   it('solo: --solo, the image, the container name, -d and exec with every value as one word', () => {
     const e = entry({ key: 'm', repo: 'org/model' }, ['--speculative-config', `{"a":"it's $(id)"}`])
-    const plan = launchPlan(config, e, 'solo', MID)
+    const plan = launchPlan(config, e, SOLO, MID)
     expect(plan.launchCmd.startsWith('cd "$HOME/spark-vllm-docker" && ./launch-cluster.sh ')).toBe(true)
     expect(argvOf(plan.launchCmd)).toEqual([
       '--solo',
@@ -107,15 +112,15 @@ describe('the serve command and the launcher command a swap runs', () => {
   })
 
   it('cluster: no --solo; stop names the container and the mode', () => {
-    const plan = launchPlan(config, entry({ key: 'm', repo: 'org/model', mode: 'cluster' }), 'cluster', MID)
+    const plan = launchPlan(config, entry({ key: 'm', repo: 'org/model', mode: 'cluster' }), PAIR, MID)
     expect(argvOf(plan.launchCmd).slice(0, 6)).toEqual(['-t', 'vllm-node', '--name', 'vllm_node', '-d', 'exec'])
-    expect(argvOf(stopCommand(config, 'solo', MID))).toEqual(['--solo', '--name', 'vllm_node', 'stop'])
-    expect(argvOf(stopCommand(config, 'cluster', MID))).toEqual(['--name', 'vllm_node', 'stop'])
+    expect(argvOf(stopCommand(config, SOLO, MID))).toEqual(['--solo', '--name', 'vllm_node', 'stop'])
+    expect(argvOf(stopCommand(config, PAIR, MID))).toEqual(['--name', 'vllm_node', 'stop'])
   })
 
   it('a local model is bind-mounted at the same path through VLLM_SPARK_EXTRA_DOCKER_ARGS and served from it', () => {
     const e = entry({ key: 'loc', local_path: '/data/models/my-model', chat_template: 'tpl/chat.jinja' })
-    const plan = launchPlan(config, e, 'solo', MID)
+    const plan = launchPlan(config, e, SOLO, MID)
     expect(plan.cmdArgs.slice(0, 3)).toEqual(['vllm', 'serve', '/data/models/my-model'])
     expect(plan.cmdArgs.slice(-2)).toEqual(['--chat-template', '/data/models/my-model/tpl/chat.jinja'])
     expect(plan.extraDockerArgs).toBe('-v /data/models/my-model:/data/models/my-model')
@@ -168,7 +173,7 @@ describe("the sim's stand-in for vLLM's argument parser", () => {
     })
     expect(catalog.list().length).toBeGreaterThan(0)
     for (const e of catalog.list())
-      expect(parse(launchPlan(config, e, 'solo', MID).serveArgs), e.def.key).toMatchObject({ ok: true })
+      expect(parse(launchPlan(config, e, SOLO, MID).serveArgs), e.def.key).toMatchObject({ ok: true })
   })
 
   it('normalises underscores to hyphens and refuses what vLLM refuses, with its message', () => {
@@ -187,7 +192,7 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
   const cluster = entry({ key: 'big', repo: 'org/big', mode: 'both' }, ['--max-model-len', '8192'])
 
   it('cluster adds --tensor-parallel-size 2 and the Ray backend a mid-2026 launcher needs', () => {
-    const plan = launchPlan(config, cluster, 'cluster', MID)
+    const plan = launchPlan(config, cluster, PAIR, MID)
     expect(plan.serveArgs).toEqual([
       'org/big',
       '--host',
@@ -206,7 +211,7 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
   })
 
   it('a launcher that picks its own backend (--ray/--no-ray) gets tensor parallelism only', () => {
-    const plan = launchPlan(config, cluster, 'cluster', launcher('late-2026'))
+    const plan = launchPlan(config, cluster, PAIR, launcher('late-2026'))
     expect(plan.serveArgs.slice(-2)).toEqual(['--tensor-parallel-size', '2'])
     expect(plan.serveArgs).not.toContain('--distributed-executor-backend')
     expect(plan.layout.backend).toBe('launcher')
@@ -214,7 +219,7 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
 
   it("keeps an entry's own parallelism and backend, in any spelling vLLM accepts", () => {
     const fixed = entry({ key: 'f', repo: 'org/f', mode: 'cluster' }, ['-tp', '2', '--distributed_executor_backend=mp'])
-    const plan = launchPlan(config, fixed, 'cluster', MID)
+    const plan = launchPlan(config, fixed, PAIR, MID)
     expect(plan.serveArgs.slice(5)).toEqual(['-tp', '2', '--distributed_executor_backend=mp'])
     expect(plan.layout).toEqual({ mode: 'cluster', nodes: ['node1', 'node2'], tensor_parallel: 2, backend: 'entry' })
   })
@@ -229,7 +234,7 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
       '--max-num-seqs',
       '4',
     ])
-    const plan = launchPlan(config, e, 'solo', MID)
+    const plan = launchPlan(config, e, SOLO, MID)
     expect(plan.serveArgs.slice(5)).toEqual(['--max-num-seqs', '4'])
     expect(plan.layout).toEqual({ mode: 'solo', nodes: ['node1'], tensor_parallel: 1, backend: null })
   })
@@ -237,20 +242,23 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
   it('refuses a layout that needs more nodes than the cluster has, naming the count', () => {
     const e = entry({ key: 'k', repo: 'org/k', mode: 'cluster' }, ['--tensor-parallel-size', '4', '-pp', '2'])
     expect(parallelism(e.launchArgs)).toMatchObject({ tp: 4, pp: 2, nodes: 8 })
-    expect(() => launchPlan(config, e, 'cluster', MID)).toThrow(LaunchRefused)
-    expect(() => layoutArgs(e.launchArgs, 'cluster', MID)).toThrow(/needs 8 nodes .*this cluster has 2/)
+    expect(() => launchPlan(config, e, PAIR, MID)).toThrow(LaunchRefused)
+    expect(() => layoutArgs(e.launchArgs, PAIR.nodes, MID)).toThrow(/needs 8 nodes .*2 were chosen/)
+    expect(() => nodesForMode(e.launchArgs, 'cluster', ['node1', 'node2'])).toThrow(
+      /needs 8 nodes .*this cluster has 2/,
+    )
   })
 
   it("launches the entry's own image with -t", () => {
     const e = entry({ key: 'i', repo: 'org/i', container: 'vllm-node-tf5' })
-    expect(argvOf(launchPlan(config, e, 'solo', MID).launchCmd).slice(0, 3)).toEqual(['--solo', '-t', 'vllm-node-tf5'])
+    expect(argvOf(launchPlan(config, e, SOLO, MID).launchCmd).slice(0, 3)).toEqual(['--solo', '-t', 'vllm-node-tf5'])
   })
 
   it('passes the mods the entry needs to the launcher with --apply-mod, and refuses a path outside the checkout', () => {
     const e = entry({ key: 'm', repo: 'org/m', mods: ['mods/fix-glm-4.7'] })
-    expect(argvOf(launchPlan(config, e, 'solo', MID).launchCmd)).toContain('mods/fix-glm-4.7')
+    expect(argvOf(launchPlan(config, e, SOLO, MID).launchCmd)).toContain('mods/fix-glm-4.7')
     const bad = entry({ key: 'm', repo: 'org/m', mods: ['../../etc'] })
-    expect(() => launchPlan(config, bad, 'solo', MID)).toThrow(/not a path inside the launcher checkout/)
+    expect(() => launchPlan(config, bad, SOLO, MID)).toThrow(/not a path inside the launcher checkout/)
   })
 })
 
@@ -268,12 +276,12 @@ describe('commands for the launcher generation that is installed', () => {
 
   it('an early-2026 launcher without --solo refuses a solo launch, naming what is missing and the fix', () => {
     const e = entry({ key: 'm', repo: 'org/model' })
-    expect(() => launchPlan(config, e, 'solo', EARLY)).toThrow(/no --solo.*Services → Updates/)
+    expect(() => launchPlan(config, e, SOLO, EARLY)).toThrow(/no --solo.*Services → Updates/)
   })
 
   it('an early-2026 launcher starts the cluster with -d start and Tandem dispatches vllm serve with every word intact', () => {
     const e = entry({ key: 'm', repo: 'org/model', mode: 'cluster' }, ['--speculative-config', '{"a": "b c"}'])
-    const plan = launchPlan(config, e, 'cluster', EARLY)
+    const plan = launchPlan(config, e, PAIR, EARLY)
     const [start, dispatch] = plan.launchCmd.split(' && docker exec ')
     expect(argvOf(start as string)).toEqual(['-t', 'vllm-node', '--name', 'vllm_node', '-d', 'start'])
     // What `docker exec -d <c> bash -c <payload>` hands bash: the payload; bash then sees the serve words.
@@ -285,6 +293,6 @@ describe('commands for the launcher generation that is installed', () => {
     expect(words.stdout.split('\n').slice(0, -1)).toEqual(plan.cmdArgs)
     expect(plan.cmdArgs).toContain('{"a": "b c"}')
     expect(payload).toMatch(/>> \/proc\/1\/fd\/1 2>&1$/)
-    expect(argvOf(stopCommand(config, 'solo', EARLY))).toEqual(['--name', 'vllm_node', 'stop'])
+    expect(argvOf(stopCommand(config, SOLO, EARLY))).toEqual(['--name', 'vllm_node', 'stop'])
   })
 })

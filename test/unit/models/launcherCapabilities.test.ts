@@ -86,7 +86,7 @@ describe('the probe is read once per SSH connection', () => {
 
   it('reuses the reading on the same connection, reads again on a new one or after invalidate', async () => {
     const pool = fakePool(() => fixture('probe-mid-2026.txt'))
-    const probe = new LauncherProbe({ pool, node1, launcherDir: '$HOME/l', clock: new ManualClock(), logger })
+    const probe = new LauncherProbe({ pool, target: node1, launcherDir: '$HOME/l', clock: new ManualClock(), logger })
     await probe.info()
     await probe.info()
     expect(pool.execs).toBe(1)
@@ -103,7 +103,7 @@ describe('the probe is read once per SSH connection', () => {
   it('a failed read or a missing checkout is not kept: the next call reads again', async () => {
     let text = '@@launcher missing\n'
     const pool = fakePool(() => text)
-    const probe = new LauncherProbe({ pool, node1, launcherDir: '$HOME/l', clock: new ManualClock(), logger })
+    const probe = new LauncherProbe({ pool, target: node1, launcherDir: '$HOME/l', clock: new ManualClock(), logger })
     expect((await probe.info()).found).toBe(false)
     text = fixture('probe-mid-2026.txt')
     expect((await probe.info()).found).toBe(true)

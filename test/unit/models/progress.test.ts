@@ -263,6 +263,19 @@ describe('download progress on the recorded rsync output', () => {
     expect(p.figures()).toMatchObject({ percent: 0, bytes_done: 0, bytes_total: 8.07e9 })
     expect(p.startCopy().phase).toBe(false)
   })
+
+  it('copying to two peers counts both copies against twice the downloaded size', () => {
+    const p = new DownloadProgress({ copies: 2 })
+    run(XET, p)
+    p.startCopy()
+    expect(p.figures()).toMatchObject({ percent: 0, bytes_total: 2 * 8.07e9 })
+    run(RSYNC, p)
+    const once = p.figures()
+    expect(once.bytes_done).toBe(440_401_923)
+    expect(once.percent).toBe(Math.round((1000 * 440_401_923) / (2 * 8.07e9)) / 10)
+    run(RSYNC, p)
+    expect(p.figures().bytes_done).toBe(2 * 440_401_923)
+  })
 })
 
 describe('the average rate without a clock in the output', () => {

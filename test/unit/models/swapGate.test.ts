@@ -9,7 +9,7 @@ import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger, Redactor } from '../../../src-main/lib/logger'
 import { JobRegistry } from '../../../src-main/jobs/registry'
 import { parseProbe } from '../../../src-main/models/launcherCapabilities'
-import { SwapManager, type SwapValidator } from '../../../src-main/models/swap'
+import { PlacementManager, type PlacementValidator } from '../../../src-main/models/placements'
 import type { CatalogEntry, CatalogReader } from '../../../src-main/models/types'
 import type { SshPool } from '../../../src-main/ssh/pool'
 
@@ -34,14 +34,14 @@ function manager(
 ) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-gate-'))
   dirs.push(dir)
-  const config = loadConfig({ env: { DATA_DIR: dir, ...env } })
+  const config = loadConfig({ env: { DATA_DIR: dir, NODE1_HOST: '127.0.0.1', NODE1_USER: 'spark', ...env } })
   const clock = new ManualClock()
   const jobs = new JobRegistry(clock, new Redactor())
   let verdict!: (v: ValidationResult) => void
-  const validator: SwapValidator = {
+  const validator: PlacementValidator = {
     validate: () => new Promise<ValidationResult>((r) => (verdict = r)),
   }
-  const swap = new SwapManager({
+  const swap = new PlacementManager({
     config,
     clock,
     logger: createLogger({ level: 'error', sink: { write: () => undefined } }),
@@ -50,10 +50,14 @@ function manager(
     catalog,
     validator,
     pool: {} as SshPool,
-    targets: { node1: null, node2: null },
-    llmBaseUrl: () => null,
+    nodeNames: () => ['node1', 'node2'],
+    targetOf: (node) => (node === 'node1' ? config.nodes.node1 : null),
+    // Nothing listens there: the gate is all these tests reach.
+    engineUrl: (head) => (head === 'node1' ? 'http://127.0.0.1:9' : null),
     estimate: async () => fit,
-    launcher: async () => parseProbe(fs.readFileSync(MID_PROBE, 'utf8'), '$HOME/spark-vllm-docker', 0),
+    headsCheck: async () => null,
+    launcherOn: async () => parseProbe(fs.readFileSync(MID_PROBE, 'utf8'), '$HOME/spark-vllm-docker', 0),
+    hardware: async () => null,
   })
   return { swap, jobs, verdict: (v: ValidationResult) => verdict(v) }
 }
@@ -70,7 +74,10 @@ const refused: ValidationResult = {
 describe('the gateway hold during a swap', () => {
   it('passes requests straight through when no swap runs', async () => {
     const { swap } = manager({})
-    await expect(swap.admit(null, new AbortController().signal)).resolves.toBeUndefined()
+    await expect(swap.admit(null, new AbortController().signal)).resolves.toMatchObject({
+      id: 'node1',
+      baseUrl: 'http://127.0.0.1:9',
+    })
   })
 
   it('past SWAP_HOLD_S a held request gets 503 with Retry-After, naming the swap', async () => {
@@ -90,7 +97,7 @@ describe('the gateway hold during a swap', () => {
     const held = swap.admit(null, new AbortController().signal)
     expect(swap.held).toBe(1)
     verdict(refused)
-    await expect(held).resolves.toBeUndefined()
+    await expect(held).resolves.toMatchObject({ id: 'node1' })
     const job = await jobs.wait(job_id)
     expect(job.error).toMatch(
       /validation failed \(parser\): vllm: error: unrecognized arguments: --nope; nothing was stopped/,
@@ -125,6 +132,7 @@ describe('the gateway hold during a swap', () => {
             need_bytes: 140e9,
             budget_bytes: 115.9e9,
             ram_total_bytes: 128e9,
+            other_bytes: null,
             verdict: 'no_fit',
           },
         ],
@@ -132,7 +140,9 @@ describe('the gateway hold during a swap', () => {
     )
     await expect(swap.begin('m')).rejects.toMatchObject({
       status: 409,
-      message: expect.stringMatching(/does not fit in solo mode \(node1 needs 140\.0 GB of a 115\.9 GB budget\)/),
+      message: expect.stringMatching(
+        /does not fit in solo mode on node1 \(node1 needs 140\.0 GB of a 115\.9 GB budget\)/,
+      ),
     })
     expect(swap.busy()).toBe(false)
   })

@@ -46,6 +46,22 @@ describe('hardware history file', () => {
     expect(b.view().node1[0]?.ram_used_bytes).toBe(8e9)
   })
 
+  it('keeps the nodes NODES lists across a restart, and drops one no longer configured', () => {
+    const a = new HardwareHistory(file, clock, logger(), ['node1', 'node2', 'node3', 'node4'])
+    a.remember('node3', sample(clock.now(), 3))
+    a.remember('node4', sample(clock.now(), 4))
+    a.remember('node9', sample(clock.now(), 9))
+    a.flush()
+    expect(Object.keys(a.view())).toEqual(['node1', 'node2', 'node3', 'node4'])
+    const b = new HardwareHistory(file, clock, logger(), ['node1', 'node2', 'node3'])
+    expect(b.view().node3?.map((s) => s.load1)).toEqual([3])
+    expect(b.view().node4).toBeUndefined()
+    b.remember('node3', sample(clock.now(), 5))
+    b.flush()
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>
+    expect(Object.keys(saved).sort()).toEqual(['node1', 'node2', 'node3', 'version'])
+  })
+
   it('writes at most every SAVE_EVERY_MS, and the rest on flush', () => {
     const h = new HardwareHistory(file, clock, logger())
     h.remember('node1', sample(clock.now()))

@@ -52,9 +52,9 @@ describe('sending', () => {
     const res = await wake(
       { pool: kit.pool, logger: kit.logger, broadcastAddress: '127.0.0.1', ports: [a.port] },
       '4c:bb:47:2e:91:0a',
-      kit.target(kit.sim.node2),
+      [{ name: 'node2', target: kit.target(kit.sim.node2) }],
     )
-    expect(res).toMatchObject({ ok: true, via: 'relay' })
+    expect(res).toMatchObject({ ok: true, via: 'relay', relay: 'node2' })
     expect(kit.sim.node2.commands.at(-1)).toBe(relayCommand(magicPacket('4c:bb:47:2e:91:0a'), '127.0.0.1', [a.port]))
     await until(() => a.packets.length > 0)
     expect(a.packets[0]).toEqual(magicPacket('4c:bb:47:2e:91:0a'))
@@ -67,7 +67,7 @@ describe('sending', () => {
     const res = await wake(
       { pool: kit.pool, logger: kit.logger, broadcastAddress: '127.0.0.1', ports: [a.port] },
       '4c:bb:47:2e:91:0a',
-      kit.target(kit.sim.node2),
+      [{ name: 'node2', target: kit.target(kit.sim.node2) }],
     )
     expect(res.via).toBe('broadcast')
     expect(res.attempts.map((x) => [x.via, x.ok])).toEqual([
@@ -76,6 +76,28 @@ describe('sending', () => {
     ])
     await until(() => a.packets.length > 0)
     expect(a.packets).toHaveLength(1)
+    a.close()
+    await kit.sim.node2.up()
+  })
+
+  it('relays through the next node when the first relay is down', async () => {
+    const a = await listener()
+    await kit.sim.node2.down()
+    const res = await wake(
+      { pool: kit.pool, logger: kit.logger, broadcastAddress: '127.0.0.1', ports: [a.port] },
+      '4c:bb:47:2e:91:0c',
+      [
+        { name: 'node2', target: kit.target(kit.sim.node2) },
+        { name: 'node3', target: kit.target(kit.sim.node1) },
+      ],
+    )
+    expect(res).toMatchObject({ ok: true, via: 'relay', relay: 'node3' })
+    expect(res.attempts.map((x) => [x.via, x.ok, x.detail.split(':')[0]])).toEqual([
+      ['relay', false, 'node2'],
+      ['relay', true, 'node3'],
+    ])
+    await until(() => a.packets.length > 0)
+    expect(a.packets[0]).toEqual(magicPacket('4c:bb:47:2e:91:0c'))
     a.close()
     await kit.sim.node2.up()
   })

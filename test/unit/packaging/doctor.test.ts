@@ -101,6 +101,42 @@ describe('tandem doctor findings', () => {
     ])
   })
 
+  it('checks every node NODES lists, and names the entry to fix for a skipped one', async () => {
+    const more = loadConfig({
+      env: {
+        DATA_DIR: dataDir,
+        NODE1_HOST: '127.0.0.1',
+        NODE1_USER: 'spark',
+        NODE2_HOST: '127.0.0.2',
+        NODE2_USER: 'ops',
+        NODES: 'ops@127.0.0.3,bad entry,ops@127.0.0.5:2222',
+        LLM_PORT: '9',
+        ASR_PORT: '9',
+        TTS_PORT: '9',
+      },
+    })
+    const down = new SshError('unreachable', 'ops@127.0.0.5:2222: connect ECONNREFUSED')
+    const checks = await runDoctor({
+      config: more,
+      pool: fakePool({
+        '127.0.0.1': healthyNode2,
+        '127.0.0.2': healthyNode2,
+        '127.0.0.3': healthyNode2,
+        '127.0.0.5': down,
+      }),
+      services: new ServiceDirectory(more),
+    })
+    const find = (subject: string, check: string) => checks.find((c) => c.subject === subject && c.check === check)
+    expect(find('node3', 'reachable')?.status).toBe('ok')
+    expect(find('node3', 'nvidia-smi')?.status).toBe('ok')
+    expect(find('node3', 'launcher')).toBeUndefined()
+    expect(find('node4', 'configured')?.status).toBe('fail')
+    expect(find('node4', 'configured')?.fix).toContain('NODES')
+    expect(find('node5', 'reachable')?.status).toBe('fail')
+    expect(find('node5', 'reachable')?.fix).toContain('its entry in NODES')
+    expect(find('node5', 'docker')?.status).toBe('skip')
+  })
+
   it('the probe quotes the launcher directory and refuses an unsafe one', () => {
     expect(probeScript('/opt/launcher')).toContain("cd '/opt/launcher'")
     expect(() => probeScript('/opt/$(reboot)')).toThrow(/unsafe path segment/)

@@ -153,6 +153,47 @@ describe('Cluster view', () => {
   })
 })
 
+describe('Cluster view, more than two nodes', () => {
+  it('shows a card per configured node with its cluster-link address, node3 and on', async () => {
+    const calls: { method: string; input: unknown }[] = []
+    const base = fakeApi(unreachable('4c:bb:47:2e:91:0b'), calls)
+    const node3 = { ...okNode, node: 'node3', host: '10.0.0.13', hostname: 'spark-c3', cluster_ip: '192.168.177.13' }
+    const answers: Record<string, unknown> = {
+      getHardware: {
+        node1: { ...okNode, cluster_ip: '192.168.177.11' },
+        node2: unreachable(null),
+        node3,
+        node4: { node: 'node4', status: 'not_configured' },
+        taken_at: T,
+      },
+      getHardwareHistory: {
+        node1: [],
+        node2: [],
+        node3: [
+          { at: T - 120_000, gpu_utilization_pct: 10, gpu_temperature_c: 45, gpu_power_w: 12, load1: 0.5 },
+          { at: T - 60_000, gpu_utilization_pct: 30, gpu_temperature_c: 49, gpu_power_w: 20, load1: 0.9 },
+        ],
+      },
+    }
+    const api: BackendApi = {
+      ...base,
+      call: (async (method: string, input: unknown) =>
+        method in answers
+          ? structuredClone(answers[method])
+          : base.call(method as never, input as never)) as BackendApi['call'],
+    }
+    const el = await mountWith(ClusterView, api)
+    const cards = [...el.querySelectorAll('article.node')].map((a) => a.getAttribute('aria-label'))
+    expect(cards).toEqual(['node1 hardware', 'node2 hardware', 'node3 hardware', 'node4 hardware'])
+    const clusterIps = [...el.querySelectorAll('[data-testid="cluster-ip"]')].map((m) => m.textContent)
+    expect(clusterIps.join(' ')).toContain('192.168.177.11')
+    expect(clusterIps.join(' ')).toContain('192.168.177.13')
+    expect(el.textContent).toContain('spark-c3')
+    expect(el.textContent).toContain('Its entry in More nodes (NODES')
+    expect(el.textContent).toContain('node3 (last 15 min)')
+  })
+})
+
 const service = (name: string, label: string, model: string | null) => ({
   name,
   configured: true,
@@ -205,7 +246,8 @@ describe('Cluster view, live', () => {
           node2: { ...okNode, node: 'node2', hostname: 'spark-b2' },
           taken_at: T,
         },
-      } as OutputOf<'streamEvents'>)
+        // A snapshot's `taken_at` sits beside its node rows, which a literal cannot be checked against.
+      } as unknown as OutputOf<'streamEvents'>)
       push({
         seq: 2,
         at: T,

@@ -148,4 +148,27 @@ describe('Deep health panel', () => {
     await flush()
     expect(calls.filter((c) => c.method === 'getDeepHealth').length).toBe(reads + 1)
   })
+
+  it('re-reads the rows when a placement comes or goes, or a placement’s result has no row yet', async () => {
+    const { api, push, calls } = fakeApi()
+    await mountWith(DeepHealthPanel, api)
+    const reads = (): number => calls.filter((c) => c.method === 'getDeepHealth').length
+    const before = reads()
+    const placed = (ids: string[]) => ({
+      placements: ids.map((id) => ({ id })),
+      nodes: [],
+      changing: null,
+      job: null,
+    })
+    // node1's placement is the llm row: nothing new to show.
+    push({ seq: 1, at: 1, name: 'placements.changed', data: placed(['node1+node2']) })
+    await flush()
+    expect(reads()).toBe(before)
+    push({ seq: 2, at: 2, name: 'placements.changed', data: placed(['node1+node2', 'node3']) })
+    await flush()
+    expect(reads()).toBe(before + 1)
+    push({ seq: 3, at: 3, name: 'deephealth.result', data: result({ service: 'llm@node4' }) })
+    await flush()
+    expect(reads()).toBe(before + 2)
+  })
 })

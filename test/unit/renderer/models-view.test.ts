@@ -457,6 +457,58 @@ describe('Models view: downloads', () => {
     expect(repo?.value).toBe('Qwen/Qwen3-8B')
     expect(el.textContent).toContain('Add a model from Qwen/Qwen3-8B')
   })
+
+  it('offers every configured node and all of them, and the result card lists the nodes', async () => {
+    const calls: Call[] = []
+    const subs: Sub[] = []
+    const node = (name: string) => ({
+      name,
+      placement_id: null,
+      reachable: true,
+      launcher: name === 'node1',
+      ram_total_bytes: 128 * GB,
+      other_bytes: 0,
+    })
+    const el = await mountWith(
+      ModelsView,
+      fakeApi(calls, subs, {
+        listPlacements: { placements: [], nodes: ['node1', 'node2', 'node3'].map(node), changing: null, job: null },
+        getJob: (i: Record<string, unknown>) => ({
+          id: i.id,
+          kind: 'download',
+          title: 'Download org/x to node1, node2 and node3',
+          state: 'succeeded',
+          phase: 'Done',
+          started_at: T,
+          finished_at: T + 10_000,
+          elapsed_s: 10,
+          progress: { percent: 100, bytes_done: GB, bytes_total: GB, rate: null, eta_s: null },
+          log: [],
+          result: { repo: 'org/x', target: 'all', nodes: ['node1', 'node2', 'node3'] },
+          error: null,
+        }),
+      }),
+    )
+    button(el, 'Downloads').click()
+    await flush()
+    const target = el.querySelector('#dl-target') as HTMLSelectElement
+    expect([...target.options].map((o) => o.value)).toEqual(['node1', 'node2', 'node3', 'both', 'all'])
+    type(el.querySelector('#dl-repo'), 'org/x')
+    target.value = 'node3'
+    target.dispatchEvent(new Event('change'))
+    ;(el.querySelector('form[aria-label="Start a download"]') as HTMLFormElement).dispatchEvent(new Event('submit'))
+    await flush()
+    const input = calls.find((c) => c.method === 'startDownload')?.input
+    expect(input).toEqual({ repo: 'org/x', target: 'node3', mode: 'solo' })
+    // What the dialog sends, the contract accepts.
+    expect(() => parseInput(contract.startDownload, input)).not.toThrow()
+    subs
+      .find((s) => s.method === 'streamDownload')!
+      .onEvent({ type: 'end', seq: 1, state: 'succeeded', error: null, result: null })
+    await flush()
+    const result = el.querySelector('[data-test="download-result"]') as HTMLElement
+    expect(result.textContent).toContain('node1, node2 and node3')
+  })
 })
 
 describe('Models view: knobs', () => {

@@ -26,6 +26,7 @@ function service(over: Partial<Service>): Service {
     label_reason: null,
     actions_blocked: null,
     error: null,
+    deep_health: null,
     custom: false,
     node: 'node2',
     recent_changes: [],
@@ -33,8 +34,15 @@ function service(over: Partial<Service>): Service {
   }
 }
 
-function fakeApi(services: Service[]): { api: BackendApi; calls: { method: string; input: unknown }[] } {
+type Push = (ev: OutputOf<'streamEvents'>) => void
+
+function fakeApi(services: Service[]): {
+  api: BackendApi
+  calls: { method: string; input: unknown }[]
+  pushes: Push[]
+} {
   const calls: { method: string; input: unknown }[] = []
+  const pushes: Push[] = []
   const api = {
     transport: 'http',
     call: async (method: string, input: unknown) => {
@@ -65,9 +73,12 @@ function fakeApi(services: Service[]): { api: BackendApi; calls: { method: strin
       if (method === 'prebuiltInstall') return { job_id: 'prebuilt-1' }
       throw new Error(`unexpected ${method}`)
     },
-    subscribe: () => () => undefined,
+    subscribe: (_method: string, _input: unknown, handlers: { onEvent: Push }) => {
+      pushes.push(handlers.onEvent)
+      return () => undefined
+    },
   } as unknown as BackendApi
-  return { api, calls }
+  return { api, calls, pushes }
 }
 
 const button = (el: Element, text: string): HTMLButtonElement =>
@@ -108,6 +119,54 @@ describe('Services panel', () => {
     expect(button(card, 'Start').disabled).toBe(true)
     for (const b of ['Restart', 'Stop']) expect(button(card, b).disabled, b).toBe(true)
     expect(card.textContent).toContain(blocked)
+  })
+
+  it('shows the latest deep-health result on the card, and follows a probe and a state change live', async () => {
+    const at = Date.UTC(2026, 0, 1, 12)
+    const list = [
+      service({
+        label: 'Unhealthy',
+        label_reason: 'deep health: wedged',
+        error: 'HTTP 500 from /v1/audio/transcriptions: cudaErrorUnknown',
+        deep_health: { ok: false, wedged: true, at, stale: false },
+      }),
+    ]
+    const { api, calls, pushes } = fakeApi(list)
+    const el = await mountWith(ServicesPanel, api)
+    const card = el.querySelector('article')!
+    expect(card.querySelector('.badge')?.textContent).toBe('Unhealthy (deep health: wedged)')
+    expect(card.querySelector('[data-testid="card-deep-health"]')?.textContent).toMatch(/^wedged · /)
+    expect(card.textContent).toContain('cudaErrorUnknown')
+
+    // A new probe result: the list is read again, and the card shows what the daemon now says.
+    list[0] = service({ deep_health: { ok: true, wedged: false, at: at + 1000, stale: false } })
+    const reads = calls.filter((c) => c.method === 'listServices').length
+    const push = pushes[0]!
+    push({
+      seq: 1,
+      at,
+      name: 'deephealth.result',
+      data: {
+        service: 'asr',
+        ok: true,
+        at: at + 1000,
+        latency_ms: 5,
+        error: null,
+        note: null,
+        wedged: false,
+        restart: { requested: false, done: false, held_by: null, detail: null },
+      },
+    })
+    await flush()
+    expect(calls.filter((c) => c.method === 'listServices').length).toBe(reads + 1)
+    expect(el.querySelector('article .badge')?.textContent).toBe('Healthy')
+    expect(el.querySelector('[data-testid="card-deep-health"]')?.textContent).toMatch(/^ok · /)
+
+    // A service.state event updates the card at once.
+    const { custom: _c, node: _n, recent_changes: _r, ...status } = service({ label: 'Stopped', http_ok: false })
+    push({ seq: 2, at, name: 'service.state', data: { service: 'asr', previous: 'Healthy', status } })
+    await flush()
+    expect(el.querySelector('article .badge')?.textContent).toBe('Stopped')
   })
 
   it('asks before a restart and runs it only after Confirm', async () => {

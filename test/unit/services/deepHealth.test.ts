@@ -397,6 +397,20 @@ describe('deep health', () => {
     expect(again.status).toBe(200)
   })
 
+  it('probes when a card turns Unhealthy by its /health, not when its own failed probe made it Unhealthy', async () => {
+    const { dh, rec } = rig()
+    asr.wedge()
+    // The card reads Unhealthy (deep health: wedged) while /health answers OK: that probe just ran.
+    dh.statusChanged('asr', { label: 'Unhealthy', http_ok: true }, 'Healthy')
+    dh.statusChanged('asr', { label: 'Healthy', http_ok: true }, 'Unhealthy')
+    expect(dh.view().services.find((s) => s.service === 'asr')!.running).toBe(false)
+    dh.statusChanged('asr', { label: 'Unhealthy', http_ok: false }, 'Healthy')
+    await rec.until(1)
+    expect(rec.results[0]).toMatchObject({ service: 'asr', ok: false, wedged: true })
+    expect(dh.latest('asr')).toEqual(rec.results[0])
+    expect(dh.latest('tts')).toBeNull()
+  })
+
   it('writes nothing to disk: the module reaches no file API', () => {
     const src = fs.readFileSync(path.join(__dirname, '../../../src-main/services/deepHealth.ts'), 'utf8')
     expect(src).not.toMatch(/from '(node:)?fs(\/promises)?'|from '\.\.\/core\/files'/)

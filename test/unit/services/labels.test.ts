@@ -4,7 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger } from '../../../src-main/lib/logger'
 import type { RoleLocation } from '../../../src-main/services/serviceDirectory'
-import { serviceLabel, StatusService, type StatusDeps } from '../../../src-main/nodes/status'
+import {
+  deepHealthVerdict,
+  serviceLabel,
+  StatusService,
+  withDeepHealth,
+  type DeepHealthSource,
+  type StatusDeps,
+} from '../../../src-main/nodes/status'
 import type { SshPool } from '../../../src-main/ssh/pool'
 
 /** The label rules (Healthy, Starting, Unhealthy, Stopped, Not configured), against a real HTTP answer. */
@@ -24,9 +31,13 @@ describe('service labels', () => {
   })
   afterAll(() => new Promise<void>((r) => server.close(() => r())))
 
-  const statusFor = (state: string, startedAt: string): StatusService => {
+  const statusFor = (state: string, startedAt: string | (() => string)): StatusService => {
     const pool = {
-      exec: async () => ({ code: 0, stdout: `${state} ${startedAt} 0\n`, stderr: '' }),
+      exec: async () => ({
+        code: 0,
+        stdout: `${state} ${typeof startedAt === 'string' ? startedAt : startedAt()} 0\n`,
+        stderr: '',
+      }),
     } as unknown as SshPool
     const deps = {
       config: { publicUrl: null, port: 8080, bind: '127.0.0.1' },
@@ -86,5 +97,87 @@ describe('service labels', () => {
     expect(label('missing', null, false, false)).toBe('Unhealthy')
     // The container state could not be read (SSH down) but the service answers: Healthy.
     expect(label('unknown', null, true, true)).toBe('Healthy')
+  })
+
+  describe('with deep health (issue 31: the card and the deep-health row agree)', () => {
+    type Latest = ReturnType<DeepHealthSource['latest']>
+    const source = (): DeepHealthSource & { result: Latest; asked: string[] } => ({
+      result: null,
+      asked: [],
+      latest(service) {
+        return service === 'asr' ? this.result : null
+      },
+      requestProbe(service, reason) {
+        this.asked.push(`${service}: ${reason}`)
+      },
+    })
+    const wedged = (at: number): Latest => ({
+      ok: false,
+      wedged: true,
+      at,
+      error: 'HTTP 500 from /v1/audio/transcriptions: cudaErrorUnknown',
+    })
+
+    it('reads Unhealthy (deep health: wedged) while /health answers OK, until the container starts again', async () => {
+      answer = 200
+      let started = new Date(clock.now() - 3_600_000).toISOString()
+      const status = statusFor('running', () => started)
+      const deep = source()
+      status.useDeepHealth(deep)
+      expect(await status.check(role())).toMatchObject({ label: 'Healthy', deep_health: null })
+
+      clock.advance(1000)
+      deep.result = wedged(clock.now())
+      const s = await status.check(role())
+      expect(s).toMatchObject({ label: 'Unhealthy', label_reason: 'deep health: wedged', http_ok: true })
+      expect(s.error).toContain('cudaErrorUnknown')
+      expect(s.deep_health).toEqual({ ok: false, wedged: true, at: clock.now(), stale: false })
+      expect(deep.asked).toEqual([])
+
+      // A new container start: the failed probe is from before it, so /health decides and deep health looks again.
+      clock.advance(1000)
+      started = new Date(clock.now()).toISOString()
+      const after = await status.check(role())
+      expect(after).toMatchObject({ label: 'Healthy', label_reason: null, error: null })
+      expect(after.deep_health).toMatchObject({ ok: false, stale: true })
+      expect(deep.asked).toEqual(['asr: it came up again after a failing probe'])
+
+      deep.result = { ok: true, wedged: false, at: clock.now() + 1, error: null }
+      expect(await status.check(role())).toMatchObject({ label: 'Healthy', deep_health: { ok: true, stale: false } })
+      expect(deep.asked).toHaveLength(1)
+    })
+
+    it('leaves a label /health already decided alone, and a failed probe is stale once /health turns OK again', async () => {
+      const status = statusFor('running', new Date(clock.now() - 3_600_000).toISOString())
+      const deep = source()
+      status.useDeepHealth(deep)
+      answer = 500
+      clock.advance(1000)
+      deep.result = wedged(clock.now())
+      expect(await status.check(role())).toMatchObject({ label: 'Unhealthy', label_reason: null, http_ok: false })
+      expect(deep.asked).toEqual([])
+      answer = 200
+      clock.advance(1000)
+      expect(await status.check(role())).toMatchObject({ label: 'Healthy', deep_health: { stale: true } })
+      expect(deep.asked).toHaveLength(1)
+    })
+
+    it('applies the rule as documented', () => {
+      const healthy = { label: 'Healthy' as const, label_reason: null, actions_blocked: null }
+      const failing = { ok: false, wedged: false, at: 100, error: 'no answer' }
+      expect(deepHealthVerdict(null, 50)).toBeNull()
+      expect(deepHealthVerdict(failing, 50)).toMatchObject({ stale: false })
+      // A probe that began as the service came up does not count as newer than it.
+      expect(deepHealthVerdict(failing, 100)).toMatchObject({ stale: true })
+      expect(deepHealthVerdict(failing, null)).toMatchObject({ stale: false })
+      expect(withDeepHealth(healthy, deepHealthVerdict(failing, 50))).toEqual({
+        label: 'Unhealthy',
+        label_reason: 'deep health: failing',
+        actions_blocked: null,
+      })
+      expect(withDeepHealth(healthy, deepHealthVerdict(failing, 100))).toBe(healthy)
+      const stopped = { label: 'Stopped' as const, label_reason: null, actions_blocked: null }
+      expect(withDeepHealth(stopped, deepHealthVerdict(failing, null))).toBe(stopped)
+    })
   })
 })

@@ -1,0 +1,113 @@
+import { z } from 'zod'
+import { method, type ContractTable } from './define'
+import { JobRecord } from './system'
+import { Layout, SwapPhase } from './models'
+import { ModelKey, NodeName } from './schemas'
+
+/**
+ * Placements (docs/placements.md): a catalog entry running on a set of nodes — one node is solo,
+ * k nodes are tensor parallel k with the head on the first. A node belongs to at most one
+ * placement; the gateway routes each request to the placement serving the body's `model`.
+ */
+
+/** A placement's id: its nodes joined by `+`, head first (`node1`, `node1+node2`). */
+export const PlacementId = z
+  .string()
+  .max(400)
+  .regex(/^node[1-9][0-9]?(\+node[1-9][0-9]?)*$/, 'a placement id such as node1 or node3+node4')
+export type PlacementId = z.infer<typeof PlacementId>
+
+/**
+ * What a placement is doing: `ready` answers; `loading` is being launched by the running job;
+ * `lost` was ready but one of its nodes stopped answering (its requests get 503 with Retry-After);
+ * `unknown` was found answering at start without a record of how it was launched.
+ */
+export const PlacementState = z.enum(['loading', 'ready', 'lost', 'unknown'])
+
+export const Placement = z.object({
+  id: PlacementId,
+  /** The catalog entry; null when the model found running matches none. */
+  key: z.string().nullable(),
+  /** The name the engine serves (its /v1/models id), what clients put in `model`. */
+  served: z.string(),
+  nodes: z.array(NodeName).min(1),
+  /** The node the engine answers on (the first of `nodes`). */
+  head: NodeName,
+  layout: Layout.nullable(),
+  state: PlacementState,
+  /** Why the placement is lost (which node stopped answering), else null. */
+  reason: z.string().nullable(),
+  since: z.number().nullable(),
+  /** Memory the engine reserves on each of its nodes (gpu-memory-utilization × RAM); null when unknown. */
+  memory_bytes_per_node: z.number().nullable(),
+})
+export type Placement = z.infer<typeof Placement>
+
+/** Each configured node, what is placed on it, and whether a new placement may take it. */
+export const PlacementNode = z.object({
+  name: NodeName,
+  placement_id: PlacementId.nullable(),
+  /** Reachable over SSH at the last probe (null: not probed yet). */
+  reachable: z.boolean().nullable(),
+  /** The launcher checkout on this node (a placement's head must have one). */
+  launcher: z.boolean().nullable(),
+  ram_total_bytes: z.number().nullable(),
+  /** Memory held on the node by processes that are not a placement (speech services, other work). */
+  other_bytes: z.number().nullable(),
+})
+
+export const PlacementsView = z.object({
+  placements: z.array(Placement),
+  nodes: z.array(PlacementNode),
+  /** The placement job in progress. */
+  changing: z
+    .object({
+      id: PlacementId,
+      key: z.string().nullable(),
+      action: z.enum(['place', 'stop']),
+      phase: SwapPhase,
+      /** Placements it stops (rolled back if the new one fails to load). */
+      displaces: z.array(PlacementId),
+      eta_s: z.number().nullable(),
+      job_id: z.string(),
+    })
+    .nullable(),
+  job: JobRecord.nullable(),
+})
+export type PlacementsView = z.infer<typeof PlacementsView>
+
+/** The `placements.changed` push event: the whole view after any change (small: one row per node). */
+export const PlacementsChangedEvent = PlacementsView
+
+export const placementsContract = {
+  listPlacements: method({
+    summary: 'What runs where: every placement, every node and the placement job in progress',
+    http: 'GET /api/placements',
+    input: z.object({}),
+    output: PlacementsView,
+  }),
+  startPlacement: method({
+    summary:
+      'Place a catalog model on nodes (a job: validate, stop what it displaces, launch, load, ready; rollback on failure)',
+    http: 'POST /api/placements',
+    input: z.object({
+      key: ModelKey,
+      /** The nodes, head first; one node = solo, k nodes = tensor parallel k. */
+      nodes: z
+        .array(NodeName)
+        .min(1)
+        .max(64)
+        .refine((n) => new Set(n).size === n.length, 'a node may appear once'),
+      /** Stop the placements on these nodes to make room; without it a taken node is refused (409). */
+      displace: z.boolean().optional(),
+      confirm_no_fit: z.boolean().optional(),
+    }),
+    output: z.object({ job_id: z.string(), id: PlacementId }),
+  }),
+  stopPlacement: method({
+    summary: 'Stop a placement (a job): its engine stops and its nodes are free',
+    http: 'DELETE /api/placements/:id',
+    input: z.object({ id: PlacementId }),
+    output: z.object({ job_id: z.string() }),
+  }),
+} satisfies ContractTable

@@ -1,0 +1,86 @@
+import { ApiError } from '../../contract/errors'
+import { placementSubject, type PlacementSubject } from '../deepHealthHook'
+import type { ModelRouter, PlacementRoute } from '../../models/types'
+import { openUpstream, type Upstream, type UpstreamTimeouts } from './upstreams'
+
+/** How often pools of origins no placement has any more are looked for, when no new origin prompts it. */
+export const POOL_SWEEP_MS = 30_000
+
+/**
+ * Where the llm routes go (docs/placements.md, Routing): the models domain's router picks the
+ * placement serving a request's `model`, and this keeps one undici pool per placement engine's
+ * origin. A pool is made on the first request to its origin and closed (its calls in flight
+ * finish first) once no placement has that origin: at most the placed origins plus the one just
+ * made are open, because making one sweeps the others.
+ */
+export class PlacementUpstreams {
+  private readonly byBase = new Map<string, Upstream>()
+
+  constructor(
+    readonly router: ModelRouter,
+    private readonly timeouts: UpstreamTimeouts,
+    /** Deep health's probe of one placement (in the background; never awaited). */
+    private readonly probe?: (subject: PlacementSubject, reason: string) => unknown,
+  ) {}
+
+  /**
+   * A relayed call to a placement's engine failed (5xx, unreachable, cut): deep health probes that
+   * placement. Not node1's: that is the llm service, whose probes come from its rounds and status checks as before.
+   */
+  failed(routeId: string, reason: string): void {
+    const subject = placementSubject(routeId)
+    if (subject === 'llm') return
+    try {
+      this.probe?.(subject, reason)
+    } catch {
+      // A probe that cannot be asked for must not fail the request: the next round probes it anyway.
+    }
+  }
+
+  /** The upstream of a placement's engine; its pool is made on first use. */
+  upstream(route: PlacementRoute): Upstream {
+    const known = this.byBase.get(route.baseUrl)
+    if (known !== undefined) return known
+    const up = openUpstream('llm', engineBase(route), this.timeouts)
+    this.byBase.set(route.baseUrl, up)
+    this.sweep(route.baseUrl)
+    return up
+  }
+
+  /** Closes the pools whose origin no placement has (except `keep`, the one a request is about to use). */
+  sweep(keep?: string): void {
+    if (this.byBase.size === 0) return
+    const live = new Set<string>()
+    for (const r of this.router.placed()) live.add(r.baseUrl)
+    for (const [base, up] of this.byBase) {
+      if (base === keep || live.has(base)) continue
+      this.byBase.delete(base)
+      up.pool.close().catch(() => undefined)
+    }
+  }
+
+  /** Pools open now (tests and the bench check the bound). */
+  get pools(): number {
+    return this.byBase.size
+  }
+
+  destroy(): void {
+    for (const up of this.byBase.values()) up.pool.destroy().catch(() => undefined)
+    this.byBase.clear()
+  }
+}
+
+/** The route's engine address, refused (503) unless it is an http(s) URL: it becomes a connection target. */
+function engineBase(route: PlacementRoute): string {
+  const url = URL.canParse(route.baseUrl) ? new URL(route.baseUrl) : null
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '')
+    throw new ApiError('unavailable', `placement ${route.id} has no usable engine address`)
+  return route.baseUrl.replace(/\/+$/, '')
+}
+
+/** The placement serving `model` by served name or catalog key among those placed, or null. */
+export function placedRoute(router: ModelRouter, model: string | null): PlacementRoute | null {
+  if (model === null) return null
+  for (const r of router.placed()) if (r.served === model || r.key === model) return r
+  return null
+}

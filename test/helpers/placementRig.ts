@@ -1,0 +1,314 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { loadConfig, nodeNames, type Config } from '../../src-main/config/load'
+import type { FitEstimate, ModelDef, ValidationResult } from '../../src-main/contract/models'
+import { HardwareSnapshot, type NodeHardware } from '../../src-main/contract/nodes'
+import type { NodeName } from '../../src-main/contract/schemas'
+import { JobRegistry } from '../../src-main/jobs/registry'
+import { systemClock } from '../../src-main/lib/clock'
+import { createLogger, MemorySink, Redactor } from '../../src-main/lib/logger'
+import { servedName } from '../../src-main/models/launch'
+import { parseProbe } from '../../src-main/models/launcherCapabilities'
+import { PlacementManager } from '../../src-main/models/placements'
+import type { CatalogEntry, CatalogReader } from '../../src-main/models/types'
+import type { ExecOptions, ExecResult, SshPool, SshTarget } from '../../src-main/ssh/pool'
+import { LoopbackServer } from '../fakes/loopback'
+
+/**
+ * A PlacementManager over fakes (docs/placements.md): a recording SSH pool that plays the launcher
+ * and the llm container, one loopback engine per node answering /v1/models with what the test
+ * lets it serve, and a hardware snapshot the test sets. Nothing leaves 127.0.0.1.
+ */
+
+/** The mid-2026 launcher as the probe reads it (test/fixtures/launcher). */
+const MID_PROBE = path.join(__dirname, '../fixtures/launcher/probe-mid-2026.txt')
+
+export const GB = 1e9
+
+function entry(key: string, name: string, repo: string, launchArgs: string[] = []): CatalogEntry {
+  return {
+    def: { key, name, repo, engine_args: launchArgs, mode: 'both' } as ModelDef,
+    tags: ['custom'],
+    bundled: false,
+    effectiveKnobs: {},
+    launchArgs,
+  }
+}
+
+/** The rig's catalog: served names are the repos, except `tiny`, which serves as `coder`. */
+export const ENTRIES: readonly CatalogEntry[] = [
+  entry('big', 'Big', 'org/big'),
+  entry('coder', 'Coder', 'org/coder'),
+  entry('bad', 'Bad', 'org/bad'),
+  entry('tiny', 'Tiny', 'org/tiny', ['--served-model-name', 'coder']),
+]
+
+/** What the fake container log shows when the engine will not come up. */
+export const FATAL_LINE = 'ERROR [core.py:123] EngineCore failed to start.'
+
+const OK_VALIDATION: ValidationResult = {
+  ok: true,
+  stage: 'done',
+  error: null,
+  cmd_args: [],
+  launch_cmd: '',
+  parser: 'fake parser',
+}
+
+export interface RecordedCommand {
+  readonly node: NodeName
+  readonly host: string
+  readonly command: string
+  readonly kind: 'launch' | 'stop' | 'tail' | 'other'
+}
+
+/** One node's engine: its /v1/models lists `served` (nothing when null). */
+export class FakeEngine {
+  served: string | null = null
+  /** Container log lines the tail command answers with. */
+  tail: string[] = ['INFO loading']
+  private pending: NodeJS.Timeout | undefined
+  readonly server = new LoopbackServer(() =>
+    this.served === null
+      ? { status: 503, body: { error: 'not ready' } }
+      : { status: 200, body: { object: 'list', data: [{ id: this.served, object: 'model' }] } },
+  )
+
+  /** Starts serving `served` after `delayMs` (0: at once), as an engine that finished loading. */
+  serveAfter(served: string, delayMs: number): void {
+    clearTimeout(this.pending)
+    if (delayMs <= 0) this.served = served
+    else this.pending = setTimeout(() => (this.served = served), delayMs)
+  }
+
+  down(): void {
+    clearTimeout(this.pending)
+    this.served = null
+  }
+}
+
+export interface RigOptions {
+  /** Nodes past node2 (NODES); default 2 (node3, node4). */
+  readonly extraNodes?: number
+  readonly env?: Record<string, string>
+  /** Reuse a data directory (a restart). */
+  readonly dataDir?: string
+  /** Reuse engines (a restart: the models kept running); the rig adds the missing ones and stops only those. */
+  readonly engines?: Record<string, FakeEngine>
+  readonly loadDelayMs?: number
+  readonly pollMs?: number
+}
+
+export type Rig = Awaited<ReturnType<typeof placementRig>>
+
+/** A GPU process of a hardware row: its title (`VLLM::EngineCore` for an engine) and memory. */
+export interface GpuUse {
+  readonly name: string
+  readonly bytes: number
+}
+
+/** A hardware row of a reachable node: its cluster-link address and the GPU processes holding memory. */
+export function okRow(node: NodeName, clusterIp: string | null, uses: readonly GpuUse[] = []): NodeHardware {
+  const usedBytes = uses.reduce((sum, u) => sum + u.bytes, 0)
+  return {
+    node,
+    status: 'ok',
+    host: hostOf(node),
+    hostname: `spark-${node}`,
+    uptime_s: 100,
+    load: [0, 0, 0],
+    cores: 20,
+    ram: { total_bytes: 128 * GB, used_bytes: 10 * GB, available_bytes: 118 * GB },
+    disk: null,
+    gpu: {
+      name: 'NVIDIA GB10',
+      utilization_pct: 0,
+      temperature_c: 40,
+      power_w: 10,
+      memory_used_bytes: usedBytes,
+      memory_total_bytes: 128 * GB,
+      memory_fraction: usedBytes / (128 * GB),
+      processes: uses.map((u, i) => ({ pid: 1000 + i, name: u.name, used_bytes: u.bytes })),
+    },
+    gpu_unified_memory: true,
+    interface: 'enP7s7',
+    mac: null,
+    cluster_ip: clusterIp,
+    probed_at: 0,
+    probe_ms: 5,
+  }
+}
+
+export function downRow(node: NodeName): NodeHardware {
+  return {
+    node,
+    status: 'unreachable',
+    host: hostOf(node),
+    error: 'connect ETIMEDOUT',
+    error_kind: 'timeout',
+    port: 22,
+    mac: null,
+    probed_at: 0,
+  }
+}
+
+/** Each node's SSH host: loopback addresses, never dialled (the pool is a fake). */
+function hostOf(node: string): string {
+  return `127.0.0.${node.slice(4)}`
+}
+
+/** Each node's cluster-link address in the default snapshot. */
+export function clusterIpOf(node: string): string {
+  return `10.1.0.${node.slice(4)}`
+}
+
+function kindOf(command: string): RecordedCommand['kind'] {
+  if (command.startsWith('docker inspect')) return 'tail'
+  if (!command.includes('launch-cluster.sh')) return 'other'
+  return command.endsWith("'stop'") ? 'stop' : 'launch'
+}
+
+/** The entry a launch command serves (`'vllm' 'serve' '<repo>'`). */
+function launchedEntry(command: string): CatalogEntry | undefined {
+  return ENTRIES.find((e) => command.includes(`'vllm' 'serve' '${e.def.repo ?? ''}'`))
+}
+
+export async function placementRig(opts: RigOptions = {}) {
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-placements-'))
+  const extra = Array.from({ length: opts.extraNodes ?? 2 }, (_, i) => `spark@${hostOf(`node${i + 3}`)}`)
+  const config: Config = loadConfig({
+    env: {
+      DATA_DIR: dataDir,
+      NODE1_HOST: hostOf('node1'),
+      NODE1_USER: 'spark',
+      NODE2_HOST: hostOf('node2'),
+      NODE2_USER: 'spark',
+      ...(extra.length > 0 ? { NODES: extra.join(',') } : {}),
+      ...opts.env,
+    },
+  })
+  const names = nodeNames(config) as NodeName[]
+  const engines: Record<string, FakeEngine> = opts.engines ?? {}
+  const own: FakeEngine[] = []
+  for (const n of names)
+    if (engines[n] === undefined) {
+      const e = new FakeEngine()
+      await e.server.start()
+      engines[n] = e
+      own.push(e)
+    }
+  const hw: Record<string, NodeHardware> = {}
+  for (const n of names) hw[n] = okRow(n, clusterIpOf(n))
+  const commands: RecordedCommand[] = []
+  /** Served names whose launch fails (the container log shows FATAL_LINE). */
+  const failing = new Set<string>()
+  /** Called with every command before it is answered (a test looks at the manager mid-job). */
+  let onCommand: (c: RecordedCommand) => void = () => undefined
+  const loadDelayMs = opts.loadDelayMs ?? 0
+
+  const nodeOf = (target: SshTarget): NodeName => {
+    const found = names.find((n) => config.nodes[n]?.host === target.host)
+    if (found === undefined) throw new Error(`the fake pool was asked for an unknown host ${target.host}`)
+    return found
+  }
+  const pool: Pick<SshPool, 'exec'> = {
+    exec: async (target: SshTarget, command: string, _o?: ExecOptions): Promise<ExecResult> => {
+      const node = nodeOf(target)
+      const rec: RecordedCommand = { node, host: target.host, command, kind: kindOf(command) }
+      commands.push(rec)
+      onCommand(rec)
+      const engine = engines[node] as FakeEngine
+      if (rec.kind === 'tail') return { code: 0, signal: null, stdout: `true\n${engine.tail.join('\n')}\n`, stderr: '' }
+      if (rec.kind === 'stop') engine.down()
+      if (rec.kind === 'launch') {
+        const launched = launchedEntry(command)
+        if (launched === undefined) throw new Error(`the fake launcher cannot tell what ${command} serves`)
+        const served = servedName(launched)
+        engine.down()
+        if (failing.has(served)) engine.tail = ['INFO loading', FATAL_LINE]
+        else {
+          engine.tail = ['INFO loading']
+          engine.serveAfter(served, loadDelayMs)
+        }
+      }
+      return { code: 0, signal: null, stdout: '', stderr: '' }
+    },
+  }
+  const sink = new MemorySink()
+  const logger = createLogger({ level: 'info', sink })
+  const jobs = new JobRegistry(systemClock, new Redactor())
+  const catalog: CatalogReader = {
+    list: () => [...ENTRIES],
+    get: (key) => {
+      const found = ENTRIES.find((e) => e.def.key === key)
+      if (found === undefined) throw new Error(`no model ${key}`)
+      return found
+    },
+    onChange: () => undefined,
+  }
+  const probe = fs.readFileSync(MID_PROBE, 'utf8')
+  const deps = {
+    estimate: async (_key: string, nodes: readonly NodeName[]): Promise<FitEstimate> => ({
+      mode: nodes.length > 1 ? 'cluster' : 'solo',
+      verdict: 'fits',
+      nodes: [],
+      notes: [],
+    }),
+    headsCheck: async (_key: string, _nodes: readonly NodeName[]): Promise<string | null> => null,
+  }
+
+  const manager = (): PlacementManager =>
+    new PlacementManager({
+      config,
+      clock: systemClock,
+      logger,
+      jobs,
+      events: { publish: () => undefined },
+      catalog,
+      validator: { validate: async () => OK_VALIDATION },
+      pool,
+      nodeNames: () => names,
+      targetOf: (node) => config.nodes[node] ?? null,
+      engineUrl: (head) => engines[head]?.server.url ?? null,
+      estimate: (key, nodes) => deps.estimate(key, nodes),
+      headsCheck: (key, nodes) => deps.headsCheck(key, nodes),
+      launcherOn: async (node) => parseProbe(probe, '$HOME/spark-vllm-docker', 0, node),
+      hardware: async () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
+      pollMs: opts.pollMs ?? 5,
+    })
+  const placements = manager()
+  await placements.start()
+
+  return {
+    config,
+    dataDir,
+    names,
+    engines,
+    hw,
+    commands,
+    failing,
+    deps,
+    jobs,
+    sink,
+    placements,
+    manager,
+    onCommand: (f: (c: RecordedCommand) => void) => (onCommand = f),
+    snapshot: () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
+    /** Places and waits for the job; throws with the job's error when it did not succeed. */
+    async placed(key: string, nodes: NodeName[], o: { displace?: boolean; confirmNoFit?: boolean } = {}) {
+      const { job_id, id } = await placements.place(key, nodes, o)
+      const job = await jobs.wait(job_id)
+      if (job.state !== 'succeeded') throw new Error(`placing ${key} on ${id}: ${job.state} ${job.error ?? ''}`)
+      return id
+    },
+    /** Commands of the kinds named (all but the container tails by default). */
+    ran: (kinds: RecordedCommand['kind'][] = ['launch', 'stop', 'other']) =>
+      commands.filter((c) => kinds.includes(c.kind)),
+    async close(): Promise<void> {
+      await jobs.stopAll()
+      for (const e of own) await e.server.stop()
+      if (opts.dataDir === undefined) fs.rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
