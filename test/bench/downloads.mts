@@ -22,6 +22,7 @@ import { LineSplitter } from '../../src-main/ssh/lines'
 import { SshPool } from '../../src-main/ssh/pool'
 import { startSimCluster } from '../sim/cluster'
 import { spawnChild } from './lib/child'
+import { serveSimToParent, simTargets } from './lib/simChild'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const MODELS = 50
@@ -34,16 +35,7 @@ if (process.argv[2] === 'sim') {
     authorizedKeys: [process.argv[3] as string],
     cachedModels: { node1: cached, node2: cached },
   })
-  process.stdout.write(
-    JSON.stringify({
-      node1: sim.node1.port,
-      node2: sim.node2.port,
-      node2Host: sim.node2.address,
-      user: sim.node1.user,
-    }) + '\n',
-  )
-  process.stdin.resume()
-  process.stdin.on('end', () => void sim.close().then(() => process.exit(0)))
+  serveSimToParent(sim)
 } else {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-dl-'))
   const key = ensureServiceKey(path.join(dir, 'ssh'))
@@ -51,10 +43,7 @@ if (process.argv[2] === 'sim') {
     cwd: path.join(here, '..', '..'),
   })
   const logger = createLogger({ level: 'error' })
-  const targets = {
-    node1: { host: '127.0.0.1', user: String(info.user), port: Number(info.node1) },
-    node2: { host: String(info.node2Host), user: String(info.user), port: Number(info.node2) },
-  }
+  const targets = simTargets(info)
   const pool = new SshPool({
     privateKey: key.privateKey,
     hostKeys: new HostKeyStore(path.join(dir, 'kh.json'), Date.now),

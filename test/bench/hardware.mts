@@ -14,6 +14,7 @@ import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { SshPool } from '../../src-main/ssh/pool'
 import { startSimCluster } from '../sim/cluster'
 import { spawnChild } from './lib/child'
+import { serveSimToParent, simTargets } from './lib/simChild'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -22,16 +23,7 @@ if (process.argv[2] === 'sim') {
     authorizedKeys: [process.argv[3] as string],
     containers: { node1: [{ name: 'vllm_node', image: 'vllm-node', command: ['vllm', 'serve', 'bench/model'] }] },
   })
-  process.stdout.write(
-    JSON.stringify({
-      node1: sim.node1.port,
-      node2: sim.node2.port,
-      node2Host: sim.node2.address,
-      user: sim.node1.user,
-    }) + '\n',
-  )
-  process.stdin.resume()
-  process.stdin.on('end', () => void sim.close().then(() => process.exit(0)))
+  serveSimToParent(sim)
 } else {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-hw-'))
   const key = ensureServiceKey(path.join(dir, 'ssh'))
@@ -39,10 +31,7 @@ if (process.argv[2] === 'sim') {
     cwd: path.join(here, '..', '..'),
   })
   const logger = createLogger({ level: 'error' })
-  const targets = {
-    node1: { host: '127.0.0.1', user: String(info.user), port: Number(info.node1) },
-    node2: { host: String(info.node2Host), user: String(info.user), port: Number(info.node2) },
-  }
+  const targets = simTargets(info)
 
   const measure = async (reuse: boolean, rounds: number): Promise<number[]> => {
     const pool = new SshPool({

@@ -1,5 +1,6 @@
 import { expect, test, type Page } from '@playwright/test'
 import { E2E_TOKEN } from '../../playwright.config'
+import { swapIdle } from './idle'
 import { logIn } from './login'
 import { LOOKS, expectLook, lookName, openView, useLook, type Look } from './looks'
 
@@ -23,16 +24,6 @@ function etaSeconds(text: string): number {
   const m = /about (?:(\d+)m )?(?:(\d+)s)? ?left|about (\d+)m left/.exec(text)
   if (!m) throw new Error(`no ETA in "${text}"`)
   return Number(m[1] ?? m[3] ?? 0) * 60 + Number(m[2] ?? 0)
-}
-
-async function waitForIdle(page: Page): Promise<void> {
-  await expect
-    .poll(
-      async () =>
-        ((await (await page.request.get('/api/swap', { headers: auth })).json()) as { swapping: unknown }).swapping,
-      { timeout: 45_000 },
-    )
-    .toBeNull()
 }
 
 async function startSwap(page: Page, key: string): Promise<void> {
@@ -96,7 +87,7 @@ for (const swap of SWAPS)
     await useLook(page, swap.looks[0]!)
     await logIn(page)
     await openModels(page)
-    await waitForIdle(page)
+    await swapIdle(page)
     await startSwap(page, swap.to)
 
     // A second swap is refused by the daemon while this one runs.
@@ -117,7 +108,7 @@ test('a finished download keeps its result card, with no "Add to catalog" for a 
   await useLook(page, LOOKS[0]!)
   await logIn(page)
   await openModels(page)
-  await waitForIdle(page)
+  await swapIdle(page)
   await openDownloads(page)
   await page.locator('#dl-repo').fill(TARGET_REPO)
   await page.getByRole('button', { name: 'Download', exact: true }).click()

@@ -1,35 +1,14 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import fs from 'node:fs'
-import path from 'node:path'
 import { expect, test, type Page } from '@playwright/test'
 import { logIn } from './login'
 import { LOOKS, WIDTHS, expectLook, looksAt, openView, useLook } from './looks'
+import { startOwnDemo, type OwnDemo } from './ownDemo'
 
 // Issue 31, findings 3 and 4, from the demo's own terminal commands, at both widths in both themes. This spec runs its own demo
 // (the shared one takes no commands) on another loopback port, typing into its stdin as an
 // operator would.
 const PORT = Number(process.env.E2E_NODE_DOWN_PORT ?? 19_987)
-const DATA_DIR = path.join('test-results', 'e2e-node-down-data')
 
-let demo: ChildProcessWithoutNullStreams
-let output = ''
-
-/** Waits (bounded) until the demo has printed `text` after position `from`. */
-async function printed(text: string, from = 0, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs
-  while (!output.slice(from).includes(text)) {
-    if (Date.now() > until) throw new Error(`the demo never printed ${JSON.stringify(text)}:\n${output.slice(-2000)}`)
-    if (demo.exitCode !== null) throw new Error(`the demo exited (${demo.exitCode}):\n${output.slice(-2000)}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
-
-/** Types a command into the demo's terminal and waits for its answer. */
-async function command(line: string, answer: string): Promise<void> {
-  const from = output.length
-  demo.stdin.write(`${line}\n`)
-  await printed(`sim: ${answer}`, from, 15_000)
-}
+let demo: OwnDemo
 
 test.describe.configure({ mode: 'serial' })
 test.use({ baseURL: `http://127.0.0.1:${PORT}` })
@@ -40,26 +19,11 @@ async function refresh(page: Page): Promise<void> {
 
 test.beforeAll(async () => {
   test.setTimeout(90_000)
-  fs.rmSync(DATA_DIR, { recursive: true, force: true })
-  demo = spawn(path.join('node_modules', '.bin', 'tsx'), ['test/sim/demo.mts'], {
-    env: {
-      ...process.env,
-      DEMO_PORT: String(PORT),
-      DEMO_DATA_DIR: DATA_DIR,
-      ADMIN_TOKEN: 'e2e-admin-token-0123456789',
-    },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  demo.stdout.on('data', (c: Buffer) => (output += c.toString()))
-  demo.stderr.on('data', (c: Buffer) => (output += c.toString()))
-  await printed('Tandem demo is running')
+  demo = await startOwnDemo(PORT, 'e2e-node-down-data')
 })
 
 test.afterAll(async () => {
-  if (!demo || demo.exitCode !== null) return
-  const exited = new Promise((r) => demo.once('exit', r))
-  demo.kill('SIGTERM')
-  await exited
+  await demo?.stop()
 })
 
 test('a fault on asr, in every look: the card and the deep-health row fail together, recover together, and a probe agrees', async ({
@@ -75,7 +39,7 @@ test('a fault on asr, in every look: the card and the deep-health row fail toget
 
   for (const look of LOOKS) {
     await useLook(page, look)
-    await command('fault asr error500', 'asr fault error500')
+    await demo.command('fault asr error500', 'asr fault error500')
     await refresh(page)
     await expect(card.locator('.badge').first()).toHaveText('Unhealthy')
     // No "Run now": the card turning Unhealthy starts the probe.
@@ -87,7 +51,7 @@ test('a fault on asr, in every look: the card and the deep-health row fail toget
     await expect(card.locator('.badge').first()).toHaveText('Unhealthy')
     await expectLook(page, look, card.locator('.badge').first(), row.locator('.badge'))
 
-    await command('fault asr none', 'asr fault none')
+    await demo.command('fault asr none', 'asr fault none')
     await refresh(page)
     await expect(card.locator('.badge').first()).toHaveText('Healthy')
     await expect(row.locator('.badge').first()).toHaveText('ok')
@@ -105,7 +69,7 @@ test('node2 down, in every look: asr and tts are Unknown (node unreachable) with
   await useLook(page, LOOKS[0]!)
   await logIn(page)
   await openView(page, 'services')
-  await command('down node2', 'node2 down')
+  await demo.command('down node2', 'node2 down')
   // The services list reuses a container inspection for 2 s: look again once that is past.
   await page.waitForTimeout(2500)
   await refresh(page)
@@ -125,7 +89,7 @@ test('node2 down, in every look: asr and tts are Unknown (node unreachable) with
     const node2 = page.getByRole('article', { name: /service (asr|tts)/ })
     await expectLook(page, look, node2.locator('.badge'), node2.getByRole('note'))
   }
-  await command('up node2', 'node2 up')
+  await demo.command('up node2', 'node2 up')
 })
 
 test('a wedged asr at both widths: the card shows the probe that found it wedged, and after a restart both read ok', async ({
@@ -145,8 +109,8 @@ test('a wedged asr at both widths: the card shows the probe that found it wedged
     const look = looksAt(width)[0]!
     await useLook(page, look)
     // A fresh container start holds deep health's own restart back (its 60 s grace), so the wedge stays for us to see.
-    await command('restart asr', 'docker restart asr: done')
-    await command('wedge asr', 'asr wedged')
+    await demo.command('restart asr', 'docker restart asr: done')
+    await demo.command('wedge asr', 'asr wedged')
     await refresh(page)
     await expect(badge).toHaveText('Healthy', { timeout: 20_000 })
     // /health still answers OK; the probe finds it wedged, and the card says so with the row.

@@ -1,17 +1,15 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import fs from 'node:fs'
-import path from 'node:path'
 import { expect, test, type Locator, type Page } from '@playwright/test'
 import { E2E_TOKEN } from '../../playwright.config'
+import { placementsIdle } from './idle'
 import { logIn } from './login'
 import { LOOKS, expectLook, lookName, openView, useLook } from './looks'
+import { startOwnDemo, type OwnDemo } from './ownDemo'
 
 // Issue 34, the dashboard: "Place on…" in the Models view and what is placed on each node's card
 // in the Cluster view, at 390 and 1440 px, light and dark. This spec runs its own demo (a
 // placement changes what runs on node2, which the shared demo's other specs must not see) on
 // another loopback port, with short loads.
 const PORT = Number(process.env.E2E_PLACEMENTS_PORT ?? 19_985)
-const DATA_DIR = path.join('test-results', 'e2e-placements-data')
 const auth = { authorization: `Bearer ${E2E_TOKEN}` }
 /** A bundled model whose weights the demo keeps on node2 (it runs across nodes), and that fits there solo. */
 const TARGET = 'llama-3.3-70b-fp8'
@@ -19,60 +17,22 @@ const TARGET_SERVED = 'nvidia/Llama-3.3-70B-Instruct-FP8'
 /** The model the demo starts with on node1 (test/sim/demoState.ts). */
 const START_SERVED = 'Qwen/Qwen3-32B-FP8'
 
-let demo: ChildProcessWithoutNullStreams
-let output = ''
-
-/** Waits (bounded) until the demo has printed `text`. */
-async function printed(text: string, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs
-  while (!output.includes(text)) {
-    if (Date.now() > until) throw new Error(`the demo never printed ${JSON.stringify(text)}:\n${output.slice(-2000)}`)
-    if (demo.exitCode !== null) throw new Error(`the demo exited (${demo.exitCode}):\n${output.slice(-2000)}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
+let demo: OwnDemo
 
 test.describe.configure({ mode: 'serial' })
 test.use({ baseURL: `http://127.0.0.1:${PORT}` })
 
 test.beforeAll(async () => {
   test.setTimeout(90_000)
-  fs.rmSync(DATA_DIR, { recursive: true, force: true })
-  demo = spawn(path.join('node_modules', '.bin', 'tsx'), ['test/sim/demo.mts'], {
-    env: {
-      ...process.env,
-      DEMO_PORT: String(PORT),
-      DEMO_DATA_DIR: DATA_DIR,
-      DEMO_LOAD_MS: '3000',
-      ADMIN_TOKEN: E2E_TOKEN,
-    },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  demo.stdout.on('data', (c: Buffer) => (output += c.toString()))
-  demo.stderr.on('data', (c: Buffer) => (output += c.toString()))
-  await printed('Tandem demo is running')
+  demo = await startOwnDemo(PORT, 'e2e-placements-data', { DEMO_LOAD_MS: '3000' })
 })
 
 test.afterAll(async () => {
-  if (!demo || demo.exitCode !== null) return
-  const exited = new Promise((r) => demo.once('exit', r))
-  demo.kill('SIGTERM')
-  await exited
+  await demo?.stop()
 })
 
 /** The "Placed here" part of a node's card in the Cluster view. */
 const placedOn = (page: Page, node: string): Locator => page.locator(`section[aria-label="Placed on ${node}"]`)
-
-async function idle(page: Page): Promise<void> {
-  await expect
-    .poll(
-      async () =>
-        ((await (await page.request.get('/api/placements', { headers: auth })).json()) as { changing: unknown })
-          .changing,
-      { timeout: 45_000 },
-    )
-    .toBeNull()
-}
 
 /** Opens the target's "Place on…" dialog in the Models view. */
 async function openPlaceOn(page: Page): Promise<Locator> {
@@ -94,7 +54,7 @@ test(`places ${TARGET} on node2 from Place on…: node2's card shows it, node1's
   await logIn(page)
   await expect(placedOn(page, 'node1')).toContainText(START_SERVED)
   await expect(placedOn(page, 'node2')).toContainText('Nothing placed.')
-  await idle(page)
+  await placementsIdle(page)
 
   const panel = await openPlaceOn(page)
   // node1 is taken: offered with what picking it would stop, not disabled.
@@ -115,7 +75,7 @@ test(`places ${TARGET} on node2 from Place on…: node2's card shows it, node1's
   const node2 = placedOn(page, 'node2')
   await expect(node2.locator('[data-test="placement-model"]')).toContainText(TARGET_SERVED, { timeout: 20_000 })
   await expect(node2.locator('[data-test="placement-state"]')).toHaveText('ready', { timeout: 45_000 })
-  await idle(page)
+  await placementsIdle(page)
 
   // What a reload shows, in every look: node2 runs the new model, node1 still its own.
   for (const look of LOOKS) {

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { expect, test, type Page } from '@playwright/test'
 import { E2E_TOKEN } from '../../playwright.config'
+import { placementsIdle, swapIdle } from './idle'
 import { logIn } from './login'
 import { LOOKS, expectLook, openView, useLook } from './looks'
 import { startOwnDemo, type OwnDemo } from './ownDemo'
@@ -51,27 +52,6 @@ async function shoot(page: Page, name: string, state: () => Promise<void>, fullP
 
 async function refresh(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Refresh' }).first().click()
-}
-
-async function placementsIdle(page: Page): Promise<void> {
-  await expect
-    .poll(
-      async () =>
-        ((await (await page.request.get('/api/placements', { headers: auth })).json()) as { changing: unknown })
-          .changing,
-      { timeout: 45_000 },
-    )
-    .toBeNull()
-}
-
-async function swapIdle(page: Page): Promise<void> {
-  await expect
-    .poll(
-      async () =>
-        ((await (await page.request.get('/api/swap', { headers: auth })).json()) as { swapping: unknown }).swapping,
-      { timeout: 45_000 },
-    )
-    .toBeNull()
 }
 
 test('failed-probe: a wedged asr, its deep-health row and its card both failed @screenshot', async ({ page }) => {

@@ -35,11 +35,8 @@ export interface RequestEntry {
   readonly placement: string | null
 }
 
-/** What an entry may leave out (callers outside the raw routes have no key or usage). */
-type EntryInput = Omit<
-  RequestEntry,
-  | 'seq'
-  | 'at'
+/** The fields an entry may leave out (callers outside the raw routes have no key or usage). */
+type OptionalField =
   | 'playground'
   | 'key'
   | 'ttft_ms'
@@ -48,20 +45,8 @@ type EntryInput = Omit<
   | 'completion_tokens'
   | 'tokens_estimated'
   | 'placement'
-> &
-  Partial<
-    Pick<
-      RequestEntry,
-      | 'playground'
-      | 'key'
-      | 'ttft_ms'
-      | 'tokens_per_s'
-      | 'prompt_tokens'
-      | 'completion_tokens'
-      | 'tokens_estimated'
-      | 'placement'
-    >
-  >
+
+type EntryInput = Omit<RequestEntry, 'seq' | 'at' | OptionalField> & Partial<Pick<RequestEntry, OptionalField>>
 
 /** Told of every finished raw-route exchange: per-key usage and metrics. */
 export type RequestObserver = (

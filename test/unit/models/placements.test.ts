@@ -4,6 +4,7 @@ import path from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ApiError } from '../../../src-main/contract/errors'
 import type { FitEstimate } from '../../../src-main/contract/models'
+import type { Placement } from '../../../src-main/contract/placements'
 import type { NodeName } from '../../../src-main/contract/schemas'
 import type { PlacementRoute } from '../../../src-main/models/types'
 import {
@@ -45,6 +46,9 @@ async function rejection(p: Promise<unknown>): Promise<ApiError> {
   expect(err).toBeInstanceOf(ApiError)
   return err as ApiError
 }
+
+/** Each placement of `r` as `row` reads it, sorted: the order they are listed in is not what these tests check. */
+const sortedRows = (r: Rig, row: (p: Placement) => unknown[]): unknown[][] => r.placements.all().map(row).sort()
 
 const on = (node: NodeName, kind: RecordedCommand['kind']) => (c: RecordedCommand) => c.node === node && c.kind === kind
 
@@ -267,12 +271,7 @@ describe('a placement that fails to load', () => {
     expect(launches[1]?.command).toContain("'--solo'")
     expect(launches[1]?.command).toContain("'vllm' 'serve' 'org/big'")
 
-    expect(
-      r.placements
-        .all()
-        .map((p) => [p.id, p.served, p.state])
-        .sort(),
-    ).toEqual([
+    expect(sortedRows(r, (p) => [p.id, p.served, p.state])).toEqual([
       ['node1', 'org/big', 'ready'],
       ['node3+node4', 'org/coder', 'ready'],
     ])
@@ -340,12 +339,7 @@ describe('a placement that fails to load, displacing placements with different h
     ])
     expect(launches.slice(1).every((c) => c.command.includes("'--solo'"))).toBe(true)
     expect(r.commands.filter((c) => c.node === 'node1')).toEqual([])
-    expect(
-      r.placements
-        .all()
-        .map((p) => [p.id, p.served, p.state])
-        .sort(),
-    ).toEqual([
+    expect(sortedRows(r, (p) => [p.id, p.served, p.state])).toEqual([
       ['node1', 'org/coder', 'ready'],
       ['node3', 'org/big', 'ready'],
       ['node4', 'coder', 'ready'],
@@ -433,12 +427,7 @@ describe('placements across a restart', () => {
     await r.placed('big', ['node3', 'node4'])
     await r.placed('coder', ['node1'])
     const again = await rig({ dataDir: r.dataDir, engines: r.engines })
-    expect(
-      again.placements
-        .all()
-        .map((p) => [p.id, p.key, p.served, p.state, p.layout?.tensor_parallel])
-        .sort(),
-    ).toEqual([
+    expect(sortedRows(again, (p) => [p.id, p.key, p.served, p.state, p.layout?.tensor_parallel])).toEqual([
       ['node1', 'coder', 'org/coder', 'ready', 1],
       ['node3+node4', 'big', 'org/big', 'ready', 2],
     ])
@@ -518,12 +507,7 @@ describe('placements across a restart', () => {
     const r = await rig({ dataDir, engines: e })
     await r.placed('coder', ['node3'])
     const again = await rig({ dataDir, engines: r.engines })
-    expect(
-      again.placements
-        .all()
-        .map((p) => [p.id, p.state, p.layout?.mode ?? null])
-        .sort(),
-    ).toEqual([
+    expect(sortedRows(again, (p) => [p.id, p.state, p.layout?.mode ?? null])).toEqual([
       ['node1', 'unknown', null],
       ['node3', 'ready', 'solo'],
     ])

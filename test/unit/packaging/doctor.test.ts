@@ -11,18 +11,17 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-doctor-'))
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }))
 
 // Nothing listens on port 9 of loopback: the service checks fail fast without leaving the machine.
-const config = loadConfig({
-  env: {
-    DATA_DIR: dataDir,
-    NODE1_HOST: '127.0.0.1',
-    NODE1_USER: 'spark',
-    NODE2_HOST: '127.0.0.2',
-    NODE2_USER: 'ops',
-    LLM_PORT: '9',
-    ASR_PORT: '9',
-    TTS_PORT: '9',
-  },
-})
+const env = {
+  DATA_DIR: dataDir,
+  NODE1_HOST: '127.0.0.1',
+  NODE1_USER: 'spark',
+  NODE2_HOST: '127.0.0.2',
+  NODE2_USER: 'ops',
+  LLM_PORT: '9',
+  ASR_PORT: '9',
+  TTS_PORT: '9',
+}
+const config = loadConfig({ env })
 
 /** A pool whose node answers come from a table: stdout text, or an error to throw. */
 function fakePool(answers: Record<string, string | Error>): SshPool {
@@ -102,19 +101,7 @@ describe('tandem doctor findings', () => {
   })
 
   it('checks every node NODES lists, and names the entry to fix for a skipped one', async () => {
-    const more = loadConfig({
-      env: {
-        DATA_DIR: dataDir,
-        NODE1_HOST: '127.0.0.1',
-        NODE1_USER: 'spark',
-        NODE2_HOST: '127.0.0.2',
-        NODE2_USER: 'ops',
-        NODES: 'ops@127.0.0.3,bad entry,ops@127.0.0.5:2222',
-        LLM_PORT: '9',
-        ASR_PORT: '9',
-        TTS_PORT: '9',
-      },
-    })
+    const more = loadConfig({ env: { ...env, NODES: 'ops@127.0.0.3,bad entry,ops@127.0.0.5:2222' } })
     const down = new SshError('unreachable', 'ops@127.0.0.5:2222: connect ECONNREFUSED')
     const checks = await runDoctor({
       config: more,

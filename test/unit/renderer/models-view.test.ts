@@ -1,7 +1,8 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BackendError, type BackendApi, type OutputOf } from '../../../src-renderer/api'
-import { flush, mountWith, unmountAll } from './mount'
+import { button, buttons, flush, mountWith, unmountAll } from './mount'
+import { hardwareRow } from './fixtures'
 import { contract } from '../../../src-main/contract'
 import { parseInput } from '../../../src-main/app/invoke'
 import ModelsView from '../../../src-renderer/views/ModelsView.vue'
@@ -54,24 +55,6 @@ const fit = (verdict: string, mode = 'solo') => ({
   notes: ['weights from the catalog size'],
 })
 
-const hwNode = (node: string) => ({
-  node,
-  status: 'ok',
-  host: '10.0.0.11',
-  hostname: node,
-  uptime_s: 1,
-  load: [0, 0, 0],
-  cores: 20,
-  ram: { total_bytes: 128 * GB, used_bytes: 10 * GB, available_bytes: 118 * GB },
-  disk: null,
-  gpu: null,
-  gpu_unified_memory: true,
-  interface: null,
-  mac: null,
-  probed_at: T,
-  probe_ms: 1,
-})
-
 type Call = { method: string; input: Record<string, unknown> }
 type Sub = { method: string; input: Record<string, unknown>; onEvent: (e: unknown) => void; closed: boolean }
 type Answer = unknown | ((input: Record<string, unknown>) => unknown)
@@ -96,7 +79,7 @@ function fakeApi(calls: Call[], subs: Sub[], over: Record<string, Answer> = {}):
       job: null,
       swapping: null,
     },
-    getHardware: { node1: hwNode('node1'), node2: hwNode('node2'), taken_at: T },
+    getHardware: { node1: hardwareRow('node1', T), node2: hardwareRow('node2', T), taken_at: T },
     listJobs: [],
     modelFit: (i: Record<string, unknown>) => fit(i.key === 'big-moe' ? 'no_fit' : 'fits', String(i.mode)),
     validateLaunch: {
@@ -153,13 +136,6 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
-const buttons = (root: ParentNode, text: string) =>
-  [...root.querySelectorAll('button')].filter((b) => b.textContent?.trim() === text)
-const button = (root: ParentNode, text: string) => {
-  const b = buttons(root, text)[0]
-  if (!b) throw new Error(`no button "${text}"`)
-  return b
-}
 const card = (el: HTMLElement, key: string) => el.querySelector(`[data-key="${key}"]`) as HTMLElement
 function type(input: Element | null, value: string): void {
   const i = input as HTMLInputElement
@@ -289,6 +265,8 @@ describe('Models view: swap', () => {
     await flush()
     expect(calls.some((c) => c.method === 'startSwap')).toBe(false)
     expect(panel.querySelector('[role="alertdialog"]')?.textContent).toContain('does not fit in cluster mode')
+    // The second question takes the focus, so the keyboard answers it next.
+    expect(document.activeElement).toBe(button(panel, 'Swap anyway'))
 
     button(panel, 'Swap anyway').click()
     await flush()
@@ -724,7 +702,7 @@ describe('Models view: one record of the loaded model, the swap and the download
         seq: 1,
         at: since + 40_500,
         name: 'hardware.snapshot',
-        data: { node1: hwNode('node1'), node2: hwNode('node2'), taken_at: since + 40_000 },
+        data: { node1: hardwareRow('node1', T), node2: hardwareRow('node2', T), taken_at: since + 40_000 },
       })
     await flush()
     expect(el.querySelector('[data-test="uptime"]')?.textContent).toMatch(/up 4\ds/)

@@ -35,6 +35,17 @@ export async function flush(): Promise<void> {
   for (let i = 0; i < 5; i++) await nextTick()
 }
 
+/** The buttons under `root` whose text (trimmed) is `text`. */
+export const buttons = (root: ParentNode, text: string): HTMLButtonElement[] =>
+  [...root.querySelectorAll('button')].filter((b) => b.textContent?.trim() === text)
+
+/** The first button under `root` whose text is `text`; a test without one fails naming it. */
+export function button(root: ParentNode, text: string): HTMLButtonElement {
+  const b = buttons(root, text)[0]
+  if (!b) throw new Error(`no button "${text}"`)
+  return b
+}
+
 /** happy-dom has no canvas: give uPlot a 2D context whose drawing calls do nothing. */
 export function stubCanvas(): void {
   const ctx2d = new Proxy(

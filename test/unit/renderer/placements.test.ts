@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createPinia, setActivePinia } from 'pinia'
 import { initBackend, type BackendApi, type OutputOf } from '../../../src-renderer/api'
-import { flush, mountWith, stubCanvas, unmountAll } from './mount'
+import { button, buttons, flush, mountWith, stubCanvas, unmountAll } from './mount'
+import { hardwareRow } from './fixtures'
 import { usePlacementsStore } from '../../../src-renderer/stores/placements'
 import { placeChoices } from '../../../src-renderer/components/models/placeChoices'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
@@ -112,7 +113,7 @@ function fakeApi(server: Server, calls: Call[], subs: Sub[] = []): BackendApi {
     startPlacement: (i) => ({ job_id: 'swap-9', id: (i.nodes as string[]).join('+') }),
     stopPlacement: () => ({ job_id: 'swap-10' }),
     modelFit: (i) => fitOn(i.nodes as string[], server.noFitOn),
-    getHardware: () => ({ node1: hwOk('node1'), node2: hwOk('node2'), taken_at: T }),
+    getHardware: () => ({ node1: hardwareRow('node1', T), node2: hardwareRow('node2', T), taken_at: T }),
     getConnectivity: () => ({ macs: {}, subjects: {}, events: [] }),
     getHardwareHistory: () => ({ node1: [], node2: [] }),
     getSshPublicKey: () => ({ public_key: 'ssh-ed25519 AAAA tandem', fingerprint: 'SHA256:x', nodes: [] }),
@@ -157,36 +158,9 @@ function catalogEntry(key: string, name: string) {
   }
 }
 
-function hwOk(name: string) {
-  return {
-    node: name,
-    status: 'ok',
-    host: '10.0.0.12',
-    hostname: name,
-    uptime_s: 1,
-    load: [0, 0, 0],
-    cores: 20,
-    ram: { total_bytes: 128 * GB, used_bytes: 20 * GB, available_bytes: 108 * GB },
-    disk: null,
-    gpu: null,
-    gpu_unified_memory: true,
-    interface: null,
-    mac: null,
-    probed_at: T,
-    probe_ms: 1,
-  }
-}
-
 const event = (seq: number, name: string, data: unknown) =>
   ({ seq, at: Date.now(), name, data }) as unknown as OutputOf<'streamEvents'>
 
-const buttons = (root: ParentNode, text: string) =>
-  [...root.querySelectorAll('button')].filter((b) => b.textContent?.trim() === text)
-function button(root: ParentNode, text: string): HTMLButtonElement {
-  const b = buttons(root, text)[0]
-  if (!b) throw new Error(`no button "${text}"`)
-  return b
-}
 const nodeRow = (el: HTMLElement, name: string) => el.querySelector(`li[data-node="${name}"]`) as HTMLElement
 function pick(el: HTMLElement, name: string): void {
   const box = nodeRow(el, name).querySelector('input[type="checkbox"]') as HTMLInputElement
@@ -197,16 +171,22 @@ function pick(el: HTMLElement, name: string): void {
 stubCanvas()
 afterEach(unmountAll)
 
+/** A placements store that follows the push events of `server` and has read it once; calls and subscriptions recorded. */
+async function followingStore(server: Server) {
+  const calls: Call[] = []
+  const subs: Sub[] = []
+  initBackend(() => undefined, fakeApi(server, calls, subs))
+  setActivePinia(createPinia())
+  const store = usePlacementsStore()
+  store.follow()
+  await store.refresh()
+  return { store, calls, subs }
+}
+
 describe('placements store', () => {
   it('reads GET /api/placements, then each placements.changed replaces the whole view; a reload shows the same', async () => {
     const server: Server = { view: startView() }
-    const calls: Call[] = []
-    const subs: Sub[] = []
-    initBackend(() => undefined, fakeApi(server, calls, subs))
-    setActivePinia(createPinia())
-    const store = usePlacementsStore()
-    store.follow()
-    await store.refresh()
+    const { store, calls, subs } = await followingStore(server)
     expect(store.placementOn('node1')?.served).toBe('Qwen/Qwen3-32B-FP8')
     expect(store.placementOn('node2')).toBeNull()
     expect(store.busyReason).toBeNull()
@@ -233,13 +213,7 @@ describe('placements store', () => {
 
   it('follows the placement job: its job updates, the busy reason, and a resync re-reads', async () => {
     const server: Server = { view: { ...startView(), changing: changing(), job: job() } }
-    const calls: Call[] = []
-    const subs: Sub[] = []
-    initBackend(() => undefined, fakeApi(server, calls, subs))
-    setActivePinia(createPinia())
-    const store = usePlacementsStore()
-    store.follow()
-    await store.refresh()
+    const { store, calls, subs } = await followingStore(server)
     expect(store.busyReason).toBe('a placement job is running (placing node2)')
 
     subs[0]!.onEvent(event(1, 'job.update', { ...job({ phase: 'Ready', state: 'succeeded' }), log: undefined }))
@@ -315,18 +289,7 @@ describe('Cluster view: what is placed on each node', () => {
 })
 
 describe('Models view: Place on…', () => {
-  const model = {
-    key: 'coder',
-    name: 'Coder',
-    repo: 'org/coder',
-    engine_args: [],
-    mode: 'solo',
-    size_bytes: 60 * GB,
-    tags: ['bundled'],
-    effective_knobs: {},
-    launch_args: [],
-    loaded: false,
-  }
+  const model = catalogEntry('coder', 'Coder')
 
   it('blocks unreachable nodes and a head without a launcher, says what a taken node displaces, and places head first', async () => {
     const calls: Call[] = []
@@ -382,6 +345,7 @@ describe('Models view: Place on…', () => {
     await flush()
     expect(calls.some((c) => c.method === 'startPlacement')).toBe(false)
     expect(el.querySelector('[role="alertdialog"]')?.textContent).toContain('does not fit on node1')
+    expect(document.activeElement).toBe(button(el, 'Place anyway'))
     button(el, 'Place anyway').click()
     await flush()
     expect(calls.find((c) => c.method === 'startPlacement')?.input).toEqual({
