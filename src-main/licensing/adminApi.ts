@@ -24,27 +24,27 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
       catalog.deletePolicy(id)
       return { ok: true }
     },
-    licAdminLicenses: async (q) => licenses.search(q),
-    licAdminExportLicenses: async (q) => licensesCsv((max) => licenses.matching(q, max), s.deps.clock.now()),
-    licAdminLicense: async ({ id }) => licenses.detail(id),
+    licAdminLicenses: async (q) => licenses.lookup.search(q),
+    licAdminExportLicenses: async (q) => licensesCsv((max) => licenses.lookup.matching(q, max), s.deps.clock.now()),
+    licAdminLicense: async ({ id }) => licenses.lookup.detail(id),
     licAdminIssueLicense: async (a) =>
-      licenses.issueComplimentary({
+      licenses.issuing.issueComplimentary({
         productId: a.product_id,
         policyId: a.policy_id,
         buyerEmail: a.buyer_email,
         buyerNote: a.buyer_note,
       }),
-    licAdminRevokeLicense: async ({ id, reason }) => licenses.revoke(id, reason),
-    licAdminSuspendLicense: async ({ id, reason }) => licenses.suspend(id, reason),
-    licAdminReinstateLicense: async ({ id }) => licenses.reinstate(id),
+    licAdminRevokeLicense: async ({ id, reason }) => licenses.status.revoke(id, reason),
+    licAdminSuspendLicense: async ({ id, reason }) => licenses.status.suspend(id, reason),
+    licAdminReinstateLicense: async ({ id }) => licenses.status.reinstate(id),
     licAdminLicenseKey: async ({ id }) => {
-      const row = licenses.row(id)
+      const row = licenses.lookup.row(id)
       if (!row) throw new ApiError('not_found', `no license ${id}`)
       if (row.status === 'revoked') throw new ApiError('conflict', 'the license is revoked')
-      return { license_key: licenses.freshKey(row) }
+      return { license_key: licenses.issuing.freshKey(row) }
     },
-    licAdminMachines: async (q) => licenses.machines(q),
-    licAdminDeactivateMachine: async ({ id, reason }) => licenses.deactivateMachine(id, reason),
+    licAdminMachines: async (q) => licenses.lookup.machines(q),
+    licAdminDeactivateMachine: async ({ id, reason }) => licenses.machines.deactivateMachine(id, reason),
     licAdminDiscounts: async (q) => discounts.page(q),
     licAdminCreateDiscount: async (input) => discounts.create(input),
     licAdminUpdateDiscount: async ({ id, ...patch }) => discounts.update(id, patch),

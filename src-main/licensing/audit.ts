@@ -9,7 +9,7 @@ import type { AuditEntry } from '../contract/licensing'
 import type { Caller } from '../platform/callerScope'
 import type { Clock } from '../lib/clock'
 import { Redactor } from '../lib/logger'
-import { matchAny, type LicensingDb } from './db'
+import { equals, matchAny, whereAll, type LicensingDb } from './db'
 import { cleanUserAgent } from './validationLog'
 
 export type AuditActor = AuditEntry['actor']
@@ -82,27 +82,14 @@ export class AuditLog {
     q?: string
     order?: 'asc' | 'desc'
   }): AuditEntry[] {
-    const where: string[] = []
-    const args: (string | number)[] = []
-    if (q.before_id !== undefined) {
-      where.push('id < ?')
-      args.push(q.before_id)
-    }
-    if (q.action !== undefined) {
-      where.push('action = ?')
-      args.push(q.action)
-    }
-    if (q.target_id !== undefined) {
-      where.push('target_id = ?')
-      args.push(q.target_id)
-    }
-    const search = matchAny(['action', 'actor', 'target_type', 'target_id', 'details'], q.q)
-    if (search) {
-      where.push(search.sql)
-      args.push(...search.args)
-    }
+    const { where, args } = whereAll([
+      q.before_id !== undefined && { sql: 'id < ?', args: [q.before_id] },
+      equals('action', q.action),
+      equals('target_id', q.target_id),
+      matchAny(['action', 'actor', 'target_type', 'target_id', 'details'], q.q),
+    ])
     const dir = q.order === 'asc' ? 'ASC' : 'DESC'
-    const sql = `SELECT * FROM audit_log ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id ${dir} LIMIT ? OFFSET ?`
+    const sql = `SELECT * FROM audit_log ${where} ORDER BY id ${dir} LIMIT ? OFFSET ?`
     const rows = this.db.prepare(sql).all(...args, q.limit, q.offset ?? 0) as AuditRow[]
     return rows.map((r) => ({ ...r, details: parseDetails(r.details) }))
   }

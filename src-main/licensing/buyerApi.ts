@@ -15,7 +15,7 @@ import type { LicensingServices } from './licensingServices'
 /** `{license_key}` / `{key}` or `{invoice_id, email}` (the contract guarantees one of them). */
 export function recoverBy(s: LicensingServices, a: RecoverInput): RecoverResponse {
   const key = a.license_key ?? a.key
-  if (key !== undefined) return s.licenses.recover(key)
+  if (key !== undefined) return s.licenses.recovery.recover(key)
   if (a.invoice_id === undefined || a.email === undefined)
     throw new ApiError('bad_input', 'send license_key, or invoice_id and email')
   return recoverByInvoice(s, a.invoice_id, a.email)
@@ -119,17 +119,17 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
       }
     },
     licRedeem: async (a) =>
-      licenses.redeem({
+      licenses.redemption.redeem({
         product: a.product,
         code: a.code,
         policy: a.policy ?? a.policy_slug,
         buyerEmail: a.buyer_email,
         buyerNote: a.buyer_note,
       }),
-    licValidate: async (a, ctx) => licenses.validate(a, clientOf(ctx)),
-    licMachineActivate: async (a, ctx) => licenses.activate(a, clientOf(ctx)),
-    licMachineHeartbeat: async (a, ctx) => licenses.heartbeat(a, clientOf(ctx)),
-    licMachineDeactivate: async (a, ctx) => licenses.deactivate(a, clientOf(ctx)),
+    licValidate: async (a, ctx) => licenses.validation.validate(a, clientOf(ctx)),
+    licMachineActivate: async (a, ctx) => licenses.machines.activate(a, clientOf(ctx)),
+    licMachineHeartbeat: async (a, ctx) => licenses.machines.heartbeat(a, clientOf(ctx)),
+    licMachineDeactivate: async (a, ctx) => licenses.machines.deactivate(a, clientOf(ctx)),
     licRecover: async (a) => recoverBy(s, a),
     licDiscountPreview: async (a) =>
       s.pricing.preview({ productSlug: a.product, policy: a.policy_slug ?? a.policy, code: a.code }),

@@ -170,8 +170,31 @@ export function matchAny(columns: readonly string[], text: string | undefined): 
   }
 }
 
+/** A value bound to a `?` placeholder. */
+export type SqlArg = string | number
+
+/** One condition of a WHERE clause: fixed SQL with `?` placeholders, and the values bound to them. */
+export interface Condition {
+  readonly sql: string
+  readonly args: readonly SqlArg[]
+}
+
+/** `column = ?` bound to `value`; nothing when the value is absent. `column` is a fixed SQL name, never input. */
+export function equals(column: string, value: SqlArg | undefined): Condition | null {
+  return value === undefined ? null : { sql: `${column} = ?`, args: [value] }
+}
+
+/**
+ * A WHERE clause joining the conditions present with AND, and their bound arguments in order;
+ * '' when none is. The one way a list's filter becomes SQL: input only ever reaches `args`.
+ */
+export function whereAll(conds: readonly (Condition | null | undefined | false)[]): { where: string; args: SqlArg[] } {
+  const present = conds.filter((c): c is Condition => !!c)
+  if (present.length === 0) return { where: '', args: [] }
+  return { where: `WHERE ${present.map((c) => c.sql).join(' AND ')}`, args: present.flatMap((c) => c.args) }
+}
+
 /** `matchAny` as a whole WHERE clause; '' for no search. */
-export function searchAny(columns: readonly string[], text: string | undefined): { where: string; args: string[] } {
-  const m = matchAny(columns, text)
-  return m ? { where: `WHERE ${m.sql}`, args: m.args } : { where: '', args: [] }
+export function searchAny(columns: readonly string[], text: string | undefined): { where: string; args: SqlArg[] } {
+  return whereAll([matchAny(columns, text)])
 }

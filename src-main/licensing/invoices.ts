@@ -1,5 +1,5 @@
 import type { InvoiceFilter, InvoiceQuery, InvoiceView } from '../contract/licensing'
-import { likeContains, orderBy, type LicensingDb } from './db'
+import { equals, likeContains, orderBy, whereAll, type LicensingDb, type SqlArg } from './db'
 import type { PaymentFlag } from './settlement'
 
 /** An invoice row as stored (migrations 001–002). */
@@ -103,30 +103,18 @@ const invoiceOrder = (q: InvoiceSearch): string =>
   orderBy(INVOICE_SORT, q.sort ?? 'created_at', q.order ?? 'desc', 'i.id')
 
 /** The WHERE clause of an invoice list (joined with products as `p`). */
-function invoiceFilter(q: InvoiceSearch): { where: string; args: string[] } {
-  const where: string[] = []
-  const args: string[] = []
-  if (q.status) {
-    where.push('i.status = ?')
-    args.push(q.status)
-  }
-  if (q.flagged) where.push('i.payment_flag IS NOT NULL')
-  if (q.provider) {
-    where.push('i.provider = ?')
-    args.push(q.provider)
-  }
-  if (q.product) {
-    where.push('(p.slug = ? OR i.product_id = ?)')
-    args.push(q.product, q.product)
-  }
-  if (q.q) {
-    const like = likeContains(q.q)
-    where.push(
-      "(i.id = ? OR i.provider_invoice_id = ? OR i.buyer_email LIKE ? ESCAPE '\\' OR p.name LIKE ? ESCAPE '\\' OR p.slug LIKE ? ESCAPE '\\')",
-    )
-    args.push(q.q, q.q, like, like, like)
-  }
-  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
+function invoiceFilter(q: InvoiceSearch): { where: string; args: SqlArg[] } {
+  const like = q.q ? likeContains(q.q) : ''
+  return whereAll([
+    equals('i.status', q.status || undefined),
+    q.flagged && { sql: 'i.payment_flag IS NOT NULL', args: [] },
+    equals('i.provider', q.provider || undefined),
+    !!q.product && { sql: '(p.slug = ? OR i.product_id = ?)', args: [q.product, q.product] },
+    !!q.q && {
+      sql: "(i.id = ? OR i.provider_invoice_id = ? OR i.buyer_email LIKE ? ESCAPE '\\' OR p.name LIKE ? ESCAPE '\\' OR p.slug LIKE ? ESCAPE '\\')",
+      args: [q.q, q.q, like, like, like],
+    },
+  ])
 }
 
 /** Reads and lists invoices; writes go through purchase.ts and settlement.ts. */

@@ -12,7 +12,7 @@ import { openLicensingDb, type LicensingDb } from './db'
 import { preflightLicensingDb } from './dbCheck'
 import { Discounts } from './discounts'
 import { Issuer } from './keys/issuer'
-import { Licenses } from './licenses'
+import { createLicenses, type Licenses } from './licenses'
 import { Pricing } from './pricing'
 import { RateService } from './rates'
 import { ValidationLog } from './validationLog'
@@ -63,7 +63,7 @@ export function createLicensingServices(
     retentionDays: config.validationLog.retentionDays,
     maxRows: config.validationLog.maxRows,
   })
-  const licenses = new Licenses({ db, clock, audit, catalog, discounts, issuer, validations: validationLog })
+  const licenses = createLicenses({ db, clock, audit, catalog, discounts, issuer, validations: validationLog })
   const analytics = new Analytics(db, clock)
   return {
     deps: { ...deps, logger },

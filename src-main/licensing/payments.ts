@@ -88,7 +88,7 @@ function settlementOver(
       if (!product) throw new Error(`invoice ${inv.id} names a missing product`)
       const policy = (inv.policy_id ? catalog.policyRow(inv.policy_id) : undefined) ?? catalog.resolvePolicy(product)
       if (isRecurring(policy)) return subscriptions.issueRecurring(inv, product, policy, now)
-      const { license, key } = licenses.issue({
+      const { license, key } = licenses.issuing.issue({
         product,
         policy,
         source: 'purchase',
@@ -311,7 +311,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
     catalog: p.services.catalog,
     purchases: p.purchases,
     limits: p.services.deps.limits,
-    recover: async (key) => p.services.licenses.recover(key),
+    recover: async (key) => p.services.licenses.recovery.recover(key),
     recoverByInvoice: async (invoiceId, email) => recoverByInvoice(p.services, invoiceId, email),
     satsOf: (currency, value) =>
       p.services.pricing.toSats(value, currency).then(

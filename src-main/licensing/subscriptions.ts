@@ -15,7 +15,7 @@ import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import type { AuditActor, AuditLog } from './audit'
 import { effectivePrice, type PolicyRow, type ProductRow } from './productCatalog'
-import { immediate, matchAny, orderBy, type LicensingDb } from './db'
+import { equals, immediate, matchAny, orderBy, whereAll, type LicensingDb, type SqlArg } from './db'
 import { emitEvent } from './outboundEvents'
 import type { InvoiceRow } from './invoices'
 import type { Licenses } from './licenses'
@@ -67,19 +67,11 @@ const SUBSCRIPTION_SORT: Record<SubscriptionFilter['sort'], string> = {
   product: 'p.name',
 }
 
-function subscriptionFilter(q: SubscriptionSearch): { where: string; args: string[] } {
-  const where: string[] = []
-  const args: string[] = []
-  if (q.status) {
-    where.push('s.status = ?')
-    args.push(q.status)
-  }
-  const search = matchAny(['s.id', 's.license_id', 'l.buyer_email', 'p.slug', 'p.name', 'pol.name'], q.q)
-  if (search) {
-    where.push(search.sql)
-    args.push(...search.args)
-  }
-  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
+function subscriptionFilter(q: SubscriptionSearch): { where: string; args: SqlArg[] } {
+  return whereAll([
+    equals('s.status', q.status || undefined),
+    matchAny(['s.id', 's.license_id', 'l.buyer_email', 'p.slug', 'p.name', 'pol.name'], q.q),
+  ])
 }
 
 const subscriptionOrder = (q: SubscriptionSearch): string =>
@@ -170,7 +162,7 @@ export class Subscriptions {
     const { db, licenses, outbox } = this.deps
     const trial = isTrialPurchase(policy, inv)
     const firstCycleDays = trial ? policy.trial_days : policy.renewal_period_days + policy.trial_days
-    const { license, key } = licenses.issue({
+    const { license, key } = licenses.issuing.issue({
       product,
       policy: { ...policy, duration_days: firstCycleDays, is_trial: trial ? 1 : policy.is_trial },
       source: 'purchase',
@@ -354,7 +346,7 @@ export class Subscriptions {
     status: SubscriptionStatus
     already: SubscriptionStatus | null
   } {
-    const { license } = this.deps.licenses.authenticateActive(keyText)
+    const { license } = this.deps.licenses.keys.authenticateActive(keyText)
     const sub = this.deps.db.prepare('SELECT id FROM subscriptions WHERE license_id = ?').get(license.id) as
       { id: string } | undefined
     if (!sub) throw new ApiError('not_found', 'this license has no subscription')

@@ -220,7 +220,7 @@ export class TierChanges {
    * revoked or suspended license's key is refused like any bad key.
    */
   async quote(input: { license_key: string; target_policy_slug: string }): Promise<z.infer<typeof UpgradeQuote>> {
-    const { license } = this.deps.services.licenses.authenticateActive(input.license_key)
+    const { license } = this.deps.services.licenses.keys.authenticateActive(input.license_key)
     const s = this.situation(license, input.target_policy_slug, 'buyer')
     const priced = await this.price(s, this.buyerDirection(s))
     const currency = effectivePrice(s.product, s.to).currency
@@ -248,7 +248,7 @@ export class TierChanges {
 
   /** `POST /v1/upgrade`: recomputes the quote, opens an invoice and a pending change; the license waits for payment. */
   async upgrade(input: UpgradeInput, signal?: AbortSignal): Promise<z.infer<typeof UpgradeStarted>> {
-    const { license } = this.deps.services.licenses.authenticateActive(input.license_key)
+    const { license } = this.deps.services.licenses.keys.authenticateActive(input.license_key)
     const s = this.situation(license, input.target_policy_slug, 'buyer')
     if (input.redirect_url) this.deps.purchases.assertRedirect(input.redirect_url, s.product.return_url_prefix)
     const direction = this.buyerDirection(s)
@@ -364,7 +364,7 @@ export class TierChanges {
     input: { id: string; to_policy_slug: string; skip_payment: boolean; reason: string },
     signal?: AbortSignal,
   ): Promise<{ tier_change: TierChangeViewT; invoice_id: string | null; checkout_url: string | null }> {
-    const license = this.deps.services.licenses.row(input.id)
+    const license = this.deps.services.licenses.lookup.row(input.id)
     if (!license) throw new ApiError('not_found', `no license ${input.id}`)
     const s = this.situation(license, input.to_policy_slug, 'admin')
     const priced = await this.price(s, await this.adminDirection(s))
@@ -414,7 +414,7 @@ export class TierChanges {
 
   /** `GET /v1/admin/licenses/:id/tier-changes`, newest first. */
   history(licenseId: string): { tier_changes: TierChangeViewT[] } {
-    if (!this.deps.services.licenses.row(licenseId)) throw new ApiError('not_found', `no license ${licenseId}`)
+    if (!this.deps.services.licenses.lookup.row(licenseId)) throw new ApiError('not_found', `no license ${licenseId}`)
     const ids = this.db
       .prepare('SELECT id FROM tier_changes WHERE license_id = ? ORDER BY created_at DESC, rowid DESC')
       .pluck()
@@ -464,7 +464,7 @@ export class TierChanges {
    */
   private applyRow(row: TierChangeRow, now: number, actor: 'admin' | 'system'): void {
     const { catalog } = this.deps.services
-    const license = this.deps.services.licenses.row(row.license_id)
+    const license = this.deps.services.licenses.lookup.row(row.license_id)
     const to = catalog.policyRow(row.to_policy_id)
     const product = license ? catalog.productRow(license.product_id) : undefined
     if (!license || !to || !product) throw new Error(`tier change ${row.id} names a missing license or tier`)

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto'
 import type { ValidationEntry, ValidationKind } from '../contract/licensing'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
-import type { LicensingDb } from './db'
+import { equals, whereAll, type LicensingDb } from './db'
 
 export type { ValidationKind }
 
@@ -286,25 +286,13 @@ export class ValidationLog implements ValidationRecorder {
     before_id?: number
   }): ValidationEntry[] {
     this.flush()
-    const where: string[] = []
-    const args: (string | number)[] = []
-    if (q.license_id !== undefined) {
-      where.push('license_id = ?')
-      args.push(q.license_id)
-    }
-    if (q.kind !== undefined) {
-      where.push('kind = ?')
-      args.push(q.kind)
-    }
-    if (q.ok !== undefined) {
-      where.push('ok = ?')
-      args.push(q.ok ? 1 : 0)
-    }
-    if (q.before_id !== undefined) {
-      where.push('id < ?')
-      args.push(q.before_id)
-    }
-    const sql = `SELECT * FROM validation_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`
+    const { where, args } = whereAll([
+      equals('license_id', q.license_id),
+      equals('kind', q.kind),
+      equals('ok', q.ok === undefined ? undefined : q.ok ? 1 : 0),
+      q.before_id !== undefined && { sql: 'id < ?', args: [q.before_id] },
+    ])
+    const sql = `SELECT * FROM validation_log ${where} ORDER BY id DESC LIMIT ?`
     return (this.o.db.prepare(sql).all(...args, q.limit) as EntryRow[]).map((r) => ({ ...r, ok: r.ok === 1 }))
   }
 

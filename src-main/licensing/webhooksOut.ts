@@ -12,7 +12,7 @@ import type { Clock } from '../lib/clock'
 import { httpCall } from '../lib/httpClient'
 import { redactUrlCredentials, type Logger } from '../lib/logger'
 import type { AuditLog } from './audit'
-import { orderBy, searchAny, type LicensingDb } from './db'
+import { equals, orderBy, searchAny, whereAll, type LicensingDb } from './db'
 import { enqueueEvent, subscribedEvents } from './outboundEvents'
 import type { EventOutbox } from './settlement'
 
@@ -218,20 +218,14 @@ export class OutboundWebhooks implements EventOutbox {
     status?: 'pending' | 'delivered' | 'failed'
     limit: number
   }): WebhookDeliveryView[] {
-    const where: string[] = []
-    const args: (string | number)[] = []
-    if (q.endpoint_id) {
-      where.push('d.endpoint_id = ?')
-      args.push(q.endpoint_id)
-    }
-    if (q.status) {
-      where.push('d.status = ?')
-      args.push(q.status)
-    }
+    const { where, args } = whereAll([
+      equals('d.endpoint_id', q.endpoint_id || undefined),
+      equals('d.status', q.status || undefined),
+    ])
     const rows = this.deps.db
       .prepare(
         `SELECT d.*, e.url AS endpoint_url FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-         ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,
+         ${where} ORDER BY d.created_at DESC, d.id LIMIT ?`,
       )
       .all(...args, q.limit) as WebhookDeliveryView[]
     return rows.map((d) => ({ ...d, endpoint_url: redactUrlCredentials(d.endpoint_url) }))

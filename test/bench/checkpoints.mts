@@ -21,7 +21,7 @@ const GAP_MS = 25
 const { dataDir, logger, config, s, product, policy } = await licensingBench('tandem-bench-wal-')
 s.db.transaction(() => {
   for (let i = 0; i < LICENSES; i++)
-    s.licenses.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` })
+    s.licenses.issuing.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` })
 })()
 const ids = s.db.prepare('SELECT id FROM licenses').pluck().all() as string[]
 s.db.pragma('wal_checkpoint(TRUNCATE)')

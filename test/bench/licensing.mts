@@ -43,7 +43,9 @@ async function seed(dataDir: string): Promise<string[]> {
   const keys: string[] = []
   s.db.transaction(() => {
     for (let i = 0; i < LICENSES; i++)
-      keys.push(s.licenses.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` }).key)
+      keys.push(
+        s.licenses.issuing.issue({ product, policy, source: 'complimentary', buyerEmail: `b${i}@example.com` }).key,
+      )
   })()
   s.close()
   return keys

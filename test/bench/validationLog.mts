@@ -15,7 +15,7 @@ const { CallerScope } = await import('../../src-main/platform/callerScope')
 const { systemClock } = await import('../../src-main/lib/clock')
 const { invokeMethod } = await import('../../src-main/app/invoke')
 const { Limits } = await import('../../src-main/platform/limits')
-const { Licenses } = await import('../../src-main/licensing/licenses')
+const { createLicenses } = await import('../../src-main/licensing/licenses')
 const { ValidationLog } = await import('../../src-main/licensing/validationLog')
 type CallerScope = InstanceType<typeof CallerScope>
 
@@ -26,7 +26,7 @@ const ROUNDS = 4
 const { dataDir, logger, s, product, policy } = await licensingBench('tandem-bench-vlog-')
 const keys: string[] = []
 s.db.transaction(() => {
-  for (let i = 0; i < KEYS; i++) keys.push(s.licenses.issue({ product, policy, source: 'complimentary' }).key)
+  for (let i = 0; i < KEYS; i++) keys.push(s.licenses.issuing.issue({ product, policy, source: 'complimentary' }).key)
 })()
 
 const base = {
@@ -37,9 +37,9 @@ const base = {
   discounts: s.discounts,
   issuer: s.issuer,
 }
-const plain = new Licenses(base)
+const plain = createLicenses(base)
 const log = new ValidationLog({ db: s.db, clock: systemClock, logger, retentionDays: 90, maxRows: 1_000_000 })
-const logged = new Licenses({ ...base, validations: log })
+const logged = createLicenses({ ...base, validations: log })
 const client = { ip: '127.0.0.1', userAgent: 'bench/1.0' }
 
 /** CPU µs per call of `fn` over CALLS calls (user + system: the batched writes count too). */
@@ -57,7 +57,7 @@ async function cpuPerCall(fn: (i: number) => unknown, after?: () => void): Promi
 
 const dispatcher = (callers?: CallerScope): Dispatcher => ({
   handlers: {
-    licValidate: (async (input: never) => plain.validate(input, client)) as unknown as AnyHandler,
+    licValidate: (async (input: never) => plain.validation.validate(input, client)) as unknown as AnyHandler,
   },
   limits: new Limits({ clock: systemClock, publicPerMinute: 0 }),
   logger,
@@ -78,13 +78,13 @@ async function pipelinePerCall(d: Dispatcher): Promise<number> {
 }
 
 // Warm-up: every key's signature verified and cached once.
-for (const k of keys) plain.validate({ key: k })
+for (const k of keys) plain.validation.validate({ key: k })
 const results: Record<string, number[]> = { without: [], with: [], pipe: [], pipeScope: [] }
 for (let r = 0; r < ROUNDS; r++) {
-  results.without!.push(await cpuPerCall((i) => plain.validate({ key: keys[i % KEYS]! }, client)))
+  results.without!.push(await cpuPerCall((i) => plain.validation.validate({ key: keys[i % KEYS]! }, client)))
   results.with!.push(
     await cpuPerCall(
-      (i) => logged.validate({ key: keys[i % KEYS]! }, client),
+      (i) => logged.validation.validate({ key: keys[i % KEYS]! }, client),
       () => log.flush(),
     ),
   )

@@ -36,7 +36,7 @@ export function seedLicensing(
     for (let i = 0; i < opts.licenses; i++) {
       const product = products[i % products.length]!
       const email = `buyer${String(i).padStart(5, '0')}@example.com`
-      const { license } = s.licenses.issueComplimentary({ productId: product.id, buyerEmail: email })
+      const { license } = s.licenses.issuing.issueComplimentary({ productId: product.id, buyerEmail: email })
       licenseIds.push(license.id)
       const amount = 1000 + ((i * 7919) % 9000)
       const settled = i % 3 !== 0

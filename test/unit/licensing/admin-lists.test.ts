@@ -130,10 +130,12 @@ describe('invoices, subscriptions, machines and audit lists', () => {
     })
     const policy = h.services.catalog.policyRows(product.id)[0]!
     h.services.catalog.updatePolicy(policy.id, { max_machines: 0 })
-    const { license_key } = h.services.licenses.issueComplimentary({ productId: product.id })
+    const { license_key } = h.services.licenses.issuing.issueComplimentary({ productId: product.id })
     for (const host of ['charlie', 'alpha', 'bravo']) {
       const fingerprint = `fp-${host}-0123456789abcdef`
-      expect(h.services.licenses.activate({ key: license_key, fingerprint, hostname: `${host}.lan` }).ok).toBe(true)
+      expect(h.services.licenses.machines.activate({ key: license_key, fingerprint, hostname: `${host}.lan` }).ok).toBe(
+        true,
+      )
     }
     const byHost = await call<Row[]>('licAdminMachines', { q: 'seat manager', sort: 'hostname', order: 'asc' })
     expect(byHost.map((m) => m.hostname)).toEqual(['alpha.lan', 'bravo.lan', 'charlie.lan'])
@@ -166,7 +168,7 @@ describe('CSV export (RFC 4180)', () => {
       entitlements_catalog: [],
       active: true,
     })
-    h.services.licenses.issueComplimentary({ productId: product.id, buyerNote: '=HYPERLINK("http://x")' })
+    h.services.licenses.issuing.issueComplimentary({ productId: product.id, buyerNote: '=HYPERLINK("http://x")' })
     const out = await call<{ csv: string }>('licAdminExportLicenses', { product_id: product.id })
     const records = parse(out.csv, { columns: true }) as Record<string, string>[]
     expect(records).toHaveLength(1)

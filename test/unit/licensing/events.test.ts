@@ -55,7 +55,7 @@ async function drain(path = '/all'): Promise<Envelope[]> {
 
 function comp(slug = 'app') {
   const { productId, policyId } = satProduct(h, slug)
-  return { ...lic().issueComplimentary({ productId, buyerEmail: 'a@example.com' }), productId, policyId }
+  return { ...lic().issuing.issueComplimentary({ productId, buyerEmail: 'a@example.com' }), productId, policyId }
 }
 
 describe('outbound events', () => {
@@ -91,7 +91,7 @@ describe('outbound events', () => {
     satProduct(h, 'app')
     const code = h.services.discounts.create(DiscountInput.parse({ code: 'FREE-1', kind: 'free_license' }))
     endpoint('/all')
-    const r = lic().redeem({ product: 'app', code: 'FREE-1', buyerEmail: 'b@example.com' })
+    const r = lic().redemption.redeem({ product: 'app', code: 'FREE-1', buyerEmail: 'b@example.com' })
     const events = await drain()
     expect(events.map((e) => e.event).sort()).toEqual(['code.redeemed', 'license.issued'])
     expect(events.find((e) => e.event === 'license.issued')!.data).toMatchObject({
@@ -129,9 +129,9 @@ describe('outbound events', () => {
   it('suspend, reinstate and revoke each announce their event with the status change', async () => {
     const c = comp()
     endpoint('/all', ['license.suspended', 'license.reinstated', 'license.revoked'])
-    lic().suspend(c.license.id, 'chargeback')
-    lic().reinstate(c.license.id)
-    lic().revoke(c.license.id, 'fraud')
+    lic().status.suspend(c.license.id, 'chargeback')
+    lic().status.reinstate(c.license.id)
+    lic().status.revoke(c.license.id, 'fraud')
     const events = await drain()
     expect(events.map((e) => [e.event, e.data])).toEqual([
       [
@@ -173,10 +173,10 @@ describe('outbound events', () => {
   it('machine activation announces machine.activated once; deactivation announces machine.deactivated', async () => {
     const c = comp()
     endpoint('/all', ['machine.activated', 'machine.deactivated'])
-    const a = lic().activate({ key: c.license_key, fingerprint: 'fp-1', hostname: 'box', platform: 'linux' })
+    const a = lic().machines.activate({ key: c.license_key, fingerprint: 'fp-1', hostname: 'box', platform: 'linux' })
     expect(a.ok).toBe(true)
-    lic().heartbeat({ key: c.license_key, fingerprint: 'fp-1' }) // a heartbeat is not an activation
-    lic().deactivate({ key: c.license_key, fingerprint: 'fp-1' })
+    lic().machines.heartbeat({ key: c.license_key, fingerprint: 'fp-1' }) // a heartbeat is not an activation
+    lic().machines.deactivate({ key: c.license_key, fingerprint: 'fp-1' })
     const events = await drain()
     expect(events.map((e) => [e.event, e.data])).toEqual([
       ['machine.activated', { machine_id: a.machine_id, license_id: c.license.id, hostname: 'box', platform: 'linux' }],
@@ -191,7 +191,7 @@ describe('outbound events', () => {
     endpoint('/all')
     endpoint('/revocations', ['license.revoked'])
     const c = comp()
-    lic().revoke(c.license.id)
+    lic().status.revoke(c.license.id)
     expect((await drain('/revocations')).map((e) => e.event)).toEqual(['license.revoked'])
     expect((await drain('/all')).map((e) => e.event)).toEqual(['license.issued', 'license.revoked'])
     expect(
@@ -216,7 +216,7 @@ describe('outbound events', () => {
     answer = 503
     endpoint('/all', ['license.revoked'])
     const c = comp()
-    expect(lic().revoke(c.license.id).status).toBe('revoked')
+    expect(lic().status.revoke(c.license.id).status).toBe('revoked')
     for (let i = 0; i <= RETRY_BACKOFF_S.length; i++) {
       expect((await out().tick()).attempted).toBe(1)
       h.clock.advance((RETRY_BACKOFF_S[i] ?? 0) * 1000)
@@ -234,13 +234,13 @@ describe('outbound events', () => {
     endpoint('/all')
     expect(() =>
       h.services.db.transaction(() => {
-        lic().suspend(c.license.id, 'will not commit')
+        lic().status.suspend(c.license.id, 'will not commit')
         throw new Error('later step failed')
       })(),
     ).toThrow('later step failed')
-    expect(lic().detail(c.license.id).license.status).toBe('active')
+    expect(lic().lookup.detail(c.license.id).license.status).toBe('active')
     expect(out().listDeliveries({ limit: 10 })).toEqual([])
-    lic().suspend(c.license.id, 'commits') // the same change, committed, is announced
+    lic().status.suspend(c.license.id, 'commits') // the same change, committed, is announced
     expect(
       out()
         .listDeliveries({ limit: 10 })

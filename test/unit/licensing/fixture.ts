@@ -9,7 +9,7 @@ import { Catalog } from '../../../src-main/licensing/productCatalog'
 import { openLicensingDb } from '../../../src-main/licensing/db'
 import { Discounts } from '../../../src-main/licensing/discounts'
 import { Issuer } from '../../../src-main/licensing/keys/issuer'
-import { Licenses } from '../../../src-main/licensing/licenses'
+import { createLicenses } from '../../../src-main/licensing/licenses'
 import { Pricing } from '../../../src-main/licensing/pricing'
 import { RateService } from '../../../src-main/licensing/rates'
 
@@ -26,7 +26,7 @@ export function licensingFixture(rateUrls: string[] = []) {
   const discounts = new Discounts(db, clock, audit)
   const rates = new RateService({ baseUrls: rateUrls, clock, logger, timeoutMs: 2000 })
   const pricing = new Pricing(catalog, discounts, rates)
-  const licenses = new Licenses({ db, clock, audit, catalog, discounts, issuer })
+  const licenses = createLicenses({ db, clock, audit, catalog, discounts, issuer })
   const analytics = new Analytics(db, clock)
   return { dir, clock, logs, db, audit, issuer, catalog, discounts, rates, pricing, licenses, analytics }
 }

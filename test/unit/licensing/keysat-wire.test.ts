@@ -119,8 +119,8 @@ describe('#4 revoked and suspended keys', () => {
   it('quote, upgrade and cancel answer 401 exactly as for a garbage key, and open nothing', async () => {
     const revoked = await buy('basic')
     const suspended = await buy('basic')
-    h.services.licenses.revoke(revoked.id, 'refund')
-    h.services.licenses.suspend(suspended.id, 'chargeback')
+    h.services.licenses.status.revoke(revoked.id, 'refund')
+    h.services.licenses.status.suspend(suspended.id, 'chargeback')
     const before = count('invoices')
     const garbage = await failure(tiers().licUpgradeQuote(quoteIn('garbage', 'pro'), ctx))
     for (const key of [revoked.key, suspended.key]) {
@@ -138,7 +138,7 @@ describe('#4 revoked and suspended keys', () => {
   it('/v1/purchase/:id no longer returns the key of a licence revoked since', async () => {
     const lic = await buy('basic')
     expect(h.payments.purchases.poll(lic.invoiceId).license_key).toBe(lic.key)
-    h.services.licenses.revoke(lic.id, 'refund')
+    h.services.licenses.status.revoke(lic.id, 'refund')
     expect(h.payments.purchases.poll(lic.invoiceId)).toMatchObject({ license_key: null, license_id: lic.id })
   })
 })
@@ -168,7 +168,7 @@ describe('#7 Keysat shapes', () => {
         `INSERT INTO subscriptions (id, license_id, policy_id, status, listed_currency, listed_value, period_days,
            next_renewal_at, created_at, updated_at) VALUES ('s1', ?, ?, 'active', 'SAT', 1000, 30, ?, ?, ?)`,
       )
-      .run(lic.id, h.services.licenses.view(lic.id).policy_id, now + 15 * DAY, now, now)
+      .run(lic.id, h.services.licenses.lookup.view(lic.id).policy_id, now + 15 * DAY, now, now)
     const up = await tiers().licUpgradeQuote(quoteIn(lic.key, 'pro'), ctx)
     expect(up).toMatchObject({ effective_at: 'immediate', next_renewal_charge: 3000, next_renewal_period_days: 30 })
     h.services.db.prepare("UPDATE licenses SET policy_id = (SELECT id FROM policies WHERE slug = 'pro')").run()

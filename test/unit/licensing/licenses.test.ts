@@ -15,9 +15,9 @@ function setup(policy: Partial<PolicyInput> = {}) {
   )
   const product = f.catalog.productRow(p.id)!
   const policyRow = f.catalog.policyRow(pol.id)!
-  const issue = () => f.licenses.issue({ product, policy: policyRow, source: 'complimentary' })
+  const issue = () => f.licenses.issuing.issue({ product, policy: policyRow, source: 'complimentary' })
   const validate = (key: string, extra: { product_slug?: string; fingerprint?: string } = {}) =>
-    f.licenses.validate({ key, product_slug: extra.product_slug, fingerprint: extra.fingerprint })
+    f.licenses.validation.validate({ key, product_slug: extra.product_slug, fingerprint: extra.fingerprint })
   return { f, product, policyRow, issue, validate }
 }
 
@@ -56,13 +56,13 @@ describe('validate', () => {
     const ghost = f.issuer.sign({ ...parsed.payload, licenseId: '00000000-0000-4000-8000-000000000000' })
     expect(validate(ghost)).toEqual({ ok: false, reason: 'not_found' })
     expect(validate(key, { product_slug: 'other' })).toMatchObject({ ok: false, reason: 'product_mismatch' })
-    f.licenses.suspend(license.id, 'chargeback')
+    f.licenses.status.suspend(license.id, 'chargeback')
     expect(validate(key)).toMatchObject({ ok: false, reason: 'suspended' })
-    f.licenses.reinstate(license.id)
+    f.licenses.status.reinstate(license.id)
     expect(validate(key)).toMatchObject({ ok: true })
-    f.licenses.revoke(license.id, 'refund')
+    f.licenses.status.revoke(license.id, 'refund')
     expect(validate(key)).toMatchObject({ ok: false, reason: 'revoked' })
-    expect(() => f.licenses.reinstate(license.id)).toThrow(/stays revoked/)
+    expect(() => f.licenses.status.reinstate(license.id)).toThrow(/stays revoked/)
   })
 
   it('honours the grace window after expiry', () => {
@@ -101,7 +101,7 @@ describe('validate', () => {
       fs.readFileSync(`${f.dir}/licensing.sqlite-wal`).toString('latin1')
     expect(dump.includes('machine-A')).toBe(false)
     // Freeing the seat lets another machine bind.
-    expect(f.licenses.deactivate({ key, fingerprint: 'machine-A' })).toMatchObject({ ok: true })
+    expect(f.licenses.machines.deactivate({ key, fingerprint: 'machine-A' })).toMatchObject({ ok: true })
     expect(validate(key, { fingerprint: 'machine-B' })).toMatchObject({ ok: true })
   })
 
@@ -127,14 +127,16 @@ describe('machines', () => {
   it('activates up to the limit, then too_many_machines; deactivate frees a seat; heartbeat needs activation', () => {
     const { f, issue, validate } = setup({ max_machines: 2 })
     const { key } = issue()
-    expect(f.licenses.activate({ key, fingerprint: 'm1', hostname: 'box1', platform: 'linux-x86_64' })).toMatchObject({
+    expect(
+      f.licenses.machines.activate({ key, fingerprint: 'm1', hostname: 'box1', platform: 'linux-x86_64' }),
+    ).toMatchObject({
       ok: true,
       active_count: 1,
       max_machines: 2,
     })
-    expect(f.licenses.activate({ key, fingerprint: 'm1' })).toMatchObject({ ok: true, active_count: 1 })
-    expect(f.licenses.activate({ key, fingerprint: 'm2' })).toMatchObject({ ok: true, active_count: 2 })
-    expect(f.licenses.activate({ key, fingerprint: 'm3' })).toMatchObject({
+    expect(f.licenses.machines.activate({ key, fingerprint: 'm1' })).toMatchObject({ ok: true, active_count: 1 })
+    expect(f.licenses.machines.activate({ key, fingerprint: 'm2' })).toMatchObject({ ok: true, active_count: 2 })
+    expect(f.licenses.machines.activate({ key, fingerprint: 'm3' })).toMatchObject({
       ok: false,
       reason: 'too_many_machines',
       active_count: 2,
@@ -145,33 +147,34 @@ describe('machines', () => {
       reason: 'too_many_machines',
       max_machines: 2,
     })
-    expect(f.licenses.heartbeat({ key, fingerprint: 'm3' })).toEqual({ ok: false, reason: 'not_activated' })
+    expect(f.licenses.machines.heartbeat({ key, fingerprint: 'm3' })).toEqual({ ok: false, reason: 'not_activated' })
     f.clock.advance(60_000)
-    const hb = f.licenses.heartbeat({ key, fingerprint: 'm2' })
+    const hb = f.licenses.machines.heartbeat({ key, fingerprint: 'm2' })
     expect(hb.ok).toBe(true)
-    const m2 = f.licenses.machines({ limit: 10 }).find((m) => m.id === hb.machine_id)!
+    const m2 = f.licenses.lookup.machines({ limit: 10 }).find((m) => m.id === hb.machine_id)!
     expect(m2.last_heartbeat_at).toBe(f.clock.now())
-    expect(f.licenses.deactivate({ key, fingerprint: 'm1', reason: 'new laptop' })).toMatchObject({
+    expect(f.licenses.machines.deactivate({ key, fingerprint: 'm1', reason: 'new laptop' })).toMatchObject({
       ok: true,
       active_count: 1,
     })
-    expect(f.licenses.activate({ key, fingerprint: 'm3' })).toMatchObject({ ok: true, active_count: 2 })
-    const all = f.licenses.machines({ include_inactive: true, limit: 10 })
+    expect(f.licenses.machines.activate({ key, fingerprint: 'm3' })).toMatchObject({ ok: true, active_count: 2 })
+    const all = f.licenses.lookup.machines({ include_inactive: true, limit: 10 })
     expect(all.find((m) => m.status === 'inactive')).toMatchObject({ deactivation_reason: 'new laptop' })
     // Admin kicks a machine off.
-    const victim = f.licenses.machines({ limit: 10 })[0]!
-    expect(f.licenses.deactivateMachine(victim.id, 'abuse')).toMatchObject({
+    const victim = f.licenses.lookup.machines({ limit: 10 })[0]!
+    expect(f.licenses.machines.deactivateMachine(victim.id, 'abuse')).toMatchObject({
       status: 'inactive',
       deactivation_reason: 'abuse',
     })
-    expect(() => f.licenses.deactivateMachine(victim.id, 'again')).toThrow(/already inactive/)
+    expect(() => f.licenses.machines.deactivateMachine(victim.id, 'again')).toThrow(/already inactive/)
   })
 
   it('validate refreshes a seat at most once a minute; the heartbeat endpoint always does', () => {
     const { f, issue, validate } = setup({ max_machines: 2 })
     const { key } = issue()
     const first = validate(key, { fingerprint: 'fp' })
-    const seen = () => f.licenses.machines({ limit: 5 }).find((m) => m.id === first.machine_id)!.last_heartbeat_at
+    const seen = () =>
+      f.licenses.lookup.machines({ limit: 5 }).find((m) => m.id === first.machine_id)!.last_heartbeat_at
     const t0 = seen()
     f.clock.advance(30_000)
     expect(validate(key, { fingerprint: 'fp' })).toMatchObject({ ok: true, machine_id: first.machine_id })
@@ -180,14 +183,14 @@ describe('machines', () => {
     validate(key, { fingerprint: 'fp' })
     expect(seen()).toBe(t0 + 60_000)
     f.clock.advance(1_000)
-    f.licenses.heartbeat({ key, fingerprint: 'fp' })
+    f.licenses.machines.heartbeat({ key, fingerprint: 'fp' })
     expect(seen()).toBe(t0 + 61_000)
   })
 
   it('max_machines 0 is unlimited', () => {
     const { f, issue } = setup({ max_machines: 0 })
     const { key } = issue()
-    for (let i = 0; i < 25; i++) expect(f.licenses.activate({ key, fingerprint: `m${i}` }).ok).toBe(true)
+    for (let i = 0; i < 25; i++) expect(f.licenses.machines.activate({ key, fingerprint: `m${i}` }).ok).toBe(true)
   })
 
   it('key-authenticated calls reject garbage, tampered and foreign keys with the same 401', () => {
@@ -202,10 +205,10 @@ describe('machines', () => {
     const keys = ['garbage', tampered, foreign.sign(p.payload)]
     for (const k of keys) {
       for (const call of [
-        () => f.licenses.activate({ key: k, fingerprint: 'x' }),
-        () => f.licenses.heartbeat({ key: k, fingerprint: 'x' }),
-        () => f.licenses.deactivate({ key: k, fingerprint: 'x' }),
-        () => f.licenses.recover(k),
+        () => f.licenses.machines.activate({ key: k, fingerprint: 'x' }),
+        () => f.licenses.machines.heartbeat({ key: k, fingerprint: 'x' }),
+        () => f.licenses.machines.deactivate({ key: k, fingerprint: 'x' }),
+        () => f.licenses.recovery.recover(k),
       ]) {
         expect(call).toThrow(
           expect.objectContaining({ code: 'unauthorized', status: 401, message: 'invalid license key' }),
@@ -220,7 +223,7 @@ describe('recover', () => {
     const { f, issue } = setup({ duration_days: 365 })
     const { key, license } = issue()
     f.db.prepare(`UPDATE licenses SET entitlements = '["pro","team"]' WHERE id = ?`).run(license.id)
-    const r = f.licenses.recover(key)
+    const r = f.licenses.recovery.recover(key)
     expect(r).toMatchObject({
       ok: true,
       license_id: license.id,
@@ -239,8 +242,8 @@ describe('recover', () => {
         expiresAt: Math.floor(license.expires_at! / 1000),
       },
     })
-    f.licenses.revoke(license.id)
-    expect(f.licenses.recover(key)).toMatchObject({ status: 'revoked', license_key: null })
+    f.licenses.status.revoke(license.id)
+    expect(f.licenses.recovery.recover(key)).toMatchObject({ status: 'revoked', license_key: null })
   })
 })
 
@@ -249,7 +252,7 @@ describe('redeem', () => {
     const { f } = setup()
     f.discounts.create(DiscountInput.parse({ code: 'FREE2', kind: 'free_license', max_redemptions: 2 }))
     f.discounts.create(DiscountInput.parse({ code: 'HALF', kind: 'percent', value: 50 }))
-    const a = f.licenses.redeem({ product: 'app', code: 'free2', buyerEmail: 'a@example.com' })
+    const a = f.licenses.redemption.redeem({ product: 'app', code: 'free2', buyerEmail: 'a@example.com' })
     expect(f.issuer.verify(a.license_key)).toMatchObject({ ok: true })
     const inv = f.db.prepare('SELECT * FROM invoices WHERE id = ?').get(a.invoice_id) as Record<string, unknown>
     expect(inv).toMatchObject({
@@ -259,11 +262,11 @@ describe('redeem', () => {
       provider: 'free',
       issued_license_id: a.license_id,
     })
-    f.licenses.redeem({ product: 'app', code: 'FREE2', policy: 'tier' })
-    expect(() => f.licenses.redeem({ product: 'app', code: 'FREE2' })).toThrow(
+    f.licenses.redemption.redeem({ product: 'app', code: 'FREE2', policy: 'tier' })
+    expect(() => f.licenses.redemption.redeem({ product: 'app', code: 'FREE2' })).toThrow(
       expect.objectContaining({ code: 'discount_exhausted' }),
     )
-    expect(() => f.licenses.redeem({ product: 'app', code: 'HALF' })).toThrow(
+    expect(() => f.licenses.redemption.redeem({ product: 'app', code: 'HALF' })).toThrow(
       expect.objectContaining({ code: 'discount_wrong_kind' }),
     )
     expect(f.discounts.view(f.discounts.byCode('FREE2')!)).toMatchObject({ redemption_count: 2 })
@@ -277,31 +280,31 @@ describe('redeem', () => {
     f.db
       .prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES ('inv', ?, 1, 0, 0)`)
       .run(product.id)
-    f.licenses.issue({ product, policy: policyRow, source: 'purchase', invoiceId: 'inv' })
-    expect(() => f.licenses.issue({ product, policy: policyRow, source: 'purchase', invoiceId: 'inv' })).toThrow(
-      /UNIQUE/,
-    )
+    f.licenses.issuing.issue({ product, policy: policyRow, source: 'purchase', invoiceId: 'inv' })
+    expect(() =>
+      f.licenses.issuing.issue({ product, policy: policyRow, source: 'purchase', invoiceId: 'inv' }),
+    ).toThrow(/UNIQUE/)
   })
 })
 
 describe('admin search and analytics', () => {
   it('searches by email and status, and reports issued licenses and active machines by day', () => {
     const { f, issue } = setup()
-    const a = f.licenses.issueComplimentary({
+    const a = f.licenses.issuing.issueComplimentary({
       productId: f.catalog.productBySlug('app')!.id,
       buyerEmail: 'alice@example.com',
     })
     issue()
     f.clock.advance(DAY)
     const c = issue()
-    f.licenses.activate({ key: c.key, fingerprint: 'x' })
-    f.licenses.revoke(a.license.id)
-    expect(f.licenses.search({ q: 'alice', limit: 10, offset: 0 })).toMatchObject({
+    f.licenses.machines.activate({ key: c.key, fingerprint: 'x' })
+    f.licenses.status.revoke(a.license.id)
+    expect(f.licenses.lookup.search({ q: 'alice', limit: 10, offset: 0 })).toMatchObject({
       total: 1,
       licenses: [{ buyer_email: 'alice@example.com', status: 'revoked' }],
     })
-    expect(f.licenses.search({ status: 'active', limit: 10, offset: 0 }).total).toBe(2)
-    expect(f.licenses.search({ q: '%', limit: 10, offset: 0 }).total).toBe(0)
+    expect(f.licenses.lookup.search({ status: 'active', limit: 10, offset: 0 }).total).toBe(2)
+    expect(f.licenses.lookup.search({ q: '%', limit: 10, offset: 0 }).total).toBe(0)
     const r = f.analytics.report(7)
     expect(r.licenses_issued).toEqual([
       { day: '2026-01-15', product_id: expect.any(String), product_slug: 'app', count: 2 },

@@ -304,7 +304,7 @@ describe('recover by invoice and e-mail', () => {
         `INSERT INTO invoices (id, product_id, policy_id, amount_sats, status, buyer_email, created_at, updated_at) VALUES (?, ?, ?, 0, 'settled', 'Buyer@Example.com', 0, 0)`,
       )
       .run(inv, p.id, gold.id)
-    const { license } = f.licenses.issue({
+    const { license } = f.licenses.issuing.issue({
       product: f.catalog.productRow(p.id)!,
       policy: f.catalog.policyRow(gold.id)!,
       source: 'purchase',

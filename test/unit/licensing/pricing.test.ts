@@ -70,7 +70,7 @@ describe('catalog', () => {
     )
     expect(() => product({ slug: 'ladder' })).toThrow(/exists/)
     const basic = f.catalog.policyBySlug(p.id, 'basic')!
-    f.licenses.issue({ product: f.catalog.productRow(p.id)!, policy: basic, source: 'complimentary' })
+    f.licenses.issuing.issue({ product: f.catalog.productRow(p.id)!, policy: basic, source: 'complimentary' })
     expect(() => f.catalog.deletePolicy(basic.id)).toThrow(/deactivate it instead/)
     expect(() => f.catalog.deleteProduct(p.id)).toThrow(/deactivate it instead/)
     const unused = product({ slug: 'unused' })
@@ -231,7 +231,7 @@ describe('pricing', () => {
       .prepare(`INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES (?, ?, 500, 0, 0)`)
       .run(inv2, a.id)
     f.discounts.reserve({ codeId: capped.id, invoiceId: inv2, listedCurrency: 'SAT', discountValue: 500 })
-    const lic = f.licenses.issue({
+    const lic = f.licenses.issuing.issue({
       product: f.catalog.productRow(a.id)!,
       policy: f.catalog.resolvePolicy(f.catalog.productRow(a.id)!),
       source: 'purchase',

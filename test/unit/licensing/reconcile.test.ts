@@ -92,7 +92,7 @@ describe('reconciliation', () => {
 
   it('a zero-total purchase whose settlement did not complete settles on the next sweep', async () => {
     satProduct(h, 'gift', 0)
-    const licenses = h.services.licenses
+    const licenses = h.services.licenses.issuing
     const original = licenses.issue.bind(licenses)
     licenses.issue = () => {
       throw new Error('disk full')

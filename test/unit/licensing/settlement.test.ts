@@ -56,7 +56,7 @@ describe('settlement', () => {
 
   it('a crash between issuing and recording leaves nothing behind; the retry issues once', async () => {
     const s = await h.payments.purchases.start({ product: 'app' })
-    const licenses = h.services.licenses
+    const licenses = h.services.licenses.issuing
     const original = licenses.issue.bind(licenses)
     licenses.issue = (a) => {
       original(a) // the license row is written...
@@ -80,9 +80,9 @@ describe('settlement', () => {
     h.payments.settlement.settle(s.invoice_id, { actor: 'provider', via: 'test' })
     const product = h.services.catalog.productBySlug('app')!
     const policy = h.services.catalog.resolvePolicy(product)
-    expect(() => h.services.licenses.issue({ product, policy, source: 'purchase', invoiceId: s.invoice_id })).toThrow(
-      /UNIQUE/,
-    )
+    expect(() =>
+      h.services.licenses.issuing.issue({ product, policy, source: 'purchase', invoiceId: s.invoice_id }),
+    ).toThrow(/UNIQUE/)
     expect(licenseCount(s.invoice_id)).toBe(1)
   })
 

@@ -100,10 +100,10 @@ describe('subscriptions: creation', () => {
       cycles: [{ cycle_number: 1, invoice_id: invoiceId, status: 'settled' }],
     })
     expect(events('subscription.created')).toHaveLength(1)
-    const v = h.services.licenses.validate({ key })
+    const v = h.services.licenses.validation.validate({ key })
     expect(v).toMatchObject({ ok: true, expires_at: new Date(now + 30 * DAY).toISOString() })
     h.clock.advance(31 * DAY)
-    expect(h.services.licenses.validate({ key })).toMatchObject({ ok: true, in_grace_period: true })
+    expect(h.services.licenses.validation.validate({ key })).toMatchObject({ ok: true, in_grace_period: true })
   })
 
   it('a trial tier issues the licence at once and free, the key inline; the first renewal at trial end bills', async () => {
@@ -126,7 +126,10 @@ describe('subscriptions: creation', () => {
       cycles: [{ cycle_number: 1, invoice_id: started.invoice_id, status: 'settled' }],
     })
     expect(events('subscription.created')[0]!.data).toMatchObject({ trial_days: 14, listed_value: 5_000 })
-    expect(h.services.licenses.validate({ key: started.license_key! })).toMatchObject({ ok: true, is_trial: true })
+    expect(h.services.licenses.validation.validate({ key: started.license_key! })).toMatchObject({
+      ok: true,
+      is_trial: true,
+    })
 
     // Nothing is billed during the trial; at its end the first paid cycle is.
     h.clock.advance(14 * DAY - 1)
@@ -139,7 +142,10 @@ describe('subscriptions: creation', () => {
     expect(licenseExpiry(licenseId)).toBe(now + 44 * DAY)
     expect(h.payments.subscriptions.view(sub.id)).toMatchObject({ status: 'active', next_renewal_at: now + 44 * DAY })
     // Paid now: the licence no longer answers as a trial.
-    expect(h.services.licenses.validate({ key: started.license_key! })).toMatchObject({ ok: true, is_trial: false })
+    expect(h.services.licenses.validation.validate({ key: started.license_key! })).toMatchObject({
+      ok: true,
+      is_trial: false,
+    })
   })
 
   it('a trial nobody pays for lapses at the trial end plus the grace days', async () => {
@@ -407,7 +413,7 @@ describe('renewal worker', () => {
     expect((await h.payments.renewals.tick()).lapsed).toBe(1)
     expect(h.payments.subscriptions.view(sub.id).status).toBe('lapsed')
     expect(events('subscription.lapsed')).toHaveLength(0) // no endpoint subscribed
-    expect(h.services.licenses.validate({ key })).toMatchObject({ ok: false, reason: 'expired' })
+    expect(h.services.licenses.validation.validate({ key })).toMatchObject({ ok: false, reason: 'expired' })
     // A lapsed subscription is not billed again.
     h.clock.advance(60 * DAY)
     expect((await h.payments.renewals.tick()).claimed).toBe(0)
@@ -464,7 +470,7 @@ describe('cancel', () => {
     expect(view.cancelled_at).toBe(h.clock.now())
     expect(events('subscription.cancelled').map((e) => e.data.actor)).toEqual(['buyer'])
     h.clock.advance(30 * DAY - 1)
-    expect(h.services.licenses.validate({ key })).toMatchObject({ ok: true })
+    expect(h.services.licenses.validation.validate({ key })).toMatchObject({ ok: true })
     h.clock.advance(1)
     expect((await h.payments.renewals.tick()).claimed).toBe(0)
     const audits = db().prepare("SELECT actor FROM audit_log WHERE action = 'subscription.cancel'").all()

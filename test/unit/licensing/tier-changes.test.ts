@@ -151,14 +151,14 @@ describe('buyer quote and upgrade', () => {
     const up = await handlers().licUpgrade(parsed, ctx)
     expect(up).toMatchObject({ amount_sats: 2000, proration_charge_value: 2000, from_policy_slug: 'basic' })
     expect(up.poll_url).toMatch(new RegExp(`^https?://[^/]+/v1/purchase/${up.invoice_id}$`))
-    expect(h.services.licenses.view(lic.id).policy_slug).toBe('basic')
+    expect(h.services.licenses.lookup.view(lic.id).policy_slug).toBe('basic')
     const inv = h.services.db.prepare('SELECT kind, amount_sats, status FROM invoices WHERE id = ?').get(up.invoice_id)
     expect(inv).toEqual({ kind: 'upgrade', amount_sats: 2000, status: 'pending' })
   })
 
   it('a recurring upgrade is prorated for the rest of the cycle; a downgrade waits for the renewal', async () => {
     const lic = await buy('basic')
-    const basic = h.services.licenses.view(lic.id).policy_id!
+    const basic = h.services.licenses.lookup.view(lic.id).policy_id!
     h.services.db.prepare('UPDATE policies SET is_recurring = 1, renewal_period_days = 30').run()
     subscribe(lic.id, basic, 1000, 15 * DAY)
     const q = await handlers().licUpgradeQuote(input(lic.key, 'pro'), ctx)
@@ -175,7 +175,7 @@ describe('buyer quote and upgrade', () => {
 
   it('a renewal in backoff keeps the cycle end at the due date, not at the next retry', async () => {
     const lic = await buy('pro')
-    const pro = h.services.licenses.view(lic.id).policy_id!
+    const pro = h.services.licenses.lookup.view(lic.id).policy_id!
     h.services.db.prepare('UPDATE policies SET is_recurring = 1, renewal_period_days = 30').run()
     subscribe(lic.id, pro, 3000, 15 * DAY)
     // Three failed renewals later the next attempt is hours past the paid cycle's end.
@@ -196,9 +196,9 @@ describe('settlement of a tier change', () => {
     const up = await handlers().licUpgrade(input(lic.key, 'pro'), ctx)
     const first = h.payments.settlement.settle(up.invoice_id, { actor: 'provider', via: 'test' })
     expect(first).toEqual({ kind: 'handled', branch: 'tier_change', licenseId: lic.id })
-    const v = h.services.licenses.validate({ key: lic.key })
+    const v = h.services.licenses.validation.validate({ key: lic.key })
     expect(v).toMatchObject({ ok: true, license_id: lic.id, entitlements: ['pro'], max_machines: 5 })
-    expect(h.services.licenses.view(lic.id)).toMatchObject({ policy_slug: 'pro', grace_period_days: 14 })
+    expect(h.services.licenses.lookup.view(lic.id)).toMatchObject({ policy_slug: 'pro', grace_period_days: 14 })
     expect(h.services.db.prepare('SELECT count(*) AS n FROM licenses').get()).toEqual({ n: 1 })
     expect(events('license.tier_changed').n).toBe(1)
     const again = h.payments.settlement.settle(up.invoice_id, { actor: 'provider', via: 'replay' })
@@ -218,10 +218,10 @@ describe('settlement of a tier change', () => {
     const a = await handlers().licUpgrade(input(lic.key, 'pro'), ctx)
     const b = await handlers().licUpgrade(input(lic.key, 'pro'), ctx)
     h.payments.settlement.settle(a.invoice_id, { actor: 'provider', via: 'test' })
-    const updated = h.services.licenses.view(lic.id).updated_at
+    const updated = h.services.licenses.lookup.view(lic.id).updated_at
     h.clock.advance(1000)
     expect(h.payments.settlement.settle(b.invoice_id, { actor: 'provider', via: 'test' }).kind).toBe('handled')
-    expect(h.services.licenses.view(lic.id).updated_at).toBe(updated)
+    expect(h.services.licenses.lookup.view(lic.id).updated_at).toBe(updated)
     expect(events('license.tier_changed').n).toBe(1)
   })
 })
@@ -247,7 +247,7 @@ describe('admin change-tier', () => {
       reason: 'goodwill',
     })
     expect(out.tier_change.applied_at).toBe(h.clock.now())
-    expect(h.services.licenses.validate({ key: lic.key })).toMatchObject({ ok: true, entitlements: ['pro'] })
+    expect(h.services.licenses.validation.validate({ key: lic.key })).toMatchObject({ ok: true, entitlements: ['pro'] })
     const out2 = await handlers().licAdminChangeTier(
       { id: lic.id, to_policy_slug: 'comp', skip_payment: false, reason: '' },
       ctx,
@@ -266,12 +266,12 @@ describe('admin change-tier', () => {
     )
     expect(out.checkout_url).toMatch(/^http:\/\/127\.0\.0\.1/)
     expect(out.tier_change).toMatchObject({ proration_charge_value: 2000, applied_at: null, actor: 'admin' })
-    expect(h.services.licenses.view(lic.id).policy_slug).toBe('basic')
+    expect(h.services.licenses.lookup.view(lic.id).policy_slug).toBe('basic')
   })
 
   it('a recurring downgrade is recorded now and applied at the cycle end, once', async () => {
     const lic = await buy('pro')
-    const pro = h.services.licenses.view(lic.id).policy_id!
+    const pro = h.services.licenses.lookup.view(lic.id).policy_id!
     h.services.db
       .prepare("UPDATE policies SET is_recurring = 1, renewal_period_days = 30 WHERE slug IN ('basic','pro')")
       .run()
@@ -283,13 +283,13 @@ describe('admin change-tier', () => {
     )
     expect(out.tier_change).toMatchObject({ direction: 'downgrade', effective_at: cycleEnd, applied_at: null })
     expect(tc.applyDueDowngrades(h.clock.now())).toBe(0)
-    expect(h.services.licenses.view(lic.id).policy_slug).toBe('pro')
+    expect(h.services.licenses.lookup.view(lic.id).policy_slug).toBe('pro')
     h.clock.set(cycleEnd)
     expect(tc.applyDueDowngrades(h.clock.now())).toBe(1)
     expect(tc.applyDueDowngrades(h.clock.now())).toBe(0)
-    expect(h.services.licenses.view(lic.id)).toMatchObject({ policy_slug: 'basic', entitlements: ['basic'] })
+    expect(h.services.licenses.lookup.view(lic.id)).toMatchObject({ policy_slug: 'basic', entitlements: ['basic'] })
     expect(h.services.db.prepare('SELECT policy_id, listed_value FROM subscriptions').get()).toEqual({
-      policy_id: h.services.licenses.view(lic.id).policy_id,
+      policy_id: h.services.licenses.lookup.view(lic.id).policy_id,
       listed_value: 1000,
     })
     expect(events('license.tier_changed').n).toBe(1)
@@ -297,7 +297,7 @@ describe('admin change-tier', () => {
 
   it('a move onto a one-off tier ends the subscription the way a cancellation does: event and audit', async () => {
     const lic = await buy('pro')
-    const pro = h.services.licenses.view(lic.id).policy_id!
+    const pro = h.services.licenses.lookup.view(lic.id).policy_id!
     h.services.db.prepare("UPDATE policies SET is_recurring = 1, renewal_period_days = 30 WHERE slug = 'pro'").run()
     subscribe(lic.id, pro, 3000, 10 * DAY)
     const out = await handlers().licAdminChangeTier(
@@ -305,7 +305,7 @@ describe('admin change-tier', () => {
       ctx,
     )
     expect(out.tier_change.applied_at).toBe(h.clock.now())
-    expect(h.services.licenses.view(lic.id).policy_slug).toBe('comp')
+    expect(h.services.licenses.lookup.view(lic.id).policy_slug).toBe('comp')
     const sub = h.services.db.prepare('SELECT status, cancelled_at FROM subscriptions').get()
     expect(sub).toEqual({ status: 'cancelled', cancelled_at: h.clock.now() })
     expect(events('subscription.cancelled').n).toBe(1)

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { PolicyInput, ProductInput } from '../../../src-main/contract/licensing'
 import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import { hashFingerprint } from '../../../src-main/licensing/keys/keyFormat'
-import { Licenses } from '../../../src-main/licensing/licenses'
+import { createLicenses } from '../../../src-main/licensing/licenses'
 import { keyHash, ValidationLog } from '../../../src-main/licensing/validationLog'
 import { DAY, licensingFixture } from './fixture'
 
@@ -25,12 +25,12 @@ function setup(opts: { retentionDays?: number; maxRows?: number; batchSize?: num
     pruneChunk: 7,
   })
   open.push(log)
-  const licenses = new Licenses({ ...f, validations: log })
+  const licenses = createLicenses({ ...f, validations: log })
   const p = f.catalog.createProduct(ProductInput.parse({ slug: 'app', name: 'App', price_value: 1000 }))
   const pol = f.catalog.createPolicy(p.id, PolicyInput.parse({ slug: 'team', name: 'Team', max_machines: 3 }))
   const product = f.catalog.productRow(p.id)!
   const policy = f.catalog.policyRow(pol.id)!
-  const issue = () => licenses.issue({ product, policy, source: 'complimentary' })
+  const issue = () => licenses.issuing.issue({ product, policy, source: 'complimentary' })
   return { f, log, sink, licenses, issue }
 }
 
@@ -41,10 +41,10 @@ describe('validation log', () => {
   it('records every validate with the license, result, fingerprint hash, address and user agent', () => {
     const { f, log, licenses, issue } = setup()
     const { license, key } = issue()
-    licenses.validate({ key, fingerprint: 'machine-1' }, caller)
-    licenses.validate({ key: 'LIC1-garbage' }, caller)
-    licenses.suspend(license.id, 'chargeback')
-    licenses.validate({ key }, { ip: '127.0.0.8' })
+    licenses.validation.validate({ key, fingerprint: 'machine-1' }, caller)
+    licenses.validation.validate({ key: 'LIC1-garbage' }, caller)
+    licenses.status.suspend(license.id, 'chargeback')
+    licenses.validation.validate({ key }, { ip: '127.0.0.8' })
     // Nothing is written on the request path: the calls wait for a batch.
     expect(log.pending()).toBe(3)
     expect(log.flush()).toBe(3)
@@ -78,11 +78,16 @@ describe('validation log', () => {
   it('records activate, heartbeat and deactivate, and refused keys before their 401', () => {
     const { log, licenses, issue } = setup()
     const { license, key } = issue()
-    expect(licenses.activate({ key, fingerprint: 'm1' }, caller)).toMatchObject({ ok: true })
-    expect(licenses.heartbeat({ key, fingerprint: 'm1' }, caller)).toMatchObject({ ok: true })
-    expect(licenses.heartbeat({ key, fingerprint: 'm9' }, caller)).toEqual({ ok: false, reason: 'not_activated' })
-    expect(licenses.deactivate({ key, fingerprint: 'm1' }, caller)).toMatchObject({ ok: true })
-    expect(() => licenses.heartbeat({ key: 'LIC1-nope', fingerprint: 'm1' }, caller)).toThrow(/invalid license key/)
+    expect(licenses.machines.activate({ key, fingerprint: 'm1' }, caller)).toMatchObject({ ok: true })
+    expect(licenses.machines.heartbeat({ key, fingerprint: 'm1' }, caller)).toMatchObject({ ok: true })
+    expect(licenses.machines.heartbeat({ key, fingerprint: 'm9' }, caller)).toEqual({
+      ok: false,
+      reason: 'not_activated',
+    })
+    expect(licenses.machines.deactivate({ key, fingerprint: 'm1' }, caller)).toMatchObject({ ok: true })
+    expect(() => licenses.machines.heartbeat({ key: 'LIC1-nope', fingerprint: 'm1' }, caller)).toThrow(
+      /invalid license key/,
+    )
     log.flush()
     const rows = log.list({ limit: 10 }).reverse()
     expect(rows.map((r) => [r.kind, r.license_id, r.result, r.fingerprint_hash])).toEqual([
@@ -99,17 +104,17 @@ describe('validation log', () => {
     const { f, log, licenses, issue } = setup()
     const { key } = issue()
     const other = issue()
-    licenses.activate({ key, fingerprint: 'm1' })
-    licenses.activate({ key: other.key, fingerprint: 'm1' })
-    for (let i = 0; i < 60; i++) expect(licenses.heartbeat({ key, fingerprint: 'm1' }).ok).toBe(true)
-    expect(licenses.heartbeat({ key, fingerprint: 'm1' })).toEqual({ ok: false, reason: 'rate_limited' })
+    licenses.machines.activate({ key, fingerprint: 'm1' })
+    licenses.machines.activate({ key: other.key, fingerprint: 'm1' })
+    for (let i = 0; i < 60; i++) expect(licenses.machines.heartbeat({ key, fingerprint: 'm1' }).ok).toBe(true)
+    expect(licenses.machines.heartbeat({ key, fingerprint: 'm1' })).toEqual({ ok: false, reason: 'rate_limited' })
     // Per license: another license is not affected.
-    expect(licenses.heartbeat({ key: other.key, fingerprint: 'm1' }).ok).toBe(true)
+    expect(licenses.machines.heartbeat({ key: other.key, fingerprint: 'm1' }).ok).toBe(true)
     f.clock.advance(1_000)
-    expect(licenses.heartbeat({ key, fingerprint: 'm1' }).ok).toBe(true)
-    expect(licenses.heartbeat({ key, fingerprint: 'm1' })).toEqual({ ok: false, reason: 'rate_limited' })
+    expect(licenses.machines.heartbeat({ key, fingerprint: 'm1' }).ok).toBe(true)
+    expect(licenses.machines.heartbeat({ key, fingerprint: 'm1' })).toEqual({ ok: false, reason: 'rate_limited' })
     f.clock.advance(60_000)
-    for (let i = 0; i < 60; i++) expect(licenses.heartbeat({ key, fingerprint: 'm1' }).ok).toBe(true)
+    for (let i = 0; i < 60; i++) expect(licenses.machines.heartbeat({ key, fingerprint: 'm1' }).ok).toBe(true)
     log.flush()
     expect(log.list({ limit: 1000, kind: 'heartbeat', ok: false }).map((r) => r.result)).toEqual([
       'rate_limited',
@@ -120,7 +125,7 @@ describe('validation log', () => {
   it('writes a full batch by itself, off the calling path', async () => {
     const { log, licenses, issue } = setup({ batchSize: 5 })
     const { key } = issue()
-    for (let i = 0; i < 5; i++) licenses.validate({ key })
+    for (let i = 0; i < 5; i++) licenses.validation.validate({ key })
     expect(log.pending()).toBe(5)
     await new Promise((r) => setImmediate(r))
     expect(log.pending()).toBe(0)
@@ -130,7 +135,7 @@ describe('validation log', () => {
   it('drops calls beyond its buffer rather than grow without bound, and says so', () => {
     const { log, sink, licenses, issue } = setup({ maxPending: 3, batchSize: 100 })
     const { key } = issue()
-    for (let i = 0; i < 5; i++) licenses.validate({ key })
+    for (let i = 0; i < 5; i++) licenses.validation.validate({ key })
     expect(log.pending()).toBe(3)
     log.flush()
     expect(sink.lines.some((l) => /fell behind/.test(l) && /"dropped":2/.test(l))).toBe(true)
@@ -139,10 +144,10 @@ describe('validation log', () => {
   it('keeps rows by age and by count', () => {
     const { f, log, licenses, issue } = setup({ retentionDays: 2, maxRows: 20 })
     const { key } = issue()
-    for (let i = 0; i < 10; i++) licenses.validate({ key })
+    for (let i = 0; i < 10; i++) licenses.validation.validate({ key })
     log.flush()
     f.clock.advance(DAY)
-    for (let i = 0; i < 15; i++) licenses.validate({ key })
+    for (let i = 0; i < 15; i++) licenses.validation.validate({ key })
     log.flush()
     // 25 rows, cap 20: the 5 oldest go (in steps of 7).
     expect(log.prune()).toBe(5)
@@ -160,12 +165,12 @@ describe('validation log', () => {
   it('counts calls per day by kind and result', () => {
     const { f, log, licenses, issue } = setup()
     const { key } = issue()
-    licenses.validate({ key })
-    licenses.validate({ key: 'LIC1-x' })
+    licenses.validation.validate({ key })
+    licenses.validation.validate({ key: 'LIC1-x' })
     f.clock.advance(DAY)
-    licenses.validate({ key })
-    licenses.validate({ key })
-    licenses.activate({ key, fingerprint: 'a' })
+    licenses.validation.validate({ key })
+    licenses.validation.validate({ key })
+    licenses.machines.activate({ key, fingerprint: 'a' })
     const d = log.daily(7)
     expect(d.to_day).toBe('2026-01-16')
     expect(d.from_day).toBe('2026-01-10')
