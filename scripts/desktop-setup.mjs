@@ -39,14 +39,35 @@ export function prepareNativeApp(root) {
   return path.join(target, 'build', 'Release', 'better_sqlite3.node')
 }
 
+const readJson = (file) => JSON.parse(fs.readFileSync(file, 'utf8'))
+
+/**
+ * The Electron this checkout builds for: the exact version package.json pins, which must be the one
+ * installed (a range, or an install of another version, would build better-sqlite3 for the wrong ABI).
+ */
+export function electronPin(root) {
+  const pkg = readJson(path.join(root, 'package.json'))
+  const pinned = pkg.devDependencies?.electron ?? pkg.dependencies?.electron
+  if (typeof pinned !== 'string' || !/^\d+\.\d+\.\d+$/.test(pinned))
+    throw new Error(`package.json must pin electron to one exact version, not ${JSON.stringify(pinned ?? null)}`)
+  const electronDir = path.join(root, 'node_modules', 'electron')
+  const installed = readJson(path.join(electronDir, 'package.json')).version
+  if (installed !== pinned)
+    throw new Error(`package.json pins Electron ${pinned} but ${installed} is installed: run npm ci first`)
+  const abiFile = path.join(electronDir, 'abi_version')
+  const abi = fs.existsSync(abiFile) ? fs.readFileSync(abiFile, 'utf8').trim() : null
+  return { version: pinned, major: Number(pinned.split('.')[0]), abi, electronDir }
+}
+
 async function main() {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
   const require = createRequire(path.join(root, 'package.json'))
-  const electronDir = path.dirname(require.resolve('electron/package.json'))
-  const electronVersion = JSON.parse(fs.readFileSync(path.join(electronDir, 'package.json'), 'utf8')).version
+  const pin = electronPin(root)
+  const { electronDir, version: electronVersion } = pin
 
   process.stdout.write(
-    `1/2 Electron ${electronVersion}: running its installer (downloads the binary for ${process.platform}-${process.arch})\n`,
+    `Electron ${electronVersion} (pinned in package.json${pin.abi ? `, native ABI ${pin.abi}` : ''})\n` +
+      `1/2 Electron ${electronVersion}: running its installer (downloads the binary for ${process.platform}-${process.arch})\n`,
   )
   const env = { ...process.env }
   delete env.ELECTRON_SKIP_BINARY_DOWNLOAD
@@ -55,7 +76,8 @@ async function main() {
     env,
     cwd: electronDir,
   })
-  if (install.status !== 0) throw new Error(`Electron's installer failed (exit ${install.status ?? install.signal})`)
+  if (install.status !== 0)
+    throw new Error(`Electron ${electronVersion}'s installer failed (exit ${install.status ?? install.signal})`)
   const binary = require('electron')
   if (typeof binary !== 'string' || !fs.existsSync(binary))
     throw new Error('the Electron binary is still missing after its installer ran')

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { electronSqliteBinding, sqliteOptions, SQLITE_BINDING_ENV } from '../../../src-main/lib/nativeBinding'
 // @ts-expect-error -- a plain .mjs script without type declarations
-import { NATIVE_DIR, prepareNativeApp } from '../../../scripts/desktop-setup.mjs'
+import { electronPin, NATIVE_DIR, prepareNativeApp } from '../../../scripts/desktop-setup.mjs'
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-desktop-setup-'))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
@@ -18,7 +18,7 @@ function write(rel: string, text: string): string {
 
 /** Runs `fn` as if under Electron (process.versions.electron set). */
 function asElectron<T>(fn: () => T): T {
-  Object.defineProperty(process.versions, 'electron', { value: '41.7.1', configurable: true, enumerable: true })
+  Object.defineProperty(process.versions, 'electron', { value: '45.5.0', configurable: true, enumerable: true })
   try {
     return fn()
   } finally {
@@ -60,5 +60,49 @@ describe('npm run desktop:setup', () => {
     expect(asElectron(() => sqliteOptions({}))).toEqual({})
     expect(asElectron(() => sqliteOptions({ [SQLITE_BINDING_ENV]: 'relative/x.node' }))).toEqual({})
     expect(asElectron(() => sqliteOptions({ [SQLITE_BINDING_ENV]: path.join(root, 'missing.node') }))).toEqual({})
+  })
+})
+
+/** Electron on a supported major, pinned exactly, with its tools matched (issue 40, item 8). */
+describe('the pinned Electron', () => {
+  const repo = path.resolve(__dirname, '../../..')
+  const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>
+    allowScripts: Record<string, boolean>
+  }
+
+  it('is the current line (45, as of 2026-12), one exact version, installed as pinned, its download kept out of installs', () => {
+    const pin = electronPin(repo) as { version: string; major: number; abi: string | null }
+    expect(pin.version).toBe(pkg.devDependencies.electron)
+    expect(pin.major).toBeGreaterThanOrEqual(45)
+    expect(pkg.allowScripts.electron).toBe(false)
+  })
+
+  it('has an ABI that the installed @electron/rebuild knows, and electron-builder and @electron/rebuild pinned exactly', async () => {
+    const pin = electronPin(repo) as { version: string; abi: string | null }
+    const nodeAbi = (await import('node-abi')) as unknown as { getAbi(v: string, runtime: string): string }
+    expect(pin.abi).not.toBeNull()
+    expect(nodeAbi.getAbi(pin.version, 'electron')).toBe(pin.abi)
+    for (const tool of ['@electron/rebuild', 'electron-builder'])
+      expect(pkg.devDependencies[tool], tool).toMatch(/^\d+\.\d+\.\d+$/)
+  })
+
+  it('desktop:setup refuses a range or an install that differs from the pin, naming both versions', () => {
+    const fake = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-electron-pin-'))
+    try {
+      const put = (rel: string, v: unknown) => {
+        fs.mkdirSync(path.dirname(path.join(fake, rel)), { recursive: true })
+        fs.writeFileSync(path.join(fake, rel), JSON.stringify(v))
+      }
+      put('node_modules/electron/package.json', { name: 'electron', version: '45.5.0' })
+      put('package.json', { devDependencies: { electron: '^45.0.0' } })
+      expect(() => electronPin(fake)).toThrow(/exact version, not "\^45\.0\.0"/)
+      put('package.json', { devDependencies: { electron: '45.4.1' } })
+      expect(() => electronPin(fake)).toThrow(/pins Electron 45\.4\.1 but 45\.5\.0 is installed/)
+      put('package.json', { devDependencies: { electron: '45.5.0' } })
+      expect(electronPin(fake)).toMatchObject({ version: '45.5.0', major: 45, abi: null })
+    } finally {
+      fs.rmSync(fake, { recursive: true, force: true })
+    }
   })
 })
