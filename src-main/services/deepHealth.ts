@@ -1,30 +1,23 @@
-import { z } from 'zod'
+import type { z } from 'zod'
 import type { Clock } from '../lib/clock'
-import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 import type { EventPublisher } from '../platform/eventBus'
-import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../lib/httpClient'
 import type { Logger } from '../lib/logger'
 import type { ServiceDirectory } from './serviceDirectory'
 import type { ServiceStatus } from '../contract/nodes'
-import { DeepHealthResult, PlacementProbeSubject, type DeepHealthView, type RestartHold } from '../contract/services'
+import type { DeepHealthResult, DeepHealthView, RestartHold } from '../contract/services'
 import {
   placementSubject,
   type DeepHealthHook,
-  type PlacementSubject,
   type ProbedService,
   type ProbeStart,
   type ProbeSubject,
   type ReportSink,
 } from '../gateway/deepHealthHook'
-import { encodeMultipart, type MemoryFile } from '../gateway/audio/multipart'
-import { voiceLanguage } from '../gateway/audio/speech'
-import { upstreamDetail } from '../gateway/relay/wire'
 import { inspectContainer } from '../nodes/status'
 import type { SshPool } from '../ssh/pool'
+import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './deepHealthProbes'
+import { DeepHealthRecords, isPlacementSubject, isProbedService, kindOf, PROBED_SERVICES } from './deepHealthRecords'
 import type { ServiceControl, ServiceLocation } from './types'
-
-/** The services deep health probes, in the order a round starts them. */
-export const PROBED_SERVICES: readonly ProbedService[] = ['asr', 'tts', 'llm']
 
 /** Spec 1, 3.3 and 8: the limits on auto-restarts. */
 export const RESTART_LIMITS = {
@@ -38,174 +31,7 @@ export const RESTART_LIMITS = {
   windowMs: 30 * 60_000,
 } as const
 
-/** How long each probe may take before it counts as failing (a hung service must not hold a probe forever). */
-export const PROBE_TIMEOUTS_MS: Readonly<Record<ProbedService, number>> = { asr: 30_000, tts: 30_000, llm: 60_000 }
-
 const ERROR_EXCERPT = 300
-export const IDLE_NOTE = 'no model currently loaded (idle)'
-
-/** Spec 1, 6.2 rule 2: errors that mean the container is wedged and a restart may clear it. */
-const WEDGE_PATTERNS: readonly { name: string; test: RegExp }[] = [
-  { name: 'cudaErrorUnknown', test: /cudaErrorUnknown/i },
-  { name: 'CUFFT_INTERNAL_ERROR', test: /CUFFT_INTERNAL_ERROR/i },
-  { name: 'engine core init failure', test: /engine[ _-]?core[^\n]{0,40}(initiali[sz]ation failed|failed to start)/i },
-]
-
-/** The wedge pattern a failure matches (an HTTP 500, or one of the known error texts), or null. */
-export function wedgePattern(status: number | null, text: string): string | null {
-  for (const p of WEDGE_PATTERNS) if (p.test.test(text)) return p.name
-  return status === 500 ? 'HTTP 500' : null
-}
-
-/** `seconds` of digital silence as a 16 kHz, 16-bit mono PCM WAV, built in memory. */
-export function silenceWav(seconds = 1, sampleRate = 16_000): Buffer {
-  const dataBytes = Math.round(seconds * sampleRate) * 2
-  const buf = Buffer.alloc(44 + dataBytes)
-  buf.write('RIFF', 0, 'ascii')
-  buf.writeUInt32LE(36 + dataBytes, 4)
-  buf.write('WAVE', 8, 'ascii')
-  buf.write('fmt ', 12, 'ascii')
-  buf.writeUInt32LE(16, 16)
-  buf.writeUInt16LE(1, 20) // PCM
-  buf.writeUInt16LE(1, 22) // mono
-  buf.writeUInt32LE(sampleRate, 24)
-  buf.writeUInt32LE(sampleRate * 2, 28)
-  buf.writeUInt16LE(2, 32)
-  buf.writeUInt16LE(16, 34)
-  buf.write('data', 36, 'ascii')
-  buf.writeUInt32LE(dataBytes, 40)
-  return buf
-}
-
-/** What one probe saw. `status` is the HTTP status of a failed call (null: no answer). */
-interface Outcome {
-  ok: boolean
-  error: string | null
-  note: string | null
-  status: number | null
-}
-
-const ok = (note: string | null = null): Outcome => ({ ok: true, error: null, note, status: null })
-const failed = (error: string, status: number | null = null): Outcome => ({ ok: false, error, note: null, status })
-
-/** A call that got no HTTP answer: refused or reset (`unreachable`), or over its deadline. */
-class NoAnswer extends Error {
-  constructor(
-    message: string,
-    readonly unreachable: boolean,
-  ) {
-    super(message)
-  }
-}
-
-async function call(url: string, init: Omit<HttpCall, 'signal'>, signal: AbortSignal): Promise<HttpAnswer> {
-  try {
-    return await httpCall(url, { ...init, signal })
-  } catch (err) {
-    if (signal.aborted) throw new NoAnswer(`no answer from ${new URL(url).pathname} in time`, false)
-    const why = err instanceof HttpUnreachable ? (err.code ?? err.message) : (err as Error).message
-    throw new NoAnswer(`unreachable (${why})`, true)
-  }
-}
-
-/** A multipart form of `fields` and at most one in-memory file, as a call's body and headers. */
-function formCall(fields: readonly (readonly [string, string])[], file?: MemoryFile): Omit<HttpCall, 'signal'> {
-  const form = encodeMultipart(fields, file)
-  return {
-    method: 'POST',
-    headers: { 'content-type': form.contentType, 'content-length': form.length },
-    body: form.body,
-  }
-}
-
-/** A non-2xx answer as a failing outcome: status and the service's own error text. */
-async function httpFailure(path: string, res: HttpAnswer): Promise<Outcome> {
-  const text = await res.text(64 * 1024).catch(() => '')
-  return failed(`HTTP ${res.status} from ${path}: ${upstreamDetail(text)}`, res.status)
-}
-
-/** Spec 1, 4.6 rule 1: 1 s of silence to the transcription endpoint. */
-async function probeAsr(base: string, signal: AbortSignal): Promise<Outcome> {
-  const form = formCall([['response_format', 'json']], {
-    field: 'file',
-    filename: 'deep-health-silence.wav',
-    contentType: 'audio/wav',
-    bytes: silenceWav(),
-  })
-  const res = await call(`${base}/v1/audio/transcriptions`, form, signal)
-  if (!res.ok) return httpFailure('/v1/audio/transcriptions', res)
-  const body = (await res.json().catch(() => null)) as { text?: unknown } | null
-  if (body === null || typeof body.text !== 'string') return failed('the transcription answer has no text field')
-  return ok()
-}
-
-/** A voice the tts lists, with its language (the synthesize call needs both). */
-async function ttsVoice(base: string, signal: AbortSignal): Promise<{ voice: string; language: string } | Outcome> {
-  const res = await call(`${base}/v1/voices`, { method: 'GET' }, signal)
-  if (!res.ok) return httpFailure('/v1/voices', res)
-  const body = (await res.json().catch(() => null)) as { voices?: unknown } | null
-  const list = Array.isArray(body?.voices) ? (body.voices as unknown[]) : []
-  for (const v of list) {
-    const id = typeof v === 'string' ? v : (v as { id?: unknown } | null)?.id
-    const lang = typeof v === 'object' && v !== null ? (v as { language?: unknown }).language : undefined
-    if (typeof id !== 'string') continue
-    const language = typeof lang === 'string' && lang !== '' ? lang : voiceLanguage(id)
-    if (language) return { voice: id, language }
-  }
-  return failed('the tts lists no voice to synthesize with')
-}
-
-/** The synthesized probe sentence is a second or two of audio; a tts that sends more is not answering it. */
-const TTS_AUDIO_LIMIT = 16 * 1024 * 1024
-
-/** Spec 1, 4.6 rule 2: a short text as multipart to the synthesize endpoint. */
-async function probeTts(base: string, signal: AbortSignal): Promise<Outcome> {
-  const v = await ttsVoice(base, signal)
-  if ('ok' in v) return v
-  const form = formCall([
-    ['text', 'Health check.'],
-    ['language', v.language],
-    ['voice', v.voice],
-  ])
-  const res = await call(`${base}/v1/audio/synthesize`, form, signal)
-  if (!res.ok) return httpFailure('/v1/audio/synthesize', res)
-  const audio = await res.bytes(TTS_AUDIO_LIMIT)
-  if (audio.length === 0) return failed('the tts answered no audio')
-  return ok()
-}
-
-/** Spec 1, 3.3: nothing answering or an empty model list is an idle llm; otherwise one token. */
-async function probeLlm(base: string, signal: AbortSignal): Promise<Outcome> {
-  let res: HttpAnswer
-  try {
-    res = await call(`${base}/v1/models`, { method: 'GET' }, signal)
-  } catch (err) {
-    if (err instanceof NoAnswer && err.unreachable) return ok(IDLE_NOTE)
-    throw err
-  }
-  if (!res.ok) return httpFailure('/v1/models', res)
-  const body = (await res.json().catch(() => null)) as { data?: { id?: unknown }[] } | null
-  const model = (body?.data ?? []).map((m) => m.id).find((id): id is string => typeof id === 'string')
-  if (model === undefined) return ok(IDLE_NOTE)
-  const done = await call(
-    `${base}/v1/completions`,
-    {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model, prompt: 'ping', max_tokens: 1, temperature: 0 }),
-    },
-    signal,
-  )
-  if (!done.ok) return httpFailure('/v1/completions', done)
-  await done.bytes()
-  return ok(`one token from ${model}`)
-}
-
-const PROBES: Record<ProbedService, (base: string, signal: AbortSignal) => Promise<Outcome>> = {
-  asr: probeAsr,
-  tts: probeTts,
-  llm: probeLlm,
-}
 
 /** A placement other than node1's as deep health sees it: its engine's address and since when it runs. */
 export interface PlacementEngine {
@@ -238,55 +64,14 @@ export interface DeepHealthDeps {
   readonly intervalS: number
   /** True while a model swap holds the llm (it is never restarted then). */
   readonly swapBusy: () => boolean
+  /** The probe of each kind of service (deepHealthProbes.ts; tests may pass their own). */
+  readonly probes: ProbeSet
   /** The placements besides node1's, each probed as an llm with its own counters (absent: none). */
   readonly placements?: PlacementEngines
   /** Per-service probe deadlines (tests shorten them). */
   readonly timeoutsMs?: Partial<Record<ProbedService, number>>
   /** Where the last results and restart counters are kept across daemon restarts (null: memory only). */
   readonly file?: string | null
-}
-
-/** At most this many auto-restart times per service are kept (the cap window needs far fewer). */
-const MAX_KEPT_RESTARTS = 20
-/** At most this many placement subjects are kept (one per node at most is placed at a time). */
-const MAX_KEPT_PLACEMENTS = 64
-
-/** The deep-health file: per subject (a service or `llm@<placement id>`) its last result and restart counters. */
-const SavedState = z.object({
-  services: z.record(
-    z.string().max(404),
-    z.object({
-      last: DeepHealthResult.nullable(),
-      recent: z.array(z.number()).max(MAX_KEPT_RESTARTS),
-      total: z.number().int().min(0),
-      last_restart: z.number().nullable(),
-    }),
-  ),
-})
-
-function isPlacementSubject(subject: string): subject is PlacementSubject {
-  return PlacementProbeSubject.safeParse(subject).success
-}
-
-function isProbedService(subject: string): subject is ProbedService {
-  return (PROBED_SERVICES as readonly string[]).includes(subject)
-}
-
-/** A name deep health can probe: a service, or a placement's `llm@<id>`. */
-export function isProbeSubject(subject: string): subject is ProbeSubject {
-  return isProbedService(subject) || isPlacementSubject(subject)
-}
-
-/** Which probe a subject gets: a placement's engine is probed as an llm. */
-function kindOf(subject: ProbeSubject): ProbedService {
-  return isProbedService(subject) ? subject : 'llm'
-}
-
-interface Counters {
-  /** Auto-restart attempts, newest last (pruned to the cap window). */
-  recent: number[]
-  total: number
-  last: number | null
 }
 
 type RestartOutcome = DeepHealthResult['restart']
@@ -312,8 +97,7 @@ interface RestartTarget {
  * re-places it through the models domain (docs/placements.md, Deep health).
  */
 export class DeepHealth implements DeepHealthHook {
-  private readonly last = new Map<ProbeSubject, DeepHealthResult>()
-  private readonly counters = new Map<ProbeSubject, Counters>()
+  private readonly records: DeepHealthRecords
   private readonly inflight = new Map<ProbeSubject, Promise<DeepHealthResult>>()
   private readonly aborts = new Set<AbortController>()
   private readonly followUps = new Set<ReturnType<typeof setTimeout>>()
@@ -324,7 +108,13 @@ export class DeepHealth implements DeepHealthHook {
 
   constructor(private readonly deps: DeepHealthDeps) {
     this.since = deps.clock.now()
-    this.load()
+    this.records = new DeepHealthRecords({
+      file: deps.file,
+      clock: deps.clock,
+      logger: deps.logger,
+      subjects: () => this.subjects(),
+    })
+    this.records.load()
   }
 
   /**
@@ -343,7 +133,7 @@ export class DeepHealth implements DeepHealthHook {
 
   /** The latest result of a service's probe, or null before the first (the card carries it). */
   latest(service: ProbeSubject): DeepHealthResult | null {
-    return this.last.get(service) ?? null
+    return this.records.last.get(service) ?? null
   }
 
   /** Starts the loop: the first round after one interval (the gateway asks for probes sooner when it sees a failure). */
@@ -399,12 +189,12 @@ export class DeepHealth implements DeepHealthHook {
     return {
       interval_s: this.deps.intervalS,
       services: this.subjects().map((service) => {
-        const c = this.countersOf(service)
+        const c = this.records.countersOf(service)
         return {
           service,
           configured: this.configured(service),
           running: this.inflight.has(service),
-          last: this.last.get(service) ?? null,
+          last: this.records.last.get(service) ?? null,
           restarts_last_30m: c.recent.filter((t) => now - t < RESTART_LIMITS.windowMs).length,
           last_restart_at: c.last,
           total_restarts: c.total,
@@ -470,68 +260,6 @@ export class DeepHealth implements DeepHealthHook {
     }
   }
 
-  /** Reads the saved results and counters; a malformed file is moved aside and deep health starts fresh. */
-  private load(): void {
-    const file = this.deps.file
-    if (!file) return
-    const res = readStateFile(file, (t) => SavedState.parse(JSON.parse(t)), this.deps.clock.now())
-    if (res.kind === 'corrupt')
-      this.deps.logger.warn(replacedStateFileMessage('deep-health results', file, res, 'starting with no results'))
-    if (res.kind !== 'ok') return
-    for (const [service, saved] of Object.entries(res.value.services)) {
-      if (!isProbeSubject(service)) continue
-      if (saved.last !== null && saved.last.service === service) this.last.set(service, saved.last)
-      this.counters.set(service, { recent: saved.recent, total: saved.total, last: saved.last_restart })
-    }
-    this.prune()
-  }
-
-  /** Keeps at most MAX_KEPT_PLACEMENTS placement subjects: those placed now, then the most recently active. */
-  private prune(): void {
-    const kept = [...new Set([...this.last.keys(), ...this.counters.keys()])].filter(isPlacementSubject)
-    if (kept.length <= MAX_KEPT_PLACEMENTS) return
-    const placed = new Set<ProbeSubject>(this.subjects())
-    const recency = (s: ProbeSubject): number =>
-      placed.has(s) ? Number.MAX_SAFE_INTEGER : Math.max(this.last.get(s)?.at ?? 0, this.counters.get(s)?.last ?? 0)
-    kept.sort((a, b) => recency(b) - recency(a))
-    for (const s of kept.slice(MAX_KEPT_PLACEMENTS)) {
-      this.last.delete(s)
-      this.counters.delete(s)
-    }
-  }
-
-  /** Writes the results and counters atomically; a failed write is logged and tried again with the next result. */
-  private save(): void {
-    const file = this.deps.file
-    if (!file) return
-    this.prune()
-    const services: z.infer<typeof SavedState>['services'] = {}
-    const placements = [...new Set([...this.last.keys(), ...this.counters.keys()])].filter(isPlacementSubject)
-    for (const service of [...PROBED_SERVICES, ...placements]) {
-      const c = this.countersOf(service)
-      services[service] = {
-        last: this.last.get(service) ?? null,
-        recent: c.recent.slice(-MAX_KEPT_RESTARTS),
-        total: c.total,
-        last_restart: c.last,
-      }
-    }
-    try {
-      atomicWriteFile(file, JSON.stringify({ services }) + '\n', { mode: 0o600, role: 'deep-health results' })
-    } catch (err) {
-      this.deps.logger.warn('deep-health results could not be saved', { file, error: err })
-    }
-  }
-
-  private countersOf(service: ProbeSubject): Counters {
-    let c = this.counters.get(service)
-    if (!c) {
-      c = { recent: [], total: 0, last: null }
-      this.counters.set(service, c)
-    }
-    return c
-  }
-
   /** A probe that threw past its own handling (a broken dependency): a failing result, never a crash. */
   private crashed(service: ProbeSubject, at: number, err: unknown): DeepHealthResult {
     const result: DeepHealthResult = {
@@ -554,7 +282,7 @@ export class DeepHealth implements DeepHealthHook {
 
   private async probe(service: ProbeSubject, at: number): Promise<DeepHealthResult> {
     const started = performance.now()
-    let outcome: Outcome
+    let outcome: ProbeOutcome
     const ac = new AbortController()
     this.aborts.add(ac)
     try {
@@ -562,7 +290,7 @@ export class DeepHealth implements DeepHealthHook {
       if (base === null) throw new Error(`${service} is not configured`)
       const kind = kindOf(service)
       const timeout = this.deps.timeoutsMs?.[kind] ?? PROBE_TIMEOUTS_MS[kind]
-      outcome = await PROBES[kind](base, AbortSignal.any([ac.signal, AbortSignal.timeout(timeout)]))
+      outcome = await this.deps.probes[kind](base, AbortSignal.any([ac.signal, AbortSignal.timeout(timeout)]))
     } catch (err) {
       outcome = failed(err instanceof NoAnswer ? err.message : `probe failed: ${(err as Error).message}`)
     } finally {
@@ -588,9 +316,9 @@ export class DeepHealth implements DeepHealthHook {
 
   /** Keeps the result, publishes it, and reports a recovery (failing → ok) to the connectivity store. */
   private record(service: ProbeSubject, result: DeepHealthResult): void {
-    const before = this.last.get(service)
-    this.last.set(service, result)
-    this.save()
+    const before = this.records.last.get(service)
+    this.records.last.set(service, result)
+    this.records.save()
     try {
       this.deps.events.publish('deephealth.result', result)
     } catch (err) {
@@ -624,7 +352,7 @@ export class DeepHealth implements DeepHealthHook {
     target: RestartTarget,
   ): Promise<{ hold: z.infer<typeof RestartHold>; detail: string } | null> {
     const now = this.deps.clock.now()
-    const c = this.countersOf(service)
+    const c = this.records.countersOf(service)
     const swap = this.swapHold(service)
     if (swap !== null) return { hold: 'swap', detail: swap }
     const known = Math.max(this.since, c.last ?? -Infinity)
@@ -689,7 +417,7 @@ export class DeepHealth implements DeepHealthHook {
         return { requested: true, done: false, held_by: null, detail: `${service} is not configured` }
       const held = await this.heldBy(service, target)
       if (held) return { requested: true, done: false, held_by: held.hold, detail: held.detail }
-      const c = this.countersOf(service)
+      const c = this.records.countersOf(service)
       const now = this.deps.clock.now()
       // An attempt counts against the limits even when it fails: a half-done restart is still one.
       c.recent.push(now)

@@ -1,7 +1,8 @@
 import type { Handlers } from '../contract/define'
 import { conflict, notFound } from '../contract/errors'
 import type { servicesContract } from '../contract/services'
-import { isProbeSubject, PROBED_SERVICES, type DeepHealth } from './deepHealth'
+import type { DeepHealth } from './deepHealth'
+import { isProbeSubject, PROBED_SERVICES } from './deepHealthRecords'
 
 /** GET /api/deep-health and POST /api/deep-health/{service}/run. */
 export function deepHealthHandlers(

@@ -5,6 +5,7 @@ import type { ServiceDirectory } from './serviceDirectory'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
 import { DeepHealth, type PlacementEngines } from './deepHealth'
+import { DEEP_HEALTH_PROBES } from './deepHealthProbes'
 import { deepHealthHandlers } from './deepHealthHandlers'
 import { serviceHandlers, type ServiceMethods } from './handlers'
 import { ServiceManager } from './manager'
@@ -78,6 +79,7 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     logger: logger.child('deep-health'),
     intervalS: config.deepHealthIntervalS,
     swapBusy,
+    probes: DEEP_HEALTH_PROBES,
     placements: placementEngines(deps.models.placements),
     file: path.join(config.paths.dataDir, 'deep-health.json'),
   })

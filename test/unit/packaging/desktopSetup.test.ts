@@ -5,6 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { electronSqliteBinding, sqliteOptions, SQLITE_BINDING_ENV } from '../../../src-main/lib/nativeBinding'
 // @ts-expect-error -- a plain .mjs script without type declarations
 import { electronPin, NATIVE_DIR, prepareNativeApp } from '../../../scripts/desktop-setup.mjs'
+// @ts-expect-error -- node-abi (what @electron/rebuild maps versions to ABIs with) ships no type declarations
+import * as nodeAbi from 'node-abi'
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-desktop-setup-'))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
@@ -78,11 +80,10 @@ describe('the pinned Electron', () => {
     expect(pkg.allowScripts.electron).toBe(false)
   })
 
-  it('has an ABI that the installed @electron/rebuild knows, and electron-builder and @electron/rebuild pinned exactly', async () => {
+  it('has an ABI that the installed @electron/rebuild knows, and electron-builder and @electron/rebuild pinned exactly', () => {
     const pin = electronPin(repo) as { version: string; abi: string | null }
-    const nodeAbi = (await import('node-abi')) as unknown as { getAbi(v: string, runtime: string): string }
     expect(pin.abi).not.toBeNull()
-    expect(nodeAbi.getAbi(pin.version, 'electron')).toBe(pin.abi)
+    expect((nodeAbi as { getAbi(v: string, runtime: string): string }).getAbi(pin.version, 'electron')).toBe(pin.abi)
     for (const tool of ['@electron/rebuild', 'electron-builder'])
       expect(pkg.devDependencies[tool], tool).toMatch(/^\d+\.\d+\.\d+$/)
   })

@@ -8,14 +8,8 @@ import type { RoleLocation, RoleName } from '../../../src-main/services/serviceD
 import type { EventName, EventPayload } from '../../../src-main/contract/events'
 import type { DeepHealthResult } from '../../../src-main/contract/services'
 import type { ReportSink } from '../../../src-main/gateway/deepHealthHook'
-import {
-  DeepHealth,
-  IDLE_NOTE,
-  RESTART_LIMITS,
-  silenceWav,
-  wedgePattern,
-  type DeepHealthDeps,
-} from '../../../src-main/services/deepHealth'
+import { DeepHealth, RESTART_LIMITS, type DeepHealthDeps } from '../../../src-main/services/deepHealth'
+import { DEEP_HEALTH_PROBES, IDLE_NOTE, silenceWav, wedgePattern } from '../../../src-main/services/deepHealthProbes'
 import { deepHealthHandlers } from '../../../src-main/services/deepHealthHandlers'
 import type { ServiceControl, ServiceLocation } from '../../../src-main/services/types'
 import type { ExecResult } from '../../../src-main/ssh/pool'
@@ -177,6 +171,7 @@ describe('deep health', () => {
       logger: createLogger({ sink: logs }),
       intervalS: 300,
       swapBusy: () => swapping,
+      probes: DEEP_HEALTH_PROBES,
       ...opts,
     })
     made.push(dh)
@@ -184,6 +179,35 @@ describe('deep health', () => {
   }
 
   const transcriptions = (): number => asr.requests.filter((r) => r.path === '/v1/audio/transcriptions').length
+
+  it('runs the probes it is given, at the base each service answers on (issue 40: probes apart from the scheduler)', async () => {
+    const seen: { kind: string; base: string }[] = []
+    const probe =
+      (kind: 'asr' | 'tts' | 'llm', outcome: { ok: boolean; error: string | null }) =>
+      async (base: string, signal: AbortSignal) => {
+        expect(signal.aborted).toBe(false)
+        seen.push({ kind, base })
+        return { ...outcome, note: null, status: null }
+      }
+    const { dh } = rig({
+      probes: {
+        asr: probe('asr', { ok: true, error: null }),
+        tts: probe('tts', { ok: true, error: null }),
+        llm: probe('llm', { ok: false, error: 'CUDA error: cudaErrorUnknown' }),
+      },
+    })
+    const llmCalls = llm.requests.length
+    const results = await dh.round()
+    expect(seen.sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
+      { kind: 'asr', base: asr.url },
+      { kind: 'llm', base: llm.url },
+      { kind: 'tts', base: tts.url },
+    ])
+    const byService = Object.fromEntries(results.map((r) => [r.service, r]))
+    expect(byService.asr).toMatchObject({ ok: true, wedged: false })
+    expect(byService.llm).toMatchObject({ ok: false, wedged: true, error: 'CUDA error: cudaErrorUnknown' })
+    expect(llm.requests.length).toBe(llmCalls)
+  })
 
   it('probes asr, tts and llm for real when all are healthy', async () => {
     const { dh, rec } = rig()
@@ -364,6 +388,7 @@ describe('deep health', () => {
       logger: createLogger({ sink: new MemorySink() }),
       intervalS: 120,
       swapBusy: () => false,
+      probes: DEEP_HEALTH_PROBES,
     })
     made.push(dh)
     const h = deepHealthHandlers(dh)

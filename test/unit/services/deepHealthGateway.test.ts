@@ -15,6 +15,7 @@ import type { DeepHealthResult } from '../../../src-main/contract/services'
 import { createGatewayModule, type GatewayModule } from '../../../src-main/gateway/module'
 import { JobRegistry } from '../../../src-main/jobs/registry'
 import { DeepHealth } from '../../../src-main/services/deepHealth'
+import { DEEP_HEALTH_PROBES } from '../../../src-main/services/deepHealthProbes'
 import type { ServiceControl } from '../../../src-main/services/types'
 import { startFakeAsr, startFakeTts, type FakeAsr, type FakeTts } from '../../sim/http'
 
@@ -73,6 +74,7 @@ describe('the gateway asks deep health for a real probe', () => {
       logger,
       intervalS: 300,
       swapBusy: () => false,
+      probes: DEEP_HEALTH_PROBES,
     })
     gateway = await createGatewayModule({
       config,

@@ -8,6 +8,7 @@ import type { DeepHealthResult } from '../../../src-main/contract/services'
 import type { EventName, EventPayload } from '../../../src-main/contract/events'
 import { placementSubject } from '../../../src-main/gateway/deepHealthHook'
 import { DeepHealth, type PlacementEngine, type PlacementEngines } from '../../../src-main/services/deepHealth'
+import { DEEP_HEALTH_PROBES } from '../../../src-main/services/deepHealthProbes'
 import { deepHealthHandlers } from '../../../src-main/services/deepHealthHandlers'
 import type { ServiceControl, ServiceLocation } from '../../../src-main/services/types'
 import type { RoleLocation, RoleName } from '../../../src-main/services/serviceDirectory'
@@ -113,6 +114,7 @@ describe('deep health per placement', () => {
       logger: createLogger({ sink: new MemorySink() }),
       intervalS: 300,
       swapBusy: () => false,
+      probes: DEEP_HEALTH_PROBES,
       placements,
       file: opts.file ?? null,
     })
