@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { BackendApi, OutputOf } from '../../../src-renderer/api'
-import { flush, mountWith, stubCanvas, unmountAll } from './mount'
+import { buttons, flush, mountWith, stubCanvas, unmountAll } from './mount'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
 
 const T = Date.now()
@@ -127,9 +127,9 @@ describe('Cluster view', () => {
     expect(el.textContent).toContain('connect ECONNREFUSED')
     // A failing service check is reported without blanking the hardware cards.
     expect(el.textContent).toContain('services: status not needed here')
-    const wake = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Wake')
-    expect(wake).toBeDefined()
-    wake!.click()
+    const wake = buttons(el, 'Wake')
+    expect(wake).toHaveLength(1)
+    wake[0]!.click()
     await flush()
     expect(calls.find((c) => c.method === 'wakeNode')?.input).toEqual({ name: 'node2' })
     expect(el.textContent).toContain('Magic packet sent to 4c:bb:47:2e:91:0b from node1')
@@ -148,7 +148,7 @@ describe('Cluster view', () => {
 
   it('offers no Wake without a cached MAC', async () => {
     const el = await mount(unreachable(null), [])
-    expect([...el.querySelectorAll('button')].some((b) => b.textContent?.trim() === 'Wake')).toBe(false)
+    expect(buttons(el, 'Wake')).toEqual([])
     expect(el.textContent).toContain('No MAC cached yet')
   })
 })

@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { BackendApi } from '../../../src-renderer/api'
-import { flush, mountWith, unmountAll } from './mount'
+import { button, flush, mountWith, unmountAll } from './mount'
 import ConsumerKeys from '../../../src-renderer/components/gateway/ConsumerKeys.vue'
 import KeyUsage from '../../../src-renderer/components/gateway/KeyUsage.vue'
 import GatewayRequestLog from '../../../src-renderer/components/gateway/GatewayRequestLog.vue'
@@ -98,7 +98,7 @@ describe('Consumer keys', () => {
       max_concurrent: null,
     })
     expect(el.querySelector('.ck-secret')!.textContent).toContain('tdm_1a2b3c4d_xxx')
-    const enable = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Enable')!
+    const enable = button(el, 'Enable')
     enable.click()
     await flush()
     expect(calls.find((c) => c.method === 'consumerKeyUpdate')!.input).toEqual({

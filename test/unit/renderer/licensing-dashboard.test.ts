@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BackendApi } from '../../../src-renderer/api'
-import { flush, mountWith, unmountAll } from './mount'
+import { button, flush, mountWith, unmountAll } from './mount'
 import ProvidersPanel from '../../../src-renderer/components/licensing/ProvidersPanel.vue'
 import { money, moneyInput, parseMoney } from '../../../src-renderer/components/licensing/format'
 
@@ -46,13 +46,13 @@ describe('licensing dashboard', () => {
     expect(calls).toEqual(['licAdminProviders'])
     expect(el.textContent).toContain('https://pay.example')
 
-    const disconnect = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Disconnect')!
+    const disconnect = button(el, 'Disconnect')
     disconnect.click()
     await flush()
     expect(calls).not.toContain('licAdminBtcpayDisconnect')
     expect(el.querySelector('[role="alertdialog"]')?.textContent).toContain('Disconnect BTCPay?')
 
-    const confirm = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Confirm')!
+    const confirm = button(el, 'Confirm')
     confirm.click()
     await flush()
     expect(calls).toContain('licAdminBtcpayDisconnect')

@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BackendApi } from '../../../src-renderer/api'
-import { flush, mountWith, unmountAll } from './mount'
+import { button, flush, mountWith, unmountAll } from './mount'
 import ProvidersPanel from '../../../src-renderer/components/licensing/ProvidersPanel.vue'
 
 const view = (over: Record<string, unknown>) => ({
@@ -78,11 +78,11 @@ describe('payment provider panel: settling and flagged payments', () => {
     const el = await mountWith(ProvidersPanel, fakeApi(calls))
     expect(el.querySelector('[data-testid="provider-settling"]')?.textContent).toContain('settling 3 open invoice(s)')
 
-    const forget = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Forget now')!
+    const forget = button(el, 'Forget now')
     forget.click()
     await flush()
     expect(calls.map((c) => c.method)).not.toContain('licAdminForgetProvider')
-    const confirm = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Confirm')!
+    const confirm = button(el, 'Confirm')
     confirm.click()
     await flush()
     expect(calls.find((c) => c.method === 'licAdminForgetProvider')?.input).toEqual({

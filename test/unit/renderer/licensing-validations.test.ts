@@ -4,7 +4,7 @@ import { defineComponent, h } from 'vue'
 import type { BackendApi } from '../../../src-renderer/api'
 import ValidationLog from '../../../src-renderer/components/licensing/ValidationLog.vue'
 import ValidationsChart from '../../../src-renderer/components/licensing/ValidationsChart.vue'
-import { flush, mountWith, stubCanvas, unmountAll } from './mount'
+import { button, flush, mountWith, stubCanvas, unmountAll } from './mount'
 
 afterEach(unmountAll)
 const XSS = '<img src=x onerror=alert(1)>'
@@ -62,7 +62,7 @@ describe('license detail: recent validations', () => {
     // Text, never markup.
     expect(el.querySelector('img')).toBeNull()
     expect(rows[0]!.textContent).toContain(XSS)
-    const older = [...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Older calls')!
+    const older = button(el, 'Older calls')
     older.click()
     await flush()
     expect(calls[1]!.input).toMatchObject({ license_id: 'lic-1', before_id: 20 })

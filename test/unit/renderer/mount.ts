@@ -35,14 +35,17 @@ export async function flush(): Promise<void> {
   for (let i = 0; i < 5; i++) await nextTick()
 }
 
-/** The buttons under `root` whose text (trimmed) is `text`. */
-export const buttons = (root: ParentNode, text: string): HTMLButtonElement[] =>
-  [...root.querySelectorAll('button')].filter((b) => b.textContent?.trim() === text)
+/** The buttons under `root` whose text (trimmed) is `text`, or matches it (a sort header's label with its arrow). */
+export const buttons = (root: ParentNode, text: string | RegExp): HTMLButtonElement[] =>
+  [...root.querySelectorAll('button')].filter((b) => {
+    const t = b.textContent?.trim() ?? ''
+    return typeof text === 'string' ? t === text : text.test(t)
+  })
 
-/** The first button under `root` whose text is `text`; a test without one fails naming it. */
-export function button(root: ParentNode, text: string): HTMLButtonElement {
+/** The first button under `root` whose text is (or matches) `text`; a test without one fails naming it. */
+export function button(root: ParentNode, text: string | RegExp): HTMLButtonElement {
   const b = buttons(root, text)[0]
-  if (!b) throw new Error(`no button "${text}"`)
+  if (!b) throw new Error(`no button "${String(text)}"`)
   return b
 }
 

@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BackendApi } from '../../../src-renderer/api'
-import { flush, mountWith, unmountAll } from './mount'
+import { button, flush, mountWith, unmountAll } from './mount'
 import PlaygroundSpeech from '../../../src-renderer/components/gateway/PlaygroundSpeech.vue'
 
 /** Issue 8: the Gateway view's voice list shows the OpenAI voice names and what each stands for. */
@@ -52,7 +52,7 @@ describe('speech playground', () => {
     voice!.value = 'echo'
     voice!.dispatchEvent(new Event('change'))
     await flush()
-    ;[...el.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Speak')!.click()
+    button(el, 'Speak').click()
     await flush()
     expect(calls.find((c) => c.method === 'playgroundSpeech')!.input).toMatchObject({ voice: 'echo' })
   })

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BackendApi, OutputOf } from '../../../src-renderer/api'
 import SpeechPatchesPanel from '../../../src-renderer/components/services/SpeechPatchesPanel.vue'
-import { flush, mountWith, unmountAll } from './mount'
+import { button, flush, mountWith, unmountAll } from './mount'
 
 const H = (c: string): string => c.repeat(64)
 
@@ -64,9 +64,6 @@ function fakeApi(reapply: OutputOf<'reapplySpeechModels'>): { api: BackendApi; c
   return { api, calls }
 }
 
-const button = (el: HTMLElement, text: string): HTMLButtonElement =>
-  [...el.querySelectorAll('button')].find((b) => b.textContent?.includes(text)) as HTMLButtonElement
-
 describe('Speech patches panel', () => {
   afterEach(() => {
     unmountAll()
@@ -96,12 +93,12 @@ describe('Speech patches panel', () => {
     })
     const el = await mountWith(SpeechPatchesPanel, api)
     window.confirm = () => false
-    button(el, 'Reapply').click()
+    button(el, /Reapply/).click()
     await flush()
     expect(calls).not.toContain('reapplySpeechModels')
 
     window.confirm = () => true
-    button(el, 'Reapply').click()
+    button(el, /Reapply/).click()
     await flush()
     expect(calls).toContain('reapplySpeechModels')
     expect(el.querySelector('.steps')?.textContent).toContain('healthy after 3 s')
@@ -117,7 +114,7 @@ describe('Speech patches panel', () => {
     })
     const el = await mountWith(SpeechPatchesPanel, api)
     window.confirm = () => true
-    button(el, 'Reapply').click()
+    button(el, /Reapply/).click()
     await flush()
     expect(el.querySelector('.steps')?.textContent).toContain('stopped')
     expect(el.querySelector('.steps pre')?.textContent).toContain('SyntaxError')
