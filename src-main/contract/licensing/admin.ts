@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
 import {
   AuditEntry,
@@ -112,11 +113,6 @@ export const SearchText = z
   .max(200)
   .refine((s) => !s.includes('\0'), 'no NUL bytes')
   .optional()
-/** Paging of a server-side list: `limit` rows from `offset`. */
-export const pageOf = (defaultLimit: number, maxLimit: number) => ({
-  limit: z.coerce.number().int().min(1).max(maxLimit).default(defaultLimit),
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
-})
 
 export const LicenseSort = z.enum(['issued_at', 'expires_at', 'updated_at', 'buyer_email', 'status', 'product'])
 export const LicenseFilter = z.object({
@@ -189,7 +185,7 @@ export const licensingAdminContract = {
     summary: 'Products, newest first (sortable, searchable, paged)',
     http: 'GET /v1/admin/products',
     input: ProductQuery,
-    output: z.object({ total: z.number(), products: z.array(ProductView) }),
+    output: page('products', ProductView),
   }),
   licAdminProduct: method({
     summary: 'One product with its policies',
@@ -249,7 +245,7 @@ export const licensingAdminContract = {
     summary: 'Search licenses (sortable, paged)',
     http: 'GET /v1/admin/licenses',
     input: LicenseQuery,
-    output: z.object({ total: z.number(), licenses: z.array(LicenseView) }),
+    output: page('licenses', LicenseView),
   }),
   licAdminExportLicenses: method({
     summary: 'Licenses matching a filter as CSV',
@@ -322,7 +318,7 @@ export const licensingAdminContract = {
     summary: 'Discount codes, newest first (sortable, searchable, paged)',
     http: 'GET /v1/admin/discount-codes',
     input: DiscountQuery,
-    output: z.object({ total: z.number(), discounts: z.array(DiscountView) }),
+    output: page('discounts', DiscountView),
   }),
   licAdminCreateDiscount: method({
     summary: 'Create a discount code',

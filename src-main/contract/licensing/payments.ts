@@ -1,7 +1,8 @@
 import { z } from 'zod'
+import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
 import { buyerSurface as pub, Currency, Email, Note, Slug, Uuid, patchOf } from './schemas'
-import { CsvExport, Id, Ok, pageOf, SearchText, SortOrder } from './admin'
+import { CsvExport, Id, Ok, SearchText, SortOrder } from './admin'
 
 /** Purchases, invoices, payment providers and outbound webhook endpoints. */
 
@@ -254,7 +255,7 @@ export const licensingPaymentsContract = {
     summary: 'Invoices, newest first, filtered',
     http: 'GET /v1/admin/invoices',
     input: InvoiceQuery,
-    output: z.object({ items: z.array(InvoiceView), total: z.number() }),
+    output: page('items', InvoiceView, 'rows-first'),
   }),
   licAdminExportInvoices: method({
     summary: 'Invoices matching a filter as CSV',
@@ -364,7 +365,7 @@ export const licensingPaymentsContract = {
     summary: 'Outbound webhook endpoints, newest first (sortable, searchable, paged; secrets never returned)',
     http: 'GET /v1/admin/webhook-endpoints',
     input: WebhookEndpointQuery,
-    output: z.object({ total: z.number(), endpoints: z.array(WebhookEndpointView) }),
+    output: page('endpoints', WebhookEndpointView),
   }),
   licAdminCreateWebhookEndpoint: method({
     summary: 'Register an outbound webhook endpoint with its signing secret',

@@ -1,6 +1,7 @@
 import { z } from 'zod'
+import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
-import { CsvExport, Id, pageOf, SearchText, SortOrder } from './admin'
+import { CsvExport, Id, SearchText, SortOrder } from './admin'
 import { blankToUndefined, HttpUrl } from './payments'
 import { buyerSurface as pub, Currency, KeyText, Reason, Slug } from './schemas'
 
@@ -171,7 +172,7 @@ export const licensingSubscriptionsContract = {
     summary: 'Subscriptions, newest first, with their cycles (sortable, searchable, paged)',
     http: 'GET /v1/admin/subscriptions',
     input: SubscriptionQuery,
-    output: z.object({ subscriptions: z.array(SubscriptionView), total: z.number() }),
+    output: page('subscriptions', SubscriptionView, 'rows-first'),
   }),
   licAdminExportSubscriptions: method({
     summary: 'Subscriptions matching a filter as CSV',
