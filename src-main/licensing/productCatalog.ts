@@ -22,106 +22,22 @@ import { ApiError } from '../contract/errors'
 import type { Clock } from '../lib/clock'
 import type { AuditLog } from './audit'
 import { orderBy, searchAny, type LicensingDb } from './db'
-import { parseCatalog, parseStringList } from './json'
+import {
+  checkPolicy,
+  effectivePrice,
+  flag,
+  isSatsCurrency,
+  isUniqueViolation,
+  overrideSats,
+  patchedPolicy,
+  policyView,
+  productView,
+  type PolicyRow,
+  type ProductRow,
+} from './catalogRows'
 
-export interface ProductRow {
-  id: string
-  slug: string
-  name: string
-  description: string
-  price_sats: number
-  price_currency: Currency
-  price_value: number
-  entitlements_catalog: string
-  active: number
-  return_url_prefix: string | null
-  created_at: number
-  updated_at: number
-}
-
-export interface PolicyRow {
-  id: string
-  product_id: string
-  slug: string
-  name: string
-  description: string
-  tier_rank: number | null
-  price_sats_override: number | null
-  price_currency_override: Currency | null
-  price_value_override: number | null
-  entitlements: string
-  max_machines: number
-  duration_days: number
-  grace_period_days: number
-  is_trial: number
-  trial_days: number
-  is_recurring: number
-  renewal_period_days: number
-  highlighted: number
-  public: number
-  active: number
-  created_at: number
-  updated_at: number
-}
-
-/** SAT and BTC amounts are both in sats, so their sats price is the value itself. */
-export const isSatsCurrency = (c: Currency): boolean => c === 'SAT' || c === 'BTC'
-
-export function effectivePrice(product: ProductRow, policy: PolicyRow | null): { currency: Currency; value: number } {
-  return {
-    currency: policy?.price_currency_override ?? product.price_currency,
-    value: policy?.price_value_override ?? product.price_value,
-  }
-}
-
-const b = (v: number): boolean => v === 1
-
-export function productView(r: ProductRow): ProductView {
-  return {
-    id: r.id,
-    slug: r.slug,
-    name: r.name,
-    description: r.description,
-    price_currency: r.price_currency,
-    price_value: r.price_value,
-    price_sats: r.price_sats,
-    entitlements_catalog: parseCatalog(r.entitlements_catalog),
-    active: b(r.active),
-    return_url_prefix: r.return_url_prefix,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-  }
-}
-
-export function policyView(r: PolicyRow, product: ProductRow): PolicyView {
-  const price = effectivePrice(product, r)
-  return {
-    id: r.id,
-    product_id: r.product_id,
-    slug: r.slug,
-    name: r.name,
-    description: r.description,
-    tier_rank: r.tier_rank,
-    price_sats_override: r.price_sats_override,
-    price_currency_override: r.price_currency_override,
-    price_value_override: r.price_value_override,
-    price_currency: price.currency,
-    price_value: price.value,
-    entitlements: parseStringList(r.entitlements),
-    max_machines: r.max_machines,
-    duration_days: r.duration_days,
-    grace_period_days: r.grace_period_days,
-    is_trial: b(r.is_trial),
-    trial_days: r.trial_days,
-    is_recurring: b(r.is_recurring),
-    renewal_period_days: r.renewal_period_days,
-    highlighted: b(r.highlighted),
-    public: b(r.public),
-    active: b(r.active),
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-  }
-}
+export { effectivePrice, isSatsCurrency, policyView, productView } from './catalogRows'
+export type { PolicyRow, ProductRow } from './catalogRows'
 
 /** Best tier first; policies outside the ladder last, by name. */
 const PRODUCT_SORT: Record<ProductQuery['sort'], string> = {
@@ -132,55 +48,6 @@ const PRODUCT_SORT: Record<ProductQuery['sort'], string> = {
 }
 
 const POLICY_ORDER = 'ORDER BY tier_rank IS NULL, tier_rank DESC, name'
-
-/** A policy with a patch applied: a field the patch leaves out keeps its stored value. */
-function patchedPolicy(cur: PolicyRow, view: PolicyView, patch: PolicyPatch): PolicyInput {
-  return {
-    slug: patch.slug ?? cur.slug,
-    name: patch.name ?? cur.name,
-    description: patch.description ?? cur.description,
-    ...patchedRankAndPrice(cur, patch),
-    entitlements: patch.entitlements ?? view.entitlements,
-    max_machines: patch.max_machines ?? cur.max_machines,
-    duration_days: patch.duration_days ?? cur.duration_days,
-    grace_period_days: patch.grace_period_days ?? cur.grace_period_days,
-    trial_days: patch.trial_days ?? cur.trial_days,
-    renewal_period_days: patch.renewal_period_days ?? cur.renewal_period_days,
-    ...patchedSwitches(view, patch),
-  }
-}
-
-/** The nullable fields: an explicit null clears them (back to unranked, or the product's price). */
-function patchedRankAndPrice(
-  cur: PolicyRow,
-  patch: PolicyPatch,
-): Pick<PolicyInput, 'tier_rank' | 'price_currency_override' | 'price_value_override'> {
-  return {
-    tier_rank: patch.tier_rank !== undefined ? patch.tier_rank : cur.tier_rank,
-    price_currency_override:
-      patch.price_currency_override !== undefined ? patch.price_currency_override : cur.price_currency_override,
-    price_value_override:
-      patch.price_value_override !== undefined ? patch.price_value_override : cur.price_value_override,
-  }
-}
-
-/** The on/off settings, taken from the view because the row stores them as 0/1. */
-function patchedSwitches(
-  view: PolicyView,
-  patch: PolicyPatch,
-): Pick<PolicyInput, 'is_trial' | 'is_recurring' | 'highlighted' | 'public' | 'active'> {
-  return {
-    is_trial: patch.is_trial ?? view.is_trial,
-    is_recurring: patch.is_recurring ?? view.is_recurring,
-    highlighted: patch.highlighted ?? view.highlighted,
-    public: patch.public ?? view.public,
-    active: patch.active ?? view.active,
-  }
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return err instanceof Error && /UNIQUE constraint failed/.test(err.message)
-}
 
 export class Catalog {
   constructor(
@@ -231,13 +98,13 @@ export class Catalog {
   resolvePolicy(product: ProductRow, slug?: string | null): PolicyRow {
     if (slug) {
       const p = this.policyBySlug(product.id, slug)
-      if (!p || !b(p.active)) throw new ApiError('not_found', `product ${product.slug} has no tier ${slug}`)
+      if (!p || !flag(p.active)) throw new ApiError('not_found', `product ${product.slug} has no tier ${slug}`)
       return p
     }
-    const active = this.policyRows(product.id).filter((p) => b(p.active))
+    const active = this.policyRows(product.id).filter((p) => flag(p.active))
     const chosen =
       active.find((p) => p.slug === 'default') ??
-      [...active.filter((p) => b(p.public))].sort((x, y) => (x.tier_rank ?? 0) - (y.tier_rank ?? 0))[0] ??
+      [...active.filter((p) => flag(p.public))].sort((x, y) => (x.tier_rank ?? 0) - (y.tier_rank ?? 0))[0] ??
       active[0]
     if (!chosen) throw new ApiError('conflict', `product ${product.slug} has no active tier`)
     return chosen
@@ -409,7 +276,7 @@ export class Catalog {
 
   createPolicy(productId: string, input: PolicyInput): PolicyView {
     const product = this.mustProduct(productId)
-    this.checkPolicy(product, input)
+    checkPolicy(product, input)
     const now = this.clock.now()
     const id = randomUUID()
     try {
@@ -463,7 +330,7 @@ export class Catalog {
     const cur = this.mustPolicy(id)
     const product = this.mustProduct(cur.product_id)
     const next = patchedPolicy(cur, policyView(cur, product), patch)
-    this.checkPolicy(product, next)
+    checkPolicy(product, next)
     try {
       this.db
         .prepare(
@@ -532,20 +399,6 @@ export class Catalog {
     })
   }
 
-  private checkPolicy(product: ProductRow, p: PolicyInput): void {
-    if (p.price_currency_override !== null && p.price_value_override === null)
-      throw new ApiError('bad_input', 'a currency override needs a price_value_override in that currency')
-    if (p.is_recurring && p.renewal_period_days < 1)
-      throw new ApiError('bad_input', 'a recurring tier needs renewal_period_days of at least 1')
-    const catalog = parseCatalog(product.entitlements_catalog)
-    if (catalog.length > 0) {
-      const known = new Set(catalog.map((c) => c.slug))
-      const unknown = p.entitlements.filter((e) => !known.has(e))
-      if (unknown.length > 0)
-        throw new ApiError('bad_input', `entitlements not in the product's catalog: ${unknown.join(', ')}`)
-    }
-  }
-
   /**
    * What a product change would do to its tiers' prices, before it is saved: a currency change
    * pins every tier that prices its own value in the inherited currency (it keeps its currency and
@@ -594,12 +447,4 @@ export class Catalog {
     const set = this.db.prepare('UPDATE policies SET price_sats_override = ? WHERE id = ?')
     for (const r of this.policyRows(productId)) set.run(overrideSats(product, r), r.id)
   }
-}
-
-function overrideSats(
-  product: ProductRow,
-  p: { price_currency_override: Currency | null; price_value_override: number | null },
-): number | null {
-  if (p.price_value_override === null) return null
-  return isSatsCurrency(p.price_currency_override ?? product.price_currency) ? p.price_value_override : null
 }

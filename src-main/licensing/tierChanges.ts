@@ -12,38 +12,32 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { z } from 'zod'
-import type { Quote, TierChangeView, UpgradeInput, UpgradeQuote, UpgradeStarted } from '../contract/licensing'
+import type { Quote, UpgradeInput, UpgradeQuote, UpgradeStarted } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import { effectivePrice, type PolicyRow, type ProductRow } from './productCatalog'
 import { immediate } from './db'
 import type { InvoiceRow } from './invoices'
-import { iso, parseStringList } from './json'
+import { iso } from './json'
 import type { LicenseRow } from './licenses'
 import type { Purchases } from './purchase'
 import type { LicensingServices } from './licensingServices'
 import type { EventOutbox, SettleBranch } from './settlement'
-import { endSubscription, type SubscriptionRow } from './subscriptions'
+import type { SubscriptionRow } from './subscriptions'
+import {
+  applyTierChange,
+  liveSubscription,
+  tierChangeRow,
+  tierChangeView,
+  type TierChangeRow,
+  type TierChangeViewT,
+} from './tierChangeApply'
+
+export type { TierChangeViewT } from './tierChangeApply'
 
 const DAY_MS = 86_400_000
 
 type Direction = 'upgrade' | 'downgrade'
 type Actor = 'buyer' | 'admin'
-
-interface TierChangeRow {
-  id: string
-  license_id: string
-  from_policy_id: string
-  to_policy_id: string
-  direction: Direction
-  listed_currency: Quote['listed_currency']
-  proration_charge_value: number
-  invoice_id: string | null
-  effective_at: number
-  applied_at: number | null
-  actor: Actor
-  reason: string
-  created_at: number
-}
 
 /** Everything a change is computed from: the license, its tiers, its live subscription. */
 interface Situation {
@@ -64,8 +58,6 @@ interface Priced {
   nextRenewalValue: number | null
   nextRenewalAt: number | null
 }
-
-export type TierChangeViewT = z.infer<typeof TierChangeView>
 
 /**
  * The share of a price difference still owed for the rest of a cycle, rounded up so the seller is
@@ -116,13 +108,6 @@ export class TierChanges {
 
   // ---- reading the situation ----
 
-  private liveSubscription(licenseId: string): SubscriptionRow | null {
-    const s = this.db
-      .prepare("SELECT * FROM subscriptions WHERE license_id = ? AND status IN ('active', 'past_due')")
-      .get(licenseId) as SubscriptionRow | undefined
-    return s ?? null
-  }
-
   private situation(license: LicenseRow, targetSlug: string, actor: Actor): Situation {
     const { catalog } = this.deps.services
     const product = catalog.productRow(license.product_id)
@@ -133,7 +118,7 @@ export class TierChanges {
     if (!to || to.active !== 1 || (actor === 'buyer' && to.public !== 1))
       throw new ApiError('not_found', `product ${product.slug} has no tier ${targetSlug}`)
     if (to.id === from.id) throw new ApiError('bad_input', `the license is already on tier ${to.slug}`)
-    return { license, product, from, to, subscription: this.liveSubscription(license.id) }
+    return { license, product, from, to, subscription: liveSubscription(this.db, license.id) }
   }
 
   /** The buyer's rule: both tiers on the ladder, the target different in rank. */
@@ -384,7 +369,7 @@ export class TierChanges {
         })
         this.audit('admin', 'license.tier_change_scheduled', license.id, { tier_change_id: id, to: s.to.slug })
       })
-      return { tier_change: this.view(id), invoice_id: null, checkout_url: null }
+      return { tier_change: tierChangeView(this.db, id), invoice_id: null, checkout_url: null }
     }
     if (input.skip_payment || priced.charge === 0) {
       const free = { ...priced, charge: 0 }
@@ -400,13 +385,13 @@ export class TierChanges {
           effectiveAt: now,
           now,
         })
-        this.applyRow(this.row(id), now, 'admin')
+        applyTierChange(this.deps, tierChangeRow(this.db, id), now, 'admin')
       })
-      return { tier_change: this.view(id), invoice_id: null, checkout_url: null }
+      return { tier_change: tierChangeView(this.db, id), invoice_id: null, checkout_url: null }
     }
     const opened = await this.openChangeInvoice(s, priced, { actor: 'admin', reason: input.reason }, signal)
     return {
-      tier_change: this.view(opened.tierChangeId),
+      tier_change: tierChangeView(this.db, opened.tierChangeId),
       invoice_id: opened.invoiceId,
       checkout_url: opened.checkoutUrl,
     }
@@ -419,7 +404,7 @@ export class TierChanges {
       .prepare('SELECT id FROM tier_changes WHERE license_id = ? ORDER BY created_at DESC, rowid DESC')
       .pluck()
       .all(licenseId) as string[]
-    return { tier_changes: ids.map((id) => this.view(id)) }
+    return { tier_changes: ids.map((id) => tierChangeView(this.db, id)) }
   }
 
   /**
@@ -438,9 +423,9 @@ export class TierChanges {
     let applied = 0
     for (const id of due) {
       immediate(this.db, () => {
-        const row = this.row(id)
+        const row = tierChangeRow(this.db, id)
         if (row.applied_at !== null) return
-        this.applyRow(row, now, 'system')
+        applyTierChange(this.deps, row, now, 'system')
         applied++
       })
     }
@@ -454,123 +439,11 @@ export class TierChanges {
     const row = this.db.prepare('SELECT * FROM tier_changes WHERE invoice_id = ?').get(invoice.id) as
       TierChangeRow | undefined
     if (!row) return null
-    if (row.applied_at === null) this.applyRow(row, now, 'system')
+    if (row.applied_at === null) applyTierChange(this.deps, row, now, 'system')
     return { licenseId: row.license_id }
   }
 
-  /**
-   * Moves the license (and its live subscription) onto the target tier; inside the caller's
-   * transaction. A license already on the target is left alone (a redelivered settle).
-   */
-  private applyRow(row: TierChangeRow, now: number, actor: 'admin' | 'system'): void {
-    const { catalog } = this.deps.services
-    const license = this.deps.services.licenses.lookup.row(row.license_id)
-    const to = catalog.policyRow(row.to_policy_id)
-    const product = license ? catalog.productRow(license.product_id) : undefined
-    if (!license || !to || !product) throw new Error(`tier change ${row.id} names a missing license or tier`)
-    this.db.prepare('UPDATE tier_changes SET applied_at = ? WHERE id = ?').run(now, row.id)
-    if (license.policy_id === to.id) return
-    const sub = this.liveSubscription(license.id)
-    const recurring = to.is_recurring === 1 && to.renewal_period_days > 0
-    // A recurring tier keeps the paid-through date (the cycle end); a one-off tier starts its own term.
-    const expiresAt = recurring ? license.expires_at : to.duration_days > 0 ? now + to.duration_days * DAY_MS : null
-    this.db
-      .prepare(
-        `UPDATE licenses SET policy_id = ?, entitlements = ?, max_machines = ?, grace_period_days = ?, expires_at = ?,
-           updated_at = ? WHERE id = ?`,
-      )
-      .run(
-        to.id,
-        JSON.stringify(parseStringList(to.entitlements)),
-        to.max_machines,
-        to.grace_period_days,
-        expiresAt,
-        now,
-        license.id,
-      )
-    if (sub) this.moveSubscription(sub, product, to, recurring, now, actor)
-    this.audit(actor, 'license.tier_change', license.id, {
-      tier_change_id: row.id,
-      from: license.policy_id,
-      to: to.id,
-      direction: row.direction,
-      invoice_id: row.invoice_id,
-    })
-    this.deps.outbox.enqueue(
-      'license.tier_changed',
-      {
-        license_id: license.id,
-        product_id: license.product_id,
-        tier_change_id: row.id,
-        from_policy_id: license.policy_id,
-        to_policy_id: to.id,
-        to_policy_slug: to.slug,
-        direction: row.direction,
-        actor: row.actor,
-        listed_currency: row.listed_currency,
-        proration_charge_value: row.proration_charge_value,
-        invoice_id: row.invoice_id,
-        entitlements: parseStringList(to.entitlements),
-        expires_at: expiresAt === null ? null : iso(expiresAt),
-        buyer_email: license.buyer_email,
-      },
-      now,
-    )
-  }
-
-  /** A recurring target re-prices the subscription from the next renewal on; a one-off target ends it. */
-  private moveSubscription(
-    sub: SubscriptionRow,
-    product: ProductRow,
-    to: PolicyRow,
-    recurring: boolean,
-    now: number,
-    actor: 'admin' | 'system',
-  ): void {
-    if (!recurring) {
-      const { db, audit } = this.deps.services
-      const reason = `moved to the one-off tier ${to.slug}`
-      endSubscription({ db, audit, outbox: this.deps.outbox }, sub, { actor, reason, now })
-      return
-    }
-    const listed = effectivePrice(product, to)
-    this.db
-      .prepare(
-        `UPDATE subscriptions SET policy_id = ?, listed_currency = ?, listed_value = ?, period_days = ?, updated_at = ?
-         WHERE id = ?`,
-      )
-      .run(to.id, listed.currency, listed.value, to.renewal_period_days, now, sub.id)
-  }
-
   // ---- rows and views ----
-
-  private row(id: string): TierChangeRow {
-    return this.db.prepare('SELECT * FROM tier_changes WHERE id = ?').get(id) as TierChangeRow
-  }
-
-  private view(id: string): TierChangeViewT {
-    const r = this.db
-      .prepare(
-        `SELECT t.*, f.slug AS from_slug, p.slug AS to_slug FROM tier_changes t
-         LEFT JOIN policies f ON f.id = t.from_policy_id JOIN policies p ON p.id = t.to_policy_id WHERE t.id = ?`,
-      )
-      .get(id) as TierChangeRow & { from_slug: string | null; to_slug: string }
-    return {
-      id: r.id,
-      license_id: r.license_id,
-      from_policy_slug: r.from_slug,
-      to_policy_slug: r.to_slug,
-      direction: r.direction,
-      listed_currency: r.listed_currency,
-      proration_charge_value: r.proration_charge_value,
-      invoice_id: r.invoice_id,
-      effective_at: r.effective_at,
-      applied_at: r.applied_at,
-      actor: r.actor,
-      reason: r.reason,
-      created_at: r.created_at,
-    }
-  }
 
   private audit(actor: 'admin' | 'system', action: string, licenseId: string, details: Record<string, unknown>): void {
     this.deps.services.audit.record({ actor, action, targetType: 'license', targetId: licenseId, details })
