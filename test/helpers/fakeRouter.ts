@@ -19,7 +19,7 @@ export class FakeRouter implements ModelRouter {
     return this.routes.find((r) => r.served === model) ?? this.routes.find((r) => r.key === model)
   }
 
-  async admit(model: string | null, signal: AbortSignal): Promise<PlacementRoute> {
+  async admit(model: string | null, signal: AbortSignal): Promise<readonly PlacementRoute[]> {
     this.admitted++
     const route = this.find(model)
     if (route === undefined)
@@ -41,13 +41,13 @@ export class FakeRouter implements ModelRouter {
         status: 503,
         headers: { 'Retry-After': '30' },
       })
-    return route
+    return [route]
   }
 
-  routeNow(model: string | null): PlacementRoute | null {
+  routeNow(model: string | null): readonly PlacementRoute[] | null {
     const route = this.find(model)
     if (route === undefined || this.lost.has(route.id) || this.holds.has(route.id)) return null
-    return route
+    return [route]
   }
 
   placed(): readonly PlacementRoute[] {

@@ -114,10 +114,8 @@ describe('routing by model name', () => {
     expect(await engineOf(await post('/v1/completions', { model: 'big', prompt: 'a' }))).toBe('node1')
     // No model: the placement that includes node1.
     expect(await engineOf(await post('/v1/chat/completions', { messages: [] }))).toBe('node1')
-    // Named by catalog key, the body goes with the served name: vLLM answers 404 to any other.
-    expect(engines['node3+node4']!.requests.at(-1)!.body).toBe(
-      JSON.stringify({ model: 'org/Vision-12B', messages: [] }),
-    )
+    // Named by catalog key, the body goes as it came: Tandem launches the engine with the key among its names.
+    expect(engines['node3+node4']!.requests.at(-1)!.body).toBe(JSON.stringify({ model: 'vision', messages: [] }))
     // Named by served name, it goes on verbatim.
     const verbatim = '{ "model" : "org/Vision-12B", "messages": [] }'
     const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: verbatim })
