@@ -153,6 +153,16 @@ describe('routing by model name', () => {
     expect(await engineOf(await post('/v1/chat/completions', { model: 'vision', messages: [] }))).toBe('node3+node4')
   })
 
+  it('sends a model placed twice to its copy that answers while the other is lost', async () => {
+    router.routes.push(route('node3+node4', 'org/Coder-30B', 'coder'))
+    router.lost.add('node2')
+    for (let i = 0; i < 3; i++)
+      expect(await engineOf(await post('/v1/chat/completions', { model: 'coder', messages: [] }))).toBe('node3+node4')
+    router.lost.clear()
+    // Both answer: one request at a time goes to the first (none is busier).
+    expect(await engineOf(await post('/v1/chat/completions', { model: 'org/Coder-30B', messages: [] }))).toBe('node2')
+  })
+
   it('sends embeddings to a placement only when their model names one', async () => {
     expect(await engineOf(await post('/v1/embeddings', { model: 'coder', input: 'x' }))).toBe('node2')
     expect(await engineOf(await post('/v1/embeddings', { model: 'bge-m3', input: 'x' }))).toBe('embeddings')

@@ -537,6 +537,26 @@ describe('placements across a restart', () => {
   })
 })
 
+describe('a model placed twice', () => {
+  it('is served by every copy that answers, and by the ready one alone while the other is lost', async () => {
+    const r = await rig({ watchMs: 20 })
+    await r.placed('coder', ['node3'])
+    await r.placed('coder', ['node4'])
+    const ids = async () => (await r.placements.admit('coder', signal)).map((x) => x.id).sort()
+    expect(await ids()).toEqual(['node3', 'node4'])
+    r.hw.node3 = downRow('node3')
+    r.placements.followHardware(r.snapshot())
+    r.engines.node3!.down()
+    await vi.waitFor(() => expect(r.placements.placed().map((p) => p.id)).toEqual(['node4']))
+    expect(await ids()).toEqual(['node4'])
+    expect(r.placements.routeNow('org/coder')?.map((x) => x.id)).toEqual(['node4'])
+    expect(sortedRows(r, (p) => [p.id, p.state])).toEqual([
+      ['node3', 'lost'],
+      ['node4', 'ready'],
+    ])
+  })
+})
+
 describe('stopping a placement', () => {
   it("runs the launcher's stop on its head only and frees its nodes; an unknown id is 404 naming the placed", async () => {
     const r = await rig()
