@@ -537,6 +537,21 @@ describe('placements across a restart', () => {
   })
 })
 
+describe('an engine that comes up after the start', () => {
+  it('is learned from its /v1/models within a look and routed by every id it lists, no job run', async () => {
+    const r = await rig({ watchMs: 20 })
+    expect(r.placements.all()).toEqual([])
+    // Started by hand on node3, serving the model and a LoRA adapter.
+    r.engines.node3!.aliases = ['coder-lora']
+    r.engines.node3!.serveAfter('org/coder', 0)
+    await vi.waitFor(() => expect(r.placements.routeNow('org/coder')?.map((x) => x.id)).toEqual(['node3']))
+    expect(r.placements.routeNow('coder-lora')?.map((x) => x.id)).toEqual(['node3'])
+    expect(r.placements.all()).toMatchObject([{ id: 'node3', key: 'coder', served: 'org/coder', state: 'unknown' }])
+    expect(r.jobs.list('swap')).toEqual([])
+    expect(r.ran()).toEqual([])
+  })
+})
+
 describe('a model placed twice', () => {
   it('is served by every copy that answers, and by the ready one alone while the other is lost', async () => {
     const r = await rig({ watchMs: 20 })
