@@ -1,6 +1,11 @@
+import fs from 'node:fs'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { asksStreamUsage, UsageMeter } from '../../../src-main/gateway/relay/usageMeter'
 import { readRelayRequest } from '../../../src-main/gateway/relay/wire'
+
+/** Real llama-server streams (test/fixtures/llama-server/README.md). */
+const FIXTURES = path.join(__dirname, '../../fixtures/llama-server')
 
 const ev = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`
 const delta = (t: string): string =>
@@ -53,6 +58,23 @@ describe('include_usage', () => {
         DONE,
     )
     expect(m.result()).toMatchObject({ prompt_tokens: 7, completion_tokens: 3, tokens_estimated: false })
+  })
+
+  it('gives a client that did not ask the real llama-server stream without its usage event, and counts it', () => {
+    const recorded = fs.readFileSync(path.join(FIXTURES, 'chat-stream-usage.body'))
+    const { m } = meter()
+    m.readRequest(readRelayRequest(Buffer.from('{"stream":true,"messages":[]}')))
+    // Fed as a socket might deliver it: in pieces that cut events apart.
+    const out: Buffer[] = []
+    for (let at = 0; at < recorded.length; at += 97) out.push(m.onSseChunk(recorded.subarray(at, at + 97)))
+    out.push(m.flushSse())
+    const text = recorded.toString('utf8')
+    const usageEvent = text.slice(text.indexOf('data: {"choices":[]'), text.indexOf('data: [DONE]'))
+    expect(Buffer.concat(out).toString('utf8')).toBe(text.replace(usageEvent, ''))
+    expect(m.result()).toMatchObject({ prompt_tokens: 31, completion_tokens: 6, tokens_estimated: false })
+    // Without usage asked, the same server sends none: the client sees what it would have seen from it.
+    const unasked = fs.readFileSync(path.join(FIXTURES, 'chat-stream-nousage.body'), 'utf8')
+    expect(unasked).not.toContain('"usage"')
   })
 
   it('passes every event untouched to a client that asked', () => {
