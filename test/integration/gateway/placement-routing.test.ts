@@ -163,6 +163,39 @@ describe('routing by model name', () => {
     expect(await engineOf(await post('/v1/chat/completions', { model: 'org/Coder-30B', messages: [] }))).toBe('node2')
   })
 
+  it('sends each request to the copy with the fewest in flight, and counts a request out when it ends', async () => {
+    // Two copies of one model; the first holds its answers until released.
+    const release: (() => void)[] = []
+    const holding = http.createServer((req, res) => {
+      req.resume()
+      release.push(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"engine":"holding"}'))
+    })
+    await new Promise<void>((r) => holding.listen(0, '127.0.0.1', r))
+    try {
+      const holdingUrl = `http://127.0.0.1:${(holding.address() as AddressInfo).port}`
+      router.routes = [
+        { id: 'node5', baseUrl: holdingUrl, served: 'org/Twin-8B', key: 'twin' },
+        route('node2', 'org/Twin-8B', 'twin'),
+      ]
+      const first = post('/v1/chat/completions', { model: 'twin', messages: [] })
+      await waitFor(() => release.length === 1)
+      // node5 has one in flight: the next two go to node2, one at a time.
+      expect(await engineOf(await post('/v1/chat/completions', { model: 'twin', messages: [] }))).toBe('node2')
+      expect(await engineOf(await post('/v1/chat/completions', { model: 'twin', messages: [] }))).toBe('node2')
+      release.shift()!()
+      expect(await engineOf(await first)).toBe('holding')
+      // Its request ended: both are idle again, and the first copy is picked.
+      const again = post('/v1/chat/completions', { model: 'twin', messages: [] })
+      await waitFor(() => release.length === 1)
+      release.shift()!()
+      expect(await engineOf(await again)).toBe('holding')
+    } finally {
+      for (const r of release.splice(0)) r()
+      holding.closeAllConnections()
+      await new Promise((r) => holding.close(r))
+    }
+  })
+
   it('sends embeddings to a placement only when their model names one', async () => {
     expect(await engineOf(await post('/v1/embeddings', { model: 'coder', input: 'x' }))).toBe('node2')
     expect(await engineOf(await post('/v1/embeddings', { model: 'bge-m3', input: 'x' }))).toBe('embeddings')
