@@ -19,7 +19,8 @@ export type PlacementId = z.infer<typeof PlacementId>
 
 /**
  * What a placement is doing: `ready` answers; `loading` is being launched by the running job;
- * `lost` was ready but one of its nodes stopped answering (its requests get 503 with Retry-After);
+ * `lost` was ready but one of its nodes stopped answering SSH (its requests still go to its engine while
+ * that answers, else get 503 with Retry-After);
  * `unknown` was found answering at start without a record of how it was launched.
  */
 export const PlacementState = z.enum(['loading', 'ready', 'lost', 'unknown'])

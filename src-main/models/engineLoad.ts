@@ -72,14 +72,14 @@ export interface WaitOptions {
   readonly etaS: () => number | null
 }
 
-/** Polls the engine until it names `served`; the container log goes to the job meanwhile. */
-export async function waitServed(job: JobControl, site: EngineSite, served: string, o: WaitOptions): Promise<void> {
+/** Polls the engine until it names `served` (resolving with every id it lists); the container log goes to the job meanwhile. */
+export async function waitServed(job: JobControl, site: EngineSite, served: string, o: WaitOptions): Promise<string[]> {
   const deadline = o.now() + o.loadTimeoutS * 1000
   const tail = new LogTail()
   for (;;) {
     if (job.signal.aborted) throw job.signal.reason
     const names = await servedNow(site.baseUrl)
-    if (names?.includes(served)) return
+    if (names?.includes(served)) return names
     const look = await containerTail(o.pool, site)
     for (const line of tail.fresh(look.lines)) job.log(line)
     const fatal = look.lines.find((l) => FATAL.test(l))

@@ -3,6 +3,7 @@ import type { Config } from '../config/load'
 import type { LauncherCapability, LauncherInfo, Layout, RunMode } from '../contract/models'
 import { LocalPath, type NodeName } from '../contract/schemas'
 import { remoteDir, shq, shqArgs } from '../ssh/quote'
+import { gatewayEngineArgs } from './gatewayEngineArgs'
 import { launcherLabel, MISSING_EFFECT } from './launcherCapabilities'
 import type { CatalogEntry } from './types'
 
@@ -297,7 +298,8 @@ export function launchPlan(
   const source = entry.def.local_path ?? entry.def.repo
   const { args, layout } = layoutArgs(entry.launchArgs, on.nodes, launcher)
   if (on.nodes.length === 1) requireCapability(launcher, 'solo', `run a model on ${head} alone`)
-  const cmdArgs = serveCommand({ ...entry, launchArgs: args }, config.llm.port)
+  const engineArgs = gatewayEngineArgs(args, servedName(entry), entry.def.key)
+  const cmdArgs = serveCommand({ ...entry, launchArgs: engineArgs }, config.llm.port)
   const local = entry.def.local_path
   if (local !== undefined) requireCapability(launcher, 'extra_docker_args', `bind-mount the local model ${local}`)
   const extra = local !== undefined ? bindMountArgs(local) : null

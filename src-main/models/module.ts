@@ -70,6 +70,7 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     nodeNames: names,
     targetOf,
     engineUrl: (head) => engineUrl(head),
+    llmHint: () => deps.services.role('llm').hint,
     estimate: (key, on): Promise<FitEstimate> => fit.estimate(key, undefined, on),
     headsCheck: (key, on) => fit.headsCheck(key, on),
     launcherOn,

@@ -31,6 +31,8 @@ import {
   type LaunchPlan,
   type PlacementNodes,
 } from './launch'
+import { EngineWatch } from './engineWatch'
+import { answers, node1Route, noCopyAnswers, routeOf, serves, type EngineView } from './placementRoutes'
 import { placementId, PlacementStateFile, type PlacementRecord } from './placementState'
 import type { CatalogEntry, CatalogReader, ModelRouter, PlacementRoute, SwapStatus } from './types'
 import type { z } from 'zod'
@@ -49,8 +51,6 @@ const START_PROBE_MS = 2_000
 const KEEP_FAILED_LINES = 30
 /** The title prefix vLLM gives its engine and worker processes (what nvidia-smi lists). */
 const ENGINE_PROCESS = 'VLLM::'
-/** What a request to a lost placement is told to wait before trying again. */
-const LOST_RETRY_S = 30
 
 export interface PlacementValidator {
   validate(entry: CatalogEntry, on: PlacementNodes, signal?: AbortSignal): Promise<ValidationResult>
@@ -70,6 +70,8 @@ export interface PlacementDeps {
   readonly targetOf: (node: NodeName) => SshTarget | null
   /** The engine's origin on a head (node1's is the llm service's address); null when unknown. */
   readonly engineUrl: (head: NodeName) => string | null
+  /** What to set when node1's llm is not configured (the services' hint). */
+  readonly llmHint?: () => string | null
   readonly estimate: (key: string, nodes: readonly NodeName[]) => Promise<FitEstimate>
   /** vLLM's refusal when tensor parallel k does not divide the model's attention heads, or null. */
   readonly headsCheck: (key: string, nodes: readonly NodeName[]) => Promise<string | null>
@@ -81,6 +83,8 @@ export interface PlacementDeps {
   readonly hardware: () => Promise<HardwareSnapshot | null>
   /** Pause between looks at a loading model (ms). */
   readonly pollMs?: number
+  /** Pause between two looks at what every engine serves (ms; EngineWatch's default when absent). */
+  readonly watchMs?: number
 }
 
 export interface PlaceOptions {
@@ -124,9 +128,21 @@ export class PlacementManager implements SwapStatus, ModelRouter {
   private changing: InFlight | null = null
   private learned: Promise<void> = Promise.resolve()
   private readonly state: PlacementStateFile
+  /** What each engine serves, looked at again every few seconds: routing reads it, never SSH. */
+  private readonly watch: EngineWatch
+  private readonly view: EngineView
+  /** The nodes SSH could not reach at the last hardware probe: their placements show lost (routing asks the engines). */
+  private unreachable = new Set<NodeName>()
 
   constructor(private readonly deps: PlacementDeps) {
     this.state = new PlacementStateFile(path.join(deps.config.paths.dataDir, 'swap-state.json'), deps.logger)
+    this.watch = new EngineWatch({
+      engines: () => this.heads(),
+      now: () => deps.clock.now(),
+      seen: (head, names) => this.observe(head, names),
+      intervalMs: deps.watchMs,
+    })
+    this.view = { baseOf: (head) => deps.engineUrl(head), namesOf: (base) => this.watch.names(base) }
     // A catalog change can name a model found running (a custom entry added for it).
     deps.catalog.onChange(() => {
       for (const p of this.placedById.values())
@@ -140,9 +156,11 @@ export class PlacementManager implements SwapStatus, ModelRouter {
       this.deps.logger.warn('could not learn the placed models', { error: err }),
     )
     await this.learned
+    this.watch.start()
   }
 
   async stop(): Promise<void> {
+    this.watch.stop()
     await this.learned
   }
 
@@ -523,7 +541,11 @@ export class PlacementManager implements SwapStatus, ModelRouter {
       const code = await this.onHead(job, on, (l) => stopCommand(this.deps.config, on, l), STOP_TIMEOUT_MS, null)
       if (code !== 0) job.log(`the launcher's stop on ${on.nodes[0]} exited with status ${code ?? 'unknown'}; going on`)
     }
-    for (const d of s.displaces) this.placedById.delete(d.placement.id)
+    for (const d of s.displaces) {
+      this.placedById.delete(d.placement.id)
+      const base = this.deps.engineUrl(d.placement.head)
+      if (base !== null) this.watch.record(base, null)
+    }
     this.save()
     this.publishView()
   }
@@ -540,13 +562,16 @@ export class PlacementManager implements SwapStatus, ModelRouter {
     s.launchedAt = this.deps.clock.now()
     await this.onHead(job, on, () => plan.launchCmd, LAUNCH_TIMEOUT_MS, 'the launcher')
     step('loading')
-    await waitServed(job, this.site(on.nodes[0] as NodeName), plan.served, {
+    const site = this.site(on.nodes[0] as NodeName)
+    const names = await waitServed(job, site, plan.served, {
       pool: this.deps.pool,
       now: () => this.deps.clock.now(),
       loadTimeoutS: this.deps.config.models.loadTimeoutS,
       pollMs: this.deps.pollMs ?? 500,
       etaS: () => this.etaS(s),
     })
+    // Routed at once, not at the next look.
+    if (site.baseUrl !== null) this.watch.record(site.baseUrl, names)
   }
 
   /** Runs a command on a placement's head with its output in the job log; a non-zero exit fails the step named `what`. */
@@ -669,30 +694,36 @@ export class PlacementManager implements SwapStatus, ModelRouter {
 
   // ——— routing (ModelRouter) ———
 
-  routeNow(model: string | null): PlacementRoute | null {
+  routeNow(model: string | null): readonly PlacementRoute[] | null {
     const s = this.changing
     if (s !== null && this.touches(s, model)) return null
     if (this.wouldStartOnDemand(model)) return null
+    const copies = this.copies(model)
+    const ready = this.answering(copies)
+    if (ready.length > 0) return ready
+    // A miss is looked at again before it goes on (admit); within a second of the last look it goes on at once.
+    if (this.watch.due()) return null
     try {
-      return this.resolve(model)
+      return this.unready(model, copies)
     } catch {
       return null
     }
   }
 
   placed(): readonly PlacementRoute[] {
-    return this.all()
-      .filter((p) => p.state !== 'lost')
-      .map((p) => this.routeOf(p))
-      .filter((r): r is PlacementRoute => r !== null)
+    return this.answering(this.all())
+  }
+
+  relook(): void {
+    void this.watch.refresh()
   }
 
   /**
-   * Where a request for `model` goes (ModelRouter.admit): waits while a job touches that model,
-   * starts a placement on demand when allowed, throws 404 for a model nothing serves and 503 for a
-   * placement that is lost.
+   * Where a request for `model` may go (ModelRouter.admit): waits while a job touches that model,
+   * starts a placement on demand when allowed, looks at the engines again when nothing answers for
+   * it, then answers with the copies that answer, node1's llm, or 503.
    */
-  async admit(model: string | null, signal: AbortSignal): Promise<PlacementRoute> {
+  async admit(model: string | null, signal: AbortSignal): Promise<readonly PlacementRoute[]> {
     if (this.wouldStartOnDemand(model)) await this.onDemand(model as string)
     const s = this.changing
     if (s !== null && this.touches(s, model)) {
@@ -703,39 +734,44 @@ export class PlacementManager implements SwapStatus, ModelRouter {
           60,
         )
     }
-    return this.resolve(model)
+    let ready = this.answering(this.copies(model))
+    if (ready.length > 0) return ready
+    await this.watch.refresh()
+    if (signal.aborted) throw signal.reason
+    const copies = this.copies(model)
+    ready = this.answering(copies)
+    return ready.length > 0 ? ready : this.unready(model, copies)
   }
 
-  private resolve(model: string | null): PlacementRoute {
-    const p = model === null ? this.node1Placement() : this.find(model)
-    if (p === undefined) return this.unplaced(model)
-    if (p.state === 'lost')
-      throw placementUnavailable(`${p.served} on ${p.id} is unavailable: ${p.reason ?? 'a node is lost'}`)
-    const route = this.routeOf(p)
-    if (route === null) throw placementUnavailable(`${p.served} on ${p.id} has no known address`)
-    return route
+  /** The placements serving `model` (null: the one including node1). */
+  private copies(model: string | null): Placement[] {
+    if (model === null) return this.all().filter((p) => p.nodes.includes('node1'))
+    const all = this.all().filter((p) => serves(p, model, this.view))
+    // A served name wins over another engine's alias or catalog key of the same spelling.
+    const named = all.filter((p) => p.served === model)
+    return named.length > 0 ? named : all
   }
 
-  /** No placement serves `model`: node1's engine for a request naming none (as before placements), else 404. */
-  private unplaced(model: string | null): PlacementRoute {
-    const base = this.deps.engineUrl('node1')
-    if (model === null && base !== null) return { id: 'node1', baseUrl: base, served: '', key: null }
-    const names = this.placed().map((r) => r.served)
-    const placed = names.length > 0 ? `placed models: ${names.join(', ')}` : 'no model is placed'
-    throw new ApiError('model_not_found', `The model \`${model ?? ''}\` is not placed on this cluster (${placed}).`, {
-      status: 404,
-      param: 'model',
-    })
+  /** The routes of the copies whose engines answer. */
+  private answering(copies: readonly Placement[]): PlacementRoute[] {
+    const out: PlacementRoute[] = []
+    for (const p of copies) {
+      const route = answers(p, this.view) ? routeOf(p, this.view) : null
+      if (route !== null) out.push(route)
+    }
+    return out
   }
 
-  private routeOf(p: Placement): PlacementRoute | null {
-    const baseUrl = this.deps.engineUrl(p.head)
-    return baseUrl === null ? null : { id: p.id, baseUrl, served: p.served, key: p.key }
+  /** No copy answers: node1's llm when the model is not placed or one copy is on node1 (502 if it is down), else 503. */
+  private unready(model: string | null, copies: readonly Placement[]): PlacementRoute[] {
+    const node1 = this.node1Placement()
+    if (model === null || copies.length === 0 || copies.some((p) => p.nodes.includes('node1')))
+      return [node1Route(node1, this.deps.engineUrl('node1'), this.deps.llmHint?.() ?? null)]
+    throw noCopyAnswers(model, copies)
   }
 
   private find(model: string): Placement | undefined {
-    const all = this.all()
-    return all.find((p) => p.served === model) ?? all.find((p) => p.key === model)
+    return this.copies(model)[0]
   }
 
   private node1Placement(): Placement | undefined {
@@ -816,9 +852,13 @@ export class PlacementManager implements SwapStatus, ModelRouter {
 
   // ——— what runs, learned and followed ———
 
-  /** A node's reachability changed: its placements are lost, or serve again. */
+  /**
+   * A node's reachability changed: its placements show lost, or serve again. What is shown only:
+   * requests go wherever an engine answers, whatever SSH says.
+   */
   followHardware(snapshot: HardwareSnapshot): void {
     let changed = false
+    this.unreachable = new Set(this.configured().filter((n) => nodeHardware(snapshot, n)?.status === 'unreachable'))
     for (const p of this.all()) {
       const down = p.nodes.find((n) => nodeHardware(snapshot, n)?.status === 'unreachable')
       if (down !== undefined && (p.state !== 'lost' || p.reason !== `${down} is unreachable`)) {
@@ -855,18 +895,59 @@ export class PlacementManager implements SwapStatus, ModelRouter {
         // Two names for one origin (a test rig, a misconfiguration) must not make two placements.
         if (url === null || seen.has(url)) return { id, head, names: null }
         seen.add(url)
-        return { id, head, names: await servedNow(url, START_PROBE_MS) }
+        const names = await servedNow(url, START_PROBE_MS)
+        this.watch.record(url, names)
+        return { id, head, names }
       }),
     )
     for (const look of looks) {
       const record = records.find((x) => x.id === look.id)
-      const served = look.names?.[0]
+      // The recorded model when the engine still lists it among its names, else the first it lists.
+      const served = record !== undefined && look.names?.includes(record.served) ? record.served : look.names?.[0]
       // A recorded placement whose engine is silent is kept, lost, until it answers or is stopped.
       const p =
         served !== undefined ? this.found(served, look.head, record) : record === undefined ? null : this.silent(record)
       if (p !== null) this.placedById.set(p.id, p)
     }
     if (this.placedById.size === 0) this.deps.logger.info('no model answers on any node')
+  }
+
+  /** Each node that may head a placement (not a worker of one), with its engine's origin. */
+  private heads(): Map<NodeName, string> {
+    const workers = new Set(this.all().flatMap((p) => p.nodes.slice(1)))
+    const out = new Map<NodeName, string>()
+    for (const node of this.configured()) {
+      const url = this.deps.engineUrl(node)
+      if (url !== null && !workers.has(node)) out.set(node, url)
+    }
+    return out
+  }
+
+  /**
+   * One look at a head's engine (EngineWatch): a lost placement whose engine serves its model again
+   * is ready; a model Tandem did not know of answering on a head (an engine that came up after
+   * Tandem started, or was replaced behind its back) is taken in as found running. Silence changes
+   * no state (routing reads the look itself), and the nodes a job is changing are left to the job.
+   */
+  private observe(head: NodeName, names: readonly string[] | null): void {
+    const s = this.changing
+    if (names === null || names.length === 0 || this.workerOf(head)) return
+    if (s !== null && [...s.nodes, ...s.displaces.flatMap((d) => d.placement.nodes)].includes(head)) return
+    const p = this.all().find((x) => x.head === head)
+    if (p !== undefined && names.includes(p.served)) {
+      if (p.state !== 'lost' || p.nodes.some((n) => this.unreachable.has(n))) return
+      this.placedById.set(p.id, { ...p, state: p.layout === null ? 'unknown' : 'ready', reason: null })
+    } else {
+      if (p !== undefined) this.placedById.delete(p.id)
+      const found = this.found(names[0] as string, head, undefined)
+      this.placedById.set(found.id, found)
+      this.deps.logger.info('an engine answers', { node: head, model: found.served })
+    }
+    this.publishView()
+  }
+
+  private workerOf(node: NodeName): boolean {
+    return this.all().some((p) => p.nodes.indexOf(node) > 0)
   }
 
   private silent(r: PlacementRecord): Placement {
@@ -961,9 +1042,4 @@ function retryAfter(s: number): Record<string, string> {
 /** 503 with Retry-After, in the words a client shows: a swap is in progress. */
 function swapUnavailable(message: string, retryAfterS: number): ApiError {
   return new ApiError('swap_in_progress', message, { status: 503, headers: retryAfter(retryAfterS) })
-}
-
-/** 503 with Retry-After: the placement serving the model lost a node (the others keep serving). */
-function placementUnavailable(message: string): ApiError {
-  return new ApiError('placement_unavailable', message, { status: 503, headers: retryAfter(LOST_RETRY_S) })
 }

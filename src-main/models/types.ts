@@ -53,6 +53,8 @@ export interface PlacementRoute {
   readonly served: string
   /** The catalog key, or null when the running model matches no entry. */
   readonly key: string | null
+  /** Every id the engine lists in its /v1/models (aliases, LoRA adapters); absent when not known. */
+  readonly names?: readonly string[]
 }
 
 /**
@@ -61,17 +63,20 @@ export interface PlacementRoute {
  */
 export interface ModelRouter {
   /**
-   * Resolves when the request may go on, with where to send it: the placement serving `model` (its
-   * served name, else its catalog key; null `model` = the placement that includes node1). Holds
-   * while a placement job loads that model or displaces its placement (up to SWAP_HOLD_S, then 503
-   * with Retry-After); starts a placement on demand when SWAP_ON_DEMAND is on and the model fits.
-   * Throws 404 (`model_not_found`, naming the placed models) for a model no placement serves, 503
-   * with Retry-After for a placement that is lost, and rejects with the signal's reason when the
-   * client goes away.
+   * Resolves when the request may go on, with where it may go: the copies of the model whose
+   * engines answer (one at least; the gateway picks the least busy). A placement serves `model`
+   * when its engine lists that id or it is the placement's catalog key; any other model, and none,
+   * goes to node1's llm (the default route: its engine answers for itself). Holds while a placement
+   * job loads that model or displaces its placement (up to SWAP_HOLD_S, then 503 with Retry-After);
+   * starts a placement on demand when SWAP_ON_DEMAND is on and the model fits. Throws 503 naming the
+   * settings when node1 is not configured, 503 with Retry-After when no copy of a placed model
+   * answers (node1's is tried anyway), and rejects with the signal's reason when the client goes away.
    */
-  admit(model: string | null, signal: AbortSignal): Promise<PlacementRoute>
-  /** The route at once when `admit` would resolve without waiting or starting anything, else null. */
-  routeNow(model: string | null): PlacementRoute | null
-  /** Every ready placement's route (what `/v1/models` lists). */
+  admit(model: string | null, signal: AbortSignal): Promise<readonly PlacementRoute[]>
+  /** The routes at once when `admit` would resolve without waiting, looking again or starting anything, else null. */
+  routeNow(model: string | null): readonly PlacementRoute[] | null
+  /** Every placement whose engine answers (what `/v1/models` lists). */
   placed(): readonly PlacementRoute[]
+  /** A relayed request failed on a route's engine: what the engines serve is looked at again now. */
+  relook?(routeId: string): void
 }

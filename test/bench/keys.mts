@@ -267,7 +267,7 @@ async function meterCost(): Promise<void> {
   const c0 = process.cpuUsage()
   for (let n = 0; n < N; n++) {
     const m = new UsageMeter(0)
-    m.prepareRequest(request, raw)
+    m.readRequest(request)
     for (const c of chunks) m.onSseChunk(c)
     m.flushSse()
     m.result()

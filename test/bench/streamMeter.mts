@@ -28,10 +28,10 @@ const USAGE_EVENT = `data: ${JSON.stringify({
   usage: { prompt_tokens: 9, completion_tokens: EVENTS, total_tokens: EVENTS + 9 },
 })}\n\ndata: [DONE]\n\n`
 
-/** One stream through a meter that strips the usage Tandem asked for; returns the bytes passed on. */
+/** One stream through a meter that strips the usage the client did not ask for; returns the bytes passed on. */
 function meterStream(reads: readonly Buffer[]): number {
   const m = new UsageMeter(0)
-  m.stripInjectedUsage()
+  m.stripUnaskedUsage()
   let passed = 0
   for (const r of reads) passed += m.onSseChunk(r).length
   passed += m.flushSse().length

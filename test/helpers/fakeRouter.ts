@@ -15,11 +15,17 @@ export class FakeRouter implements ModelRouter {
   constructor(public routes: PlacementRoute[]) {}
 
   private find(model: string | null): PlacementRoute | undefined {
-    if (model === null) return this.routes[0]
-    return this.routes.find((r) => r.served === model) ?? this.routes.find((r) => r.key === model)
+    return this.copies(model)[0]
   }
 
-  async admit(model: string | null, signal: AbortSignal): Promise<PlacementRoute> {
+  /** Every route serving `model` by served name, else by catalog key (null: the first route). */
+  private copies(model: string | null): PlacementRoute[] {
+    if (model === null) return this.routes.slice(0, 1)
+    const named = this.routes.filter((r) => r.served === model)
+    return named.length > 0 ? named : this.routes.filter((r) => r.key === model)
+  }
+
+  async admit(model: string | null, signal: AbortSignal): Promise<readonly PlacementRoute[]> {
     this.admitted++
     const route = this.find(model)
     if (route === undefined)
@@ -41,13 +47,14 @@ export class FakeRouter implements ModelRouter {
         status: 503,
         headers: { 'Retry-After': '30' },
       })
-    return route
+    return [route]
   }
 
-  routeNow(model: string | null): PlacementRoute | null {
-    const route = this.find(model)
-    if (route === undefined || this.lost.has(route.id) || this.holds.has(route.id)) return null
-    return route
+  /** The copies of `model` not lost, when none is held. */
+  routeNow(model: string | null): readonly PlacementRoute[] | null {
+    const copies = this.copies(model).filter((r) => !this.lost.has(r.id))
+    if (copies.length === 0 || copies.some((r) => this.holds.has(r.id))) return null
+    return copies
   }
 
   placed(): readonly PlacementRoute[] {

@@ -63,16 +63,21 @@ export interface RecordedCommand {
   readonly kind: 'launch' | 'stop' | 'tail' | 'other'
 }
 
-/** One node's engine: its /v1/models lists `served` (nothing when null). */
+/** One node's engine: its /v1/models lists `served` and its `aliases` (nothing when served is null). */
 export class FakeEngine {
   served: string | null = null
+  /** More ids it lists (a Tandem launch adds the catalog key; a LoRA adapter, an alias). */
+  aliases: string[] = []
   /** Container log lines the tail command answers with. */
   tail: string[] = ['INFO loading']
   private pending: NodeJS.Timeout | undefined
   readonly server = new LoopbackServer(() =>
     this.served === null
       ? { status: 503, body: { error: 'not ready' } }
-      : { status: 200, body: { object: 'list', data: [{ id: this.served, object: 'model' }] } },
+      : {
+          status: 200,
+          body: { object: 'list', data: [this.served, ...this.aliases].map((id) => ({ id, object: 'model' })) },
+        },
   )
 
   /** Starts serving `served` after `delayMs` (0: at once), as an engine that finished loading. */
@@ -98,6 +103,8 @@ export interface RigOptions {
   readonly engines?: Record<string, FakeEngine>
   readonly loadDelayMs?: number
   readonly pollMs?: number
+  /** Pause between the manager's looks at every engine (ms; the daemon's 3 s when absent). */
+  readonly watchMs?: number
 }
 
 export type Rig = Awaited<ReturnType<typeof placementRig>>
@@ -226,6 +233,8 @@ export async function placementRig(opts: RigOptions = {}) {
         if (launched === undefined) throw new Error(`the fake launcher cannot tell what ${command} serves`)
         const served = servedName(launched)
         engine.down()
+        // As vLLM launched with `--served-model-name <served> <key>` (gatewayEngineArgs) lists them.
+        engine.aliases = launched.def.key === served ? [] : [launched.def.key]
         if (failing.has(served)) engine.tail = ['INFO loading', FATAL_LINE]
         else {
           engine.tail = ['INFO loading']
@@ -276,6 +285,7 @@ export async function placementRig(opts: RigOptions = {}) {
       launcherOn: async (node) => parseProbe(probe, '$HOME/spark-vllm-docker', 0, node),
       hardware: async () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
       pollMs: opts.pollMs ?? 5,
+      watchMs: opts.watchMs,
     })
   const placements = manager()
   await placements.start()
@@ -306,6 +316,7 @@ export async function placementRig(opts: RigOptions = {}) {
     ran: (kinds: RecordedCommand['kind'][] = ['launch', 'stop', 'other']) =>
       commands.filter((c) => kinds.includes(c.kind)),
     async close(): Promise<void> {
+      await placements.stop()
       await jobs.stopAll()
       for (const e of own) await e.server.stop()
       if (opts.dataDir === undefined) fs.rmSync(dataDir, { recursive: true, force: true })

@@ -81,10 +81,11 @@ export class ModelLists {
     return { object: 'list', data }
   }
 
-  /** The placed models as the router knows them (no call out), else what the llm service lists. */
+  /** The placed models as the engines last listed them (no call out), else what the llm service lists. */
   private async placedModels(): Promise<ModelId[]> {
     if (this.placed === undefined) return this.llmModels()
-    return this.placed().map((r) => ({ id: r.served }))
+    // Every id each engine lists (aliases, LoRA adapters, the catalog key it was launched with).
+    return this.placed().flatMap((r) => (r.names ?? [r.served]).map((id) => ({ id })))
   }
 
   private async listFrom(name: 'llm' | 'asr'): Promise<ModelId[]> {

@@ -15,6 +15,8 @@ export const POOL_SWEEP_MS = 30_000
  */
 export class PlacementUpstreams {
   private readonly byBase = new Map<string, Upstream>()
+  /** Requests in flight per placement: a model placed several times goes to its least busy copy. */
+  private readonly inFlight = new Map<string, number>()
 
   constructor(
     readonly router: ModelRouter,
@@ -28,6 +30,8 @@ export class PlacementUpstreams {
    * placement. Not node1's: that is the llm service, whose probes come from its rounds and status checks as before.
    */
   failed(routeId: string, reason: string): void {
+    // The engines are looked at again now: a dead copy stops taking requests within a look.
+    this.router.relook?.(routeId)
     const subject = placementSubject(routeId)
     if (subject === 'llm') return
     try {
@@ -37,11 +41,37 @@ export class PlacementUpstreams {
     }
   }
 
+  /** The least busy of the copies that answer (the first of those tied). */
+  pick(routes: readonly PlacementRoute[]): PlacementRoute {
+    let best = routes[0] as PlacementRoute
+    let least = Infinity
+    for (const r of routes) {
+      const n = this.inFlight.get(r.id) ?? 0
+      if (n < least) {
+        best = r
+        least = n
+      }
+    }
+    return best
+  }
+
+  /** A request went to a placement (counted until `end`). */
+  begin(routeId: string): void {
+    this.inFlight.set(routeId, (this.inFlight.get(routeId) ?? 0) + 1)
+  }
+
+  end(routeId: string): void {
+    const n = (this.inFlight.get(routeId) ?? 1) - 1
+    if (n <= 0) this.inFlight.delete(routeId)
+    else this.inFlight.set(routeId, n)
+  }
+
   /** The upstream of a placement's engine; its pool is made on first use. */
   upstream(route: PlacementRoute): Upstream {
     const known = this.byBase.get(route.baseUrl)
     if (known !== undefined) return known
-    const up = openUpstream('llm', engineBase(route), this.timeouts)
+    // Errors name the engine by its head: "llm on node3 is unreachable at http://…".
+    const up = openUpstream('llm', engineBase(route), this.timeouts, `llm on ${route.id.split('+')[0]}`)
     this.byBase.set(route.baseUrl, up)
     this.sweep(route.baseUrl)
     return up
@@ -78,9 +108,9 @@ function engineBase(route: PlacementRoute): string {
   return route.baseUrl.replace(/\/+$/, '')
 }
 
-/** The placement serving `model` by served name or catalog key among those placed, or null. */
+/** A placement serving `model` (any id its engine lists, or its catalog key) among those that answer, or null. */
 export function placedRoute(router: ModelRouter, model: string | null): PlacementRoute | null {
   if (model === null) return null
-  for (const r of router.placed()) if (r.served === model || r.key === model) return r
+  for (const r of router.placed()) if (r.served === model || r.key === model || r.names?.includes(model)) return r
   return null
 }

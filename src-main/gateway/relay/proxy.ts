@@ -14,7 +14,7 @@ import { answerFailure } from './rawRoute'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { readRelayRequest, safeHeaders, upstreamDetail, withModel } from './wire'
+import { readRelayRequest, safeHeaders, upstreamDetail } from './wire'
 
 /** What every relayed route shares: where requests go, how long they may take, where they are logged. */
 export interface RelayDeps {
@@ -98,6 +98,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private up: Upstream | null = null
   /** The placement the request went to (deep health probes it when its engine fails). */
   private routeId: string | null = null
+  /** The placement whose in-flight count this request holds until it ends. */
+  private counted: string | null = null
   private streaming = false
   private controller: Dispatcher.DispatchController | null = null
   private abortReason: Error | null = null
@@ -179,7 +181,6 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (this.mode !== Mode.Receiving) return
     const received = this.takeBody()
     const placements = this.deps.placements
-    let raw: Buffer
     let model: string | null
     try {
       const request = readRelayRequest(received)
@@ -187,13 +188,13 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       checkKeyModel(requestState(this.res).consumer, request.model, placed)
       this.streaming = request.stream
       model = request.model
-      // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
-      raw = this.usage ? this.usage.prepareRequest(request, received) : received
+      // Forwarded verbatim: the meter only notes whether the client asked for a stream's usage.
+      this.usage?.readRequest(request)
     } catch (err) {
       return this.fail(err)
     }
-    if (placements === undefined) return this.dispatch(raw)
-    this.route(placements, model, raw)
+    if (placements === undefined) return this.dispatch(received)
+    this.route(placements, model, received)
   }
 
   /**
@@ -212,32 +213,33 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       return this.dispatch(raw)
     }
     const now = router.routeNow(model)
-    if (now !== null) return this.toPlacement(placements, now, model, raw)
+    if (now !== null) return this.toPlacement(placements, now, raw)
     this.mode = Mode.Gated
     admitOrLeave(this.res, (signal) => router.admit(model, signal)).then(
-      (route) => this.toPlacement(placements, route, model, raw),
+      (routes) => this.toPlacement(placements, routes, raw),
       (err: unknown) => this.fail(err),
     )
   }
 
   /**
-   * Sends the request to a placement's engine, if the caller's key may reach that placement. A
-   * request naming the placement by catalog key goes with the served name: vLLM answers 404 to
-   * any other.
+   * Sends the request, as it came, to the least busy of the placement's copies that answer, if the
+   * caller's key may reach it. A catalog key reaches the engine unchanged: Tandem launches engines
+   * with the key among their served names.
    */
-  private toPlacement(placements: PlacementUpstreams, route: PlacementRoute, model: string | null, raw: Buffer): void {
+  private toPlacement(placements: PlacementUpstreams, routes: readonly PlacementRoute[], raw: Buffer): void {
     if (this.mode === Mode.Done) return
-    let body: Buffer
+    const route = placements.pick(routes)
     try {
       checkKeyPlacement(requestState(this.res).consumer, route)
       this.up = placements.upstream(route)
-      body = model !== null && route.served !== '' && model !== route.served ? withModel(raw, route.served) : raw
     } catch (err) {
       return this.fail(err)
     }
     this.exchange.routedTo(route.id)
     this.routeId = route.id
-    this.dispatch(body)
+    placements.begin(route.id)
+    this.counted = route.id
+    this.dispatch(raw)
   }
 
   private stopReading(): void {
@@ -266,7 +268,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private callExpired(): void {
     const minutes = Math.round(this.deps.timeoutMs / 60000)
     this.abort(
-      new ApiError('upstream_timeout', `${this.up!.name} did not finish within ${minutes} min`, { status: 504 }),
+      new ApiError('upstream_timeout', `${this.up!.label} did not finish within ${minutes} min`, { status: 504 }),
     )
   }
 
@@ -422,7 +424,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   /** Spec 1, 6.1: exactly one SSE event named `error` carrying the upstream's error, then the end. */
   private answerStreamError(text: string): void {
     this.writeHead(200, SSE_HEADERS)
-    this.res.end(`event: error\ndata: ${errorEventData(this.status, text, this.up!.name)}\n\n`)
+    this.res.end(`event: error\ndata: ${errorEventData(this.status, text, this.up!.label)}\n\n`)
   }
 
   /** An upstream's error answer in OpenAI's shape; passed on as it is when it already has that shape. */
@@ -433,7 +435,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       res.end(text)
       return
     }
-    const detail = `${this.up!.name} answered HTTP ${this.status}: ${upstreamDetail(text)}`
+    const detail = `${this.up!.label} answered HTTP ${this.status}: ${upstreamDetail(text)}`
     sendError(res, new ApiError('upstream_error', detail, { status: this.status }), 'openai')
   }
 
@@ -462,6 +464,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.body = null
     this.parts = []
     this.reservation?.release()
+    if (this.counted !== null) this.deps.placements?.end(this.counted)
+    this.counted = null
     if (this.timer !== null) clearTimeout(this.timer)
     this.timer = null
     this.res.off('drain', this.onDrain)
@@ -507,16 +511,16 @@ const SSE_HEADERS: http.OutgoingHttpHeaders = {
 function upstreamFault(up: Upstream, err: Error, midAnswer: boolean): ApiError {
   const code = (err as NodeJS.ErrnoException).code ?? ''
   if (code === 'UND_ERR_HEADERS_TIMEOUT')
-    return new ApiError('upstream_timeout', `${up.name} sent no answer head in time`, { status: 504 })
+    return new ApiError('upstream_timeout', `${up.label} sent no answer head in time`, { status: 504 })
   if (code === 'UND_ERR_BODY_TIMEOUT')
-    return new ApiError('upstream_error', `${up.name} stopped sending mid-answer`, { status: 502 })
+    return new ApiError('upstream_error', `${up.label} stopped sending mid-answer`, { status: 502 })
   if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH')
-    return new ApiError('upstream_error', `${up.name} sent a malformed HTTP answer: ${err.message}`, { status: 502 })
+    return new ApiError('upstream_error', `${up.label} sent a malformed HTTP answer: ${err.message}`, { status: 502 })
   if (midAnswer)
-    return new ApiError('upstream_error', `${up.name} closed the connection before the answer was complete`, {
+    return new ApiError('upstream_error', `${up.label} closed the connection before the answer was complete`, {
       status: 502,
     })
-  return new ApiError('upstream_unreachable', `${up.name} is unreachable at ${up.base}: ${describeNetError(err)}`)
+  return new ApiError('upstream_unreachable', `${up.label} is unreachable at ${up.base}: ${describeNetError(err)}`)
 }
 
 /** True when a body is already OpenAI's error shape: a JSON object with an `error` object. */

@@ -6,6 +6,8 @@ export type UpstreamName = ServiceName
 
 export interface Upstream {
   readonly name: UpstreamName
+  /** How errors name it (`llm`, `llm on node3`). */
+  readonly label: string
   /** Origin (and base path for embeddings/vector), without a trailing slash. */
   readonly base: string
   /** The base URL's path without a trailing slash ('' at the root): every upstream path goes under it. */
@@ -63,7 +65,12 @@ export class Upstreams {
 }
 
 /** An upstream at `base` (an http(s) URL): its keep-alive pool to the origin and the base path under it. */
-export function openUpstream(name: UpstreamName, base: string, timeouts: UpstreamTimeouts): Upstream {
+export function openUpstream(
+  name: UpstreamName,
+  base: string,
+  timeouts: UpstreamTimeouts,
+  label: string = name,
+): Upstream {
   const u = new URL(base)
   const pool = new Pool(u.origin, {
     connections: MAX_CONNECTIONS,
@@ -73,5 +80,5 @@ export function openUpstream(name: UpstreamName, base: string, timeouts: Upstrea
     // uvicorn, which serves vLLM, closes idle connections after 5 s.
     keepAliveTimeout: 4000,
   })
-  return { name, base, basePath: u.pathname.replace(/\/+$/, ''), pool }
+  return { name, label, base, basePath: u.pathname.replace(/\/+$/, ''), pool }
 }

@@ -25,8 +25,14 @@ export interface RequestUsage {
 /** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
 const BODY_PEEK_LIMIT = 4 * 1024 * 1024
 const NOTHING = Buffer.alloc(0)
-/** The `usage: null` member an OpenAI-style engine adds to every chunk once asked, with the comma before it. */
-const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])/
+/**
+ * The `usage` member of a stream's event with the comma before it: `null` (an engine asked for usage
+ * adds it to every event) or the running counts an engine started with vLLM's
+ * `--enable-force-include-usage` adds (an object, with at most one nested object such as
+ * `prompt_tokens_details`). The braces of a nested object are disjoint from its other characters, so
+ * the match is linear.
+ */
+const CHUNK_USAGE = /,\s*"usage"\s*:\s*(?:null|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})(?=\s*[,}])/g
 
 /** What the meter reads of an event's or an answer's JSON; anything else in it is ignored. */
 interface Answer {
@@ -35,28 +41,10 @@ interface Answer {
   duration?: unknown
 }
 
-const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}')
-
-/**
- * Asks a streaming chat or completion for `stream_options.include_usage` when the client did not
- * ask itself; returns the bytes to send upstream and whether the extra usage chunk must be stripped.
- */
-export function withStreamUsage(request: RelayRequest, raw: Buffer): { raw: Buffer; injected: boolean } {
-  if (!request.stream) return { raw, injected: false }
+/** Whether a stream's client asked for usage itself (`stream_options.include_usage: true`). */
+export function asksStreamUsage(request: RelayRequest): boolean {
   const opts = request.streamOptions
-  if (opts !== undefined && (opts === null || typeof opts !== 'object' || Array.isArray(opts)))
-    return { raw, injected: false }
-  if (opts && (opts as Record<string, unknown>).include_usage !== undefined) return { raw, injected: false }
-  if (opts === undefined) {
-    // The client's bytes stay as they are: the member is added before the object's closing brace.
-    let end = raw.length - 1
-    while (end > 0 && raw[end] !== 0x7d) end--
-    return { raw: Buffer.concat([raw.subarray(0, end), STREAM_USAGE_MEMBER, raw.subarray(end)]), injected: true }
-  }
-  // The client's own stream options (rare): the body is rebuilt with include_usage among them.
-  const body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>
-  const next = { ...body, stream_options: { ...(opts as Record<string, unknown> | undefined), include_usage: true } }
-  return { raw: Buffer.from(JSON.stringify(next)), injected: true }
+  return isObject(opts) && opts.include_usage === true
 }
 
 /**
@@ -93,16 +81,18 @@ export class UsageMeter {
     this.parser = createParser({ onEvent: (event) => this.onEvent(event) })
   }
 
-  /** The stream's usage event was asked for by Tandem: it is taken out of what the client receives. */
-  stripInjectedUsage(): void {
+  /** The client did not ask for the usage the engine sends anyway (forced): it is taken out of what the client receives. */
+  stripUnaskedUsage(): void {
     this.stripUsage = true
   }
 
-  /** The request bytes to send upstream: a stream's token counts come from the usage event, asked for here when the client did not. */
-  prepareRequest(request: RelayRequest, raw: Buffer): Buffer {
-    const out = withStreamUsage(request, raw)
-    if (out.injected) this.stripInjectedUsage()
-    return out.raw
+  /**
+   * What the client asked, read before the request goes upstream untouched: a stream whose client
+   * did not ask for usage is counted from the usage an engine started by Tandem always sends, and
+   * that usage is kept from the client.
+   */
+  readRequest(request: RelayRequest): void {
+    if (request.stream && !asksStreamUsage(request)) this.stripUnaskedUsage()
   }
 
   /** Reads one event-stream chunk; returns what to forward to the client. */
@@ -201,9 +191,9 @@ export class UsageMeter {
   }
 
   /**
-   * One whole event of a stream whose usage Tandem asked for: counted, and returned as the bytes to
-   * forward: none for the usage event Tandem asked for, the event without the `usage: null` member
-   * the engine added to the others, or the bytes as they came.
+   * One whole event of a stream whose client did not ask for usage: counted, and returned as the
+   * bytes to forward: none for the usage event, the event without the `usage` member the engine
+   * added to the others, or the bytes as they came.
    */
   private readEvent(raw: Buffer): Buffer {
     this.lastData = null
@@ -211,9 +201,9 @@ export class UsageMeter {
     this.parser.feed(text)
     const data = this.lastData as string | null
     const v = data === null ? null : parseAnswer(data)
-    // The event Tandem asked for: usage with no choices.
+    // The usage event: usage with no choices.
     if (v !== null && isObject(v.usage) && Array.isArray(v.choices) && v.choices.length === 0) return NOTHING
-    const cut = text.replace(NULL_USAGE, '')
+    const cut = withoutUsage(text)
     return cut === text ? raw : Buffer.from(cut, 'utf8')
   }
 
@@ -301,6 +291,18 @@ function eventEnd(bytes: Buffer, from: number): number {
     if (lineEnds === 2) return i + 1
   }
   return -1
+}
+
+/**
+ * An event's text without its own `usage` member: the last one matched, since an engine writes it
+ * after `choices` (one nested in a choice comes before it). The text as it was when there is none.
+ */
+function withoutUsage(text: string): string {
+  if (!text.includes('"usage"')) return text
+  let last: RegExpExecArray | null = null
+  CHUNK_USAGE.lastIndex = 0
+  for (let m = CHUNK_USAGE.exec(text); m !== null; m = CHUNK_USAGE.exec(text)) last = m
+  return last === null ? text : text.slice(0, last.index) + text.slice(last.index + last[0].length)
 }
 
 function round(n: number): number {

@@ -54,15 +54,6 @@ export function readRelayRequest(raw: Buffer): RelayRequest {
   }
 }
 
-/**
- * The body with `model` set to the engine's served name (a request that named its placement by
- * catalog key). Only called on a body readRelayRequest already accepted, so the parse is bounded.
- */
-export function withModel(raw: Buffer, model: string): Buffer {
-  const body = parseJsonObject(raw)
-  return Buffer.from(JSON.stringify({ ...body, model }))
-}
-
 export interface UpstreamCall {
   readonly method: 'GET' | 'POST'
   readonly path: string

@@ -1,5 +1,5 @@
 import type { PlacementsView } from '../../../src-main/contract/placements'
-import { placementName } from '../cluster/placementText'
+import { placementName, placementStateLabel } from '../cluster/placementText'
 import { bytes, isFit, type FitOrError } from './format'
 
 /** One node in the "Place on…" list: whether it may be picked, and what picking it means. */
@@ -88,4 +88,15 @@ export function displacedBy(view: PlacementsView | null, picked: readonly string
     const p = byId.get(id)
     return p ? `${placementName(p)} (${id})` : id
   })
+}
+
+/**
+ * Where the catalog model already runs ("node3 (ready), node4+node5 (lost: node5 is unreachable)"),
+ * empty when nowhere: placing it again adds a copy, and the gateway sends each request to the least
+ * busy copy that answers.
+ */
+export function runsAlready(view: PlacementsView | null, key: string): string[] {
+  return (view?.placements ?? [])
+    .filter((p) => p.key === key)
+    .map((p) => `${p.id} (${placementStateLabel(p.state)}${p.reason ? `: ${p.reason}` : ''})`)
 }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { readSse } from '../../helpers/daemon'
 import { silenceWav, startRig, waitFor, type GatewayRig } from './setup'
 
@@ -39,7 +39,8 @@ describe('gateway bad input and faults', () => {
       const res = await post('/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }))
       expect(res.status).toBe(502)
       const body = (await res.json()) as { detail: string; error: { code: string } }
-      expect(body.detail).toMatch(/^llm is unreachable/)
+      // Spec 1, 7: the detail says the llm (on node1) is unreachable, and where.
+      expect(body.detail).toMatch(/^llm on node1 is unreachable at http:\/\/127\.0\.0\.1:\d+: /)
       expect(body.error.code).toBe('upstream_unreachable')
     } finally {
       await rig.llm.setFault('none')
@@ -63,14 +64,13 @@ describe('gateway bad input and faults', () => {
     }
   })
 
-  it('answers a model no placement serves with 404 model_not_found naming the placed model, calling no engine', async () => {
+  it("sends a model no placement serves to node1's llm as it is, which answers its own 404", async () => {
     const before = rig.llm.requests.length
     const res = await post('/v1/chat/completions', JSON.stringify({ model: 'not-loaded', messages: [] }))
     expect(res.status).toBe(404)
-    const { error } = (await res.json()) as { error: { message: string; code: string } }
-    expect(error.code).toBe('model_not_found')
-    expect(error.message).toMatch(/not-loaded.*sim\/Qwen3-8B-Instruct/)
-    expect(rig.llm.requests.length).toBe(before)
+    const { error } = (await res.json()) as { error: { message: string } }
+    expect(error.message).toBe('The model `not-loaded` does not exist.')
+    expect(rig.llm.requests.length).toBe(before + 1)
   })
 
   it('frees a hung upstream request when the client disconnects', async () => {
@@ -227,6 +227,11 @@ describe('gateway bad input and faults', () => {
   it('still lists models when one service is down', async () => {
     await rig.tts.setFault('refused')
     try {
+      // The llm is listed while its engine answers its last look (a test before this one took it down for a while).
+      await vi.waitFor(
+        async () => expect(JSON.stringify(await (await fetch(url + '/v1/models')).json())).toContain('"llm"'),
+        { timeout: 8000, interval: 200 },
+      )
       const res = await fetch(url + '/v1/models')
       expect(res.status).toBe(200)
       const owners = ((await res.json()) as { data: { owned_by: string }[] }).data.map((m) => m.owned_by)

@@ -57,13 +57,21 @@ beforeAll(async () => {
 afterAll(() => rig.stop())
 
 describe('usage per key', () => {
-  it('asks the upstream for usage and gives the client exactly the stream it would have had', async () => {
-    const direct = await (await post(`http://127.0.0.1:${rig.llm.port}/v1/chat/completions`, BODY)).text()
+  it('sends the body as it came, counts the usage the engine always sends, and gives the client the stream it asked for', async () => {
+    // What the client gets from an engine that does not force usage into every stream.
+    rig.llm.setForceUsage(false)
+    let direct: string
+    try {
+      direct = await (await post(`http://127.0.0.1:${rig.llm.port}/v1/chat/completions`, BODY)).text()
+    } finally {
+      rig.llm.setForceUsage(true)
+    }
     let relayed = ''
     const row = await rowOf(async () => {
       relayed = await (await post(`${rig.daemon.url}/v1/chat/completions`, BODY, key.secret)).text()
     })
-    expect(rig.llm.lastRequest).toMatchObject({ stream_options: { include_usage: true } })
+    // Nothing spliced in: the engine (started with --enable-force-include-usage) sends usage unasked.
+    expect(rig.llm.lastRequest).toEqual(BODY)
     expect(sameIds(relayed)).toBe(sameIds(direct))
     expect(relayed).not.toContain('"usage"')
     expect(row).toMatchObject({ key: 'chat ui', prompt_tokens: 4, completion_tokens: 6, tokens_estimated: false })

@@ -44,16 +44,16 @@ describe('the /v1 surface through the official openai client', () => {
     expect(err.type).toBe('invalid_request_error')
   })
 
-  it('404: shows the route that does not exist, and the placed models for a model no placement serves', async () => {
+  it("404: shows the route that does not exist, and node1's engine's own words for a model no placement serves", async () => {
     const route = await failure(client.post('/audio/voices', { body: {} }))
     expect(route.status).toBe(404)
     expect(route.message).toBe('404 no route POST /v1/audio/voices')
     const model = await failure(
       client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
     )
+    // Forwarded to node1's llm as it is (spec 1, 4.9): the engine says which model it does not serve.
     expect(model.status).toBe(404)
-    expect(model.code).toBe('model_not_found')
-    expect(model.message).toMatch(/^404 The model `no-such-model` is not placed .*sim\/Qwen3-8B-Instruct/)
+    expect(model.message).toBe('404 The model `no-such-model` does not exist.')
   })
 
   it('413: shows the body limit', async () => {
@@ -71,7 +71,7 @@ describe('the /v1 surface through the official openai client', () => {
         client.chat.completions.create({ model: 'sim/Qwen3-8B-Instruct', messages: [{ role: 'user', content: 'hi' }] }),
       )
       expect(err.status).toBe(502)
-      expect(err.message).toMatch(/^502 llm is unreachable at http:\/\/127\.0\.0\.1:\d+/)
+      expect(err.message).toMatch(/^502 llm on node1 is unreachable at http:\/\/127\.0\.0\.1:\d+: /)
     } finally {
       await rig.llm.setFault('none')
     }
@@ -177,6 +177,6 @@ describe('the /v1 surface with consumer keys, in front of an llm that answers er
       client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'a very long prompt' }] }),
     )
     expect(err.status).toBe(400)
-    expect(err.message).toBe("400 llm answered HTTP 400: This model's maximum context length is 8192 tokens")
+    expect(err.message).toBe("400 llm on node1 answered HTTP 400: This model's maximum context length is 8192 tokens")
   })
 })

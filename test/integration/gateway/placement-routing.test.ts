@@ -114,10 +114,8 @@ describe('routing by model name', () => {
     expect(await engineOf(await post('/v1/completions', { model: 'big', prompt: 'a' }))).toBe('node1')
     // No model: the placement that includes node1.
     expect(await engineOf(await post('/v1/chat/completions', { messages: [] }))).toBe('node1')
-    // Named by catalog key, the body goes with the served name: vLLM answers 404 to any other.
-    expect(engines['node3+node4']!.requests.at(-1)!.body).toBe(
-      JSON.stringify({ model: 'org/Vision-12B', messages: [] }),
-    )
+    // Named by catalog key, the body goes as it came: Tandem launches the engine with the key among its names.
+    expect(engines['node3+node4']!.requests.at(-1)!.body).toBe(JSON.stringify({ model: 'vision', messages: [] }))
     // Named by served name, it goes on verbatim.
     const verbatim = '{ "model" : "org/Vision-12B", "messages": [] }'
     const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: verbatim })
@@ -153,6 +151,49 @@ describe('routing by model name', () => {
     expect(res.headers.get('retry-after')).toBe('30')
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('placement_lost')
     expect(await engineOf(await post('/v1/chat/completions', { model: 'vision', messages: [] }))).toBe('node3+node4')
+  })
+
+  it('sends a model placed twice to its copy that answers while the other is lost', async () => {
+    router.routes.push(route('node3+node4', 'org/Coder-30B', 'coder'))
+    router.lost.add('node2')
+    for (let i = 0; i < 3; i++)
+      expect(await engineOf(await post('/v1/chat/completions', { model: 'coder', messages: [] }))).toBe('node3+node4')
+    router.lost.clear()
+    // Both answer: one request at a time goes to the first (none is busier).
+    expect(await engineOf(await post('/v1/chat/completions', { model: 'org/Coder-30B', messages: [] }))).toBe('node2')
+  })
+
+  it('sends each request to the copy with the fewest in flight, and counts a request out when it ends', async () => {
+    // Two copies of one model; the first holds its answers until released.
+    const release: (() => void)[] = []
+    const holding = http.createServer((req, res) => {
+      req.resume()
+      release.push(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"engine":"holding"}'))
+    })
+    await new Promise<void>((r) => holding.listen(0, '127.0.0.1', r))
+    try {
+      const holdingUrl = `http://127.0.0.1:${(holding.address() as AddressInfo).port}`
+      router.routes = [
+        { id: 'node5', baseUrl: holdingUrl, served: 'org/Twin-8B', key: 'twin' },
+        route('node2', 'org/Twin-8B', 'twin'),
+      ]
+      const first = post('/v1/chat/completions', { model: 'twin', messages: [] })
+      await waitFor(() => release.length === 1)
+      // node5 has one in flight: the next two go to node2, one at a time.
+      expect(await engineOf(await post('/v1/chat/completions', { model: 'twin', messages: [] }))).toBe('node2')
+      expect(await engineOf(await post('/v1/chat/completions', { model: 'twin', messages: [] }))).toBe('node2')
+      release.shift()!()
+      expect(await engineOf(await first)).toBe('holding')
+      // Its request ended: both are idle again, and the first copy is picked.
+      const again = post('/v1/chat/completions', { model: 'twin', messages: [] })
+      await waitFor(() => release.length === 1)
+      release.shift()!()
+      expect(await engineOf(await again)).toBe('holding')
+    } finally {
+      for (const r of release.splice(0)) r()
+      holding.closeAllConnections()
+      await new Promise((r) => holding.close(r))
+    }
   })
 
   it('sends embeddings to a placement only when their model names one', async () => {

@@ -16,7 +16,10 @@ export interface GatewayRig {
   stop(): Promise<void>
 }
 
-export async function startRig(env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<GatewayRig> {
+export async function startRig(
+  env: Record<string, string> = {},
+  opts: { clock?: Clock; llmDown?: boolean } = {},
+): Promise<GatewayRig> {
   const [llm, asr, tts, embeddings, qdrant] = await Promise.all([
     startFakeLlm(),
     startFakeAsr(),
@@ -24,6 +27,8 @@ export async function startRig(env: Record<string, string> = {}, opts: { clock?:
     startFakeEmbeddings(),
     startFakeQdrant(),
   ])
+  // The engine still loading when Tandem starts (a power cut: the engine takes minutes).
+  if (opts.llmDown === true) await llm.setFault('refused')
   const daemon = await startDaemon({
     env: {
       NODE1_HOST: '127.0.0.1',

@@ -47,7 +47,7 @@ describe('relay against a misbehaving upstream', () => {
     const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`
     // One connection: a call that is not released would hold up the next.
     pool = new Pool(base, { connections: 1, headersTimeout: 300, bodyTimeout: 300 })
-    const up: Upstream = { name: 'llm', base, basePath: '', pool }
+    const up: Upstream = { name: 'llm', label: 'llm', base, basePath: '', pool }
     const relay = relayRoute(
       {
         need: () => up,

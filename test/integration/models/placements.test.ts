@@ -142,12 +142,12 @@ describe('placements on a three-node sim', () => {
     expect(await completion.text()).toContain('data: [DONE]')
     expect(completionsOn('node3') - before).toBe(1)
 
+    // Not placed: forwarded to node1's llm as it is, which answers for itself.
+    const node1Chats = chatsOn('node1')
     const unplaced = await json(await chat('third'))
     expect(unplaced.status).toBe(404)
-    expect(unplaced.body.error).toMatchObject({ code: 'model_not_found', param: 'model' })
-    expect(unplaced.body.error.message).toMatch(/`third` is not placed/)
-    expect(unplaced.body.error.message).toContain('sim/first')
-    expect(unplaced.body.error.message).toContain('sim/second')
+    expect(unplaced.body.error.message).toBe('The model `third` does not exist.')
+    expect(chatsOn('node1')).toBe(node1Chats + 1)
   })
 
   it('a taken node without displace is refused with nothing stopped; with displace its model is replaced', async () => {
@@ -186,16 +186,25 @@ describe('placements on a three-node sim', () => {
     expect((await chat('sim/second')).status).toBe(404)
   })
 
-  it("a node lost under its placement: its model gets 503 with Retry-After, node1's keeps answering, and it serves again when back", async () => {
+  it("a node lost under its placement: shown lost, served while its engine answers, 503 with Retry-After once it is silent too; node1's keeps answering", async () => {
     await sim.cluster.node('node3').down()
     try {
       await freshHardware()
       const lost = (await placements()).placements.find((p) => p.id === 'node3')
       expect(lost).toMatchObject({ state: 'lost', reason: 'node3 is unreachable' })
-      const res = await chat('sim/third')
+      // SSH is down, the engine answers: requests go on (routing asks the engine, not SSH).
+      await answeredBy('sim/third', 'node3')
+      await sim.engine('node3').setFault('refused')
+      let res = await chat('sim/third')
+      // The first may still try the engine (502) and makes Tandem look again; then 503.
+      for (let i = 0; i < 100 && res.status !== 503; i++) {
+        await new Promise((r) => setTimeout(r, 50))
+        res = await chat('sim/third')
+      }
       expect(res.status).toBe(503)
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
       expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/node3 is unreachable/)
+      await sim.engine('node3').setFault('none')
       await answeredBy('sim/first', 'node1')
       const from = sim.cluster.node('node1').commands.length
       const refused = await place({ key: 'second', nodes: ['node3'], displace: true })
@@ -241,9 +250,10 @@ describe('placements on a three-node sim', () => {
     const view = await placements()
     expect(view.placements.map((p) => p.id)).toEqual(['node1'])
     expect(view.nodes.find((n) => n.name === 'node3')?.placement_id).toBeNull()
+    // Not placed any more: node1's llm answers for itself.
     const gone = await json(await chat('sim/third'))
     expect(gone.status).toBe(404)
-    expect(gone.body.error.message).toMatch(/placed models: sim\/first\)/)
+    expect(gone.body.error.message).toBe('The model `sim/third` does not exist.')
     await expect(fetch(`http://127.0.0.3:${sim.llm.port}/v1/models`)).rejects.toThrow()
     await answeredBy('sim/first', 'node1')
   })
@@ -297,7 +307,8 @@ describe('placements on a three-node sim', () => {
         state: 'lost',
         reason: 'node3 is unreachable',
       })
-      expect((await chat('Qwen/Qwen3-32B-FP8')).status).toBe(503)
+      // Its head's engine still answers: requests go on while the worker's SSH is down.
+      await answeredBy('Qwen/Qwen3-32B-FP8', 'node2')
       const from = sim.cluster.node('node2').commands.length
       const r = await json(await daemon.admin('/api/placements/node2+node3', { method: 'DELETE' }))
       expect(r.status, JSON.stringify(r.body)).toBe(200)

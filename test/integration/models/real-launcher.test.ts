@@ -185,7 +185,8 @@ describe('the real launcher, its generations and vLLM checks, on the sim', () =>
     const launch = sim.cluster.node1.commands.find((c) => c.includes("'-d' 'start' && docker exec -d"))
     expect(launch).toBeDefined()
     // The cluster stays up after the launch returns: the model answers.
-    expect(await served()).toEqual(['sim/json'])
+    // Its served name and the catalog key it was launched with (gatewayEngineArgs).
+    expect(await served()).toEqual(['sim/json', 'json'])
   })
 
   it('after the update brings the mid-2026 launcher, Tandem reads it again without being asked', async () => {

@@ -89,6 +89,11 @@ describe('launch validation and model swap on the sim', () => {
       String(sim.llm.port),
       '--max_model_len',
       '4096',
+      // The gateway's own (gatewayEngineArgs): the catalog key as a second name, usage on every stream.
+      '--served-model-name',
+      'sim/second',
+      'second',
+      '--enable-force-include-usage',
     ])
     expect(body.launch_cmd).toMatch(
       /launch-cluster\.sh '--solo' '-t' 'vllm-node' '--name' 'vllm_node' '-d' 'exec' 'vllm' 'serve'/,

@@ -15,8 +15,16 @@ import {
  * (or `max_tokens` words of a fixed text), one SSE chunk per token.
  */
 export interface FakeLlmOptions extends FakeOptions {
-  /** The loaded model; null = the engine is up but has no model (empty list). */
+  /**
+   * The loaded model; null = the engine is up but has no model (empty list). Several names joined by
+   * commas are `--served-model-name a b`: all listed and answered, the first in every answer.
+   */
   model?: string | null
+  /**
+   * As an engine started with `--enable-force-include-usage` (every engine Tandem launches): every
+   * stream carries the running usage on each event and a last usage event, asked or not. Default on.
+   */
+  forceUsage?: boolean
   /** Delay before each streamed chunk (ms). */
   chunkDelayMs?: number
   /** Delay before a stream's first chunk on top of chunkDelayMs (ms): an engine's prefill. */
@@ -53,8 +61,10 @@ export interface FakeLlm extends FakeServer {
   setReasoning(mode: 'off' | 'field' | 'think'): void
   /** The last chat or completion request's body (what a caller asked). */
   readonly lastRequest: unknown
-  /** Streams never send a usage event, even when `stream_options.include_usage` asks (some engines). */
+  /** Streams never send usage, even when `stream_options.include_usage` asks or it is forced (some engines). */
   setStreamUsage(on: boolean): void
+  /** Whether usage is forced into every stream (FakeLlmOptions.forceUsage). */
+  setForceUsage(on: boolean): void
 }
 
 /** The reasoning the fake thinks before it answers (with setReasoning). */
@@ -110,14 +120,22 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   let reasoning: 'off' | 'field' | 'think' = 'off'
   let lastRequest: unknown = null
   let streamUsage = true
+  let forceUsage = opts.forceUsage ?? true
+  const servedNames = (): string[] => (model === null ? [] : model.split(','))
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
     if (req.method === 'GET' && path === '/v1/models') {
       req.resume()
-      const data = model
-        ? [{ id: model, object: 'model', created, owned_by: 'vllm', root: model, max_model_len: 32768 }]
-        : []
+      const root = servedNames()[0]
+      const data = servedNames().map((id) => ({
+        id,
+        object: 'model',
+        created,
+        owned_by: 'vllm',
+        root,
+        max_model_len: 32768,
+      }))
       return sendJson(res, 200, { object: 'list', data })
     }
     if (req.method === 'GET' && path === '/health') {
@@ -140,10 +158,11 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
     }
     lastRequest = body
     if (!model) return sendJson(res, 404, { error: { message: 'no model loaded', type: 'NotFoundError', code: 404 } })
-    if (typeof body.model === 'string' && body.model !== model)
+    if (typeof body.model === 'string' && !servedNames().includes(body.model))
       return sendJson(res, 404, {
         error: { message: `The model \`${body.model}\` does not exist.`, type: 'NotFoundError', code: 404 },
       })
+    const answering = servedNames()[0]
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-sim${++seq}`
     const tokens = answerTokens(body)
     const usage = {
@@ -157,14 +176,30 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' })
       res.flushHeaders()
       const object = chat ? 'chat.completion.chunk' : 'text_completion'
+      const asked = body.stream_options?.include_usage === true
+      let sent = 0
+      // vLLM's should_include_usage: forced usage also turns on the running counts on each event.
+      const running = (): object =>
+        forceUsage && streamUsage
+          ? {
+              usage: {
+                prompt_tokens: usage.prompt_tokens,
+                total_tokens: usage.prompt_tokens + sent,
+                completion_tokens: sent,
+              },
+            }
+          : asked
+            ? { usage: null }
+            : {}
       const chunk = (t: string, last: boolean): string => {
         const choice = chat
           ? { index: 0, delta: last ? {} : { role: 'assistant', content: t }, finish_reason: last ? 'stop' : null }
           : { index: 0, text: t, finish_reason: last ? 'stop' : null }
-        return `data: ${JSON.stringify({ id, object, created, model, choices: [choice] })}\n\n`
+        if (t !== '') sent++
+        return `data: ${JSON.stringify({ id, object, created, model: answering, choices: [choice], ...running() })}\n\n`
       }
       const thinking = (t: string): string =>
-        `data: ${JSON.stringify({ id, object, created, model, choices: [{ index: 0, delta: { reasoning_content: t }, finish_reason: null }] })}\n\n`
+        `data: ${JSON.stringify({ id, object, created, model: answering, choices: [{ index: 0, delta: { reasoning_content: t }, finish_reason: null }] })}\n\n`
       let before: string[] = []
       if (chat && reasoning === 'field') before = SIM_REASONING.map(thinking)
       // The tags arrive cut in two, as a tokenizer may split them.
@@ -172,8 +207,8 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
         before = ['<th', 'ink>', ...SIM_REASONING, '</thi', 'nk>\n\n'].map((t) => chunk(t, false))
       // As vLLM does: with include_usage, one more event with no choices carries the usage.
       const usageEvent =
-        streamUsage && body.stream_options?.include_usage === true
-          ? [`data: ${JSON.stringify({ id, object, created, model, choices: [], usage })}\n\n`]
+        streamUsage && (asked || forceUsage)
+          ? [`data: ${JSON.stringify({ id, object, created, model: answering, choices: [], usage })}\n\n`]
           : []
       const chunks = [
         ...before,
@@ -195,7 +230,7 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
       id,
       object: chat ? 'chat.completion' : 'text_completion',
       created,
-      model,
+      model: answering,
       choices: [choice],
       usage,
     })
@@ -213,7 +248,8 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   const load = async (name: string, forced?: string): Promise<void> => {
     say(`INFO [core.py] Initializing a V1 LLM engine with config: model='${name}'`)
     // Nothing to wait for: the model is served at once (the sim's default).
-    const failure = forced ?? (failing && (failing.model === '*' || failing.model === name) ? failing.message : null)
+    const failure =
+      forced ?? (failing && (failing.model === '*' || failing.model === name.split(',')[0]) ? failing.message : null)
     if (loadDelayMs === 0 && !held && failure === null) {
       model = name
       // The engine's port opens with it (the container may have been recreated, refusing until now).
@@ -273,7 +309,14 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
     setStreamUsage(on: boolean) {
       streamUsage = on
     },
+    setForceUsage(on: boolean) {
+      forceUsage = on
+    },
   })
   Object.defineProperty(llm, 'lastRequest', { get: () => lastRequest, enumerable: true })
-  return Object.defineProperty(llm, 'loading', { get: () => loading, enumerable: true }) as FakeLlm
+  return Object.defineProperty(llm, 'loading', {
+    // The model it reports (its first served name).
+    get: () => loading?.split(',')[0] ?? null,
+    enumerable: true,
+  }) as FakeLlm
 }

@@ -1,6 +1,11 @@
+import fs from 'node:fs'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { UsageMeter, withStreamUsage } from '../../../src-main/gateway/relay/usageMeter'
+import { asksStreamUsage, UsageMeter } from '../../../src-main/gateway/relay/usageMeter'
 import { readRelayRequest } from '../../../src-main/gateway/relay/wire'
+
+/** Real llama-server streams (test/fixtures/llama-server/README.md). */
+const FIXTURES = path.join(__dirname, '../../fixtures/llama-server')
 
 const ev = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`
 const delta = (t: string): string =>
@@ -20,41 +25,71 @@ function meter(): { m: UsageMeter; at: (ms: number) => void } {
 }
 
 describe('include_usage', () => {
-  it('is asked for only on a stream whose client did not ask', () => {
-    const asked = Buffer.from(JSON.stringify({ model: 'm', stream: true, messages: [] }))
-    const out = withStreamUsage(readRelayRequest(asked), asked)
-    expect(out.injected).toBe(true)
-    expect(JSON.parse(out.raw.toString())).toMatchObject({ stream_options: { include_usage: true } })
-    for (const b of [
-      { stream: false },
-      { stream: true, stream_options: { include_usage: false } },
-      { stream: true, stream_options: { include_usage: true } },
-      { stream: true, stream_options: 'odd' },
-    ]) {
-      const raw = Buffer.from(JSON.stringify(b))
-      const same = withStreamUsage(readRelayRequest(raw), raw)
-      expect(same.injected).toBe(false)
-      expect(same.raw).toBe(raw)
-    }
+  it('is never added to the request: the meter notes only whether a stream’s client asked for usage', () => {
+    const cases: [unknown, boolean][] = [
+      [{ stream: true }, false],
+      [{ stream: true, stream_options: { include_usage: false } }, false],
+      [{ stream: true, stream_options: 'odd' }, false],
+      [{ stream: true, stream_options: { include_usage: true } }, true],
+    ]
+    for (const [b, asked] of cases)
+      expect(asksStreamUsage(readRelayRequest(Buffer.from(JSON.stringify(b))))).toBe(asked)
   })
 
-  it('keeps the client’s other stream options', () => {
-    const raw = Buffer.from(
-      JSON.stringify({ model: 'm', stream: true, stream_options: { continuous_usage_stats: false } }),
+  it('keeps the usage from a client that did not ask, when a forced engine sends it on every event', () => {
+    const { m } = meter()
+    m.readRequest(readRelayRequest(Buffer.from('{"stream":true}')))
+    // vLLM with --enable-force-include-usage: the running counts on each event, then the usage event.
+    const running = (t: string, n: number): string =>
+      ev({
+        id: 'c1',
+        choices: [{ index: 0, delta: { content: t }, finish_reason: null }],
+        usage: {
+          prompt_tokens: 7,
+          total_tokens: 7 + n,
+          completion_tokens: n,
+          prompt_tokens_details: { cached_tokens: 0 },
+        },
+      })
+    const out = m.onSseChunk(Buffer.from(running('Hi', 1) + running(' there', 2) + USAGE + DONE)).toString()
+    expect(out).toBe(
+      delta('Hi').replace('"c1","object":"chat.completion.chunk"', '"c1"') +
+        delta(' there').replace('"c1","object":"chat.completion.chunk"', '"c1"') +
+        DONE,
     )
-    const out = JSON.parse(withStreamUsage(readRelayRequest(raw), raw).raw.toString()) as Record<string, unknown>
-    expect(out).toEqual({
-      model: 'm',
-      stream: true,
-      stream_options: { continuous_usage_stats: false, include_usage: true },
-    })
+    expect(m.result()).toMatchObject({ prompt_tokens: 7, completion_tokens: 3, tokens_estimated: false })
+  })
+
+  it('gives a client that did not ask the real llama-server stream without its usage event, and counts it', () => {
+    const recorded = fs.readFileSync(path.join(FIXTURES, 'chat-stream-usage.body'))
+    const { m } = meter()
+    m.readRequest(readRelayRequest(Buffer.from('{"stream":true,"messages":[]}')))
+    // Fed as a socket might deliver it: in pieces that cut events apart.
+    const out: Buffer[] = []
+    for (let at = 0; at < recorded.length; at += 97) out.push(m.onSseChunk(recorded.subarray(at, at + 97)))
+    out.push(m.flushSse())
+    const text = recorded.toString('utf8')
+    const usageEvent = text.slice(text.indexOf('data: {"choices":[]'), text.indexOf('data: [DONE]'))
+    expect(Buffer.concat(out).toString('utf8')).toBe(text.replace(usageEvent, ''))
+    expect(m.result()).toMatchObject({ prompt_tokens: 31, completion_tokens: 6, tokens_estimated: false })
+    // Without usage asked, the same server sends none: the client sees what it would have seen from it.
+    const unasked = fs.readFileSync(path.join(FIXTURES, 'chat-stream-nousage.body'), 'utf8')
+    expect(unasked).not.toContain('"usage"')
+  })
+
+  it('passes every event untouched to a client that asked', () => {
+    const { m } = meter()
+    m.readRequest(readRelayRequest(Buffer.from('{"stream":true,"stream_options":{"include_usage":true}}')))
+    const wire = delta('Hi') + USAGE + DONE
+    expect(m.onSseChunk(Buffer.from(wire)).toString()).toBe(wire)
+    expect(m.result().completion_tokens).toBe(3)
   })
 })
 
 describe('UsageMeter on a stream', () => {
   it('strips the usage event it asked for, even when split across chunks, and passes the rest byte for byte', () => {
     const { m } = meter()
-    m.stripInjectedUsage()
+    m.stripUnaskedUsage()
     const wire = delta('Hi') + delta(' there') + USAGE + DONE
     const cut = wire.indexOf('"usage"') + 3
     const out = Buffer.concat([
@@ -68,7 +103,7 @@ describe('UsageMeter on a stream', () => {
 
   it('removes the `usage: null` an OpenAI-style upstream adds to every chunk once asked', () => {
     const { m } = meter()
-    m.stripInjectedUsage()
+    m.stripUnaskedUsage()
     const withNull = `data: {"id":"c1","choices":[{"delta":{"content":"a"}}],"usage":null}\n\n`
     expect(m.onSseChunk(Buffer.from(withNull)).toString()).toBe(
       `data: {"id":"c1","choices":[{"delta":{"content":"a"}}]}\n\n`,
@@ -77,7 +112,7 @@ describe('UsageMeter on a stream', () => {
 
   it('cuts that `usage: null` from the bytes as they came, wherever it sits, and reads a usage nested before it', () => {
     const { m } = meter()
-    m.stripInjectedUsage()
+    m.stripUnaskedUsage()
     const last = `data: {"id":"c1","choices":[{"delta":{"content":"é"}}],"usage":null}\n\n`
     const first = `data: {"usage":null,"id":"c2","choices":[{"delta":{"content":"b"}}]}\n\n`
     const middle = `data: {"id":"c3","usage":null,"choices":[{"delta":{"content":"c"}}]}\n\n`
@@ -97,7 +132,7 @@ describe('UsageMeter on a stream', () => {
 
   it('cuts a last `usage: null` from a chunk that is not JSON as well (nothing there is counted either way)', () => {
     const { m } = meter()
-    m.stripInjectedUsage()
+    m.stripUnaskedUsage()
     const broken = `data: {"id":"c1","choices":[{"delta":{"content":"a"}}],"usage":null}\n\n`.replace('"id"', 'id')
     expect(m.onSseChunk(Buffer.from(broken)).toString()).toBe(broken.replace(',"usage":null', ''))
   })
@@ -128,7 +163,7 @@ describe('UsageMeter on a stream', () => {
 
   it('labels tokens counted from chunks as an estimate when the upstream sends no usage', () => {
     const { m, at } = meter()
-    m.stripInjectedUsage()
+    m.stripUnaskedUsage()
     at(10)
     m.onSseChunk(Buffer.from(delta('a')))
     at(20)
@@ -141,7 +176,7 @@ describe('UsageMeter on a stream', () => {
 
   it('counts reasoning and completion text, and passes an error event through', () => {
     const { m } = meter()
-    m.stripInjectedUsage()
+    m.stripUnaskedUsage()
     const err = 'event: error\ndata: {"error":{"message":"boom"}}\n\n'
     const out = m.onSseChunk(
       Buffer.from(ev({ choices: [{ delta: { reasoning_content: 'hm' } }] }) + ev({ choices: [{ text: 'x' }] }) + err),
@@ -171,7 +206,7 @@ describe('UsageMeter on a stream', () => {
 
   it('holds back only the unfinished last event of a read, and forwards every byte once', () => {
     const { m } = meter()
-    m.stripInjectedUsage()
+    m.stripUnaskedUsage()
     const wire = delta('a') + delta('b') + delta('c') + DONE
     const cuts = [wire.indexOf('"b"'), wire.indexOf('"c"') + 1, wire.length - 3]
     const parts: Buffer[] = []
@@ -232,7 +267,7 @@ describe('UsageMeter on a stream read in any pieces', () => {
           (a, b) => a - b,
         )
         const { m } = meter()
-        if (strip) m.stripInjectedUsage()
+        if (strip) m.stripUnaskedUsage()
         const out: Buffer[] = []
         let from = 0
         for (const at of [...cuts, bytes.length]) {

@@ -106,7 +106,14 @@ describe('the serve command and the launcher command a swap runs', () => {
       'exec',
       ...plan.cmdArgs,
     ])
-    expect(plan.cmdArgs.at(-1)).toBe(`{"a":"it's $(id)"}`)
+    // The gateway's own arguments (gatewayEngineArgs) follow the entry's.
+    expect(plan.cmdArgs.slice(-5)).toEqual([
+      `{"a":"it's $(id)"}`,
+      '--served-model-name',
+      'org/model',
+      'm',
+      '--enable-force-include-usage',
+    ])
     expect(plan.extraDockerArgs).toBeNull()
     expect(plan.served).toBe('org/model')
   })
@@ -205,6 +212,10 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
       '2',
       '--distributed-executor-backend',
       'ray',
+      '--served-model-name',
+      'org/big',
+      'big',
+      '--enable-force-include-usage',
     ])
     expect(plan.layout).toEqual({ mode: 'cluster', nodes: ['node1', 'node2'], tensor_parallel: 2, backend: 'ray' })
     expect(argvOf(plan.launchCmd)).not.toContain('--solo')
@@ -212,7 +223,7 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
 
   it('a launcher that picks its own backend (--ray/--no-ray) gets tensor parallelism only', () => {
     const plan = launchPlan(config, cluster, PAIR, launcher('late-2026'))
-    expect(plan.serveArgs.slice(-2)).toEqual(['--tensor-parallel-size', '2'])
+    expect(plan.serveArgs.slice(-6, -4)).toEqual(['--tensor-parallel-size', '2'])
     expect(plan.serveArgs).not.toContain('--distributed-executor-backend')
     expect(plan.layout.backend).toBe('launcher')
   })
@@ -220,7 +231,7 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
   it("keeps an entry's own parallelism and backend, in any spelling vLLM accepts", () => {
     const fixed = entry({ key: 'f', repo: 'org/f', mode: 'cluster' }, ['-tp', '2', '--distributed_executor_backend=mp'])
     const plan = launchPlan(config, fixed, PAIR, MID)
-    expect(plan.serveArgs.slice(5)).toEqual(['-tp', '2', '--distributed_executor_backend=mp'])
+    expect(plan.serveArgs.slice(5, -4)).toEqual(['-tp', '2', '--distributed_executor_backend=mp'])
     expect(plan.layout).toEqual({ mode: 'cluster', nodes: ['node1', 'node2'], tensor_parallel: 2, backend: 'entry' })
   })
 
@@ -235,7 +246,7 @@ describe('layouts: solo is one node, cluster spans both with tensor parallelism'
       '4',
     ])
     const plan = launchPlan(config, e, SOLO, MID)
-    expect(plan.serveArgs.slice(5)).toEqual(['--max-num-seqs', '4'])
+    expect(plan.serveArgs.slice(5, -4)).toEqual(['--max-num-seqs', '4'])
     expect(plan.layout).toEqual({ mode: 'solo', nodes: ['node1'], tensor_parallel: 1, backend: null })
   })
 

@@ -130,7 +130,7 @@ describe('a placement refused before anything stops', () => {
     expect(ran[launch]?.command).toContain("'--solo'")
     expect(ran.filter((c) => c.kind === 'launch').map((c) => c.node)).toEqual(['node4'])
     expect(r.placements.all().map((p) => [p.id, p.served])).toEqual([['node4', 'org/coder']])
-    expect((await r.placements.admit('org/coder', signal)).baseUrl).toBe(r.engines.node4?.server.url)
+    expect((await r.placements.admit('org/coder', signal))[0]?.baseUrl).toBe(r.engines.node4?.server.url)
   })
 
   it('on a node lacking memory: 409 with the numbers, nothing stopped; confirm_no_fit places it', async () => {
@@ -178,18 +178,16 @@ describe('a tensor-parallel size the attention heads cannot divide', () => {
 })
 
 describe('a request naming a model that is not placed', () => {
-  it('gets 404 model_not_found naming the placed models; nothing starts', async () => {
+  it("goes to node1's llm as it is (the engine answers for itself); nothing starts", async () => {
     const r = await rig()
     await r.placed('big', ['node1'])
     await r.placed('coder', ['node3'])
     r.commands.length = 0
+    const node1 = { id: 'node1', baseUrl: r.engines.node1?.server.url, served: 'org/big', key: 'big' }
     for (const model of ['org/nope', 'bad']) {
-      const err = await rejection(r.placements.admit(model, signal))
-      expect(err).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' })
-      expect(err.message).toBe(
-        `The model \`${model}\` is not placed on this cluster (placed models: org/big, org/coder).`,
-      )
-      expect(r.placements.routeNow(model)).toBeNull()
+      await expect(r.placements.admit(model, signal)).resolves.toEqual([node1])
+      // Looked at just now: the next miss goes on at once.
+      expect(r.placements.routeNow(model)).toEqual([node1])
     }
     expect(r.commands).toEqual([])
     expect(r.jobs.list('swap').filter((j) => j.state === 'running')).toEqual([])
@@ -204,12 +202,15 @@ describe('a request naming a model that is not placed', () => {
       if (c.kind === 'launch') heldAtLaunch.push(r.placements.held)
     })
     const route = await r.placements.admit('coder', signal)
-    expect(route).toEqual<PlacementRoute>({
-      id: 'node1',
-      baseUrl: r.engines.node1?.server.url as string,
-      served: 'org/coder',
-      key: 'coder',
-    })
+    expect(route).toEqual<PlacementRoute[]>([
+      {
+        id: 'node1',
+        baseUrl: r.engines.node1?.server.url as string,
+        served: 'org/coder',
+        key: 'coder',
+        names: ['org/coder', 'coder'],
+      },
+    ])
     expect(heldAtLaunch).toEqual([1])
     expect(
       r
@@ -225,14 +226,13 @@ describe('a request naming a model that is not placed', () => {
 })
 
 describe('a request naming a catalog model that does not fit', () => {
-  it('with SWAP_ON_DEMAND on gets 404 naming the placed models; nothing stops', async () => {
+  it("with SWAP_ON_DEMAND on goes to node1's llm as it is; nothing stops", async () => {
     const r = await rig({ env: { SWAP_ON_DEMAND: 'on' } })
     await r.placed('big', ['node1'])
     r.commands.length = 0
     r.deps.estimate = async () => noFit
-    const err = await rejection(r.placements.admit('coder', signal))
-    expect(err).toMatchObject({ status: 404, code: 'model_not_found' })
-    expect(err.message).toBe('The model `coder` is not placed on this cluster (placed models: org/big).')
+    const routes = await r.placements.admit('coder', signal)
+    expect(routes).toEqual([{ id: 'node1', baseUrl: r.engines.node1?.server.url, served: 'org/big', key: 'big' }])
     expect(r.commands).toEqual([])
     expect(r.placements.all().map((p) => p.served)).toEqual(['org/big'])
   })
@@ -245,8 +245,8 @@ describe('a placement that fails to load', () => {
     await r.placed('coder', ['node3', 'node4'])
     r.commands.length = 0
     r.failing.add('org/bad')
-    const during: (PlacementRoute | null)[] = []
-    let admittedDuring: Promise<PlacementRoute> | null = null
+    const during: (readonly PlacementRoute[] | null)[] = []
+    let admittedDuring: Promise<readonly PlacementRoute[]> | null = null
     r.onCommand((c) => {
       if (c.kind !== 'launch' || !c.command.includes("'org/bad'")) return
       during.push(r.placements.routeNow('org/coder'))
@@ -259,10 +259,16 @@ describe('a placement that fails to load', () => {
       'placing Bad on node1+node2 failed: the engine failed to load org/bad: ERROR [core.py:123] EngineCore failed to start.; rolled back to Big',
     )
 
-    const coderRoute = { id: 'node3+node4', baseUrl: r.engines.node3?.server.url, served: 'org/coder', key: 'coder' }
-    expect(during).toEqual([coderRoute])
+    const coderRoute = {
+      id: 'node3+node4',
+      baseUrl: r.engines.node3?.server.url,
+      served: 'org/coder',
+      key: 'coder',
+      names: ['org/coder', 'coder'],
+    }
+    expect(during).toEqual([[coderRoute]])
     expect(admittedDuring).not.toBeNull()
-    await expect(admittedDuring).resolves.toEqual(coderRoute)
+    await expect(admittedDuring).resolves.toEqual([coderRoute])
     // Nothing ran on the other placement's nodes, nor on node2 (a worker: the head's launcher drives it).
     expect(r.commands.filter((c) => ['node2', 'node3', 'node4'].includes(c.node))).toEqual([])
     const launches = r.ran().filter((c) => c.kind === 'launch')
@@ -275,8 +281,8 @@ describe('a placement that fails to load', () => {
       ['node1', 'org/big', 'ready'],
       ['node3+node4', 'org/coder', 'ready'],
     ])
-    await expect(r.placements.admit('org/coder', signal)).resolves.toEqual(coderRoute)
-    await expect(r.placements.admit('org/big', signal)).resolves.toMatchObject({ id: 'node1', served: 'org/big' })
+    await expect(r.placements.admit('org/coder', signal)).resolves.toEqual([coderRoute])
+    await expect(r.placements.admit('org/big', signal)).resolves.toMatchObject([{ id: 'node1', served: 'org/big' }])
   })
 })
 
@@ -320,7 +326,7 @@ describe('a placement that fails to load, displacing placements with different h
     await r.placed('tiny', ['node4'])
     r.commands.length = 0
     r.failing.add('org/bad')
-    let heldForBig: Promise<PlacementRoute> | null = null
+    let heldForBig: Promise<readonly PlacementRoute[]> | null = null
     r.onCommand((c) => {
       if (c.kind === 'launch' && c.command.includes("'org/bad'")) heldForBig = r.placements.admit('org/big', signal)
     })
@@ -329,7 +335,7 @@ describe('a placement that fails to load, displacing placements with different h
     expect(job.state).toBe('failed')
     expect(job.error).toMatch(/; rolled back to Big; rolled back to Tiny$/)
     expect(heldForBig).not.toBeNull()
-    await expect(heldForBig).resolves.toMatchObject({ id: 'node3', served: 'org/big' })
+    await expect(heldForBig).resolves.toMatchObject([{ id: 'node3', served: 'org/big' }])
 
     const launches = r.ran().filter((c) => c.kind === 'launch')
     expect(launches.map((c) => [c.node, /'vllm' 'serve' '([^']+)'/.exec(c.command)?.[1]])).toEqual([
@@ -348,33 +354,49 @@ describe('a placement that fails to load, displacing placements with different h
 })
 
 describe('a node lost under a running placement', () => {
-  it("gets that placement's requests 503 with Retry-After while the others keep serving; back, it routes again", async () => {
+  it('keeps routing to it while its engine answers, whatever SSH says; shown lost meanwhile', async () => {
     const r = await rig()
+    await r.placed('big', ['node1'])
+    await r.placed('coder', ['node3', 'node4'])
+    r.commands.length = 0
+    r.hw.node1 = downRow('node1')
+    r.hw.node4 = downRow('node4')
+    r.placements.followHardware(r.snapshot())
+    expect(sortedRows(r, (p) => [p.id, p.state])).toEqual([
+      ['node1', 'lost'],
+      ['node3+node4', 'lost'],
+    ])
+    await expect(r.placements.admit('org/coder', signal)).resolves.toMatchObject([{ id: 'node3+node4' }])
+    await expect(r.placements.admit('org/big', signal)).resolves.toMatchObject([{ id: 'node1' }])
+    expect(r.placements.placed().map((p) => p.id)).toEqual(['node1', 'node3+node4'])
+    expect(r.commands).toEqual([])
+  })
+
+  it('gets 503 with Retry-After once its engine is silent too, the others keep serving; back, it routes within a look', async () => {
+    const r = await rig({ watchMs: 20 })
     await r.placed('big', ['node1'])
     await r.placed('coder', ['node3', 'node4'])
     r.commands.length = 0
     r.hw.node4 = downRow('node4')
     r.placements.followHardware(r.snapshot())
+    r.engines.node3!.down()
+    await vi.waitFor(() => expect(r.placements.placed().map((p) => p.id)).toEqual(['node1']))
 
     const err = await rejection(r.placements.admit('org/coder', signal))
     expect(err).toMatchObject({ status: 503, code: 'placement_unavailable', headers: { 'Retry-After': '30' } })
-    expect(err.message).toBe('org/coder on node3+node4 is unavailable: node4 is unreachable')
-    expect(r.placements.routeNow('org/coder')).toBeNull()
-    await expect(r.placements.admit('org/big', signal)).resolves.toMatchObject({
-      id: 'node1',
-      baseUrl: r.engines.node1?.server.url,
-    })
-    expect(r.placements.placed().map((p) => p.id)).toEqual(['node1'])
-    expect(r.commands).toEqual([])
+    expect(err.message).toBe(
+      'org/coder is placed on node3+node4, and none answers now (node3+node4: node4 is unreachable); retry later',
+    )
+    await expect(r.placements.admit('org/big', signal)).resolves.toMatchObject([
+      { id: 'node1', baseUrl: r.engines.node1?.server.url },
+    ])
 
-    r.hw.node4 = okRow('node4', '10.1.0.4')
-    r.placements.followHardware(r.snapshot())
-    // Back once its engine names its model again (asked over HTTP, not assumed).
+    // Back once its engine names its model again (asked over HTTP, SSH still down).
+    r.engines.node3!.serveAfter('org/coder', 0)
     await vi.waitFor(() => expect(r.placements.routeNow('org/coder')).not.toBeNull())
-    await expect(r.placements.admit('org/coder', signal)).resolves.toMatchObject({
-      id: 'node3+node4',
-      baseUrl: r.engines.node3?.server.url,
-    })
+    await expect(r.placements.admit('org/coder', signal)).resolves.toMatchObject([
+      { id: 'node3+node4', baseUrl: r.engines.node3?.server.url },
+    ])
     expect(r.commands).toEqual([])
   })
 })
@@ -432,7 +454,7 @@ describe('placements across a restart', () => {
       ['node3+node4', 'big', 'org/big', 'ready', 2],
     ])
     expect(again.commands).toEqual([])
-    await expect(again.placements.admit('big', signal)).resolves.toMatchObject({ id: 'node3+node4' })
+    await expect(again.placements.admit('big', signal)).resolves.toMatchObject([{ id: 'node3+node4' }])
   })
 
   it('keeps a placement whose engine is silent at start as lost (503), and serves it again once it answers', async () => {
@@ -515,6 +537,41 @@ describe('placements across a restart', () => {
   })
 })
 
+describe('an engine that comes up after the start', () => {
+  it('is learned from its /v1/models within a look and routed by every id it lists, no job run', async () => {
+    const r = await rig({ watchMs: 20 })
+    expect(r.placements.all()).toEqual([])
+    // Started by hand on node3, serving the model and a LoRA adapter.
+    r.engines.node3!.aliases = ['coder-lora']
+    r.engines.node3!.serveAfter('org/coder', 0)
+    await vi.waitFor(() => expect(r.placements.routeNow('org/coder')?.map((x) => x.id)).toEqual(['node3']))
+    expect(r.placements.routeNow('coder-lora')?.map((x) => x.id)).toEqual(['node3'])
+    expect(r.placements.all()).toMatchObject([{ id: 'node3', key: 'coder', served: 'org/coder', state: 'unknown' }])
+    expect(r.jobs.list('swap')).toEqual([])
+    expect(r.ran()).toEqual([])
+  })
+})
+
+describe('a model placed twice', () => {
+  it('is served by every copy that answers, and by the ready one alone while the other is lost', async () => {
+    const r = await rig({ watchMs: 20 })
+    await r.placed('coder', ['node3'])
+    await r.placed('coder', ['node4'])
+    const ids = async () => (await r.placements.admit('coder', signal)).map((x) => x.id).sort()
+    expect(await ids()).toEqual(['node3', 'node4'])
+    r.hw.node3 = downRow('node3')
+    r.placements.followHardware(r.snapshot())
+    r.engines.node3!.down()
+    await vi.waitFor(() => expect(r.placements.placed().map((p) => p.id)).toEqual(['node4']))
+    expect(await ids()).toEqual(['node4'])
+    expect(r.placements.routeNow('org/coder')?.map((x) => x.id)).toEqual(['node4'])
+    expect(sortedRows(r, (p) => [p.id, p.state])).toEqual([
+      ['node3', 'lost'],
+      ['node4', 'ready'],
+    ])
+  })
+})
+
 describe('stopping a placement', () => {
   it("runs the launcher's stop on its head only and frees its nodes; an unknown id is 404 naming the placed", async () => {
     const r = await rig()
@@ -530,7 +587,8 @@ describe('stopping a placement', () => {
     expect(r.commands.map((c) => [c.node, c.kind])).toEqual([['node3', 'stop']])
     expect(r.commands[0]?.command).toContain("'-n' '10.1.0.3,10.1.0.4'")
     expect(r.placements.all().map((p) => p.id)).toEqual(['node1'])
-    await expect(rejection(r.placements.admit('org/coder', signal))).resolves.toMatchObject({ status: 404 })
+    // Not placed any more: it goes to node1's llm, which answers for itself.
+    await expect(r.placements.admit('org/coder', signal)).resolves.toMatchObject([{ id: 'node1' }])
     const saved = JSON.parse(fs.readFileSync(path.join(r.dataDir, 'swap-state.json'), 'utf8')) as {
       placements: { id: string }[]
     }
@@ -585,7 +643,7 @@ describe('one placement job at a time', () => {
   it('requests for one unplaced model arriving together start one swap on demand and all get it', async () => {
     const r = await rig({ env: { SWAP_ON_DEMAND: 'on' }, loadDelayMs: 30 })
     const routes = await Promise.all([1, 2, 3].map(() => r.placements.admit('org/coder', signal)))
-    expect(routes.map((x) => [x.id, x.served])).toEqual([
+    expect(routes.map(([x]) => [x?.id, x?.served])).toEqual([
       ['node1', 'org/coder'],
       ['node1', 'org/coder'],
       ['node1', 'org/coder'],
@@ -622,24 +680,42 @@ describe('the placements view', () => {
 })
 
 describe('routing by model name', () => {
-  it('matches the served name, then the catalog key; no model goes to node1; placed() lists each', async () => {
+  it('matches the served name, then any id the engine lists or the catalog key; no model goes to node1; placed() lists each', async () => {
     const r = await rig()
     await r.placed('big', ['node1'])
     await r.placed('coder', ['node3'])
     // tiny serves under the name `coder`, which is also the catalog key of node3's model.
     await r.placed('tiny', ['node4'])
     const url = (n: string) => r.engines[n]?.server.url as string
-    const big: PlacementRoute = { id: 'node1', baseUrl: url('node1'), served: 'org/big', key: 'big' }
-    const coder: PlacementRoute = { id: 'node3', baseUrl: url('node3'), served: 'org/coder', key: 'coder' }
-    const tiny: PlacementRoute = { id: 'node4', baseUrl: url('node4'), served: 'coder', key: 'tiny' }
+    const big: PlacementRoute = {
+      id: 'node1',
+      baseUrl: url('node1'),
+      served: 'org/big',
+      key: 'big',
+      names: ['org/big', 'big'],
+    }
+    const coder: PlacementRoute = {
+      id: 'node3',
+      baseUrl: url('node3'),
+      served: 'org/coder',
+      key: 'coder',
+      names: ['org/coder', 'coder'],
+    }
+    const tiny: PlacementRoute = {
+      id: 'node4',
+      baseUrl: url('node4'),
+      served: 'coder',
+      key: 'tiny',
+      names: ['coder', 'tiny'],
+    }
 
-    await expect(r.placements.admit('coder', signal)).resolves.toEqual(tiny)
-    await expect(r.placements.admit('org/coder', signal)).resolves.toEqual(coder)
-    await expect(r.placements.admit('tiny', signal)).resolves.toEqual(tiny)
-    await expect(r.placements.admit('big', signal)).resolves.toEqual(big)
-    await expect(r.placements.admit(null, signal)).resolves.toEqual(big)
-    expect(r.placements.routeNow(null)).toEqual(big)
-    expect(r.placements.routeNow('coder')).toEqual(tiny)
+    await expect(r.placements.admit('coder', signal)).resolves.toEqual([tiny])
+    await expect(r.placements.admit('org/coder', signal)).resolves.toEqual([coder])
+    await expect(r.placements.admit('tiny', signal)).resolves.toEqual([tiny])
+    await expect(r.placements.admit('big', signal)).resolves.toEqual([big])
+    await expect(r.placements.admit(null, signal)).resolves.toEqual([big])
+    expect(r.placements.routeNow(null)).toEqual([big])
+    expect(r.placements.routeNow('coder')).toEqual([tiny])
     expect([...r.placements.placed()].sort((a, b) => a.id.localeCompare(b.id))).toEqual([big, coder, tiny])
   })
 })

@@ -74,10 +74,9 @@ const refused: ValidationResult = {
 describe('the gateway hold during a swap', () => {
   it('passes requests straight through when no swap runs', async () => {
     const { swap } = manager({})
-    await expect(swap.admit(null, new AbortController().signal)).resolves.toMatchObject({
-      id: 'node1',
-      baseUrl: 'http://127.0.0.1:9',
-    })
+    await expect(swap.admit(null, new AbortController().signal)).resolves.toMatchObject([
+      { id: 'node1', baseUrl: 'http://127.0.0.1:9' },
+    ])
   })
 
   it('past SWAP_HOLD_S a held request gets 503 with Retry-After, naming the swap', async () => {
@@ -97,7 +96,7 @@ describe('the gateway hold during a swap', () => {
     const held = swap.admit(null, new AbortController().signal)
     expect(swap.held).toBe(1)
     verdict(refused)
-    await expect(held).resolves.toMatchObject({ id: 'node1' })
+    await expect(held).resolves.toMatchObject([{ id: 'node1' }])
     const job = await jobs.wait(job_id)
     expect(job.error).toMatch(
       /validation failed \(parser\): vllm: error: unrecognized arguments: --nope; nothing was stopped/,

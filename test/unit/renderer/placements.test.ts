@@ -357,6 +357,24 @@ describe('Models view: Place on…', () => {
     })
   })
 
+  it('says where the model already runs, and that placing it again adds a copy', async () => {
+    const none = await mountWith(PlacePanel, fakeApi({ view: startView() }, []), { model })
+    expect(none.querySelector('[data-test="place-already"]')).toBeNull()
+    const lostCopy = {
+      ...coder,
+      id: 'node3',
+      nodes: ['node3'],
+      head: 'node3',
+      state: 'lost' as const,
+      reason: 'node3 is unreachable',
+    }
+    const view = { ...startView(), placements: [qwen, coder, lostCopy] }
+    const el = await mountWith(PlacePanel, fakeApi({ view }, []), { model })
+    expect(el.querySelector('[data-test="place-already"]')?.textContent?.replace(/\s+/g, ' ').trim()).toBe(
+      'Coder already runs on node2 (ready), node3 (lost: node3 is unreachable). Placing it again adds a copy: each request goes to the least busy copy that answers.',
+    )
+  })
+
   it('refuses to place while a placement job runs, with the reason', async () => {
     const view = { ...startView(), changing: changing({ id: 'node4' }), job: job() }
     const el = await mountWith(PlacePanel, fakeApi({ view }, []), { model })

@@ -72,7 +72,8 @@ def serve(args):
     model = args.model_tag or args.model
     if not model:
         _fail("ValueError: No model specified: give it as the first argument of `vllm serve` or with --model")
-    served = (args.served_model_name or [model])[0]
+    # Every name answers (vLLM's BaseModelPath per served name); the sim's event carries them all.
+    served = ",".join(args.served_model_name or [model])
     argv = ["vllm"] + sys.argv[1:]
     print(f"INFO [api_server.py] vLLM API server version {vllm.__version__}", flush=True)
     print(f"INFO [utils.py] non-default args: {' '.join(argv[2:])}", flush=True)

@@ -36,6 +36,7 @@ def make_arg_parser(parser):
     g.add_argument("--max-log-len", type=int)
     g.add_argument("--enable-prompt-tokens-details", action="store_true")
     g.add_argument("--enable-log-outputs", action="store_true")
+    g.add_argument("--enable-force-include-usage", action="store_true")
     return AsyncEngineArgs.add_cli_args(parser)
 
 

@@ -1,0 +1,37 @@
+/**
+ * The engine arguments the gateway relies on (docs/guide/gateway.md, Routing), added to every engine
+ * Tandem launches. vLLM's own options, as its parser reads them (test/fixtures/vllm/README.md):
+ *
+ * - `--enable-force-include-usage`: every stream carries usage (a last event with no choices, and
+ *   the running counts on each event), so streams are metered without touching the client's body.
+ * - `--served-model-name <served> <catalog key>`: the engine answers to the catalog key as well, so
+ *   a request naming the key goes to it byte for byte. The first name stays the one it reports.
+ */
+
+const FORCE_USAGE = '--enable-force-include-usage'
+const SERVED = /^--served[-_]model[-_]name(?:=(.*))?$/
+
+/**
+ * `args` (an entry's launch arguments, layout applied) with the gateway's own: the served names
+ * gathered into one `--served-model-name` (vLLM takes one list; a second flag would replace the
+ * first) with the catalog key last, and forced stream usage.
+ */
+export function gatewayEngineArgs(args: readonly string[], served: string, key: string): string[] {
+  const out: string[] = []
+  const names: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const m = SERVED.exec(args[i] as string)
+    if (m === null) {
+      out.push(args[i] as string)
+      continue
+    }
+    if (m[1] !== undefined) names.push(...m[1].split(/\s+/).filter((n) => n !== ''))
+    // The list runs to the next flag (argparse's nargs='+').
+    else while (i + 1 < args.length && !(args[i + 1] as string).startsWith('-')) names.push(args[++i] as string)
+  }
+  if (names.length === 0) names.push(served)
+  if (!names.includes(key)) names.push(key)
+  out.push('--served-model-name', ...names)
+  if (!out.includes(FORCE_USAGE)) out.push(FORCE_USAGE)
+  return out
+}
