@@ -50,14 +50,15 @@ function knobRun(
   const overrides: Record<string, string> = {}
   const extra: string[] = []
   const { 'gpu-memory-utilization': util, 'max-model-len': len, ...rest } = knobs
+  // Only where the placeholder is the flag's own value: `--gpu-memory-utilization-gb {gpu_memory_utilization}` is not a fraction.
   if (util !== undefined) {
-    if (recipe.command.includes('{gpu_memory_utilization}')) {
+    if (/--gpu[-_]memory[-_]utilization[= ]+\{gpu_memory_utilization\}/.test(recipe.command)) {
       flags.push('--gpu-mem', String(util))
       overrides.gpu_memory_utilization = pyNumber(util, 'float')
     } else extra.push('--gpu-memory-utilization', String(util))
   }
   if (len !== undefined) {
-    if (recipe.command.includes('{max_model_len}')) {
+    if (/--max[-_]model[-_]len[= ]+\{max_model_len\}/.test(recipe.command)) {
       flags.push('--max-model-len', String(len))
       overrides.max_model_len = pyNumber(len, 'int')
     } else extra.push('--max-model-len', String(len))

@@ -239,7 +239,12 @@ start_cluster() {
         on_worker "$worker" docker run --privileged --ipc=host --gpus all -d --rm --network host --name "$CONTAINER_NAME" \
             $DOCKER_ARGS "$IMAGE_NAME" sleep infinity >/dev/null || exit 1
     done
-    for mod_path in "${MOD_PATHS[@]}"; do echo "Applying mod '$(basename "$mod_path")' to $HEAD_IP..."; done
+    # Each mod's run.sh runs in the head container, WORKSPACE_DIR its working directory (the real
+    # script copies the mod into the container first; the sim's container commands see the node's files).
+    for mod_path in "${MOD_PATHS[@]}"; do
+        echo "Applying mod '$(basename "$mod_path")' to $HEAD_IP..."
+        docker exec "$CONTAINER_NAME" bash -c "export WORKSPACE_DIR=\$PWD && cd $(realpath "$mod_path") && ./run.sh" || { echo "Error: Patch script failed on $HEAD_IP"; exit 1; }
+    done
     if [[ "$SOLO_MODE" == "false" && "$NO_RAY_MODE" == "false" ]]; then
         echo "Starting Ray HEAD node on $HEAD_IP..."
         for worker in "${PEER_NODES[@]}"; do echo "Starting Ray WORKER node on $worker..."; done
