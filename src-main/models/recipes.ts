@@ -53,6 +53,8 @@ export interface RecipeContext {
   readonly localRoots: readonly string[]
   /** Every configured node: node1, node2 and the ones from NODES. */
   readonly nodeCount: number
+  /** The configured nodes that were down at the last probe (a run on them cannot start now). */
+  readonly down?: readonly string[]
   /** node2, where build-and-copy.sh copies a cluster model's image; null when not configured. */
   readonly peer: { readonly host: string; readonly user: string } | null
 }
@@ -122,7 +124,7 @@ function view(
   model: ModelDef | null,
   error: string | null,
 ): RecipeView {
-  const reason = error ?? (layout === null ? 'the recipe could not be read' : layoutProblem(layout, ctx.nodeCount))
+  const reason = error ?? (layout === null ? 'the recipe could not be read' : layoutProblem(layout, ctx))
   return {
     name,
     path: file,
@@ -137,10 +139,14 @@ function view(
   }
 }
 
-/** Why a layout cannot run on `nodeCount` nodes, or null when it can. */
-function layoutProblem(layout: Layout, nodeCount: number): string | null {
+/** Why a layout cannot run on the nodes configured and reachable here, or null when it can. */
+function layoutProblem(layout: Layout, ctx: RecipeContext): string | null {
   if (layout.problem !== null) return layout.problem
-  if (layout.nodes <= nodeCount) return null
+  const nodeCount = ctx.nodeCount
+  const down = ctx.down ?? []
+  if (layout.nodes <= nodeCount - down.length) return null
+  if (layout.nodes <= nodeCount)
+    return `needs ${String(layout.nodes)} nodes; ${String(nodeCount)} configured here, but ${down.join(', ')} ${down.length > 1 ? 'were' : 'was'} unreachable at the last probe`
   const { tp, pp, dp } = layout.sizes
   const why =
     tp * pp * dp < layout.nodes
@@ -292,7 +298,7 @@ function recipeToModelDef(
 
 export interface RecipesOptions {
   readonly config: Pick<Config, 'llm' | 'models'>
-  readonly nodes: Pick<NodesModule, 'pool' | 'targets'>
+  readonly nodes: Pick<NodesModule, 'pool' | 'targets'> & Partial<Pick<NodesModule, 'connectivity'>>
   readonly logger: Logger
 }
 
@@ -321,9 +327,12 @@ export class Recipes {
       }
     const targets = this.opts.nodes.targets
     const node2 = targets.node2
+    const configured = nodeNames({ nodes: targets }).filter((n) => targets[n] !== null && targets[n] !== undefined)
+    const connectivity = this.opts.nodes.connectivity
     const ctx: RecipeContext = {
       localRoots: this.opts.config.models.localRoots,
-      nodeCount: nodeNames({ nodes: targets }).filter((n) => targets[n] !== null && targets[n] !== undefined).length,
+      nodeCount: configured.length,
+      down: configured.filter((n) => connectivity?.state(n)?.state === 'down'),
       peer: node2 ? { host: node2.host, user: node2.user } : null,
     }
     const recipes = splitFiles(stdout, mark).map((f) => recipeToView(f.file, f.text, ctx))

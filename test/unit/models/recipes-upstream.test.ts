@@ -146,6 +146,17 @@ describe('listing the published recipes (358bf26)', () => {
     await expect(two.toModelDef('4x-spark-cluster--minimax-m2.5')).rejects.toMatchObject({ status: 409 })
   })
 
+  it('a recipe needing four nodes is not runnable while one of the four is down', () => {
+    const v = recipeToView(
+      '4x-spark-cluster/minimax-m2.5.yaml',
+      fs.readFileSync(path.join(RECIPES, '4x-spark-cluster/minimax-m2.5.yaml'), 'utf8'),
+      { ...ctx(4), down: ['node3'] },
+    )
+    expect(v).toMatchObject({ runnable: false })
+    expect(v.reason).toMatch(/needs 4 nodes; 4 configured here, but node3 was unreachable/)
+    expect(v.model).not.toBeNull()
+  })
+
   it('imports a recipe with a duplicated key, keeping the last value as PyYAML does', () => {
     const text = fs.readFileSync(path.join(RECIPES, 'nemotron-3-super-nvfp4.yaml'), 'utf8')
     expect(text.match(/^container:/gm)).toHaveLength(2)
