@@ -360,16 +360,24 @@ export class Recipes {
  */
 export function readCommand(launcherDir: string, mark: string): string {
   const recipes = `${remoteDir(launcherDir)}/recipes`
+  // One awk for every file (no process per file): each file's name under recipes/, then its lines
+  // until MAX_RECIPE_BYTES (a longer line is cut there).
+  const awk = [
+    'FNR == 1 { n = 0; name = FILENAME; if (index(name, ENVIRON["TANDEM_D"]) == 1) name = substr(name, length(ENVIRON["TANDEM_D"]) + 1)',
+    `  print "${mark} file " name }`,
+    `n < ${String(MAX_RECIPE_BYTES)} { print substr($0, 1, ${String(MAX_RECIPE_BYTES)} - n); n += length($0) + 1 }`,
+  ].join('\n')
   return [
     `d=${recipes}`,
     `if [ ! -d "$d" ]; then echo '${mark} none'; exit 0; fi`,
-    'n=0',
+    'set --',
     'for f in "$d"/*.yaml "$d"/*/*.yaml; do',
     '  [ -f "$f" ] || continue',
-    '  n=$((n+1)); [ "$n" -le ' + String(MAX_RECIPES) + ' ] || break',
-    `  printf '%s %s\\n' '${mark} file' "\${f#"$d"/}"`,
-    `  head -c ${String(MAX_RECIPE_BYTES)} "$f"; echo`,
+    `  [ "$#" -lt ${String(MAX_RECIPES)} ] || break`,
+    '  set -- "$@" "$f"',
     'done',
+    '[ "$#" -gt 0 ] || exit 0',
+    `TANDEM_D="$d/" awk ${shq(awk)} "$@"`,
   ].join('\n')
 }
 

@@ -155,7 +155,7 @@ describe('Recipes: listing and import against the nodes configured here', () => 
   /** A node1 that answers the read command with the fixture files, each after the command's own marker. */
   const make = (node2: typeof target | null): Recipes => {
     const exec = async (_t: unknown, command: string) => {
-      const mark = /'(@@tandem-recipe-[0-9a-f]+) file'/.exec(command)?.[1] as string
+      const mark = /(@@tandem-recipe-[0-9a-f]+) file/.exec(command)?.[1] as string
       const stdout = files
         .map((f) => `${mark} file ${f}\n${fs.readFileSync(path.join(FIXTURES, f), 'utf8')}\n`)
         .join('')

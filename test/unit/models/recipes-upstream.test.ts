@@ -122,6 +122,16 @@ describe('listing the published recipes (358bf26)', () => {
     expect(files).toContain('8x-spark-cluster/glm-5.2-nvfp4.yaml')
   })
 
+  it('reads at most 64 KB of a recipe, even one long line', () => {
+    const dir = path.join(home, 'big-checkout')
+    fs.mkdirSync(path.join(dir, 'recipes'), { recursive: true })
+    fs.writeFileSync(path.join(dir, 'recipes', 'big.yaml'), `command: ${'x'.repeat(300_000)}\nname: tail\n`)
+    const r = spawnSync('bash', ['-c', readCommand(dir, '@@m')], { encoding: 'utf8' })
+    expect(r.stdout.startsWith('@@m file big.yaml\n')).toBe(true)
+    expect(r.stdout.length).toBeLessThanOrEqual(64 * 1024 + 100)
+    expect(r.stdout).not.toContain('name: tail')
+  })
+
   it('counts every configured node (node1, node2 and NODES) and imports a 4x-spark-cluster recipe on four', async () => {
     const dir = path.join(home, 'list-checkout')
     fs.cpSync(RECIPES, path.join(dir, 'recipes'), { recursive: true })
