@@ -105,6 +105,10 @@ describe('validating recipes whose mods change what vLLM accepts (sim)', () => {
     expect(after(argv, '-tp')).toBe('1')
     expect(after(argv, '--chat-template')).toBe('fixed_chat_template.jinja')
     expect(argv).not.toContain('--distributed-executor-backend')
+    // The recipe's env reached the engine through the launch script the launcher ran.
+    const env = fs.readFileSync(path.join(sim.cluster.node1.state, 'llm-serving.env'), 'utf8')
+    expect(env).toContain('VLLM_MARLIN_USE_ATOMIC_ADD=1\n')
+    expect(sim.cluster.node1.commands.some((c) => c.includes('--launch-script "$tandem_script"'))).toBe(true)
   })
 
   it('places the same recipe on two nodes with the recipe’s tensor parallel 2', async () => {
