@@ -13,6 +13,7 @@ import path from 'node:path'
 import { ensureServiceKey } from '../../src-main/ssh/keys'
 import { startDaemon } from '../helpers/daemon'
 import { startFullSim } from '../sim/full'
+import { benchValidations, quantile as p } from './lib/loadedModelProbe'
 
 const RUNS = Number(process.env.RUNS ?? 8)
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/recipes/upstream-358bf26/recipes')
@@ -22,32 +23,6 @@ const key = ensureServiceKey(path.join(dataDir, 'ssh'))
 const sim = await startFullSim({ authorizedKeys: [key.publicKey], llmModel: 'sim/first' })
 const daemon = await startDaemon({ env: { ...sim.env(), MONITOR_INTERVAL_S: '0' }, dataDir })
 const llm = `${sim.llm.url}/v1/models`
-
-const p = (xs: number[], q: number): number => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN
-}
-
-/** Latencies of the loaded model's /v1/models, asked every 10 ms until `until` resolves. */
-async function probeWhile(until: Promise<unknown>): Promise<{ ms: number[]; failed: number }> {
-  const ms: number[] = []
-  let failed = 0
-  let done = false
-  void until.finally(() => (done = true))
-  while (!done) {
-    const t0 = performance.now()
-    try {
-      const res = await fetch(llm)
-      if (!res.ok) failed++
-      await res.arrayBuffer()
-      ms.push(performance.now() - t0)
-    } catch {
-      failed++
-    }
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  return { ms, failed }
-}
 
 try {
   const recipes = path.join(sim.cluster.node1.home, 'spark-vllm-docker', 'recipes')
@@ -72,33 +47,12 @@ try {
 
   const imported = await daemon.admin('/api/models/recipes/qwen3.6-35b-a3b-fp8/import', { method: 'POST' })
   if (imported.status !== 200) throw new Error(`import failed: ${await imported.text()}`)
-  const idle = await probeWhile(new Promise((r) => setTimeout(r, 1000)))
-  const vwalls: number[] = []
-  const during: number[] = []
-  let failed = 0
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now()
-    const validation = daemon.admin('/api/swap/qwen3.6-35b-a3b-fp8/validate', {
-      method: 'POST',
-      body: '{"mode":"solo"}',
-    })
-    const probe = probeWhile(validation)
-    const body = (await (await validation).json()) as { ok: boolean | null; stage: string; error: string | null }
-    vwalls.push(performance.now() - t0)
-    if (body.ok !== true) throw new Error(`validation ${i}: ok=${String(body.ok)} ${body.stage} ${body.error}`)
-    const seen = await probe
-    during.push(...seen.ms)
-    failed += seen.failed
-  }
-  const vmedian = p(vwalls, 0.5)
-  console.log(
-    `validation of a recipe with a mod (chat template written by the mod, throwaway container): median ${vmedian.toFixed(0)} ms, max ${Math.max(...vwalls).toFixed(0)} ms over ${RUNS} — ${vmedian < 2000 ? 'met' : 'not met'} (target < 2 s on the sim)`,
-  )
-  const idleP99 = p(idle.ms, 0.99)
-  const duringP99 = p(during, 0.99)
-  console.log(
-    `loaded model's /v1/models: idle p99 ${idleP99.toFixed(1)} ms, during validations p99 ${duringP99.toFixed(1)} ms over ${during.length} requests, ${failed} failed — ${failed === 0 && duringP99 - idleP99 < 20 ? 'met' : 'not met'} (no failure, p99 within 20 ms)`,
-  )
+  await benchValidations({
+    llmUrl: llm,
+    runs: RUNS,
+    label: 'validation of a recipe with a mod (chat template written by the mod, throwaway container)',
+    validate: () => daemon.admin('/api/swap/qwen3.6-35b-a3b-fp8/validate', { method: 'POST', body: '{"mode":"solo"}' }),
+  })
 } finally {
   await daemon.stop()
   await sim.close()

@@ -34,6 +34,17 @@ describe('validating recipes whose mods change what vLLM accepts (sim)', () => {
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
+  /** Runs `fn` with a mod's run.sh in the sim's checkout replaced by `script`, then puts it back. */
+  const withMod = async <T>(mod: string, script: string, fn: () => Promise<T>): Promise<T> => {
+    const file = path.join(sim.cluster.node1.home, 'spark-vllm-docker', 'mods', mod, 'run.sh')
+    const original = fs.readFileSync(file, 'utf8')
+    fs.writeFileSync(file, script)
+    try {
+      return await fn()
+    } finally {
+      fs.writeFileSync(file, original)
+    }
+  }
   const validate = async (key: string, mode: string) =>
     json(await daemon.admin(`/api/swap/${key}/validate`, { method: 'POST', body: JSON.stringify({ mode }) }))
 
@@ -52,42 +63,27 @@ describe('validating recipes whose mods change what vLLM accepts (sim)', () => {
   })
 
   it('still refuses, definitively, what the engine would refuse after the mods', async () => {
-    const mods = path.join(sim.cluster.node1.home, 'spark-vllm-docker', 'mods', 'fix-qwen3.6-chat-template', 'run.sh')
-    const original = fs.readFileSync(mods, 'utf8')
-    fs.writeFileSync(mods, '#!/bin/bash\necho "this mod writes nothing"\n')
-    try {
-      const { body } = await validate('qwen3.6-35b-a3b-fp8', 'solo')
-      expect(body).toMatchObject({ ok: false, stage: 'parser' })
-      expect(body.error).toMatch(/appears path-like, but doesn't exist/)
-    } finally {
-      fs.writeFileSync(mods, original)
-    }
+    const { body } = await withMod('fix-qwen3.6-chat-template', '#!/bin/bash\necho "this mod writes nothing"\n', () =>
+      validate('qwen3.6-35b-a3b-fp8', 'solo'),
+    )
+    expect(body).toMatchObject({ ok: false, stage: 'parser' })
+    expect(body.error).toMatch(/appears path-like, but doesn't exist/)
   })
 
   it('without the mod that adds it, the flag is refused as stock vLLM refuses it', async () => {
-    const mods = path.join(sim.cluster.node1.home, 'spark-vllm-docker', 'mods', 'gpu-mem-util-gb', 'run.sh')
-    const original = fs.readFileSync(mods, 'utf8')
-    fs.writeFileSync(mods, '#!/bin/bash\necho "patched nothing"\n')
-    try {
-      const { body } = await validate('step-3.7-flash-fp8', 'cluster')
-      expect(body).toMatchObject({ ok: false, stage: 'parser' })
-      expect(body.error).toMatch(/unrecognized arguments: .*--gpu-memory-utilization-gb/)
-    } finally {
-      fs.writeFileSync(mods, original)
-    }
+    const { body } = await withMod('gpu-mem-util-gb', '#!/bin/bash\necho "patched nothing"\n', () =>
+      validate('step-3.7-flash-fp8', 'cluster'),
+    )
+    expect(body).toMatchObject({ ok: false, stage: 'parser' })
+    expect(body.error).toMatch(/unrecognized arguments: .*--gpu-memory-utilization-gb/)
   })
 
   it('a mod that fails in the validation container leaves the verdict open, never a no', async () => {
-    const mods = path.join(sim.cluster.node1.home, 'spark-vllm-docker', 'mods', 'step-3.7-flash', 'run.sh')
-    const original = fs.readFileSync(mods, 'utf8')
-    fs.writeFileSync(mods, '#!/bin/bash\necho "pip: no network" >&2; exit 1\n')
-    try {
-      const { body } = await validate('step-3.7-flash-fp8', 'cluster')
-      expect(body).toMatchObject({ ok: null, stage: 'mods' })
-      expect(body.error).toMatch(/mods\/step-3.7-flash failed in the validation container/)
-    } finally {
-      fs.writeFileSync(mods, original)
-    }
+    const { body } = await withMod('step-3.7-flash', '#!/bin/bash\necho "pip: no network" >&2; exit 1\n', () =>
+      validate('step-3.7-flash-fp8', 'cluster'),
+    )
+    expect(body).toMatchObject({ ok: null, stage: 'mods' })
+    expect(body.error).toMatch(/mods\/step-3.7-flash failed in the validation container/)
   })
 
   const swapTo = async (key: string, mode: string): Promise<string[]> => {

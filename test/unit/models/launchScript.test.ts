@@ -1,5 +1,3 @@
-import fs from 'node:fs'
-import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import {
   dryRunScript,
@@ -11,17 +9,10 @@ import {
 } from '../../../src-main/models/launchScript'
 import type { ScriptRecipe } from '../../../src-main/models/launchScript'
 
-const DIR = path.join(__dirname, '../../fixtures/recipes/upstream-358bf26')
-interface DryRun {
-  recipe: string
-  args: string[]
-  exit: number
-  stdout: string
-}
-const runs = JSON.parse(fs.readFileSync(path.join(DIR, 'dry-runs.json'), 'utf8')) as DryRun[]
+import { dryRuns as runs, upstreamRecipe } from '../../helpers/upstreamRecipes'
 
 function readRecipe(rel: string): ScriptRecipe {
-  const doc = parseRecipeYaml(fs.readFileSync(path.join(DIR, 'recipes', rel), 'utf8')) as Record<string, unknown>
+  const doc = parseRecipeYaml(upstreamRecipe(rel)) as Record<string, unknown>
   const render = (m: unknown): Record<string, string> =>
     Object.fromEntries(Object.entries((m ?? {}) as Record<string, unknown>).map(([k, v]) => [k, pyStr(v)]))
   return { name: pyStr(doc.name), command: doc.command as string, defaults: render(doc.defaults), env: render(doc.env) }

@@ -17,25 +17,19 @@ import {
   type RecipesOptions,
 } from '../../../src-main/models/recipes'
 import type { CatalogEntry } from '../../../src-main/models/types'
+import { dryRuns, UPSTREAM_RECIPES, type DryRun } from '../../helpers/upstreamRecipes'
 
 /**
  * The launcher's published recipes at upstream 358bf26 and what its own runner printed for them
  * (test/fixtures/recipes/upstream-358bf26/README.md), against Tandem's listing and launch.
  */
-const DIR = path.resolve(__dirname, '../../fixtures/recipes/upstream-358bf26')
-const RECIPES = path.join(DIR, 'recipes')
+const RECIPES = UPSTREAM_RECIPES
 const ROOTS = ['/home', '/data']
 const ctx = (nodeCount: number): RecipeContext => ({ localRoots: ROOTS, nodeCount, peer: null })
 const view = (file: string, nodes = 2) =>
   recipeToView(file, fs.readFileSync(path.join(RECIPES, file), 'utf8'), ctx(nodes))
 
-interface DryRun {
-  recipe: string
-  args: string[]
-  exit: number
-  stdout: string
-}
-const runs = JSON.parse(fs.readFileSync(path.join(DIR, 'dry-runs.json'), 'utf8')) as DryRun[]
+const runs = dryRuns
 /** The recorded run of a recipe: solo (`--solo`) or on the nodes given with `-n`, no overrides but port and name. */
 function recorded(recipe: string, mode: 'solo' | 'nodes'): DryRun {
   const r = runs.find(
