@@ -110,6 +110,8 @@ describe('validating recipes whose mods change what vLLM accepts (sim)', () => {
   it('places the same recipe on two nodes with the recipe’s tensor parallel 2', async () => {
     const argv = await swapTo('qwen3.6-35b-a3b-fp8', 'cluster')
     expect(after(argv, '-tp')).toBe('2')
+    // The sim's launcher runs several nodes over Ray by default: the script keeps the recipe's backend.
+    expect(after(argv, '--distributed-executor-backend')).toBe('ray')
     expect(after(argv, '--port')).toBe(String(sim.llm.port))
   })
 })

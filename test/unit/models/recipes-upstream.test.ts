@@ -276,6 +276,15 @@ describe('launching a recipe as the launcher runs it', () => {
     expect(argv.slice(at + 3).join('\n')).toBe(dryRunScript(recorded('qwen3.6-35b-a3b-fp8.yaml', 'solo').stdout))
   })
 
+  it('an early-2026 launcher (exec stops the cluster): -d start, then the script dispatched by Tandem', () => {
+    const early = probe('probe-early-2026.txt')
+    const plan = launchPlan(config, entryOf(def('qwen3.6-35b-a3b-fp8.yaml')), nodesOf(2), early)
+    expect(plan.launchCmd).toMatch(/launch-cluster\.sh .*'-d' 'start' && docker exec -d 'tandem_llm' bash -c /)
+    // Its launcher picks no backend: the script keeps the recipe's Ray backend, as the runner does with --ray.
+    expect(plan.recipe?.script).toContain('--distributed-executor-backend ray')
+    expect(() => launchPlan(config, entryOf(def('qwen3.6-35b-a3b-fp8.yaml')), SOLO, early)).toThrow(/no --solo/)
+  })
+
   it('gates -n on the probe: a launcher without it is refused, naming the missing capability', () => {
     const noNodes: LauncherInfo = { ...RUNNER, capabilities: RUNNER.capabilities.filter((c) => c !== 'nodes_flag') }
     let caught: unknown = null
