@@ -17,6 +17,38 @@ export const RunMode = z.enum(['solo', 'cluster'])
 export type RunMode = z.infer<typeof RunMode>
 
 /** A catalog entry as written (bundled file, overrides file, POST /api/models). */
+/** A recipe's path under the launcher's `recipes/`: a file name, or one folder and a file name. */
+export const RecipePath = z
+  .string()
+  .max(260)
+  .regex(
+    /^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}\/)?[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.yaml$/,
+    'a recipe file under recipes/',
+  )
+  .refine((p) => !p.split('/').includes('..'), 'no ".." segments')
+
+/** An environment variable name, as a shell `export` takes it. */
+const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'an environment variable name')
+/** A recipe value as Python's str() renders it: one line, no command substitution (backquote, `$(`). */
+const RecipeValue = z
+  .string()
+  .max(4096)
+  .refine((v) => !/[\n\r\0`]|\$\(/.test(v), 'one line without backquotes or $( )')
+
+/**
+ * What a recipe-backed entry launches (spec 4.2): the recipe's path, which the launcher's own
+ * runner reads at launch, and the parts Tandem read at import, from which it builds the same
+ * launch script for a launcher that has no runner.
+ */
+export const RecipeSource = z.object({
+  path: RecipePath,
+  name: RecipeValue.pipe(z.string().max(200)),
+  command: z.string().max(64 * 1024),
+  defaults: z.record(EnvName, RecipeValue).default({}),
+  env: z.record(EnvName, RecipeValue).default({}),
+})
+export type RecipeSource = z.infer<typeof RecipeSource>
+
 export const ModelDefFields = z.object({
   key: ModelKey,
   name: z.string().trim().min(1).max(200),
@@ -32,6 +64,8 @@ export const ModelDefFields = z.object({
   mods: z.array(z.string().trim().min(1).max(300)).max(32).optional(),
   /** Build arguments of the model's image (a recipe's `build_args`): what build-and-copy.sh must be given. */
   build_args: z.array(z.string().trim().min(1).max(300)).max(64).optional(),
+  /** The launcher recipe the entry was imported from: launched through it. */
+  recipe: RecipeSource.optional(),
   /** Approximate weights size, for the fit estimate before the weights are on disk. */
   size_bytes: z
     .number()
@@ -116,7 +150,10 @@ export const DiskStatus = z.object({
 export type DiskStatus = z.infer<typeof DiskStatus>
 
 export const Recipe = z.object({
+  /** The import handle: the file name without `.yaml`, a subfolder's recipe prefixed `<folder>--`. */
   name: z.string(),
+  /** The file under `recipes/`. */
+  path: z.string().default(''),
   description: z.string(),
   solo: z.boolean(),
   cluster: z.boolean(),
@@ -134,8 +171,13 @@ export const Recipe = z.object({
 })
 
 export const ValidationResult = z.object({
-  ok: z.boolean(),
-  /** Where it stopped: build (argument list), connect, parser, done. */
+  /**
+   * true: the engine's parser accepts the arguments; false: definitive (the parser, the launcher or
+   * the missing image refuses); null: the validation itself could not run (connection, timeout, its
+   * container, a mod that cannot be applied there), so nothing is known either way.
+   */
+  ok: z.boolean().nullable(),
+  /** Where it stopped: build (argument list), connect, launcher, image, mods, container, parser, done. */
   stage: z.string(),
   error: z.string().nullable(),
   cmd_args: z.array(z.string()),
@@ -186,6 +228,14 @@ export const LauncherCapability = z.enum([
   'recipes',
   'download_script',
   'build_script',
+  /** `-n <addresses>`: the nodes to run on, head first. */
+  'nodes_flag',
+  /** `--launch-script <file>`: a script copied into the container and run there (env, then the command). */
+  'launch_script',
+  /** Several nodes run without Ray unless `--ray` is given (the launcher's default since 2026-07). */
+  'no_ray_default',
+  /** `run-recipe.py` with a Python that has PyYAML: the launcher's own recipe runner. */
+  'run_recipe',
 ])
 export type LauncherCapability = z.infer<typeof LauncherCapability>
 

@@ -203,12 +203,14 @@ export class ModelCatalog implements CatalogReader {
       const override = this.overrides.knobs[def.key] ?? {}
       const tags: z.infer<typeof ModelTag>[] = [bundled ? 'bundled' : 'custom']
       if (def.local_path !== undefined) tags.push('local')
+      if (def.recipe !== undefined) tags.push('recipe')
       return {
         def,
         tags,
         bundled,
         effectiveKnobs: effectiveKnobs(def.engine_args, override),
         launchArgs: knobsToArgs(def.engine_args, override),
+        knobs: override,
       }
     }
     this.entries = [...this.bundled.map((d) => entry(d, true)), ...this.overrides.custom.map((d) => entry(d, false))]

@@ -1,11 +1,20 @@
 import path from 'node:path'
 import type { Config } from '../config/load'
-import type { LauncherCapability, LauncherInfo, Layout, RunMode } from '../contract/models'
+import type { LauncherCapability, LauncherInfo, Layout, RecipeSource, RunMode } from '../contract/models'
 import { LocalPath, type NodeName } from '../contract/schemas'
 import { remoteDir, shq, shqArgs } from '../ssh/quote'
-import { gatewayEngineArgs } from './gatewayEngineArgs'
+import { gatewayEngineArgs, gatewayTailArgs } from './gatewayEngineArgs'
 import { launcherLabel, MISSING_EFFECT } from './launcherCapabilities'
 import type { CatalogEntry } from './types'
+import {
+  recipeRoute,
+  recipeRun,
+  runnerArgs,
+  runnerCommand,
+  scriptLauncherArgs,
+  withScriptFile,
+  type RecipeLaunchFlags,
+} from './recipeLaunch'
 
 /** The image the launcher's build-and-copy.sh builds and launch-cluster.sh runs by default. */
 export const LLM_IMAGE = 'vllm-node'
@@ -42,11 +51,27 @@ export interface LaunchPlan {
   readonly launchCmd: string
   /** The name the llm serves (its /v1/models id). */
   readonly served: string
+  /** The launcher mods the launch applies (paths inside the checkout). */
+  readonly mods: readonly string[]
+  /** A recipe-backed entry: its launch script, the runner's arguments (null without a runner) and its mods. */
+  readonly recipe: RecipePlan | null
+}
+
+export interface RecipePlan {
+  /** The launch script as Tandem builds it (the runner makes the same one). */
+  readonly script: string
+  /** `run-recipe.py <recipe> …` without daemon mode (what `--dry-run` is asked with); null when Tandem launches the script itself. */
+  readonly runner: readonly string[] | null
+  readonly mods: readonly string[]
 }
 
 /** The model id vLLM answers with: `--served-model-name` when given, else what it was told to serve. */
 export function servedName(entry: CatalogEntry): string {
-  const args = entry.launchArgs
+  return firstServedName(entry.launchArgs, entry.def.local_path ?? (entry.def.repo as string))
+}
+
+/** The first `--served-model-name` in `args`, else `fallback`. */
+export function firstServedName(args: readonly string[], fallback: string): string {
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string
     const m = /^--served[-_]model[-_]name(?:=(.*))?$/.exec(a)
@@ -54,7 +79,7 @@ export function servedName(entry: CatalogEntry): string {
     const v = m[1] ?? args[i + 1]
     if (v !== undefined && v !== '') return v.split(/\s+/)[0] as string
   }
-  return entry.def.local_path ?? (entry.def.repo as string)
+  return fallback
 }
 
 /** A flag's name as vLLM's parser reads it (`--a_b=1` → `--a-b`); null for a value. */
@@ -129,14 +154,21 @@ function chatTemplatePath(entry: CatalogEntry): string | null {
   return t
 }
 
-/** `vllm serve <repo or local_path> --host 0.0.0.0 --port <llm port> <engine args> [--chat-template <path>]`. */
+/**
+ * Tandem's own engine args, after the entry's: the one place they are added, for every launch (a
+ * recipe launch passes them to the runner after `--`).
+ */
+export function ownEngineArgs(entry: CatalogEntry): string[] {
+  const template = chatTemplatePath(entry)
+  return template === null ? [] : ['--chat-template', template]
+}
+
+/** `vllm serve <repo or local_path> --host 0.0.0.0 --port <llm port> <engine args> <Tandem's own args>`. */
 export function serveCommand(entry: CatalogEntry, port: number): string[] {
   const source = entry.def.local_path ?? entry.def.repo
   if (source === undefined) throw new Error(`model ${entry.def.key} has neither repo nor local_path`)
   const args = [source, '--host', '0.0.0.0', '--port', String(port), ...withoutFlags(entry.launchArgs, OWN_FLAGS)]
-  const template = chatTemplatePath(entry)
-  if (template !== null) args.push('--chat-template', template)
-  return ['vllm', 'serve', ...args]
+  return ['vllm', 'serve', ...args, ...ownEngineArgs(entry)]
 }
 
 /**
@@ -247,7 +279,17 @@ export function layoutArgs(
 /** The launcher's node flags: `--solo` for one node, `-n <addresses>` for a chosen set, none to let it find node1+node2. */
 function nodeFlags(on: PlacementNodes, launcher: LauncherInfo): string[] {
   if (on.nodes.length === 1) return launcher.capabilities.includes('solo') ? ['--solo'] : []
-  return on.addresses === null ? [] : ['-n', on.addresses.join(',')]
+  if (on.addresses === null) return []
+  requireCapability(launcher, 'nodes_flag', `be told to run on ${on.nodes.join('+')}`)
+  return ['-n', on.addresses.join(',')]
+}
+
+/** `--name <container>` where the launcher takes it (refused where it must and cannot). */
+function nameFlags(config: Config, launcher: LauncherInfo): string[] {
+  if (launcher.capabilities.includes('name_flag')) return ['--name', config.llm.container]
+  if (config.llm.container !== LAUNCHER_CONTAINER)
+    requireCapability(launcher, 'name_flag', `name the container ${config.llm.container} (LLM_CONTAINER)`)
+  return []
 }
 
 /** `-t <image>` and `--name <container>` where the launcher takes them (refused where it must and cannot). */
@@ -255,24 +297,26 @@ function identityFlags(config: Config, launcher: LauncherInfo, image: string): s
   const out: string[] = []
   if (launcher.capabilities.includes('image_flag')) out.push('-t', image)
   else if (image !== LLM_IMAGE) requireCapability(launcher, 'image_flag', `run the image ${image}`)
-  if (launcher.capabilities.includes('name_flag')) out.push('--name', config.llm.container)
-  else if (config.llm.container !== LAUNCHER_CONTAINER)
-    requireCapability(launcher, 'name_flag', `name the container ${config.llm.container} (LLM_CONTAINER)`)
-  return out
+  return [...out, ...nameFlags(config, launcher)]
 }
 
 /** A recipe's mod as the launcher takes it: a relative path of plain segments inside the checkout. */
-function modPath(mod: string): string {
+export function modPath(mod: string): string {
   const segments = mod.split('/')
   if (mod.startsWith('/') || !segments.every((s) => /^[A-Za-z0-9._-]+$/.test(s) && s !== '.' && s !== '..'))
     throw new LaunchRefused(`mod ${JSON.stringify(mod)} is not a path inside the launcher checkout`, null)
   return mod
 }
 
+/** `cd <launcher> && [VLLM_SPARK_EXTRA_DOCKER_ARGS=…] <command>`. */
+function inLauncherDir(config: Config, extra: string | null, command: string): string {
+  const env = extra === null ? '' : `VLLM_SPARK_EXTRA_DOCKER_ARGS=${shq(extra)} `
+  return `cd ${remoteDir(config.llm.launcherDir)} && ${env}${command}`
+}
+
 /** `cd <launcher> && [VLLM_SPARK_EXTRA_DOCKER_ARGS=…] ./launch-cluster.sh …`: every value single-quoted. */
 function launcherCommand(config: Config, args: readonly string[], extra: string | null): string {
-  const env = extra === null ? '' : `VLLM_SPARK_EXTRA_DOCKER_ARGS=${shq(extra)} `
-  return `cd ${remoteDir(config.llm.launcherDir)} && ${env}./launch-cluster.sh ${shqArgs(args)}`
+  return inLauncherDir(config, extra, `./launch-cluster.sh ${shqArgs(args)}`)
 }
 
 /**
@@ -281,6 +325,79 @@ function launcherCommand(config: Config, args: readonly string[], extra: string 
  */
 export function dispatchCommand(container: string, cmdArgs: readonly string[]): string {
   return `docker exec -d ${shq(container)} bash -c ${shq(`${shqArgs(cmdArgs)} >> /proc/1/fd/1 2>&1`)}`
+}
+
+/** What every launch of an entry shares: its image, mods, the local model's mount and the launcher flags. */
+interface LaunchParts {
+  readonly config: Config
+  readonly entry: CatalogEntry
+  readonly on: PlacementNodes
+  readonly launcher: LauncherInfo
+  readonly image: string
+  readonly mods: readonly string[]
+  readonly extra: string | null
+}
+
+/**
+ * -d exec: the launcher dispatches `vllm serve` inside the container and returns; the engine's
+ * output goes to the container log, which the swap tails while the model loads. A launcher whose
+ * exec cannot do that starts the cluster, and Tandem dispatches the same words itself.
+ */
+function execCommand(p: LaunchParts, words: readonly string[]): string {
+  const { config, launcher } = p
+  const flags = [
+    ...nodeFlags(p.on, launcher),
+    ...identityFlags(config, launcher, p.image),
+    ...p.mods.flatMap((m) => ['--apply-mod', m]),
+  ]
+  const viaExec = launcher.capabilities.includes('daemon_exec') && launcher.capabilities.includes('quoted_exec')
+  return viaExec
+    ? launcherCommand(config, [...flags, '-d', 'exec', ...words], p.extra)
+    : `${launcherCommand(config, [...flags, '-d', 'start'], p.extra)} && ${dispatchCommand(config.llm.container, words)}`
+}
+
+/**
+ * A recipe-backed entry: through the launcher's runner where it has one, else its launch script
+ * handed to `--launch-script`, else that script run by `bash -c` in the container (recipeLaunch.ts).
+ */
+function recipeCommand(
+  p: LaunchParts,
+  recipe: RecipeSource,
+): { launchCmd: string; cmdArgs: string[]; plan: RecipePlan } {
+  const { config, launcher } = p
+  const solo = p.on.nodes.length === 1
+  const input = {
+    recipe,
+    solo,
+    port: config.llm.port,
+    knobs: p.entry.knobs ?? {},
+    own: ownEngineArgs(p.entry),
+    launcher,
+  }
+  // The gateway's names and forced usage follow the recipe's own command, after `--`.
+  const words = recipeRun(input).cmdArgs.slice(2)
+  const tail = gatewayTailArgs(words, firstServedName(words, words[0] ?? p.entry.def.key), p.entry.def.key)
+  const run = recipeRun({ ...input, own: [...input.own, ...tail] })
+  const route = recipeRoute(launcher)
+  // The runner and --launch-script always name the image (-t).
+  if (route !== 'exec') requireCapability(launcher, 'image_flag', `run the image ${p.image}`)
+  const f: RecipeLaunchFlags = {
+    image: p.image,
+    mods: p.mods,
+    nodeFlags: nodeFlags(p.on, launcher),
+    nameFlags: nameFlags(config, launcher),
+  }
+  const cmdArgs = [...run.cmdArgs]
+  if (route === 'runner') {
+    const launchCmd = inLauncherDir(config, p.extra, runnerCommand(runnerArgs(run, recipe, f, true)))
+    return { launchCmd, cmdArgs, plan: { script: run.script, runner: runnerArgs(run, recipe, f, false), mods: p.mods } }
+  }
+  const plan = { script: run.script, runner: null, mods: p.mods }
+  if (route === 'script') {
+    const launch = `${launcherCommand(config, scriptLauncherArgs(f), p.extra)} --launch-script "$tandem_script"`
+    return { launchCmd: withScriptFile(run.script, launch), cmdArgs, plan }
+  }
+  return { launchCmd: execCommand(p, ['bash', '-c', run.script]), cmdArgs, plan }
 }
 
 /**
@@ -296,38 +413,35 @@ export function launchPlan(
   const head = on.nodes[0] ?? 'node1'
   if (!launcher.found) throw new LaunchRefused(launcher.error ?? `the launcher on ${head} was not found`, null)
   const source = entry.def.local_path ?? entry.def.repo
+  if (source === undefined) throw new Error(`model ${entry.def.key} has neither repo nor local_path`)
   const { args, layout } = layoutArgs(entry.launchArgs, on.nodes, launcher)
   if (on.nodes.length === 1) requireCapability(launcher, 'solo', `run a model on ${head} alone`)
-  const engineArgs = gatewayEngineArgs(args, servedName(entry), entry.def.key)
-  const cmdArgs = serveCommand({ ...entry, launchArgs: engineArgs }, config.llm.port)
   const local = entry.def.local_path
   if (local !== undefined) requireCapability(launcher, 'extra_docker_args', `bind-mount the local model ${local}`)
   const extra = local !== undefined ? bindMountArgs(local) : null
   const image = entry.def.container ?? LLM_IMAGE
   const mods = (entry.def.mods ?? []).map(modPath)
   if (mods.length > 0) requireCapability(launcher, 'apply_mod', `apply the mods ${mods.join(', ')}`)
-  const flags = [
-    ...nodeFlags(on, launcher),
-    ...identityFlags(config, launcher, image),
-    ...mods.flatMap((m) => ['--apply-mod', m]),
-  ]
-  // -d exec: the launcher dispatches `vllm serve` inside the container and returns; the engine's
-  // output goes to the container log, which the swap tails while the model loads. A launcher whose
-  // exec cannot do that starts the cluster, and Tandem dispatches the same words itself.
-  const viaExec = launcher.capabilities.includes('daemon_exec') && launcher.capabilities.includes('quoted_exec')
-  const launchCmd = viaExec
-    ? launcherCommand(config, [...flags, '-d', 'exec', ...cmdArgs], extra)
-    : `${launcherCommand(config, [...flags, '-d', 'start'], extra)} && ${dispatchCommand(config.llm.container, cmdArgs)}`
-  if (source === undefined) throw new Error(`model ${entry.def.key} has neither repo nor local_path`)
+  const parts: LaunchParts = { config, entry, on, launcher, image, mods, extra }
+  const recipe = entry.def.recipe
+  let how: { launchCmd: string; cmdArgs: string[]; plan: RecipePlan | null }
+  if (recipe !== undefined) how = recipeCommand(parts, recipe)
+  else {
+    const engineArgs = gatewayEngineArgs(args, servedName(entry), entry.def.key)
+    const cmdArgs = serveCommand({ ...entry, launchArgs: engineArgs }, config.llm.port)
+    how = { launchCmd: execCommand(parts, cmdArgs), cmdArgs, plan: null }
+  }
   return {
     layout,
     image,
     mounts: local !== undefined ? [local] : [],
-    cmdArgs,
-    serveArgs: cmdArgs.slice(2),
+    cmdArgs: how.cmdArgs,
+    serveArgs: how.cmdArgs.slice(2),
     extraDockerArgs: extra,
-    launchCmd,
-    served: servedName(entry),
+    launchCmd: how.launchCmd,
+    served: firstServedName(how.cmdArgs.slice(2), servedName(entry)),
+    mods,
+    recipe: how.plan,
   }
 }
 

@@ -31,6 +31,9 @@ const SCRIPT_MARKERS: readonly (readonly [LauncherCapability, string])[] = [
   ['extra_docker_args', 'VLLM_SPARK_EXTRA_DOCKER_ARGS'],
   ['apply_mod', '^[[:space:]]*--apply-mod\\)'],
   ['hf_home', 'HF_HOME'],
+  ['nodes_flag', '^[[:space:]]*-n\\|--nodes\\)'],
+  ['launch_script', '^[[:space:]]*--launch-script\\)'],
+  ['no_ray_default', '^NO_RAY_MODE="true"'],
 ]
 
 /** What each capability's absence costs, in the words the Updates panel and `tandem doctor` show. */
@@ -48,6 +51,11 @@ export const MISSING_EFFECT: Readonly<Record<LauncherCapability, string>> = {
   recipes: 'no recipes/ folder: nothing to import',
   download_script: 'no hf-download.sh: downloads cannot run',
   build_script: 'no build-and-copy.sh: updates cannot rebuild the image',
+  nodes_flag: 'no -n: the launcher cannot be told which nodes to run on',
+  launch_script: "no --launch-script: a recipe's env cannot reach the engine through the launcher",
+  no_ray_default: 'several nodes run over Ray unless --no-ray is given',
+  run_recipe:
+    "no run-recipe.py (or no PyYAML for it): Tandem builds the recipe's launch script itself, from the recipe as imported",
 }
 
 /** The capabilities whose absence is worth showing (the rest Tandem works around silently or never needs). */
@@ -60,7 +68,11 @@ const SHOWN_WHEN_MISSING: readonly LauncherCapability[] = [
   'recipes',
   'download_script',
   'build_script',
+  'run_recipe',
 ]
+
+/** The capabilities read from the checkout's files rather than from launch-cluster.sh. */
+const FILE_CAPABILITIES: readonly LauncherCapability[] = ['recipes', 'download_script', 'build_script', 'run_recipe']
 
 /** One SSH command: the checkout's commit, then one `@@launcher cap <name>` line per capability found. */
 export function probeCommand(launcherDir: string): string {
@@ -74,6 +86,7 @@ export function probeCommand(launcherDir: string): string {
     `[ -d recipes ] && echo '${MARK} cap recipes'`,
     `[ -f hf-download.sh ] && echo '${MARK} cap download_script'`,
     `[ -f build-and-copy.sh ] && echo '${MARK} cap build_script'`,
+    `[ -f run-recipe.py ] && python3 -c 'import yaml' 2>/dev/null && echo '${MARK} cap run_recipe'`,
     'true',
   ]
   return lines.join('\n')
@@ -110,7 +123,7 @@ export function parseProbe(stdout: string, dir: string, checkedAt: number, node:
   const found = new Set<LauncherCapability>()
   for (const l of lines) {
     const cap = /^@@launcher cap ([a-z_]+)$/.exec(l)?.[1]
-    const known = [...SCRIPT_MARKERS.map(([c]) => c), 'recipes', 'download_script', 'build_script'] as string[]
+    const known = [...SCRIPT_MARKERS.map(([c]) => c), ...FILE_CAPABILITIES] as string[]
     if (cap !== undefined && known.includes(cap)) found.add(cap as LauncherCapability)
   }
   const commit = field('commit')

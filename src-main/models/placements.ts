@@ -485,9 +485,15 @@ export class PlacementManager implements SwapStatus, ModelRouter {
       )
       job.log(`$ ${plan.cmdArgs.join(' ')}`)
       const v = await this.deps.validator.validate(entry, s.on, job.signal)
-      // A throwaway container of the model's own image answers: its no is definitive.
-      if (!v.ok) throw new Error(`validation failed (${v.stage}): ${v.error ?? ''}`)
-      job.log(`arguments accepted by ${v.parser ?? "vLLM's parser"}`)
+      // A throwaway container of the model's own image answers: its no is definitive. When the
+      // validation itself could not run (ok null), the launch decides, except without a connection.
+      if (v.ok === false || (v.ok === null && v.stage === 'connect'))
+        throw new Error(`validation failed (${v.stage}): ${v.error ?? ''}`)
+      job.log(
+        v.ok === null
+          ? `not validated (${v.stage}): ${v.error ?? ''}`
+          : `arguments accepted by ${v.parser ?? "vLLM's parser"}`,
+      )
       stopped = true
       await this.stopDisplaced(job, s)
       await this.bringUp(job, s, s.on, plan, (p) => this.phase(job, s, p))

@@ -183,6 +183,8 @@ export class DownloadProgress {
   private readonly bars = new Map<string, ByteBar>()
   private lastFileRate: number | null = null
   private downloadedBytes: number | null = null
+  /** The phase's first byte reading: what was on disk already when a resumed download started. */
+  private firstReading: { done: number; elapsed: number | null; at: number } | null = null
   private copy = freshCopy()
   private copyElapsed = 0
   private current: DownloadFigures = blank()
@@ -234,20 +236,36 @@ export class DownloadProgress {
     return { phase: true, progress: true, log }
   }
 
-  /** The script exited 0: the last phase is complete; the rate becomes the phase's average. */
+  /**
+   * The script exited 0: the last phase is complete; the rate becomes the phase's average over the
+   * bytes that crossed the network: the Xet transfer bar's own count, else the bytes added since the
+   * phase's first reading (a resumed download starts with part of it on disk), over the time between.
+   */
   finish(): void {
     const f = this.current
-    const moved = f.bytes_done ?? f.bytes_total
-    const secs = f.elapsed_s !== null && f.elapsed_s > 0 ? f.elapsed_s : (this.now() - this.phaseSince) / 1000
+    const { moved, secs } = this.transferred(f)
     const rate = moved !== null && moved > 0 && secs > 0 ? Math.round(moved / secs) : f.rate
     this.setPhase(DownloadPhase.done)
     this.current = { ...f, percent: 100, bytes_done: f.bytes_total ?? f.bytes_done, rate, eta_s: 0 }
+  }
+
+  private transferred(f: DownloadFigures): { moved: number | null; secs: number } {
+    const toolSecs = f.elapsed_s !== null && f.elapsed_s > 0 ? f.elapsed_s : null
+    const wall = (this.now() - this.phaseSince) / 1000
+    const received = this.phase === DownloadPhase.copying ? undefined : this.bars.get('received')
+    if (received !== undefined && received.done > 0) return { moved: received.done, secs: toolSecs ?? wall }
+    const end = f.bytes_done ?? f.bytes_total
+    const first = this.firstReading
+    if (end === null || first === null) return { moved: end, secs: toolSecs ?? wall }
+    const secs = toolSecs !== null ? toolSecs - (first.elapsed ?? 0) : (this.now() - first.at) / 1000
+    return { moved: end - first.done, secs }
   }
 
   private setPhase(name: string): boolean {
     if (this.phase === name) return false
     this.phase = name
     this.phaseSince = this.now()
+    this.firstReading = null
     return true
   }
 
@@ -328,6 +346,7 @@ export class DownloadProgress {
       this.current = { ...blank(), percent: n ? round1((100 * this.filesFetched) / n) : null, elapsed_s: this.elapsed }
     } else {
       if (src.total !== null) this.downloadedBytes = Math.round(src.total)
+      this.firstReading ??= { done: src.done, elapsed: this.elapsed, at: this.now() }
       this.current = {
         percent: src.total ? round1(Math.min(100, (100 * src.done) / src.total)) : null,
         bytes_done: Math.round(src.done),

@@ -1,15 +1,18 @@
 import { randomBytes } from 'node:crypto'
-import YAML from 'yaml'
 import { z } from 'zod'
 import type { Config } from '../config/load'
 import { badInput, conflict, notFound } from '../contract/errors'
-import type { ModelDef, ModelMode, Recipe } from '../contract/models'
+import { RecipePath, type ModelDef, type ModelMode, type Recipe, type RecipeSource } from '../contract/models'
 import { ModelRepo } from '../contract/schemas'
 import type { Logger } from '../lib/logger'
 import type { NodesModule } from '../nodes/module'
 import { remoteDir, shq } from '../ssh/quote'
 import { validateModelDef } from './catalog'
-import { LLM_IMAGE, PARALLEL_SIZE_FLAGS, parallelism } from './launch'
+import { LLM_IMAGE, modPath, PARALLEL_SIZE_FLAGS, parallelism } from './launch'
+import { parseRecipeYaml, pyFormat, pyStr, shellWords } from './launchScript'
+
+export { shellWords }
+import { nodeNames } from '../config/nodes'
 
 /**
  * The launcher checkout's recipes (spec 4.2; test/fixtures/recipes/README.md has the format as
@@ -27,19 +30,20 @@ const READ_TIMEOUT_MS = 15_000
 
 type RecipeView = z.infer<typeof Recipe>
 
-const Scalar = z.union([z.string(), z.number(), z.boolean()])
+// bigint: a YAML int (read apart from floats so each renders as Python renders it).
+const Scalar = z.union([z.string(), z.number(), z.bigint(), z.boolean()])
 const RecipeFile = z.object({
-  name: z.string().max(200).optional(),
+  name: Scalar.transform(pyStr).optional(),
   description: z.string().max(2000).optional(),
   model: z.string().max(200).optional(),
   container: z.string().max(512).optional(),
-  cluster_only: z.boolean().optional(),
-  solo_only: z.boolean().optional(),
+  cluster_only: z.boolean().nullish(),
+  solo_only: z.boolean().nullish(),
   defaults: z.record(z.string(), Scalar.nullable()).nullish(),
   env: z.record(z.string(), Scalar.nullable()).nullish(),
   mods: z.array(z.string()).nullish(),
   // A YAML list item such as `- 8` is a number; build-and-copy.sh receives it as a word.
-  build_args: z.array(Scalar.transform(String)).nullish(),
+  build_args: z.array(Scalar.transform(pyStr)).nullish(),
   command: z.string().max(MAX_RECIPE_BYTES),
 })
 type RecipeFile = z.infer<typeof RecipeFile>
@@ -47,10 +51,17 @@ type RecipeFile = z.infer<typeof RecipeFile>
 /** What the recipe is read against: the allowed local roots and the nodes configured here. */
 export interface RecipeContext {
   readonly localRoots: readonly string[]
-  /** node1 alone is 1, node1 and node2 are 2. */
+  /** Every configured node: node1, node2 and the ones from NODES. */
   readonly nodeCount: number
+  /** The configured nodes that were down at the last probe (a run on them cannot start now). */
+  readonly down?: readonly string[]
   /** node2, where build-and-copy.sh copies a cluster model's image; null when not configured. */
   readonly peer: { readonly host: string; readonly user: string } | null
+}
+
+/** The import handle of a recipe file: its name without `.yaml`, a subfolder's prefixed `<folder>--`. */
+export function recipeName(file: string): string {
+  return file.replace(/\.ya?ml$/, '').replace('/', '--')
 }
 
 /**
@@ -78,92 +89,48 @@ interface Layout {
   readonly problem: string | null
 }
 
-/** `{param}` from the recipe's defaults; `{{` and `}}` are literal braces (the launcher's format rules). */
+/** `{param}` from the recipe's defaults, as the runner fills them (Python `str.format`, values as `str()`). */
 export function resolveTemplate(command: string, defaults: Record<string, unknown>): string {
-  return command.replace(/\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, name: string | undefined) => {
-    if (m === '{{') return '{'
-    if (m === '}}') return '}'
-    const value = defaults[name as string]
-    if (value === undefined || value === null) throw new Error(`template parameter {${name}} has no default`)
-    return String(value)
-  })
-}
-
-/**
- * Splits a command into words the way a POSIX shell would for the plain subset recipes use:
- * blanks, backslash-newline continuations, single and double quotes. Anything that would make
- * the shell do more (expansion, substitution, redirection, a second command) is refused; inside
- * quotes `<`, `>`, `|` and the like are plain characters, as they are to the shell.
- */
-export function shellWords(text: string): string[] {
-  const words: string[] = []
-  let word: string | null = null
-  let i = 0
-  const push = (s: string): void => {
-    word = (word ?? '') + s
-  }
-  while (i < text.length) {
-    const c = text[i] as string
-    if (c === '\\' && text[i + 1] === '\n') i += 2
-    else if (c === ' ' || c === '\t' || c === '\n') {
-      if (word !== null) words.push(word)
-      word = null
-      i++
-    } else if (c === "'") {
-      const end = text.indexOf("'", i + 1)
-      if (end === -1) throw new Error('unterminated single quote')
-      push(text.slice(i + 1, end))
-      i = end + 1
-    } else if (c === '"') {
-      const end = text.indexOf('"', i + 1)
-      if (end === -1) throw new Error('unterminated double quote')
-      const inner = text.slice(i + 1, end)
-      if (/[$`\\]/.test(inner)) throw new Error('shell expansion inside double quotes is not supported')
-      push(inner)
-      i = end + 1
-    } else if (/[;&|<>()$`\\*?[\]#~!{}]/.test(c)) {
-      throw new Error(`shell syntax ${JSON.stringify(c)} in the command is not supported`)
-    } else {
-      push(c)
-      i++
-    }
-  }
-  if (word !== null) words.push(word)
-  return words
+  const params = Object.fromEntries(Object.entries(defaults).map(([k, v]) => [k, pyStr(v)]))
+  return pyFormat(command, params)
 }
 
 /** A recipe file as read from node1: the entry an import would create, whether it can run here, or why not. */
 export function recipeToView(file: string, text: string, ctx: RecipeContext): RecipeView {
-  const name = file.replace(/\.ya?ml$/, '')
+  const name = recipeName(file)
   let doc: RecipeFile | null = null
   let layout: Layout | null = null
   try {
-    doc = RecipeFile.parse(YAML.parse(text))
+    doc = RecipeFile.parse(parseRecipeYaml(text))
     const words = commandWords(doc)
     layout = recipeLayout(doc, words)
-    const def = validateModelDef(recipeToModelDef(name, doc, words, layout, ctx), ctx.localRoots)
-    return view(name, doc, layout, ctx, def, null)
+    const def = validateModelDef(recipeToModelDef(name, file, doc, words, layout, ctx), ctx.localRoots)
+    return view(name, file, doc, layout, ctx, def, null)
   } catch (err) {
     const reason =
-      err instanceof z.ZodError ? `not a recipe: ${err.issues[0]?.message ?? 'invalid'}` : (err as Error).message
-    return view(name, doc, layout, ctx, null, reason)
+      err instanceof z.ZodError
+        ? `not a recipe: ${[err.issues[0]?.path.join('.'), err.issues[0]?.message ?? 'invalid'].filter(Boolean).join(': ')}`
+        : (err as Error).message
+    return view(name, file, doc, layout, ctx, null, reason)
   }
 }
 
 function view(
   name: string,
+  file: string,
   doc: RecipeFile | null,
   layout: Layout | null,
   ctx: RecipeContext,
   model: ModelDef | null,
   error: string | null,
 ): RecipeView {
-  const reason = error ?? (layout === null ? 'the recipe could not be read' : layoutProblem(layout, ctx.nodeCount))
+  const reason = error ?? (layout === null ? 'the recipe could not be read' : layoutProblem(layout, ctx))
   return {
     name,
+    path: file,
     description: doc?.description?.trim() ?? doc?.name ?? '',
-    solo: doc?.cluster_only !== true,
-    cluster: doc?.solo_only !== true,
+    solo: layout === null ? doc?.cluster_only !== true : layout.mode !== 'cluster',
+    cluster: layout === null ? doc?.solo_only !== true : layout.mode !== 'solo',
     nodes_needed: layout?.nodes ?? null,
     runnable: reason === null,
     reason,
@@ -172,10 +139,14 @@ function view(
   }
 }
 
-/** Why a layout cannot run on `nodeCount` nodes, or null when it can. */
-function layoutProblem(layout: Layout, nodeCount: number): string | null {
+/** Why a layout cannot run on the nodes configured and reachable here, or null when it can. */
+function layoutProblem(layout: Layout, ctx: RecipeContext): string | null {
   if (layout.problem !== null) return layout.problem
-  if (layout.nodes <= nodeCount) return null
+  const nodeCount = ctx.nodeCount
+  const down = ctx.down ?? []
+  if (layout.nodes <= nodeCount - down.length) return null
+  if (layout.nodes <= nodeCount)
+    return `needs ${String(layout.nodes)} nodes; ${String(nodeCount)} configured here, but ${down.join(', ')} ${down.length > 1 ? 'were' : 'was'} unreachable at the last probe`
   const { tp, pp, dp } = layout.sizes
   const why =
     tp * pp * dp < layout.nodes
@@ -190,7 +161,7 @@ function layoutProblem(layout: Layout, nodeCount: number): string | null {
  */
 function commandWords(doc: RecipeFile): string[] {
   const params: Record<string, unknown> = { ...(doc.defaults ?? {}) }
-  if (doc.solo_only === true && doc.cluster_only !== true) params.tensor_parallel = 1
+  if (doc.solo_only === true && doc.cluster_only !== true) params.tensor_parallel = 1n
   const words = shellWords(resolveTemplate(doc.command, params))
   if (words[0] !== 'vllm' || words[1] !== 'serve' || words[2] === undefined || words[2].startsWith('-'))
     throw new Error('the command is not `vllm serve <model> …`')
@@ -212,7 +183,7 @@ function parallelSizes(words: readonly string[]): Record<Axis, number> {
 
 /**
  * The mode and node count: solo-only runs on node1; cluster-only needs at least two nodes; a recipe
- * for either whose command asks for two or more GPUs is a cluster model of that many nodes.
+ * for either runs solo (the runner forces tensor parallel 1) or across the nodes its command asks for.
  */
 function recipeLayout(doc: RecipeFile, words: readonly string[]): Layout {
   const sizes = parallelSizes(words)
@@ -224,9 +195,7 @@ function recipeLayout(doc: RecipeFile, words: readonly string[]): Layout {
     return { mode: 'solo', sizes, nodes: product, problem }
   }
   if (doc.cluster_only === true) return { mode: 'cluster', sizes, nodes: Math.max(2, product), problem: null }
-  return product > 1
-    ? { mode: 'cluster', sizes, nodes: product, problem: null }
-    : { mode: 'both', sizes, nodes: 1, problem: null }
+  return { mode: 'both', sizes, nodes: 1, problem: null }
 }
 
 /**
@@ -264,25 +233,43 @@ export function imageBuildCommand(image: string, buildArgs: readonly string[], c
   return ['./build-and-copy.sh', '-t', image, ...buildArgs, ...copy].map(shellWord).join(' ')
 }
 
-/** What must happen outside Tandem for the entry to run: the image build, the mods, the environment. */
+/** What must happen outside Tandem for the entry to run: the image build; what the launcher applies: mods, env. */
 function recipeNotes(doc: RecipeFile, layout: Layout, ctx: RecipeContext): string[] {
   const image = doc.container ?? LLM_IMAGE
   const buildArgs = doc.build_args ?? []
   const mods = doc.mods ?? []
   const env = Object.keys(doc.env ?? {})
   const notes: string[] = []
+  if (layout.mode === 'both' && layout.sizes.tp * layout.sizes.pp * layout.sizes.dp > 1)
+    notes.push(
+      `Runs solo with tensor parallel 1, or across ${String(layout.sizes.tp * layout.sizes.pp * layout.sizes.dp)} nodes.`,
+    )
   if (image !== LLM_IMAGE || buildArgs.length > 0) {
     const copyTo = layout.mode === 'solo' ? null : ctx.peer
     notes.push(`Runs in image ${image}; build it on node1 with \`${imageBuildCommand(image, buildArgs, copyTo)}\`.`)
   }
   if (mods.length > 0)
     notes.push(`Needs launcher mods, applied at launch with launch-cluster.sh --apply-mod: ${mods.join(', ')}.`)
-  if (env.length > 0) notes.push(`Environment not applied: ${env.join(', ')}.`)
+  if (env.length > 0) notes.push(`The launch exports its environment: ${env.join(', ')}.`)
   return notes
+}
+
+/** What the entry keeps of the recipe: its path, and what a launch script is made from. */
+function recipeSource(file: string, doc: RecipeFile): RecipeSource {
+  const render = (m: Record<string, unknown> | null | undefined): Record<string, string> =>
+    Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, pyStr(v)]))
+  return {
+    path: file,
+    name: doc.name ?? 'None',
+    command: doc.command,
+    defaults: render(doc.defaults),
+    env: render(doc.env),
+  }
 }
 
 function recipeToModelDef(
   name: string,
+  file: string,
   doc: RecipeFile,
   words: readonly string[],
   layout: Layout,
@@ -291,7 +278,7 @@ function recipeToModelDef(
   const source = words[2] as string
   const isRepo = ModelRepo.safeParse(source).success
   const buildArgs = doc.build_args ?? []
-  const mods = doc.mods ?? []
+  const mods = (doc.mods ?? []).map(modPath)
   return {
     key: name,
     name: doc.name ?? name,
@@ -301,6 +288,7 @@ function recipeToModelDef(
     ...(doc.container !== undefined ? { container: doc.container } : {}),
     ...(mods.length > 0 ? { mods } : {}),
     ...(buildArgs.length > 0 ? { build_args: buildArgs } : {}),
+    recipe: recipeSource(file, doc),
     description: [`From launcher recipe ${name}.`, ...recipeNotes(doc, layout, ctx), doc.description?.trim()]
       .filter(Boolean)
       .join(' ')
@@ -310,7 +298,7 @@ function recipeToModelDef(
 
 export interface RecipesOptions {
   readonly config: Pick<Config, 'llm' | 'models'>
-  readonly nodes: Pick<NodesModule, 'pool' | 'targets'>
+  readonly nodes: Pick<NodesModule, 'pool' | 'targets'> & Partial<Pick<NodesModule, 'connectivity'>>
   readonly logger: Logger
 }
 
@@ -337,10 +325,14 @@ export class Recipes {
         recipes: [],
         hint: `No launcher checkout with a recipes folder at ${dir} on node1: clone the launcher there to import its recipes.`,
       }
-    const node2 = this.opts.nodes.targets.node2
+    const targets = this.opts.nodes.targets
+    const node2 = targets.node2
+    const configured = nodeNames({ nodes: targets }).filter((n) => targets[n] !== null && targets[n] !== undefined)
+    const connectivity = this.opts.nodes.connectivity
     const ctx: RecipeContext = {
       localRoots: this.opts.config.models.localRoots,
-      nodeCount: node2 ? 2 : 1,
+      nodeCount: configured.length,
+      down: configured.filter((n) => connectivity?.state(n)?.state === 'down'),
       peer: node2 ? { host: node2.host, user: node2.user } : null,
     }
     const recipes = splitFiles(stdout, mark).map((f) => recipeToView(f.file, f.text, ctx))
@@ -362,21 +354,30 @@ export class Recipes {
 }
 
 /**
- * One bounded command: each `recipes/*.yaml` (top level only, at most MAX_RECIPES files, each cut
- * at MAX_RECIPE_BYTES) after a separator line naming it; `<mark> none` when there is no folder.
+ * One bounded command: each `recipes/*.yaml` and `recipes/<folder>/*.yaml` (at most MAX_RECIPES
+ * files, each cut at MAX_RECIPE_BYTES) after a separator line naming its path under `recipes/`;
+ * `<mark> none` when there is no folder.
  */
 export function readCommand(launcherDir: string, mark: string): string {
   const recipes = `${remoteDir(launcherDir)}/recipes`
+  // One awk for every file (no process per file): each file's name under recipes/, then its lines
+  // until MAX_RECIPE_BYTES (a longer line is cut there).
+  const awk = [
+    'FNR == 1 { n = 0; name = FILENAME; if (index(name, ENVIRON["TANDEM_D"]) == 1) name = substr(name, length(ENVIRON["TANDEM_D"]) + 1)',
+    `  print "${mark} file " name }`,
+    `n < ${String(MAX_RECIPE_BYTES)} { print substr($0, 1, ${String(MAX_RECIPE_BYTES)} - n); n += length($0) + 1 }`,
+  ].join('\n')
   return [
     `d=${recipes}`,
     `if [ ! -d "$d" ]; then echo '${mark} none'; exit 0; fi`,
-    'n=0',
-    'for f in "$d"/*.yaml; do',
+    'set --',
+    'for f in "$d"/*.yaml "$d"/*/*.yaml; do',
     '  [ -f "$f" ] || continue',
-    '  n=$((n+1)); [ "$n" -le ' + String(MAX_RECIPES) + ' ] || break',
-    `  printf '%s %s\\n' '${mark} file' "$(basename "$f")"`,
-    `  head -c ${String(MAX_RECIPE_BYTES)} "$f"; echo`,
+    `  [ "$#" -lt ${String(MAX_RECIPES)} ] || break`,
+    '  set -- "$@" "$f"',
     'done',
+    '[ "$#" -gt 0 ] || exit 0',
+    `TANDEM_D="$d/" awk ${shq(awk)} "$@"`,
   ].join('\n')
 }
 
@@ -385,7 +386,7 @@ function splitFiles(stdout: string, mark: string): { file: string; text: string 
   for (const chunk of stdout.split(`${mark} file `).slice(1)) {
     const nl = chunk.indexOf('\n')
     const file = (nl === -1 ? chunk : chunk.slice(0, nl)).trim()
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.yaml$/.test(file)) continue
+    if (!RecipePath.safeParse(file).success) continue
     out.push({ file, text: nl === -1 ? '' : chunk.slice(nl + 1) })
   }
   return out

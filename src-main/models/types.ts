@@ -21,6 +21,8 @@ export interface CatalogEntry {
   readonly effectiveKnobs: Knobs
   /** The engine args a launch passes: the entry's args with the knobs applied. */
   readonly launchArgs: readonly string[]
+  /** The operator's knob override alone (a recipe launch passes it to the launcher's runner). */
+  readonly knobs?: Knobs
 }
 
 /** The catalog as the disk, download and swap parts read it. */

@@ -4,7 +4,7 @@ import type { LauncherInfo, ValidationResult } from '../contract/models'
 import type { NodeName } from '../contract/schemas'
 import type { Logger } from '../lib/logger'
 import { SshError, type SshPool, type SshTarget } from '../ssh/pool'
-import { shq, shqArgs } from '../ssh/quote'
+import { remoteDir, shq, shqArgs } from '../ssh/quote'
 import { HF_HOME_DIR } from './disk'
 import { launchPlan, LaunchRefused, type LaunchPlan, type PlacementNodes } from './launch'
 import { imageBuildCommand } from './recipes'
@@ -92,26 +92,87 @@ function hubCacheMount(launcher: LauncherInfo): string {
   return `-v "${dir}":/root/.cache/huggingface`
 }
 
+/** A shell line printing a verdict the validation could not reach (its own set-up failed): ok null. */
+const UNVERIFIED_FN = `tandem_unverified() { printf '%s{"ok":null,"stage":"%s","error":"%s","parser":null}\\n' ${shq(MARK)} "$1" "$2"; exit 0; }`
+/** Printed when the launcher's runner refuses the run (its own words follow). */
+export const RUNNER_REFUSED = 'TANDEM_RUNNER_REFUSED'
+
+/**
+ * What runs in the throwaway container: the mods applied as the launcher applies them (each
+ * unpacked, then its run.sh run from its own folder with WORKSPACE_DIR the container's working
+ * directory), then the launch script itself with `vllm` standing for vLLM's parser, so the
+ * arguments are judged after the script's env and expansions and against the patched vLLM.
+ */
+export function containerPrelude(mods: readonly string[]): string {
+  const lines = [UNVERIFIED_FN, 'tandem_work=$PWD']
+  if (mods.length > 0) {
+    lines.push(
+      "tandem_mods=$(mktemp -d) || tandem_unverified mods 'no temporary directory in the validation container'",
+      'tar -x -C "$tandem_mods" || tandem_unverified mods \'the mods could not be unpacked in the validation container\'',
+      ...mods.map(
+        (m) =>
+          `( export WORKSPACE_DIR="$tandem_work" && cd "$tandem_mods"/${shq(m)} && chmod +x run.sh && ./run.sh ) >&2 || tandem_unverified mods ${shq(`the mod ${m} failed in the validation container (without network or GPU); the launch applies it for real`)}`,
+      ),
+    )
+  }
+  lines.push(
+    `TANDEM_VALIDATE_PY=${shq(VALIDATE_SCRIPT)}`,
+    'vllm() { if [ "$1" = serve ]; then shift; fi; python3 -c "$TANDEM_VALIDATE_PY" "$@"; exit $?; }',
+    '',
+  )
+  return lines.join('\n')
+}
+
+const EPILOGUE = "\ntandem_unverified container 'the launch script ended without running vllm serve'\n"
+
+/** The launch script on the head in "$t/launch.sh": asked of the launcher's runner, or written as Tandem builds it. */
+function scriptStep(plan: LaunchPlan, launcherDir: string): string[] {
+  const runner = plan.recipe?.runner ?? null
+  if (runner === null) {
+    const script = plan.recipe?.script ?? `#!/bin/bash\n${shqArgs(plan.cmdArgs)}\n`
+    return [`printf '%s' ${shq(script)} > "$t/launch.sh"`]
+  }
+  return [
+    `(cd ${remoteDir(launcherDir)} && python3 ${shqArgs([...runner, '--dry-run'])} < /dev/null) > "$t/dry" 2>&1`,
+    `awk 'f && /^=== What would be executed ===$/ {exit} f {print} /^=== Generated Launch Script ===$/ {f=1}' "$t/dry" > "$t/launch.sh"`,
+    `[ -s "$t/launch.sh" ] || { echo ${RUNNER_REFUSED}; tail -n 20 "$t/dry"; exit 0; }`,
+  ]
+}
+
 /**
  * vLLM's parser in a throwaway container of the entry's own image, with the mounts a real launch
- * makes (the hub cache, a local model's directory at the same path), so a chat template or model
- * path is judged as the engine would see it. No network, removed when done, named so it never
- * meets the llm container: the loaded model is not touched. A missing image is said as such.
+ * makes (the hub cache, a local model's directory at the same path) and the launch's mods applied
+ * there, on the launch script the launcher runs (its runner's own `--dry-run` where it has one), so
+ * a chat template a mod writes, a flag a mod adds, the env and the model path are judged as the
+ * engine would see them. No network, removed when done, named so it never meets the llm container:
+ * the loaded model is not touched. A missing image or mod is definitive; a failure of this set-up
+ * itself (a mod that needs the network, the container not answering) leaves the verdict open.
  */
-export function validationCommand(plan: LaunchPlan, launcher: LauncherInfo): string {
+export function validationCommand(plan: LaunchPlan, launcher: LauncherInfo, launcherDir: string): string {
   const name = `tandem-validate-${randomBytes(4).toString('hex')}`
   const mounts = plan.mounts.map((m) => `-v ${shq(`${m}:${m}:ro`)}`)
   const image = shq(plan.image)
+  const dir = remoteDir(launcherDir)
+  const mods = plan.mods
+  const modsCheck = mods.map(
+    (m) =>
+      `[ -f ${dir}/${shq(m)}/run.sh ] || { echo ${shq(`${MARK}{"ok":false,"stage":"launcher","error":"the mod ${m} (its run.sh) is not in the launcher checkout","parser":null}`)}; exit 0; }`,
+  )
+  const modsTar = mods.length > 0 ? `tar -C ${dir} -cf - -- ${shqArgs(mods)}` : 'true'
   return [
     `docker image inspect ${image} >/dev/null 2>&1 || { echo ${shq(`${MARK}{"ok":false,"stage":"image","error":null,"parser":null}`)}; exit 0; }`,
+    ...modsCheck,
+    `t=$(mktemp -d /tmp/tandem-validate-XXXXXX) || { echo ${shq(`${MARK}{"ok":null,"stage":"container","error":"no temporary directory on the head","parser":null}`)}; exit 0; }`,
+    `trap 'rm -rf "$t"' EXIT`,
+    ...scriptStep(plan, launcherDir),
+    `{ printf '%s' ${shq(containerPrelude(mods))}; cat "$t/launch.sh"; printf '%s' ${shq(EPILOGUE)}; } > "$t/inner"`,
     [
-      'docker run --rm --network none -e HF_HUB_OFFLINE=1 --entrypoint python3',
+      `${modsTar} | docker run -i --rm --network none -e HF_HUB_OFFLINE=1 --entrypoint bash`,
       `--name ${shq(name)}`,
       hubCacheMount(launcher),
       ...mounts,
       image,
-      `-c ${shq(VALIDATE_SCRIPT)}`,
-      shqArgs(plan.serveArgs),
+      '-c "$(cat "$t/inner")"',
     ].join(' '),
   ].join('\n')
 }
@@ -156,14 +217,17 @@ export class LaunchValidator {
   ): Promise<Verdict> {
     let out
     try {
-      out = await this.deps.pool.exec(target, validationCommand(plan, launcher), {
+      out = await this.deps.pool.exec(target, validationCommand(plan, launcher, this.deps.config.llm.launcherDir), {
         timeoutMs: this.deps.timeoutMs ?? VALIDATE_TIMEOUT_MS,
         signal,
       })
     } catch (err) {
-      const stage = err instanceof SshError && err.kind === 'timeout' ? 'parser' : 'connect'
-      return { ok: false, stage, error: `${head}: ${(err as Error).message}`, parser: null }
+      // The validation could not run to its verdict: nothing is known either way.
+      const stage = err instanceof SshError && err.kind === 'timeout' ? 'timeout' : 'connect'
+      return { ok: null, stage, error: `${head}: ${(err as Error).message}`, parser: null }
     }
+    const refused = runnerRefusal(out.stdout)
+    if (refused !== null) return { ok: false, stage: 'launcher', error: refused, parser: null }
     const line = out.stdout
       .split('\n')
       .reverse()
@@ -171,7 +235,7 @@ export class LaunchValidator {
     if (line === undefined) {
       const said = (out.stderr || out.stdout).trim().split('\n').slice(-3).join(' ')
       return {
-        ok: false,
+        ok: null,
         stage: 'container',
         error: `the validation container did not answer (exit ${out.code}): ${said}`,
         parser: null,
@@ -179,6 +243,20 @@ export class LaunchValidator {
     }
     return JSON.parse(line.slice(MARK.length)) as Verdict
   }
+}
+
+/** The runner's own reason for refusing a run (its `Error: …` line), or null when it did not refuse. */
+function runnerRefusal(stdout: string): string | null {
+  const at = stdout.indexOf(`${RUNNER_REFUSED}\n`)
+  if (at === -1) return null
+  const said = stdout.slice(at + RUNNER_REFUSED.length + 1).split('\n')
+  const error =
+    said.find((l) => l.startsWith('Error')) ??
+    said
+      .filter((l) => l.trim() !== '')
+      .slice(-2)
+      .join(' ')
+  return `the launcher's run-recipe.py refuses the run: ${error.trim().slice(0, 500)}`
 }
 
 const EMPTY: ValidationResult = { ok: false, stage: 'build', error: null, cmd_args: [], launch_cmd: '', parser: null }

@@ -141,7 +141,7 @@ describe('models catalog over HTTP', () => {
     expect(imported.status).toBe(200)
     expect(imported.body).toMatchObject({
       key: 'nemotron-3-nano-nvfp4',
-      tags: ['custom'],
+      tags: ['custom', 'recipe'],
       mode: 'solo',
       mods: ['mods/fix-nemotron-nano'],
     })

@@ -124,7 +124,7 @@ describe('the real launcher, its generations and vLLM checks, on the sim', () =>
     expect(missing.error).toMatch(/appears path-like, but doesn't exist!/)
     // A throwaway container of the image, with the mount; the loaded model was not touched.
     const mount = `${path.join(roots, 'with-template')}:${path.join(roots, 'with-template')}:ro`
-    const runs = sim.cluster.node1.commands.filter((c) => c.includes('docker run --rm --network none'))
+    const runs = sim.cluster.node1.commands.filter((c) => c.includes('docker run -i --rm --network none'))
     expect(runs.some((c) => c.includes(mount))).toBe(true)
     expect(sim.cluster.node1.commands.some((c) => c.startsWith("docker exec 'vllm_node' python3"))).toBe(false)
     expect(await served()).toEqual(before)

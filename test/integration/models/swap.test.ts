@@ -98,7 +98,7 @@ describe('launch validation and model swap on the sim', () => {
     expect(body.launch_cmd).toMatch(
       /launch-cluster\.sh '--solo' '-t' 'vllm-node' '--name' 'vllm_node' '-d' 'exec' 'vllm' 'serve'/,
     )
-    expect(sim.cluster.node1.commands.some((c) => /docker run --rm --network none .*'vllm-node' -c /.test(c))).toBe(
+    expect(sim.cluster.node1.commands.some((c) => /docker run -i --rm --network none .*'vllm-node' -c /.test(c))).toBe(
       true,
     )
     expect(sim.cluster.node1.commands.some((c) => c.startsWith("docker exec 'vllm_node' python3"))).toBe(false)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Simulated launcher, MID-2026 generation (upstream eugr/spark-vllm-docker; see
 # test/fixtures/launcher/README.md). Our own re-implementation of its behaviour:
-#  - accepts --solo (one node, no Ray), -t <image>, --name <container>, -d, --apply-mod, --no-ray;
+#  - accepts --solo (one node, no Ray), -t <image>, --name <container>, -d, --apply-mod, --no-ray,
+#    --launch-script <file> (copied into the head container and run there after the mods);
 #  - an unknown argument is refused ("Error: Unknown argument or action") with the usage;
 #  - exec quotes its words with printf %q, so engine arguments reach vllm intact;
 #  - in cluster (Ray) mode a `vllm serve` without a backend gets --distributed-executor-backend ray;
@@ -65,6 +66,7 @@ while [[ "$#" -gt 0 ]]; do
         --ib-if) IB_IF="$2"; shift ;;
         -e|--env) DOCKER_ARGS="$DOCKER_ARGS -e $2"; shift ;;
         --apply-mod) MOD_PATHS+=("$2"); shift ;;
+        --launch-script) LAUNCH_SCRIPT_PATH="$2"; shift ;;
         --nccl-debug)
             if [[ -n "${2:-}" && "$2" =~ ^(VERSION|WARN|INFO|TRACE)$ ]]; then NCCL_DEBUG_VAL="$2"; shift; else NCCL_DEBUG_VAL="INFO"; fi
             ;;
@@ -90,6 +92,19 @@ while [[ "$#" -gt 0 ]]; do
 done
 
 [[ -n "$NCCL_DEBUG_VAL" ]] && DOCKER_ARGS="$DOCKER_ARGS -e NCCL_DEBUG=$NCCL_DEBUG_VAL"
+
+# A launch script is copied into the head container and run there: exec is the action.
+if [[ -n "${LAUNCH_SCRIPT_PATH:-}" ]]; then
+    if [[ ! -f "$LAUNCH_SCRIPT_PATH" ]]; then
+        echo "Error: Launch script '$LAUNCH_SCRIPT_PATH' not found."
+        exit 1
+    fi
+    echo "Using launch script: $LAUNCH_SCRIPT_PATH"
+    ACTION="exec"
+    # The real script runs /workspace/exec-script.sh; the sim's container commands run in the
+    # container's own directory, so the copy is named relative to it.
+    COMMAND_TO_RUN="bash workspace/exec-script.sh"
+fi
 
 for mod_path in "${MOD_PATHS[@]}"; do
     if [[ ! -e "$mod_path" ]]; then
@@ -239,7 +254,12 @@ start_cluster() {
         on_worker "$worker" docker run --privileged --ipc=host --gpus all -d --rm --network host --name "$CONTAINER_NAME" \
             $DOCKER_ARGS "$IMAGE_NAME" sleep infinity >/dev/null || exit 1
     done
-    for mod_path in "${MOD_PATHS[@]}"; do echo "Applying mod '$(basename "$mod_path")' to $HEAD_IP..."; done
+    # Each mod's run.sh runs in the head container, WORKSPACE_DIR its working directory (the real
+    # script copies the mod into the container first; the sim's container commands see the node's files).
+    for mod_path in "${MOD_PATHS[@]}"; do
+        echo "Applying mod '$(basename "$mod_path")' to $HEAD_IP..."
+        docker exec "$CONTAINER_NAME" bash -c "export WORKSPACE_DIR=\$PWD && cd $(realpath "$mod_path") && ./run.sh" || { echo "Error: Patch script failed on $HEAD_IP"; exit 1; }
+    done
     if [[ "$SOLO_MODE" == "false" && "$NO_RAY_MODE" == "false" ]]; then
         echo "Starting Ray HEAD node on $HEAD_IP..."
         for worker in "${PEER_NODES[@]}"; do echo "Starting Ray WORKER node on $worker..."; done
@@ -270,6 +290,10 @@ if [[ "$ACTION" == "exec" ]]; then
         COMMAND_TO_RUN="$COMMAND_TO_RUN --distributed-executor-backend ray"
     fi
     start_cluster
+    if [[ -n "${LAUNCH_SCRIPT_PATH:-}" ]]; then
+        echo "Copying launch script to head node..."
+        docker cp "$LAUNCH_SCRIPT_PATH" "$CONTAINER_NAME:/workspace/exec-script.sh" || exit 1
+    fi
     echo "Executing command: $COMMAND_TO_RUN"
     if [[ "$NO_RAY_MODE" == "true" && ${#PEER_NODES[@]} -gt 0 && "$COMMAND_TO_RUN" == *"vllm serve"* ]]; then
         # Without Ray every node runs vllm serve with its rank; the head is rank 0.

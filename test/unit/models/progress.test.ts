@@ -304,3 +304,24 @@ describe('lines that are not progress', () => {
     expect(p.phase).toBe('Connecting')
   })
 })
+
+describe('a resumed download', () => {
+  // tqdm's default meter (tqdm/std.py format_meter) for hf_hub_download resuming a file: the bar
+  // starts at the bytes already on disk (tqdm's `initial`), its elapsed time counts this run only.
+  const resumed = [
+    'model.safetensors:  50%|█████     | 4.03G/8.07G [00:00<?, ?B/s]',
+    'model.safetensors:  75%|███████▌  | 6.05G/8.07G [00:20<00:20, 101MB/s]',
+    'model.safetensors: 100%|██████████| 8.07G/8.07G [00:40<00:00, 101MB/s]',
+  ]
+  it('reports the bytes that crossed the network over the time, not the whole file over it', () => {
+    let now = 0
+    const p = new DownloadProgress({ now: () => now })
+    for (const l of resumed) {
+      p.feed(l)
+      now += 20_000
+    }
+    p.finish()
+    // 4.04 GB in 40 s is 101 MB/s; the whole 8.07 GB over 40 s would claim 202 MB/s.
+    expect(p.figures()).toMatchObject({ percent: 100, bytes_done: 8.07e9, rate: 101_000_000 })
+  })
+})

@@ -28,7 +28,9 @@ const recipe = (command: string, extra: Record<string, unknown> = {}): string =>
 
 describe('recipe templates and words', () => {
   it('fills {param} from defaults and keeps {{ }} as literal braces', () => {
-    expect(resolveTemplate('--x {a} \'{{"k":{b}}}\'', { a: 1, b: 'v' })).toBe('--x 1 \'{"k":v}\'')
+    // A YAML int renders as an int, a float as Python renders it (0.90 → 0.9, 1.0 stays 1.0).
+    expect(resolveTemplate('--x {a} \'{{"k":{b}}}\'', { a: 1n, b: 'v' })).toBe('--x 1 \'{"k":v}\'')
+    expect(resolveTemplate('{a} {b}', { a: 0.9, b: 1 })).toBe('0.9 1.0')
     expect(() => resolveTemplate('--x {missing}', {})).toThrow(/missing/)
   })
 
@@ -156,20 +158,22 @@ describe('recipeToView', () => {
     expect(recipeToView('y.yaml', 'name: no command', CTX).error).toMatch(/not a recipe/)
   })
 
-  it('notes the mods the launcher must apply and the environment an import cannot apply', () => {
+  it('notes the mods the launcher applies and the environment the launch exports', () => {
     const v = recipeToView('n.yaml', recipe('vllm serve acme/m', { mods: ['mods/fix'], env: { A: '1' } }), CTX)
     expect(v.model?.mods).toEqual(['mods/fix'])
-    expect(v.model?.description).toMatch(/--apply-mod: mods\/fix.*Environment not applied: A/)
+    expect(v.model?.description).toMatch(/--apply-mod: mods\/fix.*The launch exports its environment: A/)
+    expect(v.model?.recipe).toMatchObject({ path: 'n.yaml', env: { A: '1' } })
   })
 
   it('counts nodes the way the launcher does: the last numeric -tp/-pp/-dp, also as --flag=N', () => {
     const nodes = (command: string, extra: Record<string, unknown> = {}) =>
       recipeToView('p.yaml', recipe(command, extra), CTX)
-    expect(nodes('vllm serve acme/m -tp 1 -tp 2 --data-parallel-size=2')).toMatchObject({
-      nodes_needed: 4,
-      runnable: false,
-    })
-    expect(nodes('vllm serve acme/m --tensor_parallel_size 2').model?.mode).toBe('cluster')
+    // Either mode: solo on one node (the runner forces tensor parallel 1), or across the nodes it asks for.
+    const either = nodes('vllm serve acme/m -tp 1 -tp 2 --data-parallel-size=2')
+    expect(either).toMatchObject({ nodes_needed: 1, runnable: true, solo: true, cluster: true })
+    expect(either.model?.description).toMatch(/across 4 nodes/)
+    expect(nodes('vllm serve acme/m --tensor_parallel_size 2').model?.mode).toBe('both')
+    expect(nodes('vllm serve acme/m -tp 4', { cluster_only: true })).toMatchObject({ nodes_needed: 4, runnable: false })
     expect(nodes('vllm serve acme/m -pp 2').model?.engine_args).toEqual(['-pp', '2'])
     // Cluster-only without a parallel flag still needs two nodes.
     expect(nodes('vllm serve acme/m', { cluster_only: true })).toMatchObject({ nodes_needed: 2, runnable: true })

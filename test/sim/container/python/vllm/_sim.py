@@ -7,7 +7,7 @@ a bind's container path and the mapped host path exists, or when it exists under
 Outside a simulated container (no SIM_BINDS) the host's view is used.
 
 serve(): what `vllm serve` does in the sim once its arguments are parsed: it records the arguments
-($SIM_STATE/llm-serving, one per line), checks that the parallel layout fits the GPUs it can see
+($SIM_STATE/llm-serving, one per line) and the VLLM_* environment ($SIM_STATE/llm-serving.env), checks that the parallel layout fits the GPUs it can see
 (one GB10 per node; Ray's nodes from $SIM_STATE/ray_nodes) and announces the load to the sim
 ($SIM_STATE/docker/events.log), whose fake llm then loads (or fails to load) the model.
 """
@@ -83,6 +83,9 @@ def serve(args):
         f.write("".join(a + "\n" for a in argv))
     with open(os.path.join(state, "llm-serving.owner"), "w") as f:
         f.write(container + "\n")
+    # The vLLM settings the engine was started with (a recipe's env reaches it through the launch script).
+    with open(os.path.join(state, "llm-serving.env"), "w") as f:
+        f.write("".join(f"{k}={v}\n" for k, v in sorted(os.environ.items()) if k.startswith("VLLM_")))
 
     tp = args.tensor_parallel_size or 1
     pp = args.pipeline_parallel_size or 1

@@ -1,6 +1,7 @@
 """The engine's serve flags (a subset of vLLM's EngineArgs, with vLLM's types and choices)."""
 import argparse
 import json
+import os
 import re
 
 
@@ -26,6 +27,25 @@ def json_arg(value):
 
 def _flag(group, names, **kw):
     group.add_argument(*names, **kw)
+
+
+def _mod_flags(group):
+    """Flags a launcher mod patched into this container's vLLM (the sim's mods list them in
+    $SIM_ROOTFS/.sim-vllm-flags, one `--name type` a line), as the patched EngineArgs would add them."""
+    root = os.environ.get("SIM_ROOTFS")
+    if root is None:
+        return
+    try:
+        with open(os.path.join(root, ".sim-vllm-flags")) as f:
+            lines = [l.split() for l in f if l.strip()]
+    except OSError:
+        return
+    types = {"float": float, "int": int, "str": str}
+    seen = set()
+    for name, kind in (l[:2] for l in lines if len(l) >= 2):
+        if name not in seen:
+            seen.add(name)
+            group.add_argument(name, type=types.get(kind, str))
 
 
 class EngineArgs:
@@ -96,6 +116,7 @@ class EngineArgs:
         _flag(g, ["--max-loras"], type=int)
         _flag(g, ["--max-cudagraph-capture-size"], type=int)
         _flag(g, ["--disable-log-stats"], action="store_true")
+        _mod_flags(g)
         return parser
 
 
