@@ -4,7 +4,8 @@ import { MiB } from './wire'
 
 /**
  * The memory all relayed JSON bodies (chat, completions, embeddings) may hold together while they
- * are read, checked and sent upstream. Each body is also charged to its client address and, when
+ * are read, checked and sent upstream, charged as their bytes arrive (a declared length reserves
+ * nothing: an idle socket holds no room). Each body is also charged to its client address and, when
  * it came with one, its consumer key; neither may hold more than a share of the budget, so one
  * client can never take all of it and the next client always finds room.
  */
@@ -21,9 +22,8 @@ export const BODY_BUDGET_RETRY_S = 5
 const mib = (n: number): string => `${Math.ceil(n / MiB)} MiB`
 
 /**
- * The memory a body of `bytes` costs while the relay holds it: its bytes, and as much again for the
- * text and the parsed value the relay makes of them to read `model` and `stream` (measured: a
- * 60 MB chat body took about twice its size until it was sent).
+ * The memory a body of `bytes` costs while the relay holds it: its chunks as they arrived, and as
+ * much again for the one buffer they are joined into when it ends (both live for a moment).
  */
 export function bodyCost(bytes: number): number {
   return 2 * bytes
@@ -63,14 +63,20 @@ export class BodyBudget {
     return this.held.get(holder) ?? 0
   }
 
-  /** @internal Charges `bytes` to every holder, or throws (413, 503) and charges nothing. */
-  take(holders: readonly string[], bytes: number, total: number): void {
-    const { totalBytes, shareBytes } = this.limits
+  /** @internal 413 when one body of `total` bytes could never fit in what one client may hold. */
+  bound(total: number): void {
+    const shareBytes = this.limits.shareBytes
     if (total > shareBytes)
       throw new ApiError(
         'payload_too_large',
         `request body is too large for the gateway's body budget: one client may hold ${mib(shareBytes)}, and a body costs twice its size`,
       )
+  }
+
+  /** @internal Charges `bytes` to every holder, or throws (413, 503) and charges nothing. */
+  take(holders: readonly string[], bytes: number, total: number): void {
+    const { totalBytes, shareBytes } = this.limits
+    this.bound(total)
     if (this.used + bytes > totalBytes)
       throw full(`request bodies in progress hold ${mib(this.used)} of ${mib(totalBytes)}`)
     for (const h of holders)
@@ -114,7 +120,12 @@ export class BodyReservation {
     return this.bytes
   }
 
-  /** Charges `n` more bytes (a declared length up front, or chunks as they arrive); throws 413 or 503 when they do not fit. */
+  /** 413 when a body declaring `total` (its cost) could never fit; charges nothing (bytes are charged as they arrive). */
+  bound(total: number): void {
+    this.budget.bound(total)
+  }
+
+  /** Charges `n` more bytes as they arrive; throws 413 or 503 when they do not fit. */
   charge(n: number): void {
     if (this.released) return
     this.budget.take(this.holders, n, this.bytes + n)
