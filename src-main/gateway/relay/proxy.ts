@@ -197,7 +197,10 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       const request = this.reader!.end(received)
       this.reader = null
       const placed = placements && (() => placements.router.placed())
-      checkKeyModel(requestState(this.res).consumer, request.model, placed)
+      // Embeddings without a placed `model`, and any request without placements, go to a service's
+      // unnamed default model; chat and completions through the router check the placement it picks.
+      const unnamedDefault = placements === undefined || this.target.upstream === 'embeddings' ? null : undefined
+      checkKeyModel(requestState(this.res).consumer, request.model, placed, unnamedDefault)
       this.streaming = request.stream
       model = request.model
       // Forwarded verbatim, except that a stream's usage is asked for when the client did not ask.
