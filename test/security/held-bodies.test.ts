@@ -97,15 +97,15 @@ async function probes(secret?: string): Promise<number[]> {
   return out
 }
 
-/** The daemon against the upstream, with the default 256 MiB budget and the given body deadline. */
-async function start(bodyTimeoutMs: number): Promise<void> {
+/** The daemon against the upstream, with the default 256 MiB budget, the given body deadline and idle window. */
+async function start(bodyTimeoutMs: number, idleS = IDLE_S): Promise<void> {
   d = await startDaemon({
     env: {
       NODE1_HOST: '127.0.0.1',
       NODE1_USER: 'sim',
       LLM_PORT: String(up.port),
       GATEWAY_BODY_BUDGET_MB: '256',
-      GATEWAY_BODY_IDLE_S: String(IDLE_S),
+      GATEWAY_BODY_IDLE_S: String(idleS),
     },
     limits: { bodyTimeoutMs },
   })
@@ -194,9 +194,9 @@ describe('held and big request bodies (issue 42)', { timeout: 60_000 }, () => {
       Buffer.from(
         `{"messages":[{"role":"user","content":"${'y'.repeat(60 * 1000 * 1000)}"}],"seq":${n},"model":"${MODEL}"}`,
       )
-    // Sending four 60 MB bodies from this process takes longer than the short deadline above.
+    // Sending four 60 MB bodies from this process takes longer than the short deadline and idle window above.
     await d.stop()
-    await start(300_000)
+    await start(300_000, 60)
     const parse = vi.spyOn(JSON, 'parse')
     try {
       for (const n of [1, 4]) {

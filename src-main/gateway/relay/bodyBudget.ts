@@ -43,6 +43,8 @@ export function bodyHolders(limitKey: string, who: ConsumerIdentity | undefined)
 
 export class BodyBudget {
   private used = 0
+  /** Bytes of declared-length buffers allocated ahead of their bytes (address space, not yet memory). */
+  private ahead = 0
   /** Bytes held per holder; a holder is removed when it holds nothing. */
   private readonly held = new Map<string, number>()
 
@@ -88,6 +90,22 @@ export class BodyBudget {
     for (const h of holders) this.held.set(h, this.heldBy(h) + bytes)
   }
 
+  /**
+   * @internal Room to allocate a declared body's buffer before its bytes arrive, so they are copied
+   * in place as they come (a fresh 60 MB buffer filled at once stalls the loop on page faults). Only
+   * address space, but bounded all the same: at most the budget's total of it at a time.
+   */
+  allocateAhead(bytes: number): boolean {
+    if (this.ahead + bytes > this.limits.totalBytes) return false
+    this.ahead += bytes
+    return true
+  }
+
+  /** @internal */
+  freeAhead(bytes: number): void {
+    this.ahead -= bytes
+  }
+
   /** @internal */
   give(holders: readonly string[], bytes: number): void {
     this.used -= bytes
@@ -108,6 +126,7 @@ function full(why: string): ApiError {
 /** One body's room in the budget; `release` frees it, once, whatever happened before. */
 export class BodyReservation {
   private bytes = 0
+  private ahead = 0
   private released = false
 
   constructor(
@@ -132,11 +151,24 @@ export class BodyReservation {
     this.bytes += n
   }
 
+  /**
+   * A buffer of the declared `length` to copy the body into as it arrives, when the budget allows
+   * allocating it ahead (see BodyBudget.allocateAhead); null when it does not (the chunks are then
+   * joined at the end). Its bytes are still charged only as they arrive.
+   */
+  bufferAhead(length: number): Buffer | null {
+    if (this.released || this.ahead > 0 || !this.budget.allocateAhead(length)) return null
+    this.ahead = length
+    return Buffer.allocUnsafe(length)
+  }
+
   /** Frees the body's room. Safe to call more than once. */
   release(): void {
     if (this.released) return
     this.released = true
     this.budget.give(this.holders, this.bytes)
+    this.budget.freeAhead(this.ahead)
     this.bytes = 0
+    this.ahead = 0
   }
 }

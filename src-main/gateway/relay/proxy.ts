@@ -94,6 +94,9 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private mode = Mode.Receiving
   private timer: NodeJS.Timeout | null = null
   private parts: Buffer[] = []
+  /** The body's buffer when its declared length could be allocated ahead: filled in place as it arrives. */
+  private body: Buffer | null = null
+  private declared = 0
   private received = 0
   private reservation: BodyReservation | null = null
   /** Checks the body and finds `model` and `stream` as its chunks arrive. */
@@ -146,6 +149,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (Number.isSafeInteger(declared) && declared > 0)
       try {
         this.reservation.bound(bodyCost(declared))
+        this.declared = declared
       } catch (err) {
         return this.fail(err)
       }
@@ -158,6 +162,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
 
   private readonly onBodyData = (chunk: Buffer): void => {
     if (this.mode !== Mode.Receiving) return // answered already (the body deadline): the rest is dropped
+    const at = this.received
     this.received += chunk.length
     try {
       if (this.received > this.deps.bodyLimit) throw bodyTooLarge(this.deps.bodyLimit)
@@ -167,7 +172,11 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       this.stopReading()
       return this.fail(err)
     }
-    this.parts.push(chunk)
+    // The buffer is allocated with the first byte, not with the head: an idle socket costs nothing.
+    if (at === 0 && this.declared > 0) this.body = this.reservation!.bufferAhead(this.declared)
+    // Node's parser never passes more bytes than a declared length.
+    if (this.body !== null) chunk.copy(this.body, at)
+    else this.parts.push(chunk)
     this.idle?.refresh()
   }
 
@@ -181,8 +190,11 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
 
   /** The body as it arrived; the request no longer holds it (its reservation stays until the answer ends). */
   private takeBody(): Buffer {
+    const body = this.body
     const p = this.parts
+    this.body = null
     this.parts = []
+    if (body !== null) return body.length === this.received ? body : body.subarray(0, this.received)
     return p.length === 1 ? p[0]! : Buffer.concat(p, this.received)
   }
 
@@ -480,6 +492,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   /** Ends the work once: the deadline, the drain listener and the body's room go (the close listener stays for the log). */
   private finish(): void {
     this.mode = Mode.Done
+    this.body = null
     this.parts = []
     this.reader = null
     this.stopIdle()
