@@ -48,28 +48,46 @@ function p99(xs: readonly number[]): number {
   return s[Math.min(s.length - 1, Math.floor(s.length * 0.99))]!
 }
 
-/** Health from 127.0.0.1 every 20 ms on fresh connections, until `stop`: each answer's latency (ms). */
-function probeHealth(base: string): { stop: () => Promise<{ latencies: number[]; failed: number }> } {
+/**
+ * Child: health from 127.0.0.1 every 20 ms on fresh connections until its stdin ends, then each
+ * answer's latency (ms) into the file named by --out. A process of its own, so what the attack
+ * costs the bench process (a 60 MB buffer to fill and send) is not counted as the daemon's.
+ */
+async function runProber(): Promise<void> {
+  const base = process.argv.find((a) => a.startsWith('--base='))!.slice(7)
+  const out = process.argv.find((a) => a.startsWith('--out='))!.slice(6)
   const latencies: number[] = []
   let failed = 0
   let running = true
-  const loop = (async () => {
-    while (running) {
-      const t0 = performance.now()
-      const ok = await fetch(`${base}/api/health`, { headers: { connection: 'close' } }).then(
-        async (r) => (await r.arrayBuffer(), r.ok),
-        () => false,
-      )
-      if (ok) latencies.push(performance.now() - t0)
-      else failed++
-      await new Promise((r) => setTimeout(r, 20))
-    }
-  })()
+  process.stdin.resume()
+  process.stdin.on('end', () => (running = false))
+  process.stdout.write('{"ready":true}\n')
+  while (running) {
+    const t0 = performance.now()
+    const ok = await fetch(`${base}/api/health`, { headers: { connection: 'close' } }).then(
+      async (r) => (await r.arrayBuffer(), r.ok),
+      () => false,
+    )
+    if (ok) latencies.push(performance.now() - t0)
+    else failed++
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  fs.writeFileSync(out, JSON.stringify({ latencies, failed }))
+  process.exit(0)
+}
+
+/** Starts a prober child; `stop` ends it and reads what it measured. */
+async function probeHealth(base: string): Promise<{ stop: () => Promise<{ latencies: number[]; failed: number }> }> {
+  const out = path.join(os.tmpdir(), `tandem-bench-probe-${process.pid}-${Date.now()}.json`)
+  const child = await spawnChild(SELF, ['--role=prober', `--base=${base}`, `--out=${out}`], { cwd: ROOT })
   return {
     stop: async () => {
-      running = false
-      await loop
-      return { latencies, failed }
+      const exited = new Promise((r) => child.proc.once('exit', r))
+      child.proc.stdin!.end()
+      await exited
+      const got = JSON.parse(fs.readFileSync(out, 'utf8')) as { latencies: number[]; failed: number }
+      fs.rmSync(out, { force: true })
+      return got
     },
   }
 }
@@ -122,7 +140,7 @@ interface Phase {
 async function phase(name: string, base: string, pid: number, attack: () => Promise<string>): Promise<Phase> {
   let peak = rssOf(pid)
   const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 20)
-  const probe = probeHealth(base)
+  const probe = await probeHealth(base)
   const note = await attack()
   const { latencies, failed } = await probe.stop()
   await new Promise((r) => setTimeout(r, 5000))
@@ -155,8 +173,11 @@ async function twoSocketHold(base: string, port: number): Promise<string> {
   return `other clients' chat: ${statuses.filter((s) => s === 200).length}/30 answered 200`
 }
 
+/** Built once, before any phase: filling 60 MB costs the bench process ~300 ms of page faults here. */
+let body60: Buffer | null = null
+
 async function bigBodies(base: string, n: number): Promise<string> {
-  const body = bigBody(60_000_000)
+  const body = (body60 ??= bigBody(60_000_000))
   const statuses = await Promise.all(Array.from({ length: n }, (_, i) => chat(base, body, `127.0.0.${10 + i}`)))
   return `answers: ${statuses.join(', ')}`
 }
@@ -211,8 +232,9 @@ async function main(): Promise<void> {
   const pid = tandem.proc.pid!
   try {
     for (let i = 0; i < 50 && (await chat(base, small)) !== 200; i++) await new Promise((r) => setTimeout(r, 100))
-    const baseline = await phase('baseline (no attack, 5 s)', base, pid, async () => {
-      await new Promise((r) => setTimeout(r, 5000))
+    body60 = bigBody(60_000_000)
+    const baseline = await phase('baseline (no attack, 10 s)', base, pid, async () => {
+      await new Promise((r) => setTimeout(r, 10_000))
       return 'nothing else'
     })
     const phases = [
@@ -238,4 +260,5 @@ async function main(): Promise<void> {
 
 // Dispatch last: everything above is initialised by now.
 if (role === 'upstream') await runUpstream()
+else if (role === 'prober') await runProber()
 else await main()
