@@ -3,6 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sqliteOutOfSpace } from '../../src-main/lib/files'
 import { startDaemon, type TestDaemon } from '../helpers/daemon'
 
 /**
@@ -82,6 +83,10 @@ describe.skipIf(!mounted)('a full DATA_DIR (issue 42, needs root to mount a tmpf
     )
     expect(key.statuses.at(-1)).toBe(507)
     expect(key.refusal).toMatch(/no space left .*could not create a named consumer key/)
+    // SQLite's I/O errors carry no errno through better-sqlite3: on this full volume they count as full, elsewhere not.
+    expect(sqliteOutOfSpace({ code: 'SQLITE_IOERR_WRITE' }, root)).toBe(true)
+    expect(sqliteOutOfSpace({ code: 'SQLITE_IOERR_WRITE' }, os.tmpdir())).toBe(false)
+    expect(sqliteOutOfSpace({ code: 'SQLITE_CONSTRAINT' }, root)).toBe(false)
   })
 
   it('counts validation calls it cannot record, says so once, and records again when there is room', async () => {
