@@ -3,7 +3,7 @@ import { routeParams, type CallContext, type MethodDef } from '../contract/defin
 import { ApiError, describeZodError } from '../contract/errors'
 import type { CallerScope } from '../platform/callerScope'
 import { limitHeaders, rateLimitedError, type Limits } from '../platform/limits'
-import { StorageFull } from '../lib/files'
+import { DatabaseFull, sqliteOutOfSpace, StorageFull } from '../lib/files'
 import type { Logger } from '../lib/logger'
 import { refusesUnknownFields, unknownFields } from './unknownFields'
 
@@ -22,6 +22,8 @@ export interface Dispatcher {
   readonly logger: Logger
   /** Where handlers (and the audit log below them) find who is calling. */
   readonly callers?: CallerScope
+  /** DATA_DIR, where the databases live: a SQLite write that finds it full is answered 507. */
+  readonly dataDir?: string
 }
 
 export function methodDef(name: string): MethodDef {
@@ -126,8 +128,19 @@ export async function invokeMethod(
   if ('answer' in parsed) return parsed.answer
   const handler = handlerOf(d, name)
   const call = () => handler(parsed.input, ctx) as Promise<unknown>
-  const out = await (d.callers ? d.callers.run(ctx, call) : call())
+  let out: unknown
+  try {
+    out = await (d.callers ? d.callers.run(ctx, call) : call())
+  } catch (err) {
+    throw sqliteOutOfSpace(err, d.dataDir) ? new DatabaseFull(d.dataDir ?? '.', whatOf(def)) : err
+  }
   return shapeOutput(def, name, out, d.logger)
+}
+
+/** What a method does, in the words of its summary ("Create a product" → "create a product"). */
+function whatOf(def: MethodDef): string {
+  const head = def.summary.split(/[;:(]/, 1)[0]!.trim()
+  return head.charAt(0).toLowerCase() + head.slice(1)
 }
 
 /**
@@ -159,7 +172,13 @@ export function toPublicError(err: unknown, logger: Logger): ApiError {
     return new ApiError(err.code, message, { status: err.status, headers: err.headers, param: err.param })
   }
   if (err instanceof StorageFull) {
-    logger.error('a state file could not be written', { file: err.file, error: err.message })
+    logger.error(
+      err instanceof DatabaseFull ? 'a database could not be written' : 'a state file could not be written',
+      {
+        file: err.file,
+        error: err.message,
+      },
+    )
     return new ApiError('insufficient_storage', logger.redactor.redact(err.message))
   }
   logger.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) })

@@ -88,6 +88,8 @@ export interface Config {
   readonly gatewayLimits: {
     readonly uploadMaxMb: number
     readonly uploadIdleS: number
+    /** A relayed JSON body that sends nothing for this long is answered 408. */
+    readonly bodyIdleS: number
     readonly spoolMb: number
     readonly diskFloorMb: number
     readonly timeoutMin: number
@@ -264,6 +266,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     gatewayLimits: {
       uploadMaxMb: num('GATEWAY_UPLOAD_MAX_MB'),
       uploadIdleS: num('GATEWAY_UPLOAD_IDLE_S'),
+      bodyIdleS: num('GATEWAY_BODY_IDLE_S'),
       spoolMb: num('GATEWAY_SPOOL_MB'),
       diskFloorMb: num('GATEWAY_DISK_FLOOR_MB'),
       timeoutMin: num('GATEWAY_TIMEOUT_MIN'),

@@ -320,6 +320,16 @@ export const SETTINGS = {
     label: 'Upload idle timeout (seconds)',
     description: 'An upload that sends nothing for this long is answered with 408 and dropped',
   },
+  GATEWAY_BODY_IDLE_S: {
+    group: 'gateway',
+    kind: 'int',
+    default: '10',
+    range: [1, 3600],
+    label: 'Request body idle timeout (seconds)',
+    help: 'A chat, completion or embeddings body that sends nothing for this long is answered with 408 and released',
+    description:
+      'A chat, completion or embeddings body that sends nothing for this long is answered with 408 and its memory released (seconds)',
+  },
   GATEWAY_SPOOL_MB: {
     group: 'gateway',
     kind: 'int',
@@ -601,6 +611,7 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   TTS_VOICE_ALIASES: z.string(),
   GATEWAY_UPLOAD_MAX_MB: wholeNumber(1, 1048576),
   GATEWAY_UPLOAD_IDLE_S: wholeNumber(5, 3600),
+  GATEWAY_BODY_IDLE_S: wholeNumber(1, 3600),
   GATEWAY_SPOOL_MB: wholeNumber(64, 1048576),
   GATEWAY_DISK_FLOOR_MB: wholeNumber(0, 1048576),
   GATEWAY_BODY_BUDGET_MB: wholeNumber(16, 65536),

@@ -52,6 +52,8 @@ export interface GatewayOptions {
   diskFloorBytes: number
   /** Memory the relayed JSON bodies in progress may hold together (503 + Retry-After beyond). */
   bodyBudgetBytes: number
+  /** A relayed JSON body that sends nothing for this long is answered 408 and released. */
+  bodyIdleMs: number
   scrubTtlMs: number
   scrubCap: number
   requestLogSize: number
@@ -91,6 +93,7 @@ export function gatewayOptions(config: Config, given: Partial<GatewayOptions> = 
     spoolBudgetBytes: limits.spoolMb * MiB,
     diskFloorBytes: limits.diskFloorMb * MiB,
     bodyBudgetBytes: limits.bodyBudgetMb * MiB,
+    bodyIdleMs: limits.bodyIdleS * 1000,
     scrubTtlMs: 60 * 60_000,
     scrubCap: 10_000,
     requestLogSize: 500,
@@ -153,6 +156,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     logger,
     placements,
     bodyBudget,
+    bodyIdleMs: opts.bodyIdleMs,
   })
 
   return {

@@ -1,9 +1,15 @@
 import http from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import type { Core } from '../app/compositionRoot'
-import { addressMatcher, connectionKeyOf } from '../lib/netAddress'
+import { ApiError } from '../contract/errors'
+import { addressMatcher } from '../lib/netAddress'
 import { armBodyDeadline } from './bodyDeadline'
+import { ConnectionBudget, readFileLimit, totalConnectionsFor } from './connectionBudget'
+import { adminCheck } from './middleware/credentialCheck'
+import { sendError } from './respond'
+import { styleFor, type AdminCheck } from './requestState'
 import { createHttpApp, type HttpAppOptions } from './server'
+import { surfaceOf } from './surfaces'
 
 export interface RunningServer {
   readonly server: http.Server
@@ -27,6 +33,15 @@ export interface ServerLimits {
    * since a LAN is one /64); the one beyond is closed at once. 0 = no limit.
    */
   connectionsPerAddress: number
+  /** Open connections per IPv6 /64 (one host may own all of it); 0 = no limit. */
+  connectionsPerIpv6Prefix: number
+  /**
+   * Open connections in all, the operator's reserve included; undefined = sized from the process's
+   * open-file limit (a quarter of it, at least 256 files, kept for everything else). 0 = no cap.
+   */
+  connectionsTotal?: number
+  /** Of the total, connections only the operator's requests (and the open login and health routes) may use. */
+  operatorReserve: number
   /** Peers the connection limit does not apply to (a reverse proxy carries many clients). */
   unlimitedPeer?: (address: string) => boolean
 }
@@ -36,6 +51,8 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   bodyTimeoutMs: 300_000,
   keepAliveTimeoutMs: 65_000,
   connectionsPerAddress: 128,
+  connectionsPerIpv6Prefix: 1024,
+  operatorReserve: 64,
 }
 
 export interface ServerOptions extends HttpAppOptions {
@@ -56,6 +73,10 @@ export async function startHttpServer(
     ...given,
   }
   let app = createHttpApp(core, appOptions)
+  let logger = core.logger.child('http')
+  let isOperator = adminCheck(core.credentials, core.sessions)
+  const budget = connectionBudget(limits, (m) => logger.warn(m))
+  logger.info(budget.started)
   const server = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
     // Node's request timeout is server-wide; bodies are bounded per request below instead.
@@ -64,9 +85,10 @@ export async function startHttpServer(
     // How often Node checks headersTimeout (its default, 30 s, would let a short limit run long).
     connectionsCheckingInterval: Math.min(30_000, Math.max(250, Math.floor(limits.headersTimeoutMs / 4))),
   })
-  server.on('connection', connectionLimiter(limits))
+  server.on('connection', (socket) => void budget.budget.admit(socket))
   // One listener: an emit with several listeners copies the listener list on every request.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (budget.budget.onProbation(req.socket) && !reserveAdmits(budget.budget, isOperator, req, res)) return
     armBodyDeadline(req, res, limits.bodyTimeoutMs)
     app(req, res)
   })
@@ -85,6 +107,8 @@ export async function startHttpServer(
     url: `http://${shownHost}:${addr.port}`,
     replaceCore(next) {
       app = createHttpApp(next, appOptions)
+      logger = next.logger.child('http')
+      isOperator = adminCheck(next.credentials, next.sessions)
       trusted = addressMatcher(next.config.trustedProxies)
     },
     close: () =>
@@ -95,23 +119,53 @@ export async function startHttpServer(
   }
 }
 
-/** Counts open connections per peer and closes, at once, one that would go over the limit. */
-function connectionLimiter(limits: ServerLimits): (socket: Socket) => void {
-  const open = new Map<string, number>()
-  return (socket) => {
-    const address = socket.remoteAddress
-    if (limits.connectionsPerAddress <= 0 || address === undefined || limits.unlimitedPeer?.(address)) return
-    const key = connectionKeyOf(address)
-    const n = open.get(key) ?? 0
-    if (n >= limits.connectionsPerAddress) {
-      socket.destroy()
-      return
-    }
-    open.set(key, n + 1)
-    socket.once('close', () => {
-      const left = (open.get(key) ?? 1) - 1
-      if (left <= 0) open.delete(key)
-      else open.set(key, left)
-    })
+/** The connection budget from the limits, with the line that reports it at start. */
+function connectionBudget(
+  limits: ServerLimits,
+  log: (message: string) => void,
+): { budget: ConnectionBudget; started: string } {
+  const file = readFileLimit()
+  const total = limits.connectionsTotal ?? totalConnectionsFor(file)
+  const caps = {
+    total,
+    perAddress: limits.connectionsPerAddress,
+    perIpv6Prefix: limits.connectionsPerIpv6Prefix,
+    operatorReserve: Math.min(limits.operatorReserve, total),
   }
+  const shownFile = file === null ? 'unknown' : `${file.soft} (hard ${file.hard ?? 'unlimited'})`
+  const started =
+    `open-file limit ${shownFile}: at most ${total || 'unlimited'} connections, ${caps.operatorReserve} of them kept for the operator; ` +
+    `${caps.perAddress || 'unlimited'} per address, ${caps.perIpv6Prefix || 'unlimited'} per IPv6 /64`
+  return { budget: new ConnectionBudget(caps, log, (a) => limits.unlimitedPeer?.(a) ?? false), started }
+}
+
+/** Paths a reserve connection serves without credentials, once: signing in and health. */
+const RESERVE_OPEN_PATHS = new Set(['/api/login', '/api/session', '/api/health'])
+
+/**
+ * A request on a reserve connection: the operator's keeps the connection; signing in and health
+ * are answered and the connection closed after; anything else is refused with 503 and closed.
+ */
+function reserveAdmits(
+  budget: ConnectionBudget,
+  isOperator: AdminCheck,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): boolean {
+  if (isOperator(req)) {
+    budget.verified(req.socket)
+    return true
+  }
+  res.setHeader('Connection', 'close')
+  const path = (req.url ?? '/').split('?', 1)[0]!
+  if (RESERVE_OPEN_PATHS.has(path)) return true
+  req.resume()
+  sendError(
+    res,
+    new ApiError('unavailable', 'the server is at its connection limit; the rest is kept for the operator', {
+      headers: { 'Retry-After': '5' },
+    }),
+    styleFor(surfaceOf(path), path),
+  )
+  return false
 }

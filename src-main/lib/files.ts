@@ -26,6 +26,39 @@ export class StorageFull extends Error {
   }
 }
 
+/** Free space under which a SQLite I/O error on a volume is taken for the volume being full. */
+const FULL_BELOW_BYTES = 1024 * 1024
+
+/**
+ * Whether a SQLite error means its volume had no room: SQLITE_FULL, or an I/O error
+ * (SQLITE_IOERR_*, whose errno better-sqlite3 does not pass on) while the volume holding `dir`
+ * has next to no space left.
+ */
+export function sqliteOutOfSpace(err: unknown, dir: string | undefined): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string') return false
+  if (code === 'SQLITE_FULL') return true
+  if (!code.startsWith('SQLITE_IOERR') || dir === undefined) return false
+  try {
+    const s = fs.statfsSync(dir)
+    return s.bavail * s.bsize < FULL_BELOW_BYTES
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A database write that found no room (sqliteOutOfSpace): answered 507 like a state file,
+ * naming what could not be done (`what`, e.g. "create a product").
+ */
+export class DatabaseFull extends StorageFull {
+  constructor(dir: string, what: string) {
+    super('ENOSPC', path.join(dir, 'database'), what)
+    this.message = `no space left on the volume holding ${dir}: could not ${what} (the database could not be written)`
+    this.name = 'DatabaseFull'
+  }
+}
+
 /**
  * The one way Tandem writes a state file: a temp file beside the target, fsync, rename, so a
  * crash leaves either the old or the new content, never half of one. A write that fails removes

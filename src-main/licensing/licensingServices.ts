@@ -62,6 +62,7 @@ export function createLicensingServices(
     logger: logger.child('validation-log'),
     retentionDays: config.validationLog.retentionDays,
     maxRows: config.validationLog.maxRows,
+    dataDir: config.paths.dataDir,
   })
   const licenses = createLicenses({ db, clock, audit, catalog, discounts, issuer, validations: validationLog })
   const analytics = new Analytics(db, clock)

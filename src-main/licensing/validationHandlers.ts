@@ -7,5 +7,6 @@ export function validationHandlers(log: ValidationLog): Handlers<typeof licensin
   return {
     licAdminValidations: async (q) => log.list(q),
     licAdminValidationsDaily: async ({ days }) => log.daily(days),
+    licAdminValidationRecording: async () => log.recording(),
   }
 }

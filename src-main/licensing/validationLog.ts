@@ -13,8 +13,9 @@
  * count is enforced in small steps.
  */
 import { createHash } from 'node:crypto'
-import type { ValidationEntry, ValidationKind } from '../contract/licensing'
+import type { ValidationEntry, ValidationKind, ValidationRecording } from '../contract/licensing'
 import type { Clock } from '../lib/clock'
+import { sqliteOutOfSpace } from '../lib/files'
 import type { Logger } from '../lib/logger'
 import { equals, whereAll, type LicensingDb } from './db'
 
@@ -56,6 +57,8 @@ export interface ValidationLogOptions {
   readonly maxPending?: number
   /** Rows deleted per retention step. */
   readonly pruneChunk?: number
+  /** Where the database lives: a failed batch is told apart as a full disk by its free space. */
+  readonly dataDir?: string
 }
 
 interface Pending {
@@ -108,6 +111,11 @@ export class ValidationLog implements ValidationRecorder {
   private buffer: Pending[] = []
   private flushQueued = false
   private dropped = 0
+  /** Calls never written (dropped behind, or in a batch the database refused), since the start. */
+  private unrecorded = 0
+  private unrecordedSince: number | null = null
+  /** When batches began to fail (the disk full); null while they are written. */
+  private outageSince: number | null = null
   private insertedSincePrune = 0
   private closed = false
   private timers: NodeJS.Timeout[] = []
@@ -180,6 +188,7 @@ export class ValidationLog implements ValidationRecorder {
     this.buffer = []
     if (this.dropped > 0) {
       this.o.logger.warn('validation log fell behind; calls were not recorded', { dropped: this.dropped })
+      this.lost(this.dropped)
       this.dropped = 0
     }
     const db = this.o.db
@@ -210,14 +219,44 @@ export class ValidationLog implements ValidationRecorder {
       db.pragma(`synchronous = ${this.synchronous}`)
     } catch (err) {
       db.pragma(`synchronous = ${this.synchronous}`)
-      this.o.logger.error('validation log batch could not be written', {
-        rows: batch.length,
-        error: err instanceof Error ? err.message : String(err),
-      })
+      this.batchFailed(batch.length, err)
       return 0
+    }
+    if (this.outageSince !== null) {
+      this.o.logger.info('validation log is written again', { unrecorded_calls: this.unrecorded })
+      this.outageSince = null
     }
     this.insertedSincePrune += batch.length
     return batch.length
+  }
+
+  /** A batch the database refused is dropped and counted; logged once until a batch is written again. */
+  private batchFailed(rows: number, err: unknown): void {
+    this.lost(rows)
+    if (this.outageSince !== null) return
+    this.outageSince = this.o.clock.now()
+    const full = sqliteOutOfSpace(err, this.o.dataDir)
+    this.o.logger.error(
+      full
+        ? 'validation log: no space left for the database; calls are counted, not recorded, until it has room'
+        : 'validation log batch could not be written; calls are counted, not recorded, until a batch is',
+      { rows, error: err instanceof Error ? err.message : String(err) },
+    )
+  }
+
+  private lost(n: number): void {
+    this.unrecorded += n
+    this.unrecordedSince ??= this.o.clock.now()
+  }
+
+  /** Whether calls are being recorded, and how many were not since the start (Settings shows it). */
+  recording(): ValidationRecording {
+    return {
+      recording: this.outageSince === null,
+      unrecorded_calls: this.unrecorded + this.dropped,
+      unrecorded_since: this.unrecordedSince,
+      failing_since: this.outageSince,
+    }
   }
 
   /** One retention step: at most `pruneChunk` rows by age, then by count. Returns rows removed and whether more remain. */

@@ -123,6 +123,7 @@ async function startRelay(ports: readonly number[], n: number): Promise<Relay> {
     logger: createLogger({ sink: new MemorySink() }),
     placements,
     bodyBudget: new BodyBudget(bodyBudgetLimits(256 << 20)),
+    bodyIdleMs: 10_000,
   })
   const chat = relayed.get('/v1/chat/completions')!
   const server = http.createServer(chat)

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src-main/config/load'
 import { createCore, type Core } from '../../src-main/app/compositionRoot'
 import type { Clock } from '../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../src-main/lib/logger'
-import { startHttpServer } from '../../src-main/http/listen'
+import { startHttpServer, type ServerLimits } from '../../src-main/http/listen'
 
 export interface TestDaemon {
   readonly url: string
@@ -31,6 +31,8 @@ export async function startDaemon(
     dataDir?: string
     rendererDir?: string | null
     start?: boolean
+    /** Server limits (short deadlines, small connection caps) instead of the defaults. */
+    limits?: Partial<ServerLimits>
   } = {},
 ): Promise<TestDaemon> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-test-'))
@@ -51,7 +53,14 @@ export async function startDaemon(
   })
   const core = await createCore({ config, logger, clock: opts.clock })
   if (opts.start !== false) await core.start()
-  const http = await startHttpServer(core, { port: 0, host: '127.0.0.1' }, { rendererDir: opts.rendererDir ?? null })
+  const http = await startHttpServer(
+    core,
+    { port: 0, host: '127.0.0.1' },
+    {
+      rendererDir: opts.rendererDir ?? null,
+      limits: opts.limits,
+    },
+  )
   return {
     url: http.url,
     adminToken: core.adminToken ?? '',

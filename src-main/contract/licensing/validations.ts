@@ -26,6 +26,19 @@ export type ValidationEntry = z.infer<typeof ValidationEntry>
 
 const Bool = z.union([z.boolean(), z.stringbool()])
 
+/** The validation log's own state: calls it could not record are counted, never silently lost. */
+export const ValidationRecording = z.object({
+  /** False while batches fail (the disk is full): calls are counted, not recorded. */
+  recording: z.boolean(),
+  /** Calls never recorded since the daemon started. */
+  unrecorded_calls: z.number().int().min(0),
+  /** When the first of them was lost (epoch ms); null when none. */
+  unrecorded_since: z.number().nullable(),
+  /** When the current failure began (epoch ms); null while recording. */
+  failing_since: z.number().nullable(),
+})
+export type ValidationRecording = z.infer<typeof ValidationRecording>
+
 export const licensingValidationsContract = {
   licAdminValidations: method({
     summary: 'The validation log (validate, activate, heartbeat, deactivate calls), newest first',
@@ -48,5 +61,11 @@ export const licensingValidationsContract = {
       to_day: z.string(),
       rows: z.array(z.object({ day: z.string(), kind: ValidationKind, result: z.string(), count: z.number() })),
     }),
+  }),
+  licAdminValidationRecording: method({
+    summary: 'Whether validation calls are being recorded, and how many were not (a full disk, a log that fell behind)',
+    http: 'GET /v1/admin/validations/recording',
+    input: z.object({}),
+    output: ValidationRecording,
   }),
 } satisfies ContractTable

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import type { Router } from 'express'
 import { SPEECH_BODY_LIMIT } from '../../contract/relays'
 import type { Logger } from '../../lib/logger'
@@ -5,7 +6,7 @@ import type { ProbeStart } from '../deepHealthHook'
 import { ClientGone, readBody } from '../../http/body'
 import { requestState } from '../../http/requestState'
 import { sendJson } from '../../http/respond'
-import { checkKeyModel } from '../keys/consumerKeyStore'
+import { checkKeyService, keyRestricted } from '../keys/consumerKeyStore'
 import type { ModelLists } from '../relay/modelLists'
 import type { RawRoute } from '../relay/rawRoute'
 import { answerSpeech, parseSpeech, synthesize, type VoiceAliases } from './speech'
@@ -35,8 +36,10 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
     '/v1/audio/speech',
     d.route('/v1/audio/speech', async (req, res) => {
       const body = parseJsonObject(await readBody(req, SPEECH_BODY_LIMIT))
-      checkKeyModel(requestState(res).consumer, body.model)
-      const sp = await d.voices.resolve(parseSpeech(body))
+      const asked = parseSpeech(body)
+      const sp = await d.voices.resolve(asked)
+      // The tts's models are its voices (as /v1/models lists them): the voice, or the name it was asked by.
+      checkKeyService(requestState(res).consumer, [sp.voice, asked.voice], 'voice')
       requestState(res).usage?.addSpeechCharacters(sp.input.length)
       const ac = new AbortController()
       res.once('close', () => ac.abort(new ClientGone()))
@@ -45,8 +48,14 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
     }),
   )
 
+  /** The asr serves one model whatever a form names: a restricted key must list it. */
+  const checkAsr = async (res: ServerResponse): Promise<void> => {
+    const who = requestState(res).consumer
+    if (keyRestricted(who)) checkKeyService(who, [await d.lists.asrModelName()], 'asr model')
+  }
   const relay = (p: string, upstreamPath: string) =>
     d.route(p, async (req, res) => {
+      await checkAsr(res)
       await relayUpload(req, res, d.need('asr'), {
         path: upstreamPath,
         maxBytes: d.uploads.maxBytes,
@@ -64,6 +73,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
     '/api/audio/transcribe-with-speakers',
     d.route('/api/audio/transcribe-with-speakers', async (req, res) => {
       const asr = d.need('asr')
+      await checkAsr(res)
       const declared = Number(req.headers['content-length'] ?? NaN)
       if (declared > d.uploads.maxBytes) throw tooLarge(d.uploads.maxBytes)
       const lease = await d.spool.lease(Number.isFinite(declared) ? declared : 0)

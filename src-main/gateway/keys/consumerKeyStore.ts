@@ -35,21 +35,58 @@ export interface PlacedNames {
   readonly key: string | null
 }
 
+/** Whether a caller is a named key restricted to a list of models. */
+export function keyRestricted(who: ConsumerIdentity | undefined): boolean {
+  return who?.kind === 'key' && who.models !== null
+}
+
 /**
- * 403 when a named key may not use `model` (a request that names no model is not restricted
- * here). `placed` lists the placements: a key allowed a placement by one of its names may name it
- * by the other.
+ * 403 when a named key may not use `model`. `placed` lists the placements: a key allowed a
+ * placement by one of its names may name it by the other. A request whose `model` is missing or
+ * not a string goes to the route's default model: `routeDefault` names it (null: the route's
+ * default has no name Tandem knows, so a restricted key may not use it); undefined when the route
+ * checks the placement it picks itself (checkKeyPlacement).
  */
 export function checkKeyModel(
   who: ConsumerIdentity | undefined,
   model: unknown,
   placed?: () => readonly PlacedNames[],
+  routeDefault?: string | null,
 ): void {
-  if (who?.kind !== 'key' || who.models === null || typeof model !== 'string') return
+  if (who?.kind !== 'key' || who.models === null) return
+  if (typeof model !== 'string') {
+    if (routeDefault === undefined) return
+    if (routeDefault === null) throw unnamedModel(who.name)
+    return checkKeyModel(who, routeDefault, placed)
+  }
   const allowed = who.models
   if (allowed.includes(model)) return
   if (placed?.().some((p) => (p.served === model || p.key === model) && keyAllows(allowed, p))) return
   throw forbiddenModel(who.name, model)
+}
+
+/**
+ * 403 unless a named key's models name one of `names`: a service's own model (the asr's, a tts
+ * voice as /v1/models lists it) or the name the request used for it. Null names are unknown.
+ */
+export function checkKeyService(
+  who: ConsumerIdentity | undefined,
+  names: readonly (string | null)[],
+  what: string,
+): void {
+  if (who?.kind !== 'key' || who.models === null) return
+  const allowed = who.models
+  if (names.some((n) => n !== null && allowed.includes(n))) return
+  const shown = names.find((n) => n !== null)
+  if (shown === undefined)
+    throw new ApiError(
+      'forbidden',
+      `key '${who.name}' may use only the models it lists, and the ${what} is not known now`,
+      {
+        param: 'model',
+      },
+    )
+  throw new ApiError('forbidden', `key '${who.name}' may not use the ${what} '${shown}'`, { param: 'model' })
 }
 
 /** 403 unless a named key's models name the placement a request was routed to (by served name or catalog key). */
@@ -66,6 +103,14 @@ export function checkKeyPlacement(
 
 function keyAllows(allowed: readonly string[], p: PlacedNames): boolean {
   return allowed.includes(p.served) || (p.key !== null && allowed.includes(p.key))
+}
+
+function unnamedModel(keyName: string): ApiError {
+  return new ApiError(
+    'forbidden',
+    `key '${keyName}' may use only the models it lists: name one of them as \`model\` (a string)`,
+    { param: 'model' },
+  )
 }
 
 function forbiddenModel(keyName: string, model: string): ApiError {

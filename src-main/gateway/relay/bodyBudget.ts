@@ -4,7 +4,8 @@ import { MiB } from './wire'
 
 /**
  * The memory all relayed JSON bodies (chat, completions, embeddings) may hold together while they
- * are read, checked and sent upstream. Each body is also charged to its client address and, when
+ * are read, checked and sent upstream, charged as their bytes arrive (a declared length reserves
+ * nothing: an idle socket holds no room). Each body is also charged to its client address and, when
  * it came with one, its consumer key; neither may hold more than a share of the budget, so one
  * client can never take all of it and the next client always finds room.
  */
@@ -21,9 +22,8 @@ export const BODY_BUDGET_RETRY_S = 5
 const mib = (n: number): string => `${Math.ceil(n / MiB)} MiB`
 
 /**
- * The memory a body of `bytes` costs while the relay holds it: its bytes, and as much again for the
- * text and the parsed value the relay makes of them to read `model` and `stream` (measured: a
- * 60 MB chat body took about twice its size until it was sent).
+ * The memory a body of `bytes` costs while the relay holds it: its chunks as they arrived, and as
+ * much again for the one buffer they are joined into when it ends (both live for a moment).
  */
 export function bodyCost(bytes: number): number {
   return 2 * bytes
@@ -43,6 +43,8 @@ export function bodyHolders(limitKey: string, who: ConsumerIdentity | undefined)
 
 export class BodyBudget {
   private used = 0
+  /** Bytes of declared-length buffers allocated ahead of their bytes (address space, not yet memory). */
+  private ahead = 0
   /** Bytes held per holder; a holder is removed when it holds nothing. */
   private readonly held = new Map<string, number>()
 
@@ -63,14 +65,20 @@ export class BodyBudget {
     return this.held.get(holder) ?? 0
   }
 
-  /** @internal Charges `bytes` to every holder, or throws (413, 503) and charges nothing. */
-  take(holders: readonly string[], bytes: number, total: number): void {
-    const { totalBytes, shareBytes } = this.limits
+  /** @internal 413 when one body of `total` bytes could never fit in what one client may hold. */
+  bound(total: number): void {
+    const shareBytes = this.limits.shareBytes
     if (total > shareBytes)
       throw new ApiError(
         'payload_too_large',
         `request body is too large for the gateway's body budget: one client may hold ${mib(shareBytes)}, and a body costs twice its size`,
       )
+  }
+
+  /** @internal Charges `bytes` to every holder, or throws (413, 503) and charges nothing. */
+  take(holders: readonly string[], bytes: number, total: number): void {
+    const { totalBytes, shareBytes } = this.limits
+    this.bound(total)
     if (this.used + bytes > totalBytes)
       throw full(`request bodies in progress hold ${mib(this.used)} of ${mib(totalBytes)}`)
     for (const h of holders)
@@ -80,6 +88,22 @@ export class BodyBudget {
         )
     this.used += bytes
     for (const h of holders) this.held.set(h, this.heldBy(h) + bytes)
+  }
+
+  /**
+   * @internal Room to allocate a declared body's buffer before its bytes arrive, so they are copied
+   * in place as they come (a fresh 60 MB buffer filled at once stalls the loop on page faults). Only
+   * address space, but bounded all the same: at most the budget's total of it at a time.
+   */
+  allocateAhead(bytes: number): boolean {
+    if (this.ahead + bytes > this.limits.totalBytes) return false
+    this.ahead += bytes
+    return true
+  }
+
+  /** @internal */
+  freeAhead(bytes: number): void {
+    this.ahead -= bytes
   }
 
   /** @internal */
@@ -102,6 +126,7 @@ function full(why: string): ApiError {
 /** One body's room in the budget; `release` frees it, once, whatever happened before. */
 export class BodyReservation {
   private bytes = 0
+  private ahead = 0
   private released = false
 
   constructor(
@@ -114,11 +139,27 @@ export class BodyReservation {
     return this.bytes
   }
 
-  /** Charges `n` more bytes (a declared length up front, or chunks as they arrive); throws 413 or 503 when they do not fit. */
+  /** 413 when a body declaring `total` (its cost) could never fit; charges nothing (bytes are charged as they arrive). */
+  bound(total: number): void {
+    this.budget.bound(total)
+  }
+
+  /** Charges `n` more bytes as they arrive; throws 413 or 503 when they do not fit. */
   charge(n: number): void {
     if (this.released) return
     this.budget.take(this.holders, n, this.bytes + n)
     this.bytes += n
+  }
+
+  /**
+   * A buffer of the declared `length` to copy the body into as it arrives, when the budget allows
+   * allocating it ahead (see BodyBudget.allocateAhead); null when it does not (the chunks are then
+   * joined at the end). Its bytes are still charged only as they arrive.
+   */
+  bufferAhead(length: number): Buffer | null {
+    if (this.released || this.ahead > 0 || !this.budget.allocateAhead(length)) return null
+    this.ahead = length
+    return Buffer.allocUnsafe(length)
   }
 
   /** Frees the body's room. Safe to call more than once. */
@@ -126,6 +167,8 @@ export class BodyReservation {
     if (this.released) return
     this.released = true
     this.budget.give(this.holders, this.bytes)
+    this.budget.freeAhead(this.ahead)
     this.bytes = 0
+    this.ahead = 0
   }
 }

@@ -14,7 +14,8 @@ import { answerFailure } from './rawRoute'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { readRelayRequest, safeHeaders, upstreamDetail } from './wire'
+import { RelayBodyReader } from './bodyReader'
+import { GATEWAY_JSON_DEPTH, safeHeaders, upstreamDetail } from './wire'
 
 /** What every relayed route shares: where requests go, how long they may take, where they are logged. */
 export interface RelayDeps {
@@ -28,6 +29,8 @@ export interface RelayDeps {
   readonly bodyBudget: BodyBudget
   /** How long a client refused mid-body may go on sending before its connection is closed. */
   readonly drainMs: number
+  /** A body that sends nothing for this long is answered 408 and its room released. */
+  readonly bodyIdleMs: number
   /**
    * The placements: chat and completions go to the one serving the body's `model` (waiting while a
    * placement job touches it), embeddings when their `model` names one. Without it the llm routes
@@ -91,10 +94,15 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private mode = Mode.Receiving
   private timer: NodeJS.Timeout | null = null
   private parts: Buffer[] = []
-  /** The body, when its length was declared: filled in place (no second copy when it ends). */
+  /** The body's buffer when its declared length could be allocated ahead: filled in place as it arrives. */
   private body: Buffer | null = null
+  private declared = 0
   private received = 0
   private reservation: BodyReservation | null = null
+  /** Checks the body and finds `model` and `stream` as its chunks arrive. */
+  private reader: RelayBodyReader | null = null
+  /** Answers 408 when the body sends nothing for the idle window. */
+  private idle: NodeJS.Timeout | null = null
   private up: Upstream | null = null
   /** The placement the request went to (deep health probes it when its engine fails). */
   private routeId: string | null = null
@@ -138,15 +146,18 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (declared > deps.bodyLimit) return this.fail(bodyTooLarge(deps.bodyLimit))
     const { client, consumer } = requestState(this.res)
     this.reservation = deps.bodyBudget.open(bodyHolders(client.limitKey, consumer))
-    if (Number.isSafeInteger(declared) && declared > 0) {
-      // Room for the whole body before its first byte is read: a refusal costs no memory at all.
+    // The budget is charged as bytes arrive (a declared length costs nothing until they do); a
+    // declared body one client could never hold is refused before any is read.
+    if (Number.isSafeInteger(declared) && declared > 0)
       try {
-        this.reservation.charge(bodyCost(declared))
+        this.reservation.bound(bodyCost(declared))
+        this.declared = declared
       } catch (err) {
         return this.fail(err)
       }
-      this.body = Buffer.allocUnsafe(declared)
-    }
+    this.reader = new RelayBodyReader(GATEWAY_JSON_DEPTH)
+    this.idle = setTimeout(this.bodyIdle, deps.bodyIdleMs)
+    this.idle.unref()
     req.on('data', this.onBodyData)
     req.on('end', this.onBodyEnd)
   }
@@ -155,16 +166,28 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (this.mode !== Mode.Receiving) return // answered already (the body deadline): the rest is dropped
     const at = this.received
     this.received += chunk.length
-    // Node's parser never passes more bytes than a declared length.
-    if (this.body !== null) return void chunk.copy(this.body, at)
     try {
       if (this.received > this.deps.bodyLimit) throw bodyTooLarge(this.deps.bodyLimit)
       this.reservation!.charge(bodyCost(chunk.length))
+      this.reader!.feed(chunk)
     } catch (err) {
       this.stopReading()
       return this.fail(err)
     }
-    this.parts.push(chunk)
+    // The buffer is allocated with the first byte, not with the head: an idle socket costs nothing.
+    if (at === 0 && this.declared > 0) this.body = this.reservation!.bufferAhead(this.declared)
+    // Node's parser never passes more bytes than a declared length.
+    if (this.body !== null) chunk.copy(this.body, at)
+    else this.parts.push(chunk)
+    this.idle?.refresh()
+  }
+
+  /** Nothing arrived for the idle window: the body's room goes back to everyone else. */
+  private readonly bodyIdle = (): void => {
+    this.idle = null
+    if (this.mode !== Mode.Receiving || this.req.complete) return
+    this.stopReading()
+    this.fail(bodyIdleTimeout(this.deps.bodyIdleMs))
   }
 
   /** The body as it arrived; the request no longer holds it (its reservation stays until the answer ends). */
@@ -174,18 +197,23 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.body = null
     this.parts = []
     if (body !== null) return body.length === this.received ? body : body.subarray(0, this.received)
-    return p.length === 1 ? p[0]! : Buffer.concat(p)
+    return p.length === 1 ? p[0]! : Buffer.concat(p, this.received)
   }
 
   private readonly onBodyEnd = (): void => {
     if (this.mode !== Mode.Receiving) return
+    this.stopIdle()
     const received = this.takeBody()
     const placements = this.deps.placements
     let model: string | null
     try {
-      const request = readRelayRequest(received)
+      const request = this.reader!.end(received)
+      this.reader = null
       const placed = placements && (() => placements.router.placed())
-      checkKeyModel(requestState(this.res).consumer, request.model, placed)
+      // Embeddings without a placed `model`, and any request without placements, go to a service's
+      // unnamed default model; chat and completions through the router check the placement it picks.
+      const unnamedDefault = placements === undefined || this.target.upstream === 'embeddings' ? null : undefined
+      checkKeyModel(requestState(this.res).consumer, request.model, placed, unnamedDefault)
       this.streaming = request.stream
       model = request.model
       // Forwarded verbatim: the meter only notes whether the client asked for a stream's usage.
@@ -240,6 +268,11 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     placements.begin(route.id)
     this.counted = route.id
     this.dispatch(raw)
+  }
+
+  private stopIdle(): void {
+    if (this.idle !== null) clearTimeout(this.idle)
+    this.idle = null
   }
 
   private stopReading(): void {
@@ -463,6 +496,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.mode = Mode.Done
     this.body = null
     this.parts = []
+    this.reader = null
+    this.stopIdle()
     this.reservation?.release()
     if (this.counted !== null) this.deps.placements?.end(this.counted)
     this.counted = null
@@ -470,6 +505,13 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.timer = null
     this.res.off('drain', this.onDrain)
   }
+}
+
+/** The 408 for a body that sent nothing for `ms`. */
+function bodyIdleTimeout(ms: number): ApiError {
+  return new ApiError('request_timeout', `the request body sent nothing for ${Math.round(ms / 100) / 10} s`, {
+    status: 408,
+  })
 }
 
 function flushRelay(relay: RelayedRequest): void {

@@ -23,6 +23,8 @@ export interface ProxyRouteDeps {
   readonly placements?: PlacementUpstreams
   /** What the bodies in progress may hold in memory together. */
   readonly bodyBudget: BodyBudget
+  /** A body that sends nothing for this long is answered 408 and released. */
+  readonly bodyIdleMs: number
 }
 
 /** The OpenAI-shaped JSON routes forwarded verbatim, by exact path (all POST). */
@@ -36,6 +38,7 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
     drainMs: d.drainMs,
     placements: d.placements,
     bodyBudget: d.bodyBudget,
+    bodyIdleMs: d.bodyIdleMs,
   }
   const llm = (path: string): RelayRoute => relayRoute(deps, { path, upstream: 'llm', upstreamPath: () => path })
   return new Map([

@@ -1,7 +1,6 @@
 import type http from 'node:http'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { ApiError } from '../../contract/errors'
 import {
   describeNetError,
   HttpUnreachable,
@@ -11,6 +10,7 @@ import {
   type HttpAnswer,
 } from '../../lib/httpClient'
 import { parseJsonText } from '../../http/body'
+import { notAnObject, RelayBodyReader } from './bodyReader'
 import type { Upstream } from './upstreams'
 
 /** Low-level HTTP plumbing shared by every gateway route: JSON bodies and upstream calls. */
@@ -27,10 +27,6 @@ export function parseJsonObject(raw: Buffer): Record<string, unknown> {
   return v as Record<string, unknown>
 }
 
-function notAnObject(): ApiError {
-  return new ApiError('bad_input', 'request body must be a JSON object')
-}
-
 /** What the relay reads of a chat, completion or embeddings request; its bytes go upstream as they are. */
 export interface RelayRequest {
   /** `model` when it is a string (what a key's model list and the swap gate compare); null otherwise. */
@@ -42,16 +38,14 @@ export interface RelayRequest {
 }
 
 /**
- * Reads a relayed request's body with the same 400s as parseJsonObject: the depth check, then
- * JSON.parse. Only the three members the relay needs are read; the bytes go upstream as they came.
+ * Reads a relayed request's whole body with the same 400s as parseJsonObject, in one pass
+ * (RelayBodyReader); the relay itself feeds the reader chunk by chunk as the body arrives. Only
+ * the three members the relay needs are read; the bytes go upstream as they came.
  */
 export function readRelayRequest(raw: Buffer): RelayRequest {
-  const body = parseJsonObject(raw)
-  return {
-    model: typeof body.model === 'string' ? body.model : null,
-    stream: body.stream === true,
-    streamOptions: body.stream_options,
-  }
+  const reader = new RelayBodyReader(GATEWAY_JSON_DEPTH)
+  reader.feed(raw)
+  return reader.end(raw)
 }
 
 export interface UpstreamCall {

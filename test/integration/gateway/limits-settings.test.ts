@@ -18,6 +18,7 @@ describe('gateway limits from Settings', () => {
         DATA_DIR: dir,
         GATEWAY_UPLOAD_MAX_MB: '100',
         GATEWAY_UPLOAD_IDLE_S: '15',
+        GATEWAY_BODY_IDLE_S: '7',
         GATEWAY_SPOOL_MB: '2048',
         GATEWAY_DISK_FLOOR_MB: '0',
         GATEWAY_TIMEOUT_MIN: '90',
@@ -28,6 +29,7 @@ describe('gateway limits from Settings', () => {
     expect(gatewayOptions(config)).toMatchObject({
       uploadMaxBytes: 100 * MiB,
       uploadIdleMs: 15_000,
+      bodyIdleMs: 7000,
       spoolBudgetBytes: 2048 * MiB,
       diskFloorBytes: 0,
       proxyTimeoutMs: 90 * 60_000,
@@ -38,6 +40,7 @@ describe('gateway limits from Settings', () => {
     expect(defaults).toMatchObject({
       uploadMaxBytes: 4096 * MiB,
       uploadIdleMs: 5,
+      bodyIdleMs: 10_000,
       spoolBudgetBytes: 8192 * MiB,
       diskFloorBytes: 1024 * MiB,
       proxyTimeoutMs: 30 * 60_000,

@@ -46,6 +46,7 @@ beforeAll(async () => {
     logger: createLogger({ sink: new MemorySink() }),
     placements,
     bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
+    bodyIdleMs: 10_000,
   })
   server = http.createServer((req, res) => relayed.get(req.url ?? '')?.(req, res))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

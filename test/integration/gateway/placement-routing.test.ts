@@ -66,6 +66,7 @@ beforeAll(async () => {
     logger,
     placements,
     bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
+    bodyIdleMs: 10_000,
   })
   lists = new ModelLists(need, systemClock, logger, () => router.placed())
   server = http.createServer((req, res) => {

@@ -39,6 +39,7 @@ describe('relay timeout', () => {
         timeoutMs: 300,
         bodyLimit: 1 << 20,
         bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
+        bodyIdleMs: 10_000,
         drainMs: 1000,
       },
       { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },

@@ -56,6 +56,7 @@ describe('relay against a misbehaving upstream', () => {
         timeoutMs: 60_000,
         bodyLimit: 1 << 20,
         bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
+        bodyIdleMs: 10_000,
         drainMs: 1000,
       },
       { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },

@@ -95,4 +95,20 @@ describe('the relayed body budget', () => {
     expect(bodyHolders('::1', { kind: 'open' })).toEqual(['address ::1'])
     expect(bodyHolders('::1', { kind: 'legacy' })).toEqual(['address ::1', 'key (legacy)'])
   })
+
+  it('allocates declared buffers ahead only within the budget, charging nothing until bytes arrive (issue 42)', () => {
+    const budget = new BodyBudget(bodyBudgetLimits(1000 * KiB))
+    const a = budget.open(['address a'])
+    const b = budget.open(['address b'])
+    // A declared length one client could never hold is refused before anything is allocated.
+    expect(refusal(() => a.bound(2 * 600 * KiB)).status).toBe(413)
+    expect(a.bufferAhead(600 * KiB)?.length).toBe(600 * KiB)
+    expect(budget.inUse).toBe(0)
+    // Beyond the budget's total of buffers ahead: none, the chunks are joined at the end instead.
+    expect(b.bufferAhead(600 * KiB)).toBeNull()
+    a.release()
+    expect(b.bufferAhead(600 * KiB)).not.toBeNull()
+    b.release()
+    expect(budget.inUse).toBe(0)
+  })
 })

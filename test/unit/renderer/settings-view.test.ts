@@ -59,6 +59,7 @@ function fakeApi(calls: { method: string; input: unknown }[]): BackendApi {
       if (method === 'session') return { authenticated: true }
       if (method === 'getConfig') return config()
       if (method === 'getSshPublicKey') throw new Error('no key in this test')
+      if (method === 'licAdminValidationRecording') throw new Error('licensing is not part of this test')
       if (method === 'checkSettings') {
         const v = input.values?.SWAP_HOLD_S
         return {
