@@ -5,6 +5,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
 import type { LauncherInfo, ModelDef } from '../../../src-main/contract/models'
+import { validateModelDef } from '../../../src-main/models/catalog'
 import { launchPlan, LaunchRefused, type PlacementNodes } from '../../../src-main/models/launch'
 import { parseProbe } from '../../../src-main/models/launcherCapabilities'
 import { dryRunScript } from '../../../src-main/models/launchScript'
@@ -335,6 +336,15 @@ describe('a malicious recipe dropped into recipes/', () => {
     expect(v.model).toBeNull()
     expect(v.runnable).toBe(false)
     expect(v.error).toMatch(why)
+  })
+
+  it('an entry sent with a recipe whose command is not plain words is refused like an import', () => {
+    const def = view('qwen3.6-35b-a3b-fp8.yaml').model as ModelDef
+    const evil = { ...def, recipe: { ...def.recipe, command: 'vllm serve org/m; touch CANARY' } }
+    expect(() => validateModelDef(evil, ROOTS)).toThrow(/recipe.command: shell syntax/)
+    const other = { ...def, recipe: { ...def.recipe, command: 'touch CANARY' } }
+    expect(() => validateModelDef(other, ROOTS)).toThrow(/not `vllm serve/)
+    expect(() => validateModelDef(def, ROOTS)).not.toThrow()
   })
 
   it('is never listed under a file name with shell syntax', () => {
