@@ -66,6 +66,19 @@ function entryOf(def: ModelDef): CatalogEntry {
   return { def, tags: ['custom', 'recipe'], bundled: false, effectiveKnobs: {}, launchArgs: def.engine_args, knobs: {} }
 }
 const SOLO: PlacementNodes = { nodes: ['node1'], addresses: null }
+/** The runner's arguments for qwen3.6-35b-a3b-fp8 placed solo: Tandem's port, container name and daemon mode. */
+const SOLO_RUNNER_ARGS = [
+  'run-recipe.py',
+  'recipes/qwen3.6-35b-a3b-fp8.yaml',
+  '--solo',
+  '--tp',
+  '1',
+  '--port',
+  '18000',
+  '--name',
+  'tandem_llm',
+  '-d',
+]
 const nodesOf = (n: number): PlacementNodes => ({
   nodes: Array.from({ length: n }, (_, i) => `node${i + 1}`),
   addresses: Array.from({ length: n }, (_, i) => `10.0.0.${i + 1}`),
@@ -215,18 +228,7 @@ describe('launching a recipe as the launcher runs it', () => {
   it('solo: through run-recipe.py with --solo and --tp 1, Tandem port, container name and daemon mode', () => {
     const plan = launchPlan(config, entryOf(def('qwen3.6-35b-a3b-fp8.yaml')), SOLO, RUNNER)
     const { argv } = runLaunch(plan.launchCmd)
-    expect(argv).toEqual([
-      'run-recipe.py',
-      'recipes/qwen3.6-35b-a3b-fp8.yaml',
-      '--solo',
-      '--tp',
-      '1',
-      '--port',
-      '18000',
-      '--name',
-      'tandem_llm',
-      '-d',
-    ])
+    expect(argv).toEqual(SOLO_RUNNER_ARGS)
     expect(plan.layout).toMatchObject({ mode: 'solo', tensor_parallel: 1 })
     expect(plan.recipe?.script).toBe(dryRunScript(recorded('qwen3.6-35b-a3b-fp8.yaml', 'solo').stdout))
     expect(plan.cmdArgs).toContain('--chat-template')
@@ -404,17 +406,8 @@ describe("validation asks the launcher's runner for the launch script", () => {
 
   it("runs, in the container, the script the runner's dry run printed, after the recipe's mods", () => {
     const plan = launchPlan(config, entryOf(view('qwen3.6-35b-a3b-fp8.yaml').model as ModelDef), SOLO, RUNNER)
-    expect(plan.recipe?.runner).toEqual([
-      'run-recipe.py',
-      'recipes/qwen3.6-35b-a3b-fp8.yaml',
-      '--solo',
-      '--tp',
-      '1',
-      '--port',
-      '18000',
-      '--name',
-      'tandem_llm',
-    ])
+    // What the launch gives the runner, less daemon mode (a dry run starts nothing).
+    expect(plan.recipe?.runner).toEqual(SOLO_RUNNER_ARGS.slice(0, -1))
     const { inner, stdout } = validateWith(recorded('qwen3.6-35b-a3b-fp8.yaml', 'solo'), plan)
     const script = dryRunScript(recorded('qwen3.6-35b-a3b-fp8.yaml', 'solo').stdout) as string
     expect(inner).toContain(script)
