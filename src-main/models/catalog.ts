@@ -4,11 +4,12 @@ import YAML from 'yaml'
 import type { z } from 'zod'
 import type { Config } from '../config/load'
 import { ApiError, conflict, notFound } from '../contract/errors'
-import { ModelDef, type ModelTag } from '../contract/models'
+import { ModelDef, type ModelTag, type RecipeSource } from '../contract/models'
 import { Knobs } from '../contract/schemas'
 import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 import type { Logger } from '../lib/logger'
 import { effectiveKnobs, knobsToArgs } from './knobs'
+import { pyFormat, shellWords } from './launchScript'
 import type { CatalogEntry, CatalogReader } from './types'
 
 /**
@@ -83,7 +84,23 @@ export function validateModelDef(input: unknown, localRoots: readonly string[]):
     if (problem) throw badField(`engine_args.${i}`, problem)
   })
   if (def.chat_template !== undefined) checkChatTemplate(def.chat_template, def.local_path)
+  if (def.recipe !== undefined) checkRecipeCommand(def.recipe)
   return def
+}
+
+/**
+ * A recipe entry's command runs in the container as a launch script: it must be `vllm serve …` in
+ * plain words once filled (the rule recipe import applies), whoever sent the entry.
+ */
+function checkRecipeCommand(recipe: RecipeSource): void {
+  let words: string[]
+  try {
+    words = shellWords(pyFormat(recipe.command, recipe.defaults))
+  } catch (err) {
+    throw badField('recipe.command', `recipe.command: ${(err as Error).message}`)
+  }
+  if (words[0] !== 'vllm' || words[1] !== 'serve')
+    throw badField('recipe.command', 'recipe.command: the command is not `vllm serve <model> …`')
 }
 
 function checkChatTemplate(template: string, localPath: string | undefined): void {

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
 import type { LauncherInfo, ModelDef } from '../../../src-main/contract/models'
+import { validateModelDef } from '../../../src-main/models/catalog'
 import { launchPlan, LaunchRefused, type PlacementNodes } from '../../../src-main/models/launch'
 import { parseProbe } from '../../../src-main/models/launcherCapabilities'
 import { dryRunScript } from '../../../src-main/models/launchScript'
@@ -17,6 +18,7 @@ import {
   type RecipesOptions,
 } from '../../../src-main/models/recipes'
 import type { CatalogEntry } from '../../../src-main/models/types'
+import { LaunchValidator, validationCommand, type ValidatorDeps } from '../../../src-main/models/validate'
 import { dryRuns, UPSTREAM_RECIPES, type DryRun } from '../../helpers/upstreamRecipes'
 
 /**
@@ -66,6 +68,25 @@ function entryOf(def: ModelDef): CatalogEntry {
   return { def, tags: ['custom', 'recipe'], bundled: false, effectiveKnobs: {}, launchArgs: def.engine_args, knobs: {} }
 }
 const SOLO: PlacementNodes = { nodes: ['node1'], addresses: null }
+/** The runner's arguments for qwen3.6-35b-a3b-fp8 placed solo: Tandem's port, container name and daemon mode. */
+const SOLO_RUNNER_ARGS = [
+  'run-recipe.py',
+  'recipes/qwen3.6-35b-a3b-fp8.yaml',
+  '--solo',
+  '--tp',
+  '1',
+  '--port',
+  '18000',
+  '--name',
+  'tandem_llm',
+  '-d',
+  // The gateway's engine args (gatewayEngineArgs.ts), after the runner's `--`.
+  '--',
+  '--served-model-name',
+  'Qwen/Qwen3.6-35B-A3B-FP8',
+  'qwen3.6-35b-a3b-fp8',
+  '--enable-force-include-usage',
+]
 const nodesOf = (n: number): PlacementNodes => ({
   nodes: Array.from({ length: n }, (_, i) => `node${i + 1}`),
   addresses: Array.from({ length: n }, (_, i) => `10.0.0.${i + 1}`),
@@ -215,23 +236,7 @@ describe('launching a recipe as the launcher runs it', () => {
   it('solo: through run-recipe.py with --solo and --tp 1, Tandem port, container name and daemon mode', () => {
     const plan = launchPlan(config, entryOf(def('qwen3.6-35b-a3b-fp8.yaml')), SOLO, RUNNER)
     const { argv } = runLaunch(plan.launchCmd)
-    expect(argv).toEqual([
-      'run-recipe.py',
-      'recipes/qwen3.6-35b-a3b-fp8.yaml',
-      '--solo',
-      '--tp',
-      '1',
-      '--port',
-      '18000',
-      '--name',
-      'tandem_llm',
-      '-d',
-      '--',
-      '--served-model-name',
-      'Qwen/Qwen3.6-35B-A3B-FP8',
-      'qwen3.6-35b-a3b-fp8',
-      '--enable-force-include-usage',
-    ])
+    expect(argv).toEqual(SOLO_RUNNER_ARGS)
     expect(plan.layout).toMatchObject({ mode: 'solo', tensor_parallel: 1 })
     expect(plan.recipe?.script).toBe(dryRunScript(recordedLaunch('qwen3.6-35b-a3b-fp8.yaml', 'solo').stdout))
     expect(plan.cmdArgs).toContain('--chat-template')
@@ -343,6 +348,15 @@ describe('a malicious recipe dropped into recipes/', () => {
     expect(v.error).toMatch(why)
   })
 
+  it('an entry sent with a recipe whose command is not plain words is refused like an import', () => {
+    const def = view('qwen3.6-35b-a3b-fp8.yaml').model as ModelDef
+    const evil = { ...def, recipe: { ...def.recipe, command: 'vllm serve org/m; touch CANARY' } }
+    expect(() => validateModelDef(evil, ROOTS)).toThrow(/recipe.command: shell syntax/)
+    const other = { ...def, recipe: { ...def.recipe, command: 'touch CANARY' } }
+    expect(() => validateModelDef(other, ROOTS)).toThrow(/not `vllm serve/)
+    expect(() => validateModelDef(def, ROOTS)).not.toThrow()
+  })
+
   it('is never listed under a file name with shell syntax', () => {
     const dir = path.join(home, 'evil-checkout')
     fs.mkdirSync(path.join(dir, 'recipes'), { recursive: true })
@@ -364,5 +378,79 @@ describe('a malicious recipe dropped into recipes/', () => {
       expect(fs.existsSync(path.join(home, 'CANARY'))).toBe(false)
       expect(fs.existsSync(path.join(home, 'spark-vllm-docker', 'CANARY'))).toBe(false)
     }
+  })
+})
+
+describe("validation asks the launcher's runner for the launch script", () => {
+  /** Runs a validation command with a runner that prints a recorded dry run and a docker that keeps what it is given. */
+  function validateWith(dry: DryRun, plan: ReturnType<typeof launchPlan>): { inner: string; stdout: string } {
+    const dir = path.join(home, 'spark-vllm-docker')
+    const bin = path.join(home, 'vbin')
+    fs.mkdirSync(path.join(dir, 'mods'), { recursive: true })
+    for (const m of plan.mods) {
+      fs.mkdirSync(path.join(dir, m), { recursive: true })
+      fs.writeFileSync(path.join(dir, m, 'run.sh'), '#!/bin/bash\n')
+    }
+    fs.mkdirSync(bin, { recursive: true })
+    fs.writeFileSync(path.join(home, 'dry.txt'), dry.stdout)
+    fs.writeFileSync(path.join(bin, 'python3'), `#!/bin/bash\ncat ${JSON.stringify(path.join(home, 'dry.txt'))}\n`, {
+      mode: 0o755,
+    })
+    const docker = [
+      '#!/bin/bash',
+      '[ "$1" = image ] && exit 0',
+      'cat > /dev/null',
+      `for a in "$@"; do last="$a"; done; printf '%s' "$last" > ${JSON.stringify(path.join(home, 'inner.txt'))}`,
+      `echo 'TANDEM_VALIDATE {"ok":true,"stage":"done","error":null,"parser":"x"}'`,
+    ].join('\n')
+    fs.writeFileSync(path.join(bin, 'docker'), docker, { mode: 0o755 })
+    const r = spawnSync('bash', ['-c', validationCommand(plan, RUNNER, '$HOME/spark-vllm-docker')], {
+      encoding: 'utf8',
+      env: { PATH: `${bin}:/usr/bin:/bin`, HOME: home },
+    })
+    expect(r.status, r.stderr).toBe(0)
+    return { inner: fs.readFileSync(path.join(home, 'inner.txt'), 'utf8'), stdout: r.stdout }
+  }
+
+  it("runs, in the container, the script the runner's dry run printed, after the recipe's mods", () => {
+    const plan = launchPlan(config, entryOf(view('qwen3.6-35b-a3b-fp8.yaml').model as ModelDef), SOLO, RUNNER)
+    // What the launch gives the runner, less daemon mode (a dry run starts nothing).
+    expect(plan.recipe?.runner).toEqual(SOLO_RUNNER_ARGS.filter((a) => a !== '-d'))
+    const { inner, stdout } = validateWith(recordedLaunch('qwen3.6-35b-a3b-fp8.yaml', 'solo'), plan)
+    const script = dryRunScript(recordedLaunch('qwen3.6-35b-a3b-fp8.yaml', 'solo').stdout) as string
+    expect(inner).toContain(script)
+    expect(inner.indexOf('cd "$tandem_mods"/\'mods/fix-qwen3.6-chat-template\'')).toBeLessThan(inner.indexOf(script))
+    expect(stdout).toContain('TANDEM_VALIDATE {"ok":true')
+  })
+
+  it("a run the runner refuses is a definitive no, in the runner's words", () => {
+    const plan = launchPlan(config, entryOf(view('qwen3.6-35b-a3b-fp8.yaml').model as ModelDef), SOLO, RUNNER)
+    const refusal = runs.find((r) => r.exit !== 0 && r.args[0] === '--solo') as DryRun
+    fs.rmSync(path.join(home, 'inner.txt'), { force: true })
+    fs.writeFileSync(path.join(home, 'inner.txt'), '')
+    const { stdout } = validateWith(refusal, plan)
+    expect(stdout).toContain('TANDEM_RUNNER_REFUSED')
+    expect(stdout).toMatch(/Error: Recipe '.*' requires cluster mode\./)
+  })
+
+  it('the validator reads that as ok=false at stage launcher, and a dropped connection as ok=null', async () => {
+    const entry = entryOf(view('qwen3.6-35b-a3b-fp8.yaml').model as ModelDef)
+    const refusal = runs.find((r) => r.exit !== 0 && r.args[0] === '--solo') as DryRun
+    const answer = { code: 0, signal: null, stdout: `TANDEM_RUNNER_REFUSED\n${refusal.stdout}`, stderr: '' }
+    const make = (exec: () => Promise<typeof answer>) =>
+      new LaunchValidator({
+        config,
+        pool: { exec },
+        targetOf: () => ({ host: '127.0.0.1', user: 'spark', port: 22 }),
+        logger: createLogger({ sink: new MemorySink() }),
+        launcherOn: async () => RUNNER,
+      } as unknown as ValidatorDeps)
+    const no = await make(async () => answer).validate(entry, SOLO)
+    expect(no).toMatchObject({ ok: false, stage: 'launcher' })
+    expect(no.error).toMatch(/run-recipe\.py refuses the run: Error: Recipe '.*' requires cluster mode/)
+    const open = await make(async () => {
+      throw new Error('connection reset')
+    }).validate(entry, SOLO)
+    expect(open).toMatchObject({ ok: null, stage: 'connect' })
   })
 })
