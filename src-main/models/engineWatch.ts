@@ -28,6 +28,8 @@ export interface EngineWatchDeps {
 export class EngineWatch {
   /** The ids each engine listed at its last look, by origin; null when it did not answer. */
   private readonly looks = new Map<string, readonly string[] | null>()
+  /** Bumped by `record`: a look begun before it is out of date when it lands, and dropped. */
+  private readonly generation = new Map<string, number>()
   private round: Promise<void> | null = null
   private lastRound = -Infinity
   private timer: NodeJS.Timeout | null = null
@@ -49,9 +51,10 @@ export class EngineWatch {
     return base === null ? null : (this.looks.get(base) ?? null)
   }
 
-  /** A look made elsewhere (the start's own probes). */
+  /** What is known without a look (the start's probes, an engine a job just brought up or stopped). */
   record(base: string, names: readonly string[] | null): void {
     this.looks.set(base, names)
+    this.generation.set(base, (this.generation.get(base) ?? 0) + 1)
   }
 
   /** Whether a round asked for now would look again (none ran in the last second). */
@@ -81,8 +84,10 @@ export class EngineWatch {
       // Two names for one origin (a test rig, a misconfiguration) are looked at once.
       if (seen.has(base)) continue
       seen.add(base)
+      const generation = this.generation.get(base) ?? 0
       looks.push(
         servedNow(base, timeout).then((names) => {
+          if ((this.generation.get(base) ?? 0) !== generation) return
           this.looks.set(base, names)
           this.deps.seen(head, names)
         }),

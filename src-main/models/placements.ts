@@ -133,6 +133,8 @@ export class PlacementManager implements SwapStatus, ModelRouter {
   private readonly view: EngineView
   /** The nodes SSH could not reach at the last hardware probe: their placements show lost (routing asks the engines). */
   private unreachable = new Set<NodeName>()
+  /** An unknown model seen answering on a head at the last look: taken in when the next look agrees. */
+  private sighted = new Map<NodeName, string>()
 
   constructor(private readonly deps: PlacementDeps) {
     this.state = new PlacementStateFile(path.join(deps.config.paths.dataDir, 'swap-state.json'), deps.logger)
@@ -932,20 +934,26 @@ export class PlacementManager implements SwapStatus, ModelRouter {
   /**
    * One look at a head's engine (EngineWatch): a lost placement whose engine serves its model again
    * is ready; a model Tandem did not know of answering on a head (an engine that came up after
-   * Tandem started, or was replaced behind its back) is taken in as found running. Silence changes
+   * Tandem started, or was replaced behind its back) is taken in as found running once two looks in a
+   * row say so. Silence changes
    * no state (routing reads the look itself), and the nodes a job is changing are left to the job.
    */
   private observe(head: NodeName, names: readonly string[] | null): void {
     const s = this.changing
-    if (names === null || names.length === 0 || this.workerOf(head)) return
+    const first = names?.[0]
+    const sighted = this.sighted.get(head)
+    this.sighted.delete(head)
+    if (names === null || first === undefined || this.workerOf(head)) return
     if (s !== null && [...s.nodes, ...s.displaces.flatMap((d) => d.placement.nodes)].includes(head)) return
     const p = this.all().find((x) => x.head === head)
     if (p !== undefined && names.includes(p.served)) {
       if (p.state !== 'lost' || p.nodes.some((n) => this.unreachable.has(n))) return
       this.placedById.set(p.id, { ...p, state: p.layout === null ? 'unknown' : 'ready', reason: null })
     } else {
+      // Two looks in a row, so an engine on its way down (a stop that just returned) is not taken in.
+      if (sighted !== first) return void this.sighted.set(head, first)
       if (p !== undefined) this.placedById.delete(p.id)
-      const found = this.found(names[0] as string, head, undefined)
+      const found = this.found(first, head, undefined)
       this.placedById.set(found.id, found)
       this.deps.logger.info('an engine answers', { node: head, model: found.served })
     }
