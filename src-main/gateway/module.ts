@@ -30,7 +30,8 @@ import {
   type UpstreamName,
   type UpstreamTimeouts,
 } from './relay/upstreams'
-import { MiB } from './relay/wire'
+import { RelayBodyParser } from './relay/relayBodyParser'
+import { GATEWAY_JSON_DEPTH, MiB } from './relay/wire'
 
 export type GatewayModule = DomainModule<typeof gatewayContract & typeof consumerKeysContract> & {
   /** The request log (tests and the bench read it). */
@@ -80,6 +81,8 @@ export interface GatewayDeps extends CoreDeps {
 
 /** How often expired scrub sessions are dropped when no scrub or rehydrate comes to drop them. */
 const SCRUB_SWEEP_MS = 60_000
+/** A body's JSON.parse in the worker: seconds for the largest body the budget admits, so this only catches a stuck worker. */
+const BODY_PARSE_TIMEOUT_MS = 60_000
 
 /** The gateway's options: limits from Settings (GATEWAY_*), the rest fixed; `given` (tests) wins. */
 export function gatewayOptions(config: Config, given: Partial<GatewayOptions> = {}): GatewayOptions {
@@ -148,6 +151,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   const probe = (service: ProbedService) => (reason: string) => deps.deepHealth.requestProbe(service, reason)
   const route = rawRoute({ log, logger, drainMs: opts.uploadIdleMs })
   const bodyBudget = new BodyBudget(bodyBudgetLimits(opts.bodyBudgetBytes))
+  const parser = new RelayBodyParser({ maxDepth: GATEWAY_JSON_DEPTH, timeoutMs: BODY_PARSE_TIMEOUT_MS })
   const relayed = relayRoutes({
     need,
     log,
@@ -157,6 +161,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     placements,
     bodyBudget,
     bodyIdleMs: opts.bodyIdleMs,
+    parser,
   })
 
   return {
@@ -192,6 +197,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       if (poolSweep) clearInterval(poolSweep)
       poolSweep = undefined
       placements?.destroy()
+      parser.close()
       usage?.stop()
       keys.close()
       upstreams.destroy()

@@ -30,6 +30,8 @@ import type { PlacementRoute } from '../../src-main/models/types'
 import { FakeRouter } from '../helpers/fakeRouter'
 import { placementRig } from '../helpers/placementRig'
 import { spawnChild } from './lib/child'
+import { RelayBodyParser } from '../../src-main/gateway/relay/relayBodyParser'
+import { GATEWAY_JSON_DEPTH } from '../../src-main/gateway/relay/wire'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '../..')
@@ -124,6 +126,7 @@ async function startRelay(ports: readonly number[], n: number): Promise<Relay> {
     placements,
     bodyBudget: new BodyBudget(bodyBudgetLimits(256 << 20)),
     bodyIdleMs: 10_000,
+    parser: new RelayBodyParser({ maxDepth: GATEWAY_JSON_DEPTH, timeoutMs: 60_000 }),
   })
   const chat = relayed.get('/v1/chat/completions')!
   const server = http.createServer(chat)

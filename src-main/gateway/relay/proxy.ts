@@ -14,8 +14,8 @@ import { answerFailure } from './rawRoute'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
-import { RelayBodyReader } from './bodyReader'
-import { GATEWAY_JSON_DEPTH, safeHeaders, upstreamDetail } from './wire'
+import type { RelayBodyParser } from './relayBodyParser'
+import { safeHeaders, upstreamDetail, type RelayRequest } from './wire'
 
 /** What every relayed route shares: where requests go, how long they may take, where they are logged. */
 export interface RelayDeps {
@@ -31,6 +31,8 @@ export interface RelayDeps {
   readonly drainMs: number
   /** A body that sends nothing for this long is answered 408 and its room released. */
   readonly bodyIdleMs: number
+  /** Reads `model` and `stream` of a body that has arrived (a large one off the main thread). */
+  readonly parser: RelayBodyParser
   /**
    * The placements: chat and completions go to the one serving the body's `model` (waiting while a
    * placement job touches it), embeddings when their `model` names one. Without it the llm routes
@@ -99,8 +101,6 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private declared = 0
   private received = 0
   private reservation: BodyReservation | null = null
-  /** Checks the body and finds `model` and `stream` as its chunks arrive. */
-  private reader: RelayBodyReader | null = null
   /** Answers 408 when the body sends nothing for the idle window. */
   private idle: NodeJS.Timeout | null = null
   private up: Upstream | null = null
@@ -155,7 +155,6 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       } catch (err) {
         return this.fail(err)
       }
-    this.reader = new RelayBodyReader(GATEWAY_JSON_DEPTH)
     this.idle = setTimeout(this.bodyIdle, deps.bodyIdleMs)
     this.idle.unref()
     req.on('data', this.onBodyData)
@@ -169,7 +168,6 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     try {
       if (this.received > this.deps.bodyLimit) throw bodyTooLarge(this.deps.bodyLimit)
       this.reservation!.charge(bodyCost(chunk.length))
-      this.reader!.feed(chunk)
     } catch (err) {
       this.stopReading()
       return this.fail(err)
@@ -204,25 +202,32 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     if (this.mode !== Mode.Receiving) return
     this.stopIdle()
     const received = this.takeBody()
+    this.deps.parser.parse(received).then(
+      (request) => this.onBodyRead(request, received),
+      (err: unknown) => {
+        if (this.mode === Mode.Receiving) this.fail(err)
+      },
+    )
+  }
+
+  /** The body is read: the key's models are checked and the request routed, unless it ended meanwhile. */
+  private onBodyRead(request: RelayRequest, received: Buffer): void {
+    if (this.mode !== Mode.Receiving) return
     const placements = this.deps.placements
-    let model: string | null
     try {
-      const request = this.reader!.end(received)
-      this.reader = null
       const placed = placements && (() => placements.router.placed())
       // Embeddings without a placed `model`, and any request without placements, go to a service's
       // unnamed default model; chat and completions through the router check the placement it picks.
       const unnamedDefault = placements === undefined || this.target.upstream === 'embeddings' ? null : undefined
       checkKeyModel(requestState(this.res).consumer, request.model, placed, unnamedDefault)
       this.streaming = request.stream
-      model = request.model
       // Forwarded verbatim: the meter only notes whether the client asked for a stream's usage.
       this.usage?.readRequest(request)
     } catch (err) {
       return this.fail(err)
     }
     if (placements === undefined) return this.dispatch(received)
-    this.route(placements, model, received)
+    this.route(placements, request.model, received)
   }
 
   /**
@@ -496,7 +501,6 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.mode = Mode.Done
     this.body = null
     this.parts = []
-    this.reader = null
     this.stopIdle()
     this.reservation?.release()
     if (this.counted !== null) this.deps.placements?.end(this.counted)

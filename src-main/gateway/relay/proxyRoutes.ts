@@ -7,6 +7,7 @@ import type { ModelLists } from './modelLists'
 import type { PlacementUpstreams } from './placementUpstreams'
 import { relayRoute, type RelayRoute } from './proxy'
 import type { RawRoute } from './rawRoute'
+import type { RelayBodyParser } from './relayBodyParser'
 import type { RequestLog } from './requestLog'
 import { embeddingsPath } from './search'
 import type { Upstream, UpstreamName } from './upstreams'
@@ -25,6 +26,8 @@ export interface ProxyRouteDeps {
   readonly bodyBudget: BodyBudget
   /** A body that sends nothing for this long is answered 408 and released. */
   readonly bodyIdleMs: number
+  /** Reads a body's `model` and `stream` (a large one in a worker). */
+  readonly parser: RelayBodyParser
 }
 
 /** The OpenAI-shaped JSON routes forwarded verbatim, by exact path (all POST). */
@@ -39,6 +42,7 @@ export function relayRoutes(d: ProxyRouteDeps): ReadonlyMap<string, RelayRoute> 
     placements: d.placements,
     bodyBudget: d.bodyBudget,
     bodyIdleMs: d.bodyIdleMs,
+    parser: d.parser,
   }
   const llm = (path: string): RelayRoute => relayRoute(deps, { path, upstream: 'llm', upstreamPath: () => path })
   return new Map([

@@ -9,8 +9,8 @@ import {
   type AnswerHeaders,
   type HttpAnswer,
 } from '../../lib/httpClient'
+import { ApiError } from '../../contract/errors'
 import { parseJsonText } from '../../http/body'
-import { notAnObject, RelayBodyReader } from './bodyReader'
 import type { Upstream } from './upstreams'
 
 /** Low-level HTTP plumbing shared by every gateway route: JSON bodies and upstream calls. */
@@ -19,6 +19,11 @@ export const MiB = 1024 * 1024
 
 /** Deep enough for any tool or response-format JSON schema a client sends to the llm. */
 export const GATEWAY_JSON_DEPTH = 256
+
+/** The 400 for a JSON body that is not an object. */
+export function notAnObject(): ApiError {
+  return new ApiError('bad_input', 'request body must be a JSON object')
+}
 
 /** Parses a JSON object body: 400 for anything else, before any upstream is called. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
@@ -38,14 +43,16 @@ export interface RelayRequest {
 }
 
 /**
- * Reads a relayed request's whole body with the same 400s as parseJsonObject, in one pass
- * (RelayBodyReader); the relay itself feeds the reader chunk by chunk as the body arrives. Only
- * the three members the relay needs are read; the bytes go upstream as they came.
+ * Reads what the relay needs of a body (its bytes go upstream as they came), with the same 400s as
+ * parseJsonObject. On the main thread: the relay sends large bodies to RelayBodyParser's worker.
  */
 export function readRelayRequest(raw: Buffer): RelayRequest {
-  const reader = new RelayBodyReader(GATEWAY_JSON_DEPTH)
-  reader.feed(raw)
-  return reader.end(raw)
+  const v = parseJsonObject(raw)
+  return {
+    model: typeof v.model === 'string' ? v.model : null,
+    stream: v.stream === true,
+    streamOptions: v.stream_options,
+  }
 }
 
 export interface UpstreamCall {

@@ -11,6 +11,8 @@ import { RequestLog } from '../../../src-main/gateway/relay/requestLog'
 import { DEFAULT_UPSTREAM_TIMEOUTS } from '../../../src-main/gateway/relay/upstreams'
 import { LoopbackServer } from '../../fakes/loopback'
 import { FakeRouter } from '../../helpers/fakeRouter'
+import { RelayBodyParser } from '../../../src-main/gateway/relay/relayBodyParser'
+import { GATEWAY_JSON_DEPTH } from '../../../src-main/gateway/relay/wire'
 
 /**
  * A relayed request failing on a placement's engine asks deep health to probe that placement
@@ -47,6 +49,7 @@ beforeAll(async () => {
     placements,
     bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
     bodyIdleMs: 10_000,
+    parser: new RelayBodyParser({ maxDepth: GATEWAY_JSON_DEPTH, timeoutMs: 60_000 }),
   })
   server = http.createServer((req, res) => relayed.get(req.url ?? '')?.(req, res))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

@@ -18,6 +18,8 @@ import type { PlacementRoute } from '../../../src-main/models/types'
 import { LoopbackServer } from '../../fakes/loopback'
 import { FakeRouter } from '../../helpers/fakeRouter'
 import { waitFor } from './setup'
+import { RelayBodyParser } from '../../../src-main/gateway/relay/relayBodyParser'
+import { GATEWAY_JSON_DEPTH } from '../../../src-main/gateway/relay/wire'
 
 /**
  * Routing by model name (docs/placements.md, Routing) through the real relay, with a fake router
@@ -67,6 +69,7 @@ beforeAll(async () => {
     placements,
     bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
     bodyIdleMs: 10_000,
+    parser: new RelayBodyParser({ maxDepth: GATEWAY_JSON_DEPTH, timeoutMs: 60_000 }),
   })
   lists = new ModelLists(need, systemClock, logger, () => router.placed())
   server = http.createServer((req, res) => {

@@ -15,6 +15,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { BodyBudget, bodyBudgetLimits } from '../../../src-main/gateway/relay/bodyBudget'
+import { RelayBodyParser } from '../../../src-main/gateway/relay/relayBodyParser'
+import { GATEWAY_JSON_DEPTH } from '../../../src-main/gateway/relay/wire'
 
 /** The proxy's timeout, with a short limit in place of the 30 minutes (the daemon's default). */
 describe('relay timeout', () => {
@@ -40,6 +42,7 @@ describe('relay timeout', () => {
         bodyLimit: 1 << 20,
         bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
         bodyIdleMs: 10_000,
+        parser: new RelayBodyParser({ maxDepth: GATEWAY_JSON_DEPTH, timeoutMs: 60_000 }),
         drainMs: 1000,
       },
       { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },

@@ -11,6 +11,8 @@ import type { Upstream } from '../../../src-main/gateway/relay/upstreams'
 import { readSse } from '../../helpers/daemon'
 import { waitFor } from './setup'
 import { BodyBudget, bodyBudgetLimits } from '../../../src-main/gateway/relay/bodyBudget'
+import { RelayBodyParser } from '../../../src-main/gateway/relay/relayBodyParser'
+import { GATEWAY_JSON_DEPTH } from '../../../src-main/gateway/relay/wire'
 
 /**
  * Upstream answers no engine should send, and faults on either side, against a raw loopback
@@ -57,6 +59,7 @@ describe('relay against a misbehaving upstream', () => {
         bodyLimit: 1 << 20,
         bodyBudget: new BodyBudget(bodyBudgetLimits(64 << 20)),
         bodyIdleMs: 10_000,
+        parser: new RelayBodyParser({ maxDepth: GATEWAY_JSON_DEPTH, timeoutMs: 60_000 }),
         drainMs: 1000,
       },
       { path: '/v1/chat/completions', upstream: 'llm', upstreamPath: () => '/v1/chat/completions' },

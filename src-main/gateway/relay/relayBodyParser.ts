@@ -1,0 +1,142 @@
+import { Worker } from 'node:worker_threads'
+import { ApiError } from '../../contract/errors'
+import { jsonDeeperThan, jsonTooDeep, malformedJson } from '../../http/body'
+import { notAnObject, readRelayRequest, type RelayRequest } from './wire'
+
+/**
+ * Reads `model`, `stream` and `stream_options` of a relayed body with JSON.parse (docs/design/gateway.md,
+ * Reading `model` and `stream`). A body up to INLINE_PARSE_BYTES is parsed on the main thread, as
+ * every other JSON body is; a larger one in a worker thread, so a 60 MB chat body does not hold the
+ * event loop for the second its depth check and JSON.parse take (issue 42 measured 0.6–2 s). The
+ * bytes sent upstream are the caller's own; the worker gets a copy.
+ */
+
+/** Bodies up to this size are parsed inline: JSON.parse of 256 KiB takes about a millisecond. */
+export const INLINE_PARSE_BYTES = 256 * 1024
+
+/** What the worker answers for one body. */
+type Parsed =
+  | { readonly id: number; readonly model: string | null; readonly stream: boolean; readonly streamOptions: unknown }
+  | { readonly id: number; readonly error: 'deep' | 'malformed' | 'object' }
+
+/**
+ * The worker's program. It runs from this text (a bundle has no separate file to point a Worker
+ * at); the depth check is http/body.ts's own function, included by its source.
+ */
+function workerSource(): string {
+  return `
+const { parentPort } = require('node:worker_threads')
+const jsonDeeperThan = ${jsonDeeperThan.toString()}
+parentPort.on('message', ({ id, bytes, maxDepth }) => {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+  if (jsonDeeperThan(text, maxDepth)) return parentPort.postMessage({ id, error: 'deep' })
+  let v
+  try {
+    v = JSON.parse(text)
+  } catch {
+    return parentPort.postMessage({ id, error: 'malformed' })
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return parentPort.postMessage({ id, error: 'object' })
+  parentPort.postMessage({
+    id,
+    model: typeof v.model === 'string' ? v.model : null,
+    stream: v.stream === true,
+    streamOptions: v.stream_options,
+  })
+})`
+}
+
+interface Waiting {
+  readonly resolve: (r: RelayRequest) => void
+  readonly reject: (err: unknown) => void
+  readonly timer: NodeJS.Timeout
+}
+
+export interface RelayBodyParserOptions {
+  readonly maxDepth: number
+  /** How long one body's parse may take before every parse in flight is refused and the worker replaced. */
+  readonly timeoutMs: number
+}
+
+/** One worker, started on the first large body and kept; parses run one after another in it. */
+export class RelayBodyParser {
+  private worker: Worker | null = null
+  private readonly waiting = new Map<number, Waiting>()
+  private next = 1
+
+  constructor(private readonly opts: RelayBodyParserOptions) {}
+
+  /** What the relay reads of `raw`, or the same 400s as every JSON body gets. */
+  parse(raw: Buffer): Promise<RelayRequest> {
+    if (raw.length <= INLINE_PARSE_BYTES) {
+      try {
+        return Promise.resolve(readRelayRequest(raw))
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }
+    const id = this.next++
+    // One copy, moved to the worker: the caller's buffer stays as it came for the upstream.
+    const bytes = new Uint8Array(raw.length)
+    bytes.set(raw)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => this.giveUp(), this.opts.timeoutMs)
+      timer.unref()
+      this.waiting.set(id, { resolve, reject, timer })
+      this.ensureWorker().postMessage({ id, bytes, maxDepth: this.opts.maxDepth }, [bytes.buffer])
+    })
+  }
+
+  /** Stops the worker; parses in flight are refused. */
+  close(): void {
+    this.failAll(new ApiError('unavailable', 'the gateway is stopping', { status: 503 }))
+    void this.worker?.terminate()
+    this.worker = null
+  }
+
+  private ensureWorker(): Worker {
+    if (this.worker !== null) return this.worker
+    const w = new Worker(workerSource(), { eval: true })
+    w.unref()
+    w.on('message', (m: Parsed) => this.answer(m))
+    w.on('error', (err) => {
+      if (this.worker === w) this.worker = null
+      this.failAll(err)
+    })
+    w.on('exit', () => {
+      if (this.worker === w) this.worker = null
+      this.failAll(new Error('the body parser stopped'))
+    })
+    this.worker = w
+    return w
+  }
+
+  private answer(m: Parsed): void {
+    const w = this.waiting.get(m.id)
+    if (w === undefined) return
+    this.waiting.delete(m.id)
+    clearTimeout(w.timer)
+    if (!('error' in m)) return w.resolve({ model: m.model, stream: m.stream, streamOptions: m.streamOptions })
+    w.reject(
+      m.error === 'deep' ? jsonTooDeep(this.opts.maxDepth) : m.error === 'malformed' ? malformedJson() : notAnObject(),
+    )
+  }
+
+  /** A parse overran its time: the worker is replaced, and what waited on it is refused (retry later). */
+  private giveUp(): void {
+    const w = this.worker
+    this.worker = null
+    this.failAll(
+      new ApiError('unavailable', 'the request body could not be read in time; retry later', { status: 503 }),
+    )
+    void w?.terminate()
+  }
+
+  private failAll(err: unknown): void {
+    for (const w of this.waiting.values()) {
+      clearTimeout(w.timer)
+      w.reject(err)
+    }
+    this.waiting.clear()
+  }
+}
