@@ -91,12 +91,27 @@ const LITERALS: Readonly<Record<number, Buffer>> = {
 
 /** The top-level members the relay reads, by the index of their span. */
 const MEMBERS = ['model', 'stream', 'stream_options'] as const
-const LONGEST_MEMBER = 14
-
-type Span = readonly [start: number, end: number]
+/** Every member still possible for a key being read, one bit each. */
+const ALL_MEMBERS = (1 << MEMBERS.length) - 1
 
 export function notAnObject(): ApiError {
   return new ApiError('bad_input', 'request body must be a JSON object')
+}
+
+/** What end() read; `stream_options` is parsed from its own bytes only when asked for (a streamed request's usage). */
+class ReadRequest implements RelayRequest {
+  constructor(
+    readonly model: string | null,
+    readonly stream: boolean,
+    private readonly body: Buffer,
+    private readonly optionsStart: number,
+    private readonly optionsEnd: number,
+  ) {}
+
+  get streamOptions(): unknown {
+    if (this.optionsStart < 0) return undefined
+    return JSON.parse(this.body.toString('utf8', this.optionsStart, this.optionsEnd))
+  }
 }
 
 export class RelayBodyReader {
@@ -105,7 +120,7 @@ export class RelayBodyReader {
   private offset = 0
   private depth = 0
   /** Whether each open container is an object (1) or an array (0), outermost first. */
-  private readonly objects: Uint8Array
+  private readonly objects: number[] = []
   private topIsObject = false
   private inKey = false
   private phase = Phase.Minus
@@ -113,17 +128,20 @@ export class RelayBodyReader {
   private literalAt = 0
   private hexLeft = 0
   private hexValue = 0
-  /** A top-level key's text while it is read, when it may still be one of MEMBERS (null once it cannot). */
-  private key: string | null = null
+  /**
+   * While a top-level key is read: the MEMBERS it may still be (one bit each) and how many of its
+   * characters came so far; -1 for any other key (nothing is compared, nothing allocated).
+   */
+  private keyMembers = -1
+  private keyLength = 0
   /** Which member the value being read belongs to (-1: none). */
   private member = -1
   private valueStart = 0
   /** Where each member's last value lies, [start, end) in the body. */
-  private readonly spans: [Span | null, Span | null, Span | null] = [null, null, null]
+  /** Where each member's last value lies: start and end in the body, -1 when absent. */
+  private readonly spans = [-1, -1, -1, -1, -1, -1]
 
-  constructor(private readonly maxDepth: number) {
-    this.objects = new Uint8Array(maxDepth + 1)
-  }
+  constructor(private readonly maxDepth: number) {}
 
   /** Reads the next chunk of the body; throws a 400 as soon as it is not JSON or nests too deep. */
   feed(chunk: Uint8Array): void {
@@ -139,18 +157,11 @@ export class RelayBodyReader {
     if (this.state === State.Num && this.depth === 0) this.endNumber(this.offset)
     if (this.state !== State.End) throw malformedJson()
     if (!this.topIsObject) throw notAnObject()
-    const [model, stream, options] = this.spans
-    const text = (span: Span): string => body.toString('utf8', span[0], span[1])
-    const modelText = model === null ? null : text(model)
-    const optionsText = options === null ? undefined : text(options)
-    return {
-      model: modelText !== null && modelText.startsWith('"') ? (JSON.parse(modelText) as string) : null,
-      stream: stream !== null && text(stream) === 'true',
-      // Parsed only when asked for (a streamed request's usage), from its own bytes.
-      get streamOptions(): unknown {
-        return optionsText === undefined ? undefined : JSON.parse(optionsText)
-      },
-    }
+    const s = this.spans
+    // A string value starts with its quote; a valid value of four bytes starting with `t` is `true`.
+    const model = body[s[0]!] === 0x22 ? (JSON.parse(body.toString('utf8', s[0], s[1])) as string) : null
+    const stream = s[2]! >= 0 && s[3]! - s[2]! === 4 && body[s[2]!] === 0x74
+    return new ReadRequest(model, stream, body, s[4]!, s[5]!)
   }
 
   /** One step from byte `i`; returns where the next step starts. */
@@ -247,14 +258,16 @@ export class RelayBodyReader {
     }
     this.state = State.After
     if (this.depth === 1 && this.member >= 0) {
-      this.spans[this.member] = [this.valueStart, end]
+      this.spans[2 * this.member] = this.valueStart
+      this.spans[2 * this.member + 1] = end
       this.member = -1
     }
   }
 
   private openString(isKey: boolean, i: number): number {
     this.inKey = isKey
-    this.key = isKey && this.depth === 1 ? '' : null
+    this.keyMembers = isKey && this.depth === 1 ? ALL_MEMBERS : -1
+    this.keyLength = 0
     this.state = State.Str
     return i + 1
   }
@@ -268,8 +281,7 @@ export class RelayBodyReader {
       if (c === 0x22 || c === 0x5c || c < 0x20) break
       j++
     }
-    if (this.key !== null && j > i)
-      this.keyText(String.fromCharCode(...b.subarray(i, Math.min(j, i + LONGEST_MEMBER + 1))))
+    if (this.keyMembers > 0) for (let k = i; k < j && this.keyMembers > 0; k++) this.keyChar(b[k]!)
     if (j === n) return j
     if (c < 0x20) throw malformedJson()
     if (c === 0x5c) {
@@ -283,13 +295,21 @@ export class RelayBodyReader {
   private closeString(j: number): void {
     if (!this.inKey) return this.valueDone(this.offset + j + 1)
     this.state = State.Colon
-    if (this.key !== null) this.member = MEMBERS.indexOf(this.key as (typeof MEMBERS)[number])
+    if (this.keyMembers >= 0) this.member = this.keyMember()
   }
 
-  /** Adds to a top-level key's text; one that grew past the longest member can no longer be one. */
-  private keyText(s: string): void {
-    const key = this.key + s
-    this.key = key.length > LONGEST_MEMBER ? null : key
+  /** The next character of a top-level key: the members it does not match are no longer possible. */
+  private keyChar(c: number): void {
+    const at = this.keyLength++
+    for (let m = 0; m < MEMBERS.length; m++)
+      if ((this.keyMembers & (1 << m)) !== 0 && MEMBERS[m]!.charCodeAt(at) !== c) this.keyMembers &= ~(1 << m)
+  }
+
+  /** The member a finished top-level key is, or -1. */
+  private keyMember(): number {
+    for (let m = 0; m < MEMBERS.length; m++)
+      if ((this.keyMembers & (1 << m)) !== 0 && MEMBERS[m]!.length === this.keyLength) return m
+    return -1
   }
 
   private escape(c: number, i: number): number {
@@ -301,7 +321,7 @@ export class RelayBodyReader {
     }
     const s = ESCAPES[c]
     if (s === undefined) throw malformedJson()
-    if (this.key !== null) this.keyText(s)
+    if (this.keyMembers > 0) this.keyChar(s.charCodeAt(0))
     this.state = State.Str
     return i + 1
   }
@@ -310,7 +330,7 @@ export class RelayBodyReader {
     if (!isHex(c)) throw malformedJson()
     this.hexValue = this.hexValue * 16 + parseInt(String.fromCharCode(c), 16)
     if (--this.hexLeft === 0) {
-      if (this.key !== null) this.keyText(String.fromCharCode(this.hexValue))
+      if (this.keyMembers > 0) this.keyChar(this.hexValue)
       this.state = State.Str
     }
     return i + 1
