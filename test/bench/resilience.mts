@@ -92,6 +92,9 @@ async function probeHealth(base: string): Promise<{ stop: () => Promise<{ latenc
   }
 }
 
+/** The first refusal's message of the last calls, for the figures' notes. */
+let lastRefusal = ''
+
 /** A chat POST from `localAddress` on its own connection; its status (0: the connection failed). */
 function chat(base: string, body: Buffer, localAddress = '127.0.0.1'): Promise<number> {
   return new Promise((resolve) => {
@@ -104,8 +107,13 @@ function chat(base: string, body: Buffer, localAddress = '127.0.0.1'): Promise<n
         headers: { 'content-type': 'application/json', 'content-length': body.length },
       },
       (res) => {
-        res.resume()
-        res.on('end', () => resolve(res.statusCode ?? 0))
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (c: string) => (text = (text + c).slice(0, 300)))
+        res.on('end', () => {
+          if (res.statusCode !== 200 && lastRefusal === '') lastRefusal = text
+          resolve(res.statusCode ?? 0)
+        })
         res.on('error', () => resolve(res.statusCode ?? 0))
       },
     )
@@ -178,8 +186,9 @@ let body60: Buffer | null = null
 
 async function bigBodies(base: string, n: number): Promise<string> {
   const body = (body60 ??= bigBody(60_000_000))
+  lastRefusal = ''
   const statuses = await Promise.all(Array.from({ length: n }, (_, i) => chat(base, body, `127.0.0.${10 + i}`)))
-  return `answers: ${statuses.join(', ')}`
+  return `answers: ${statuses.join(', ')}${lastRefusal === '' ? '' : ` (first refusal: ${lastRefusal.slice(0, 160)})`}`
 }
 
 /** 200 addresses × 128 sockets, held for 3 s, then closed. */
@@ -207,6 +216,48 @@ async function flood(port: number): Promise<string> {
   const open = held.length - closedByServer
   for (const s of held) s.destroy()
   return `${held.length} connected, ${open} still held by the server at the end`
+}
+
+/**
+ * What reading a body costs the main thread now (the budget charged per chunk; a small body parsed
+ * inline, a large one copied to the parser's worker) against the depth scan and JSON.parse of the
+ * whole body on the main thread before: the added cost per-byte charging brings to the 64 paced
+ * streams of gateway.mts, and what a 60 MB body still costs the loop.
+ */
+async function readingCost(): Promise<string[]> {
+  const { readRelayRequest, parseJsonObject } = await import('../../src-main/gateway/relay/wire')
+  const { BodyBudget, bodyBudgetLimits, bodyCost } = await import('../../src-main/gateway/relay/bodyBudget')
+  const paced = Buffer.from(JSON.stringify({ model: MODEL, prompt: 'x', max_tokens: 100, stream: true }))
+  const budget = new BodyBudget(bodyBudgetLimits(256 * MB))
+  const time = (n: number, fn: () => void): number => {
+    for (let i = 0; i < Math.min(n, 1000); i++) fn()
+    const t0 = performance.now()
+    for (let i = 0; i < n; i++) fn()
+    return ((performance.now() - t0) * 1000) / n
+  }
+  const now = time(100_000, () => {
+    const r = budget.open(['address a'])
+    r.charge(bodyCost(paced.length))
+    readRelayRequest(paced)
+    r.release()
+  })
+  const before = time(100_000, () => {
+    const b = parseJsonObject(paced)
+    void (b.model, b.stream)
+  })
+  const big = bigBody(60_000_000)
+  const mainThread = time(3, () => {
+    const r = budget.open(['address b'])
+    for (let at = 0; at < big.length; at += 64 * 1024) r.charge(bodyCost(Math.min(64 * 1024, big.length - at)))
+    r.release()
+    // What RelayBodyParser does on the main thread for a large body: one copy to move to its worker.
+    new Uint8Array(big.length).set(big)
+  })
+  const whole = time(3, () => void parseJsonObject(big))
+  return [
+    `reading a paced stream's body (${paced.length} B): ${now.toFixed(2)} µs a request now (budget charged + inline parse), ${before.toFixed(2)} µs with the parse alone before`,
+    `reading a 60 MB body: ${(mainThread / 1000).toFixed(0)} ms on the main thread now (charging + one copy; JSON.parse runs in the worker), ${(whole / 1000).toFixed(0)} ms of depth scan and JSON.parse on it before`,
+  ]
 }
 
 function line(p: Phase, baseline: Phase): string {
@@ -248,6 +299,7 @@ async function main(): Promise<void> {
         `resilience: measured ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} cores, Node ${process.version}; GATEWAY_BODY_BUDGET_MB=256, GATEWAY_BODY_IDLE_S=10.`,
         `baseline: health p99 ${baseline.p99.toFixed(1)} ms, max ${baseline.max.toFixed(1)} ms; RSS ${(baseline.after / MB).toFixed(0)} MB`,
         ...phases.map((p) => line(p, baseline)),
+        ...(await readingCost()),
       ].join('\n'),
     )
   } finally {
