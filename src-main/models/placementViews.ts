@@ -1,0 +1,102 @@
+import type { SwapView } from '../contract/models'
+import type { Placement, PlacementsView } from '../contract/placements'
+import type { NodeName } from '../contract/schemas'
+import type { HardwareSnapshot } from '../contract/nodes'
+import { DEFAULT_GPU_MEMORY_UTILIZATION } from './fit'
+import { modeOfNodes, nodeHardware, touchesNode1, type PlacementBook } from './placementBook'
+
+/** The title prefix vLLM gives its engine and worker processes (what nvidia-smi lists). */
+const ENGINE_PROCESS = 'VLLM::'
+
+/** What runs where as the spec's swap view, the placements view and the event that carries it. */
+export class PlacementViews {
+  constructor(private readonly book: PlacementBook) {}
+
+  /** The spec's swap view: node1's model and the job that touches node1. */
+  async swapView(): Promise<SwapView> {
+    const { book } = this
+    await book.learned
+    const s = book.changing !== null && touchesNode1(book.changing) ? book.changing : null
+    const job = s ? book.deps.jobs.get(s.jobId) : (book.deps.jobs.list('swap')[0] ?? null)
+    return {
+      loaded: book.loaded(),
+      job,
+      swapping:
+        s && s.entry !== null && s.action === 'place'
+          ? {
+              key: s.entry.def.key,
+              mode: modeOfNodes(s.nodes),
+              phase: s.phase,
+              eta_s: book.etaS(s),
+              layout: s.plan?.layout ?? null,
+            }
+          : null,
+    }
+  }
+
+  async placementsView(): Promise<PlacementsView> {
+    const { book } = this
+    await book.learned
+    const snapshot = await book.deps.hardware().catch(() => null)
+    const s = book.changing
+    return {
+      placements: book.all().map((p) => ({ ...p, memory_bytes_per_node: this.reservation(p, snapshot) })),
+      nodes: book.deps.nodeNames().map((name) => this.nodeRow(name, snapshot)),
+      changing:
+        s === null
+          ? null
+          : {
+              id: s.id,
+              key: s.entry?.def.key ?? null,
+              action: s.action,
+              phase: s.phase,
+              displaces: s.displaces.map((d) => d.placement.id),
+              eta_s: book.etaS(s),
+              job_id: s.jobId,
+            },
+      job: s ? book.deps.jobs.get(s.jobId) : (book.deps.jobs.list('swap')[0] ?? null),
+    }
+  }
+
+  /** Publishes the placements view (`placements.changed`). */
+  publish(): void {
+    void this.placementsView().then(
+      (view) => this.book.deps.events.publish('placements.changed', view),
+      (err: unknown) => this.book.deps.logger.warn('could not publish the placements', { error: err }),
+    )
+  }
+
+  /**
+   * Memory held on a node by GPU processes that are not an engine — the speech services and
+   * anything else a placement there would not stop. vLLM titles its processes `VLLM::EngineCore`,
+   * `VLLM::Worker_TP0`, …, so an engine's memory (placed, leftover or loading) is left out: the
+   * job stops the llm container on its nodes before launching. Null when the node gave no list.
+   */
+  othersOn(node: NodeName, snapshot: HardwareSnapshot | null): number | null {
+    const hw = nodeHardware(snapshot, node)
+    if (hw?.status !== 'ok' || hw.gpu === null) return null
+    return hw.gpu.processes.filter((p) => !p.name.startsWith(ENGINE_PROCESS)).reduce((sum, p) => sum + p.used_bytes, 0)
+  }
+
+  private nodeRow(name: NodeName, snapshot: HardwareSnapshot | null): PlacementsView['nodes'][number] {
+    const hw = nodeHardware(snapshot, name)
+    const on = this.book.all().find((p) => p.nodes.includes(name))
+    return {
+      name,
+      placement_id: on?.id ?? null,
+      reachable: hw === undefined || hw.status === 'not_configured' ? null : hw.status === 'ok',
+      launcher: this.book.deps.launcherKnown?.(name) ?? null,
+      ram_total_bytes: hw?.status === 'ok' ? (hw.ram?.total_bytes ?? null) : null,
+      other_bytes: this.othersOn(name, snapshot),
+    }
+  }
+
+  /** What the engine reserves on each node: gpu-memory-utilization × the head's RAM. */
+  private reservation(p: Placement, snapshot: HardwareSnapshot | null): number | null {
+    const hw = nodeHardware(snapshot, p.head)
+    if (hw?.status !== 'ok' || hw.ram === null) return null
+    const entry = p.key === null ? undefined : this.book.deps.catalog.list().find((e) => e.def.key === p.key)
+    const util = entry?.effectiveKnobs['gpu-memory-utilization'] ?? DEFAULT_GPU_MEMORY_UTILIZATION
+    return Math.floor(hw.ram.total_bytes * util)
+  }
+}
