@@ -294,7 +294,10 @@ export const SwapView = z.object({
 })
 export type SwapView = z.infer<typeof SwapView>
 
-/** The `swap.state` push event: a swap's phase changes and the model that ends up loaded. */
+/**
+ * A placement job's phase change and the model that ends up loaded: the `step` of `placements.changed`.
+ * Also published alone as the `swap.state` push event, an alias kept for one release.
+ */
 export const SwapStateEvent = z.object({
   key: z.string(),
   mode: RunMode,

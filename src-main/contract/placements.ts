@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
 import { JobRecord } from './system'
-import { Layout, SwapPhase } from './models'
+import { Layout, SwapPhase, SwapStateEvent } from './models'
 import { ModelKey, NodeName } from './schemas'
 
 /**
@@ -77,8 +77,13 @@ export const PlacementsView = z.object({
 })
 export type PlacementsView = z.infer<typeof PlacementsView>
 
-/** The `placements.changed` push event: the whole view after any change (small: one row per node). */
-export const PlacementsChangedEvent = PlacementsView
+/**
+ * The `placements.changed` push event, the one event for what runs where: the whole view after any
+ * change (small: one row per node) and `step`, the placement job's phase change that made it (null
+ * when nothing but the view changed). `swap.state` carries the same step alone: an alias, still
+ * published for one release, of the step here.
+ */
+export const PlacementsChangedEvent = PlacementsView.extend({ step: SwapStateEvent.nullable().default(null) })
 
 export const placementsContract = {
   listPlacements: method({

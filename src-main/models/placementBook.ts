@@ -7,6 +7,7 @@ import type {
   LoadedModel,
   RunMode,
   SwapPhase,
+  SwapStateEvent,
   ValidationResult,
 } from '../contract/models'
 import type { Placement } from '../contract/placements'
@@ -26,6 +27,10 @@ import type { z } from 'zod'
 
 export type Loaded = z.infer<typeof LoadedModel>
 export type Phase = z.infer<typeof SwapPhase>
+/** A placement job's phase change (the `step` of `placements.changed`). */
+export type PlacementStep = z.infer<typeof SwapStateEvent>
+/** Says that what runs where changed, and the job's step that changed it if one did. */
+export type Changed = (step?: PlacementStep) => void
 
 /** How a placement job ended, as the requests held at the gateway need to know it. */
 export type Outcome = 'ready' | 'unchanged' | 'rolled_back' | 'down'

@@ -12,7 +12,9 @@ import {
   type InFlight,
   type Loaded,
   type Outcome,
+  type Changed,
   type Phase,
+  type PlacementStep,
   type PlacementBook,
 } from './placementBook'
 import type { CatalogEntry } from './types'
@@ -29,8 +31,7 @@ const KEEP_FAILED_LINES = 30
 export class PlacementJob {
   constructor(
     private readonly book: PlacementBook,
-    /** Says that what runs where changed. */
-    private readonly changed: () => void,
+    private readonly changed: Changed,
   ) {}
 
   async runPlace(job: JobControl): Promise<{ loaded: Loaded | null; placement: Placement }> {
@@ -234,7 +235,7 @@ export class PlacementJob {
     job.phase(SWAP_PHASE_TITLES[phase])
     if (detail !== null) job.log(detail)
     const touched = new Set([...s.nodes, ...s.displaces.flatMap((d) => d.placement.nodes)])
-    this.book.deps.events.publish('swap.state', {
+    const step: PlacementStep = {
       key: s.entry?.def.key ?? s.displaces[0]?.placement.key ?? s.id,
       mode: modeOfNodes(s.nodes),
       phase,
@@ -243,8 +244,10 @@ export class PlacementJob {
       detail,
       placement_id: s.id,
       nodes: [...touched],
-    })
-    this.changed()
+    }
+    // The alias, published for one release beside placements.changed (which carries the step too).
+    this.book.deps.events.publish('swap.state', step)
+    this.changed(step)
   }
 }
 

@@ -3,7 +3,7 @@ import type { Placement, PlacementsView } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
 import type { HardwareSnapshot } from '../contract/nodes'
 import { DEFAULT_GPU_MEMORY_UTILIZATION } from './fit'
-import { modeOfNodes, nodeHardware, touchesNode1, type PlacementBook } from './placementBook'
+import { modeOfNodes, nodeHardware, touchesNode1, type PlacementBook, type PlacementStep } from './placementBook'
 
 /** The title prefix vLLM gives its engine and worker processes (what nvidia-smi lists). */
 const ENGINE_PROCESS = 'VLLM::'
@@ -58,10 +58,10 @@ export class PlacementViews {
     }
   }
 
-  /** Publishes the placements view (`placements.changed`). */
-  publish(): void {
+  /** Publishes the placements view (`placements.changed`) with the job's step that changed it, if one did. */
+  publish(step: PlacementStep | null = null): void {
     void this.placementsView().then(
-      (view) => this.book.deps.events.publish('placements.changed', view),
+      (view) => this.book.deps.events.publish('placements.changed', { ...view, step }),
       (err: unknown) => this.book.deps.logger.warn('could not publish the placements', { error: err }),
     )
   }

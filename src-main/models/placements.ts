@@ -4,7 +4,7 @@ import type { Placement, PlacementsView } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
 import type { HardwareSnapshot } from '../contract/nodes'
 import { EngineWatch } from './engineWatch'
-import { PlacementBook, touchesNode1, type Loaded, type PlacementDeps } from './placementBook'
+import { PlacementBook, touchesNode1, type Loaded, type PlacementDeps, type PlacementStep } from './placementBook'
 import { PlacementDiscovery } from './placementDiscovery'
 import { PlacementJob } from './placementJob'
 import { PlacementPlanner, type PlaceOptions } from './placementPlanner'
@@ -40,7 +40,7 @@ export class PlacementManager implements SwapStatus, ModelRouter {
     })
     const book = new PlacementBook(deps, state, watch)
     const views = new PlacementViews(book)
-    const changed = (): void => views.publish()
+    const changed = (step?: PlacementStep): void => views.publish(step)
     const view: EngineView = { baseOf: (head) => deps.engineUrl(head), namesOf: (base) => watch.names(base) }
     this.book = book
     this.views = views

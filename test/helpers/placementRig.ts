@@ -5,6 +5,7 @@ import { loadConfig, nodeNames, type Config } from '../../src-main/config/load'
 import type { FitEstimate, ModelDef, ValidationResult } from '../../src-main/contract/models'
 import { HardwareSnapshot, type NodeHardware } from '../../src-main/contract/nodes'
 import type { NodeName } from '../../src-main/contract/schemas'
+import type { EventName, EventPayload } from '../../src-main/contract/events'
 import { JobRegistry } from '../../src-main/jobs/registry'
 import { systemClock } from '../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../src-main/lib/logger'
@@ -92,6 +93,9 @@ export class FakeEngine {
     this.served = null
   }
 }
+
+/** A push event as the placements published it. */
+export type PublishedEvent = { [K in EventName]: { name: K; data: EventPayload<K> } }[EventName]
 
 export interface RigOptions {
   /** Nodes past node2 (NODES); default 2 (node3, node4). */
@@ -244,6 +248,8 @@ export async function placementRig(opts: RigOptions = {}) {
       return { code: 0, signal: null, stdout: '', stderr: '' }
     },
   }
+  /** Every push event the placements published, in order. */
+  const published: PublishedEvent[] = []
   const sink = new MemorySink()
   const logger = createLogger({ level: 'info', sink })
   const jobs = new JobRegistry(systemClock, new Redactor())
@@ -273,7 +279,7 @@ export async function placementRig(opts: RigOptions = {}) {
       clock: systemClock,
       logger,
       jobs,
-      events: { publish: () => undefined },
+      events: { publish: (name, data) => void published.push({ name, data } as PublishedEvent) },
       catalog,
       validator: { validate: async () => OK_VALIDATION },
       pool,
@@ -301,6 +307,7 @@ export async function placementRig(opts: RigOptions = {}) {
     deps,
     jobs,
     sink,
+    published,
     placements,
     manager,
     onCommand: (f: (c: RecordedCommand) => void) => (onCommand = f),

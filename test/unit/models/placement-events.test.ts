@@ -1,0 +1,51 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { downRow, placementRig, type Rig } from '../../helpers/placementRig'
+
+/**
+ * One event for what runs where (issue 40, item 4): `placements.changed` carries the whole view and
+ * the job's step that changed it; `swap.state` carries the same step alone, an alias kept for one release.
+ */
+
+const rigs: Rig[] = []
+afterEach(async () => {
+  for (const r of rigs.splice(0)) await r.close()
+})
+
+async function settled(r: Rig): Promise<void> {
+  // The view is published after the hardware is read: let those reads finish.
+  for (let i = 0; i < 20; i++) await new Promise((done) => setImmediate(done))
+  expect(r.placements.busy()).toBe(false)
+}
+
+describe('the placement event', () => {
+  it('carries each phase of a placement job with the view it leaves, the alias the same phases', async () => {
+    const r = await placementRig()
+    rigs.push(r)
+    const from = r.published.length
+    await r.placed('coder', ['node3'])
+    await settled(r)
+    const events = r.published.slice(from)
+    const steps = events.flatMap((e) => (e.name === 'placements.changed' && e.data.step ? [e.data.step] : []))
+    expect(steps.map((s) => s.phase)).toEqual(['validating', 'stopping', 'launching', 'loading', 'ready'])
+    expect(steps.every((s) => s.key === 'coder' && s.placement_id === 'node3')).toBe(true)
+    const alias = events.flatMap((e) => (e.name === 'swap.state' ? [e.data] : []))
+    expect(alias).toEqual(steps)
+    const last = events.filter((e) => e.name === 'placements.changed').at(-1)
+    expect(last?.name === 'placements.changed' && last.data.placements.map((p) => p.id)).toEqual(['node3'])
+    expect(last?.name === 'placements.changed' && last.data.step).toBeNull()
+  })
+
+  it('is published without a step when nothing but the view changed (a node lost)', async () => {
+    const r = await placementRig()
+    rigs.push(r)
+    await r.placed('coder', ['node3'])
+    await settled(r)
+    const from = r.published.length
+    r.hw.node3 = downRow('node3')
+    r.placements.followHardware(r.snapshot())
+    await settled(r)
+    const changed = r.published.slice(from).filter((e) => e.name === 'placements.changed')
+    expect(changed).toHaveLength(1)
+    expect(changed[0]?.name === 'placements.changed' && changed[0].data.step).toBeNull()
+  })
+})
