@@ -1,5 +1,6 @@
 import { ApiError } from '../../contract/errors'
 import type { ConsumerIdentity } from '../keys/consumerKeyStore'
+import { sharedBody } from './relayBodyParser'
 import { MiB } from './wire'
 
 /**
@@ -154,12 +155,13 @@ export class BodyReservation {
   /**
    * A buffer of the declared `length` to copy the body into as it arrives, when the budget allows
    * allocating it ahead (see BodyBudget.allocateAhead); null when it does not (the chunks are then
-   * joined at the end). Its bytes are still charged only as they arrive.
+   * joined at the end). Its bytes are still charged only as they arrive. Shared with the body
+   * parser's worker, which reads a large body in place (relayBodyParser.ts).
    */
   bufferAhead(length: number): Buffer | null {
     if (this.released || this.ahead > 0 || !this.budget.allocateAhead(length)) return null
     this.ahead = length
-    return Buffer.allocUnsafe(length)
+    return sharedBody(length)
   }
 
   /** Frees the body's room. Safe to call more than once. */

@@ -15,6 +15,7 @@ import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
 import type { RelayBodyParser } from './relayBodyParser'
+import { ArrivingBody } from './arrivingBody'
 import { safeHeaders, upstreamDetail, type RelayRequest } from './wire'
 
 /** What every relayed route shares: where requests go, how long they may take, where they are logged. */
@@ -95,11 +96,8 @@ const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-acce
 export class RelayedRequest implements Dispatcher.DispatchHandler {
   private mode = Mode.Receiving
   private timer: NodeJS.Timeout | null = null
-  private parts: Buffer[] = []
-  /** The body's buffer when its declared length could be allocated ahead: filled in place as it arrives. */
-  private body: Buffer | null = null
+  private readonly arriving: ArrivingBody
   private declared = 0
-  private received = 0
   private reservation: BodyReservation | null = null
   /** Answers 408 when the body sends nothing for the idle window. */
   private idle: NodeJS.Timeout | null = null
@@ -130,6 +128,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   ) {
     this.exchange = deps.log.begin(req, res, target.path)
     this.usage = this.exchange.usage
+    this.arriving = new ArrivingBody(deps.parser)
     res.on('close', this.onClose)
   }
 
@@ -163,20 +162,20 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
 
   private readonly onBodyData = (chunk: Buffer): void => {
     if (this.mode !== Mode.Receiving) return // answered already (the body deadline): the rest is dropped
-    const at = this.received
-    this.received += chunk.length
+    const at = this.arriving.length
     try {
-      if (this.received > this.deps.bodyLimit) throw bodyTooLarge(this.deps.bodyLimit)
+      if (at + chunk.length > this.deps.bodyLimit) throw bodyTooLarge(this.deps.bodyLimit)
       this.reservation!.charge(bodyCost(chunk.length))
     } catch (err) {
       this.stopReading()
       return this.fail(err)
     }
     // The buffer is allocated with the first byte, not with the head: an idle socket costs nothing.
-    if (at === 0 && this.declared > 0) this.body = this.reservation!.bufferAhead(this.declared)
-    // Node's parser never passes more bytes than a declared length.
-    if (this.body !== null) chunk.copy(this.body, at)
-    else this.parts.push(chunk)
+    if (at === 0 && ArrivingBody.wantsBufferAhead(this.declared)) {
+      const ahead = this.reservation!.bufferAhead(this.declared)
+      if (ahead !== null) this.arriving.allocatedAhead(ahead)
+    }
+    this.arriving.add(chunk)
     this.idle?.refresh()
   }
 
@@ -188,26 +187,19 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     this.fail(bodyIdleTimeout(this.deps.bodyIdleMs))
   }
 
-  /** The body as it arrived; the request no longer holds it (its reservation stays until the answer ends). */
-  private takeBody(): Buffer {
-    const body = this.body
-    const p = this.parts
-    this.body = null
-    this.parts = []
-    if (body !== null) return body.length === this.received ? body : body.subarray(0, this.received)
-    return p.length === 1 ? p[0]! : Buffer.concat(p, this.received)
-  }
-
   private readonly onBodyEnd = (): void => {
     if (this.mode !== Mode.Receiving) return
     this.stopIdle()
-    const received = this.takeBody()
-    this.deps.parser.parse(received).then(
-      (request) => this.onBodyRead(request, received),
-      (err: unknown) => {
-        if (this.mode === Mode.Receiving) this.fail(err)
-      },
-    )
+    // The request no longer holds the body once taken (its reservation stays until the answer ends).
+    void this.arriving.take().then((received) => {
+      if (received === null || this.mode !== Mode.Receiving) return
+      this.deps.parser.parse(received).then(
+        (request) => this.onBodyRead(request, received),
+        (err: unknown) => {
+          if (this.mode === Mode.Receiving) this.fail(err)
+        },
+      )
+    })
   }
 
   /** The body is read: the key's models are checked and the request routed, unless it ended meanwhile. */
@@ -499,8 +491,7 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   /** Ends the work once: the deadline, the drain listener and the body's room go (the close listener stays for the log). */
   private finish(): void {
     this.mode = Mode.Done
-    this.body = null
-    this.parts = []
+    this.arriving.drop()
     this.stopIdle()
     this.reservation?.release()
     if (this.counted !== null) this.deps.placements?.end(this.counted)
