@@ -13,7 +13,7 @@ import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger
 import { ServiceDirectory } from '../../../src-main/services/serviceDirectory'
 import type { DeepHealthResult } from '../../../src-main/contract/services'
 import { createGatewayModule, type GatewayModule } from '../../../src-main/gateway/module'
-import { JobRegistry } from '../../../src-main/jobs/registry'
+import { JobRegistry } from '../../../src-main/platform/jobs'
 import { DeepHealth } from '../../../src-main/services/deepHealth'
 import { DEEP_HEALTH_PROBES } from '../../../src-main/services/deepHealthProbes'
 import type { ServiceControl } from '../../../src-main/services/types'

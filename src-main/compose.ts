@@ -1,32 +1,33 @@
-import { stateDirs, type Config } from '../config/load'
-import type { Contract, ContractHandlers } from '../contract'
-import type { RestartOutcome } from '../contract/system'
-import { JobRegistry } from '../jobs/registry'
-import { loadAdminToken } from './adminToken'
-import { removeOrphanedTempFiles } from '../lib/files'
-import { systemClock, type Clock } from '../lib/clock'
-import { Credentials } from './credentials'
-import type { AnyHandler, Dispatcher } from './invoke'
-import { Limits } from '../platform/limits'
-import { CallerScope } from '../platform/callerScope'
-import { UntrustedProxies } from '../http/untrustedProxies'
-import { SessionStore } from './sessions'
-import { ServiceDirectory } from '../services/serviceDirectory'
-import { systemHandlers } from '../system/systemHandlers'
-import { storageHealth } from '../system/storageHealth'
-import { docsHandlers } from '../system/docsHandlers'
-import { createLogger, Redactor, type Logger } from '../lib/logger'
-import { EventBus, eventHandlers } from '../platform/eventBus'
-import type { DomainModule } from '../platform/domainModule'
-import { createNodesModule } from '../nodes/module'
-import { createModelsModule } from '../models/module'
-import { createServicesModule } from '../services/module'
-import { createUpdatesModule } from '../updates/module'
-import { createGatewayModule, type GatewayOptions } from '../gateway/module'
-import { ConsumerKeys } from '../gateway/keys/consumerKeyStore'
-import { createLicensingModule } from '../licensing/module'
-import { createMetricsModule } from '../metrics/module'
-import type { LicensingDb } from '../licensing/db'
+import { stateDirs, type Config } from './config/load'
+import type { Contract, ContractHandlers } from './contract'
+import type { RestartOutcome } from './contract/system'
+import { JobRegistry } from './platform/jobs'
+import { loadAdminToken } from './app/adminToken'
+import { removeOrphanedTempFiles } from './lib/files'
+import { systemClock, type Clock } from './lib/clock'
+import { Credentials } from './app/credentials'
+import type { AnyHandler, Dispatcher } from './app/invoke'
+import { Limits } from './platform/limits'
+import { CallerScope } from './platform/callerScope'
+import { UntrustedProxies } from './platform/untrustedProxies'
+import { SessionStore } from './app/sessions'
+import { ServiceDirectory } from './services/serviceDirectory'
+import { systemHandlers } from './system/systemHandlers'
+import { storageHealth } from './system/storageHealth'
+import { docsHandlers } from './system/docsHandlers'
+import { createLogger, Redactor, type Logger } from './lib/logger'
+import { EventBus, eventHandlers } from './platform/eventBus'
+import type { DomainModule } from './platform/domainModule'
+import type { Core } from './app/core'
+import { createNodesModule } from './nodes/module'
+import { createModelsModule } from './models/module'
+import { createServicesModule } from './services/module'
+import { createUpdatesModule } from './updates/module'
+import { createGatewayModule, type GatewayOptions } from './gateway/module'
+import { ConsumerKeys } from './gateway/keys/consumerKeyStore'
+import { createLicensingModule } from './licensing/module'
+import { createMetricsModule } from './metrics/module'
+import type { LicensingDb } from './licensing/db'
 
 export interface CoreOptions {
   config: Config
@@ -38,31 +39,8 @@ export interface CoreOptions {
   gateway?: Partial<GatewayOptions>
 }
 
-/** Everything the process runs, built from Config. HTTP and IPC adapters sit on top of it. */
-export interface Core {
-  readonly config: Config
-  readonly clock: Clock
-  readonly logger: Logger
-  readonly jobs: JobRegistry
-  /** Push events (contract/events.ts): services publish, GET /api/events and IPC deliver. */
-  readonly events: EventBus
-  /** Null when the admin-token file was rejected: every admin call is refused until a new one is set. */
-  readonly adminToken: string | null
-  readonly adminTokenSource: 'setting' | 'file'
-  readonly handlers: ContractHandlers
-  /** Handlers, limits and logger: what both transports dispatch contract calls through. */
-  readonly dispatcher: Dispatcher
-  readonly modules: readonly DomainModule<Partial<Contract>>[]
-  readonly limits: Limits
-  readonly credentials: Credentials
-  readonly sessions: SessionStore
-  /** Who is calling, for the audit log: entered per contract call and per HTTP domain route. */
-  readonly callers: CallerScope
-  /** Peers forwarding for others without being in TRUSTED_PROXIES: the edge reports them, the Settings page shows them. */
-  readonly untrustedProxies: UntrustedProxies
-  start(): Promise<void>
-  stop(): Promise<void>
-}
+
+export type { Core }
 
 export async function createCore(opts: CoreOptions): Promise<Core> {
   const { config } = opts
