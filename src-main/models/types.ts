@@ -2,7 +2,7 @@ import type { ModelDef, ModelTag, LoadedModel, RunMode } from '../contract/model
 import type { Knobs } from '../contract/schemas'
 import type { z } from 'zod'
 import type { CoreDeps } from '../platform/domainModule'
-import type { ServiceDirectory } from '../services/serviceDirectory'
+import type { ServiceDirectory } from '../cluster/serviceDirectory'
 import type { NodesModule } from '../nodes/module'
 
 /** What the models domain is built from. */

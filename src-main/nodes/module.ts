@@ -16,7 +16,7 @@ import { HardwareHistory } from './hardwareHistory'
 import { NodeMonitor } from './monitor'
 import { publicBaseUrl } from '../config/publicUrl'
 import { nodeNames, type NodeTargets } from '../config/load'
-import type { RoleName, ServiceDirectory } from '../services/serviceDirectory'
+import type { RoleName, ServiceDirectory } from '../cluster/serviceDirectory'
 import { httpHealth, StatusService } from './status'
 import { wake, type WakeRelay } from './wol'
 

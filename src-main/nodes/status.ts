@@ -4,7 +4,7 @@ import type { Clock } from '../lib/clock'
 import type { EventPublisher } from '../platform/eventBus'
 import { httpCall, HttpUnreachable } from '../lib/httpClient'
 import type { Logger } from '../lib/logger'
-import type { RoleLocation, RoleName, ServiceDirectory } from '../services/serviceDirectory'
+import type { RoleLocation, RoleName, ServiceDirectory } from '../cluster/serviceDirectory'
 import type { DeepHealthVerdict, ServiceStatus, StatusView } from '../contract/nodes'
 import type { DeepHealthResult } from '../contract/services'
 import type { NodeName } from '../contract/schemas'
@@ -12,7 +12,7 @@ import { shq } from '../ssh/quote'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import type { ConnectivityStore } from './connectivity'
 
-export type { RoleName } from '../services/serviceDirectory'
+export type { RoleName } from '../cluster/serviceDirectory'
 
 /** A container that started this recently and does not answer yet is Starting, not Unhealthy. */
 export const STARTING_GRACE_MS = 10 * 60 * 1000

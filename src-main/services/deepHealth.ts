@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import type { Clock } from '../lib/clock'
 import type { EventPublisher } from '../platform/eventBus'
 import type { Logger } from '../lib/logger'
-import type { ServiceDirectory } from './serviceDirectory'
+import type { ServiceDirectory } from '../cluster/serviceDirectory'
 import type { ServiceStatus } from '../contract/nodes'
 import type { DeepHealthResult, DeepHealthView, RestartHold } from '../contract/services'
 import {

@@ -9,7 +9,7 @@ import type { ServiceAction as ServiceActionSchema, ServiceRecord } from '../con
 import type { Clock } from '../lib/clock'
 import { atomicWriteFile } from '../lib/files'
 import type { Logger } from '../lib/logger'
-import { ROLE_NAMES, serviceBase, type RoleName, type ServiceDirectory } from './serviceDirectory'
+import { ROLE_NAMES, serviceBase, type RoleName, type ServiceDirectory } from '../cluster/serviceDirectory'
 import {
   httpHealth,
   nodeNameOf,

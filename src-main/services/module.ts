@@ -1,7 +1,7 @@
 import path from 'node:path'
 import type { servicesContract } from '../contract/services'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
-import type { ServiceDirectory } from './serviceDirectory'
+import type { ServiceDirectory } from '../cluster/serviceDirectory'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
 import { DeepHealth, type PlacementEngines } from './deepHealth'

@@ -1,7 +1,7 @@
 import type { Handlers } from '../contract/define'
 import type { servicesContract } from '../contract/services'
 import type { CoreDeps } from '../platform/domainModule'
-import type { ServiceDirectory } from '../services/serviceDirectory'
+import type { ServiceDirectory } from '../cluster/serviceDirectory'
 import type { LauncherProbe } from '../models/launcherCapabilities'
 import type { SwapStatus } from '../models/types'
 import type { NodesModule } from '../nodes/module'

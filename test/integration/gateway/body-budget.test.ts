@@ -12,7 +12,7 @@ import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger
 import { JobRegistry } from '../../../src-main/platform/jobs'
 import { EventBus } from '../../../src-main/platform/eventBus'
 import { Limits } from '../../../src-main/platform/limits'
-import { ServiceDirectory } from '../../../src-main/services/serviceDirectory'
+import { ServiceDirectory } from '../../../src-main/cluster/serviceDirectory'
 import { createGatewayModule, type GatewayModule } from '../../../src-main/gateway/module'
 import { requestState } from '../../../src-main/http/requestState'
 import { waitFor } from './setup'

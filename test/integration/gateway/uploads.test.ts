@@ -12,7 +12,7 @@ import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger
 import { JobRegistry } from '../../../src-main/platform/jobs'
 import { EventBus } from '../../../src-main/platform/eventBus'
 import { Limits } from '../../../src-main/platform/limits'
-import { ServiceDirectory } from '../../../src-main/services/serviceDirectory'
+import { ServiceDirectory } from '../../../src-main/cluster/serviceDirectory'
 import { createGatewayModule, type GatewayModule, type GatewayOptions } from '../../../src-main/gateway/module'
 import { startFakeAsr, type FakeAsr } from '../../sim/http'
 import { silenceWav, waitFor } from './setup'

@@ -11,7 +11,7 @@ import { DeepHealth, type PlacementEngine, type PlacementEngines } from '../../.
 import { DEEP_HEALTH_PROBES } from '../../../src-main/services/deepHealthProbes'
 import { deepHealthHandlers } from '../../../src-main/services/deepHealthHandlers'
 import type { ServiceControl, ServiceLocation } from '../../../src-main/services/types'
-import type { RoleLocation, RoleName } from '../../../src-main/services/serviceDirectory'
+import type { RoleLocation, RoleName } from '../../../src-main/cluster/serviceDirectory'
 import type { ExecResult } from '../../../src-main/ssh/pool'
 import { startFakeLlm, type FakeLlm } from '../../sim/http'
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger } from '../../../src-main/lib/logger'
-import type { RoleLocation } from '../../../src-main/services/serviceDirectory'
+import type { RoleLocation } from '../../../src-main/cluster/serviceDirectory'
 import {
   deepHealthVerdict,
   serviceLabel,
