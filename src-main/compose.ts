@@ -19,12 +19,13 @@ import { createLogger, Redactor, type Logger } from './lib/logger'
 import { EventBus, eventHandlers } from './platform/eventBus'
 import type { DomainModule } from './platform/domainModule'
 import type { Core } from './app/core'
-import { createNodesModule } from './nodes/module'
+import { createNodesModule, type DeepHealthSource } from './nodes/module'
 import { createModelsModule } from './models/module'
 import { createServicesModule } from './services/module'
 import { createUpdatesModule } from './updates/module'
 import { createGatewayModule, type GatewayOptions } from './gateway/module'
 import { ConsumerKeys } from './gateway/keys/consumerKeyStore'
+import { DEEP_HEALTH_PROBES } from './gateway/deepHealthProbes'
 import { createLicensingModule } from './licensing/module'
 import { createMetricsModule } from './metrics/module'
 import type { LicensingDb } from './licensing/db'
@@ -78,9 +79,18 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const shared = { config, clock, logger, jobs, events, limits, callers }
   // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
   const services = new ServiceDirectory(config)
-  const nodes = await createNodesModule({ ...shared, services })
+  // The one loop in the wiring, closed here: the status labels carry deep health's latest result
+  // (the card and the deep-health row agree) and ask for a probe when a service is Healthy again
+  // after a failing one, while deep health restarts through the services those checks watch.
+  let deepHealth: DeepHealthSource | null = null
+  const deepHealthView: DeepHealthSource = {
+    latest: (service) => deepHealth?.latest(service) ?? null,
+    requestProbe: (service, reason) => deepHealth?.requestProbe(service, reason),
+  }
+  const nodes = await createNodesModule({ ...shared, services, deepHealth: deepHealthView })
   const models = await createModelsModule({ ...shared, services, nodes })
-  const servicesModule = await createServicesModule({ ...shared, services, nodes, models })
+  const servicesModule = await createServicesModule({ ...shared, services, nodes, models, probes: DEEP_HEALTH_PROBES })
+  deepHealth = servicesModule.deepHealth
   const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
   // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
   const gateway = await createGatewayModule({

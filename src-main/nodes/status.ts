@@ -212,6 +212,8 @@ export interface StatusDeps {
   clock: Clock
   logger: Logger
   events?: EventPublisher
+  /** Deep health's latest results, so the labels carry them (see deepHealthVerdict); the composition root passes it. */
+  deepHealth?: DeepHealthSource
 }
 
 /** The llm, asr and tts at a glance (spec 1, 4.1); every check records state changes. */
@@ -220,13 +222,10 @@ export class StatusService {
   private readonly seen = new Map<RoleName, { label: ServiceStatus['label']; key: string }>()
   /** Per service: the container start last seen, and when the service last came up (null while /health fails). */
   private readonly up = new Map<RoleName, { start: string; since: number | null }>()
-  private deepHealth: DeepHealthSource | null = null
+  private readonly deepHealth: DeepHealthSource | null
 
-  constructor(private readonly deps: StatusDeps) {}
-
-  /** From now on the labels carry deep health's latest result (see deepHealthVerdict). */
-  useDeepHealth(source: DeepHealthSource): void {
-    this.deepHealth = source
+  constructor(private readonly deps: StatusDeps) {
+    this.deepHealth = deps.deepHealth ?? null
   }
 
   /** `known`: the container's state when the caller already inspected it (one SSH call for many). */

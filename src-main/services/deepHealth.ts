@@ -12,10 +12,10 @@ import {
   type ProbeStart,
   type ProbeSubject,
   type ReportSink,
-} from '../gateway/deepHealthHook'
+} from './deepHealthHook'
 import { inspectContainer } from '../nodes/status'
 import type { SshPool } from '../ssh/pool'
-import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './deepHealthProbes'
+import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './probeOutcome'
 import { DeepHealthRecords, isPlacementSubject, isProbedService, kindOf, PROBED_SERVICES } from './deepHealthRecords'
 import type { ServiceControl, ServiceLocation } from './types'
 

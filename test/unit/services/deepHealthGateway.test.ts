@@ -15,7 +15,7 @@ import type { DeepHealthResult } from '../../../src-main/contract/services'
 import { createGatewayModule, type GatewayModule } from '../../../src-main/gateway/module'
 import { JobRegistry } from '../../../src-main/platform/jobs'
 import { DeepHealth } from '../../../src-main/services/deepHealth'
-import { DEEP_HEALTH_PROBES } from '../../../src-main/services/deepHealthProbes'
+import { DEEP_HEALTH_PROBES } from '../../../src-main/gateway/deepHealthProbes'
 import type { ServiceControl } from '../../../src-main/services/types'
 import { startFakeAsr, startFakeTts, type FakeAsr, type FakeTts } from '../../sim/http'
 
