@@ -6,7 +6,7 @@ import { loadAdminToken } from './app/adminToken'
 import { removeOrphanedTempFiles } from './lib/files'
 import { systemClock, type Clock } from './lib/clock'
 import { Credentials } from './app/credentials'
-import type { AnyHandler, Dispatcher } from './app/invoke'
+import type { AnyHandler } from './app/invoke'
 import { Limits } from './platform/limits'
 import { CallerScope } from './platform/callerScope'
 import { UntrustedProxies } from './platform/untrustedProxies'
@@ -40,8 +40,25 @@ export interface CoreOptions {
   gateway?: Partial<GatewayOptions>
 }
 
-
 export type { Core }
+
+/**
+ * The one loop in the wiring, closed here: the status labels (nodes) carry deep health's latest
+ * result and ask for a probe when a service is Healthy again after a failing one, while deep health
+ * (services) restarts through the services those checks watch. Until closed it has no results.
+ */
+function deepHealthLoop(): { view: DeepHealthSource; close(source: DeepHealthSource): void } {
+  let target: DeepHealthSource | null = null
+  return {
+    view: {
+      latest: (service) => target?.latest(service) ?? null,
+      requestProbe: (service, reason) => target?.requestProbe(service, reason),
+    },
+    close(source) {
+      target = source
+    },
+  }
+}
 
 export async function createCore(opts: CoreOptions): Promise<Core> {
   const { config } = opts
@@ -79,18 +96,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const shared = { config, clock, logger, jobs, events, limits, callers }
   // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
   const services = new ServiceDirectory(config)
-  // The one loop in the wiring, closed here: the status labels carry deep health's latest result
-  // (the card and the deep-health row agree) and ask for a probe when a service is Healthy again
-  // after a failing one, while deep health restarts through the services those checks watch.
-  let deepHealth: DeepHealthSource | null = null
-  const deepHealthView: DeepHealthSource = {
-    latest: (service) => deepHealth?.latest(service) ?? null,
-    requestProbe: (service, reason) => deepHealth?.requestProbe(service, reason),
-  }
-  const nodes = await createNodesModule({ ...shared, services, deepHealth: deepHealthView })
+  const deepHealth = deepHealthLoop()
+  const nodes = await createNodesModule({ ...shared, services, deepHealth: deepHealth.view })
   const models = await createModelsModule({ ...shared, services, nodes })
   const servicesModule = await createServicesModule({ ...shared, services, nodes, models, probes: DEEP_HEALTH_PROBES })
-  deepHealth = servicesModule.deepHealth
+  deepHealth.close(servicesModule.deepHealth)
   const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
   // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
   const gateway = await createGatewayModule({

@@ -8,7 +8,13 @@
  * the injected clock (`*_at`). Money is INTEGER in the smallest unit of its currency. Booleans are
  * INTEGER 0/1. JSON lists (entitlements, events) are TEXT holding a JSON array.
  */
-import { openSqlite, runMigrations as runSqliteMigrations, SqliteOpenError, type Migration, type SqliteDb } from '../lib/sqlite'
+import {
+  openSqlite,
+  runMigrations as runSqliteMigrations,
+  SqliteOpenError,
+  type Migration,
+  type SqliteDb,
+} from '../lib/sqlite'
 import { MIGRATIONS } from './migrations'
 
 export type LicensingDb = SqliteDb

@@ -82,3 +82,7 @@ export interface ModelRouter {
   /** A relayed request failed on a route's engine: what the engines serve is looked at again now. */
   relook?(routeId: string): void
 }
+
+/** A size as the download tools print it ("12.3GB"): prebuilt installs read theirs the same way. */
+export { parseSize } from './progress'
+export type { LauncherProbe } from './launcherCapabilities'

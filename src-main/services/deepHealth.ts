@@ -13,7 +13,7 @@ import {
   type ProbeSubject,
   type ReportSink,
 } from './deepHealthHook'
-import { inspectContainer } from '../nodes/status'
+import { inspectContainer } from '../nodes/types'
 import type { SshPool } from '../ssh/pool'
 import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './probeOutcome'
 import { DeepHealthRecords, isPlacementSubject, isProbedService, kindOf, PROBED_SERVICES } from './deepHealthRecords'

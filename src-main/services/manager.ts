@@ -19,7 +19,7 @@ import {
   unreachableLabel,
   type ContainerInfo,
   type StatusService,
-} from '../nodes/status'
+} from '../nodes/types'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq } from '../ssh/quote'
 import type { ServiceControl, ServiceLocation } from './types'

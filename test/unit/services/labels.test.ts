@@ -31,7 +31,11 @@ describe('service labels', () => {
   })
   afterAll(() => new Promise<void>((r) => server.close(() => r())))
 
-  const statusFor = (state: string, startedAt: string | (() => string), deepHealth?: DeepHealthSource): StatusService => {
+  const statusFor = (
+    state: string,
+    startedAt: string | (() => string),
+    deepHealth?: DeepHealthSource,
+  ): StatusService => {
     const pool = {
       exec: async () => ({
         code: 0,
