@@ -1,7 +1,7 @@
 import { loadConfig } from './config/load'
 import { ApiError } from './contract/errors'
 import type { RestartOutcome } from './contract/system'
-import { createCore, type Core } from './app/compositionRoot'
+import { createCore, type Core } from './compose'
 import { PROCESS_RESTART_HINT } from './system/systemHandlers'
 import { createLogger, Redactor } from './lib/logger'
 import { startHttpServer, type RunningServer } from './http/listen'

@@ -1,5 +1,5 @@
 import { ApiError } from '../contract/errors'
-import type { ConsumerIdentity } from '../gateway/keys/consumerKeyStore'
+import type { ConsumerIdentity } from '../platform/callerIdentity'
 import { ADMIN_TOKEN_FIX, secretEquals } from './adminToken'
 import { rateLimitedError, type Limits } from '../platform/limits'
 import type { Logger } from '../lib/logger'

@@ -1,6 +1,6 @@
 import { nodeNames, type Config } from '../config/load'
 import type { NodeName } from '../contract/schemas'
-import type { ServiceDirectory, RoleName } from '../services/serviceDirectory'
+import type { ServiceDirectory, RoleName } from '../cluster/serviceDirectory'
 import { httpHealth } from '../nodes/status'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { remoteDir } from '../ssh/quote'

@@ -4,7 +4,7 @@ import { adminTokenRejection, ensureAdminToken, rotateAdminToken } from '../app/
 import { systemClock } from '../lib/clock'
 import { httpCall } from '../lib/httpClient'
 import { createLogger, Redactor } from '../lib/logger'
-import { ServiceDirectory } from '../services/serviceDirectory'
+import { ServiceDirectory } from '../cluster/serviceDirectory'
 import { VERSION } from '../lib/version'
 import { readableVersion } from '../../src-shared/version'
 import { sshKeyView } from '../ssh/authorize'

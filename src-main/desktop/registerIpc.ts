@@ -1,5 +1,5 @@
 import { ipcMain } from 'electron'
-import type { Core } from '../app/compositionRoot'
+import type { Core } from '../app/core'
 import { createIpcAdapter } from './ipcAdapter'
 
 /** Wires the IPC adapter to Electron's `ipcMain`; everything else lives in ipcAdapter.ts. */

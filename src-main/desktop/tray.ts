@@ -1,6 +1,6 @@
 import { Menu, nativeImage, Tray, type MenuItemConstructorOptions } from 'electron'
 import type { ConnectivityView, StatusView } from '../contract/nodes'
-import type { Core } from '../app/compositionRoot'
+import type { Core } from '../app/core'
 import { invokeMethod } from '../app/invoke'
 import { nodeLines, serviceLines, TrayFeed, trayMenu, trayTooltip, type TrayItem, type TrayState } from './trayModel'
 

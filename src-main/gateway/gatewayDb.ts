@@ -1,12 +1,12 @@
 import path from 'node:path'
-import { openLicensingDb, type LicensingDb, type Migration } from '../licensing/db'
+import { openSqlite, type Migration, type SqliteDb } from '../lib/sqlite'
 
 /**
  * The gateway's own SQLite file (DATA_DIR/gateway.db): named consumer keys and their hourly usage.
  * Kept apart from the licensing database so a busy gateway never contends with a settlement's
  * write lock; opened with the same migration runner (its own numbering, from 1).
  */
-export type GatewayDb = LicensingDb
+export type GatewayDb = SqliteDb
 
 export const GATEWAY_DB_FILE = 'gateway.db'
 
@@ -52,5 +52,5 @@ export const GATEWAY_MIGRATIONS: readonly Migration[] = [
 ]
 
 export function openGatewayDb(dataDir: string, now?: () => number): GatewayDb {
-  return openLicensingDb(path.join(dataDir, GATEWAY_DB_FILE), { migrations: GATEWAY_MIGRATIONS, now })
+  return openSqlite(path.join(dataDir, GATEWAY_DB_FILE), GATEWAY_MIGRATIONS, { now })
 }

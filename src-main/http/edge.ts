@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestHandler } from 'express'
-import type { Core } from '../app/compositionRoot'
+import type { Core } from '../app/core'
 import type { Credentials } from '../app/credentials'
 import { clientAddressResolver, type ClientAddress } from './clientAddress'
 import {

@@ -1,6 +1,6 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { Core } from '../app/compositionRoot'
+import type { Core } from '../app/core'
 import { ApiError } from '../contract/errors'
 import { addressMatcher } from '../lib/netAddress'
 import { armBodyDeadline } from './bodyDeadline'

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorStyle } from '../contract/define'
-import type { ConsumerIdentity } from '../gateway/keys/consumerKeyStore'
-import type { UsageMeter } from '../gateway/relay/usageMeter'
+import type { ConsumerIdentity } from '../platform/callerIdentity'
 import type { ClientAddress } from './clientAddress'
 import type { Surface } from './surfaces'
 
@@ -24,8 +23,6 @@ export interface RequestState {
   admin: boolean | undefined
   /** On the consumer surface: the key the request came with (unset when none was needed or the admin called). */
   consumer?: ConsumerIdentity
-  /** A gateway route's usage meter (set by the request log when usage accounting is on). */
-  usage?: UsageMeter
 }
 
 const NO_CLIENT: ClientAddress = { ip: 'unknown', limitKey: 'unknown', secure: false }
@@ -42,7 +39,6 @@ export function requestState(res: ServerResponse): RequestState {
     adminCheck: undefined,
     admin: undefined,
     consumer: undefined,
-    usage: undefined,
   })
 }
 

@@ -1,6 +1,6 @@
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import { ApiError } from '../contract/errors'
-import type { Core } from '../app/compositionRoot'
+import type { Core } from '../app/core'
 import { toPublicError } from '../app/invoke'
 import type { Logger } from '../lib/logger'
 import { edgeGate, edgeOf } from './edge'

@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import { GatheredHistogram, PendingCounts, gatheredCounter } from './gathered'
-import type { RequestObserver } from '../gateway/relay/requestLog'
+import type { RequestObserver } from '../gateway/types'
 
 /** The `placement` label of a request no placement served (speech, the embeddings service, refusals). */
 const NO_PLACEMENT = 'none'

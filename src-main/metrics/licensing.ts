@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Clock } from '../lib/clock'
-import type { LicensingDb } from '../licensing/db'
+import type { LicensingDb } from '../licensing/types'
 
 /**
  * Shop metrics read from the licensing database at scrape time (one grouped query each), and

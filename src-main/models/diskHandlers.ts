@@ -2,7 +2,7 @@ import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { modelsContract } from '../contract/models'
 import type { JobRecord } from '../contract/system'
-import type { JobRegistry } from '../jobs/registry'
+import type { JobRegistry } from '../platform/jobs'
 import type { WeightsOnDisk } from './disk'
 import type { Downloads } from './downloads'
 

@@ -1,5 +1,5 @@
 import { httpCall } from '../lib/httpClient'
-import type { JobControl } from '../jobs/registry'
+import type { JobControl } from '../platform/jobs'
 import type { SshPool, SshTarget } from '../ssh/pool'
 import { containerTailCommand } from './launch'
 

@@ -2,7 +2,7 @@ import { SWAP_PHASE_TITLES } from '../contract/models'
 import type { LauncherInfo } from '../contract/models'
 import type { Placement } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
-import type { JobControl } from '../jobs/registry'
+import type { JobControl } from '../platform/jobs'
 import { LoadFailed, waitServed } from './engineLoad'
 import { launchPlan, stopCommand, type LaunchPlan, type PlacementNodes } from './launch'
 import {

@@ -2,7 +2,7 @@ import type { ModelDef, ModelTag, LoadedModel, RunMode } from '../contract/model
 import type { Knobs } from '../contract/schemas'
 import type { z } from 'zod'
 import type { CoreDeps } from '../platform/domainModule'
-import type { ServiceDirectory } from '../services/serviceDirectory'
+import type { ServiceDirectory } from '../cluster/serviceDirectory'
 import type { NodesModule } from '../nodes/module'
 
 /** What the models domain is built from. */
@@ -82,3 +82,7 @@ export interface ModelRouter {
   /** A relayed request failed on a route's engine: what the engines serve is looked at again now. */
   relook?(routeId: string): void
 }
+
+/** A size as the download tools print it ("12.3GB"): prebuilt installs read theirs the same way. */
+export { parseSize } from './progress'
+export type { LauncherProbe } from './launcherCapabilities'

@@ -16,11 +16,13 @@ import { HardwareHistory } from './hardwareHistory'
 import { NodeMonitor } from './monitor'
 import { publicBaseUrl } from '../config/publicUrl'
 import { nodeNames, type NodeTargets } from '../config/load'
-import type { RoleName, ServiceDirectory } from '../services/serviceDirectory'
-import { httpHealth, StatusService } from './status'
+import type { RoleName, ServiceDirectory } from '../cluster/serviceDirectory'
+import { httpHealth, StatusService, type DeepHealthSource } from './status'
 import { wake, type WakeRelay } from './wol'
 
 /** What the nodes domain offers the rest of Tandem besides its API: the SSH pool and the stores. */
+export type { DeepHealthSource }
+
 export type NodesModule = DomainModule<typeof nodesContract> & {
   readonly pool: SshPool
   readonly connectivity: ConnectivityStore
@@ -41,7 +43,7 @@ export interface NodesOptions {
 
 /** Composition of the SSH pool, hardware probes, connectivity store and Wake-on-LAN. */
 export async function createNodesModule(
-  deps: CoreDeps & { readonly services: ServiceDirectory },
+  deps: CoreDeps & { readonly services: ServiceDirectory; readonly deepHealth?: DeepHealthSource },
   opts: NodesOptions = {},
 ): Promise<NodesModule> {
   const { config, clock, services } = deps
@@ -63,7 +65,16 @@ export async function createNodesModule(
     nodeNames(config),
   )
   const hardware = new HardwareService({ pool, connectivity, clock, logger, targets, events: deps.events, history })
-  const status = new StatusService({ config, services, pool, connectivity, clock, logger, events: deps.events })
+  const status = new StatusService({
+    config,
+    services,
+    pool,
+    connectivity,
+    clock,
+    logger,
+    events: deps.events,
+    deepHealth: deps.deepHealth,
+  })
   const base = (): string => publicBaseUrl(config)
 
   const handlers: Handlers<typeof nodesContract> = {

@@ -4,7 +4,7 @@ import type { Clock } from '../lib/clock'
 import type { EventPublisher } from '../platform/eventBus'
 import { httpCall, HttpUnreachable } from '../lib/httpClient'
 import type { Logger } from '../lib/logger'
-import type { RoleLocation, RoleName, ServiceDirectory } from '../services/serviceDirectory'
+import type { RoleLocation, RoleName, ServiceDirectory } from '../cluster/serviceDirectory'
 import type { DeepHealthVerdict, ServiceStatus, StatusView } from '../contract/nodes'
 import type { DeepHealthResult } from '../contract/services'
 import type { NodeName } from '../contract/schemas'
@@ -12,7 +12,7 @@ import { shq } from '../ssh/quote'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import type { ConnectivityStore } from './connectivity'
 
-export type { RoleName } from '../services/serviceDirectory'
+export type { RoleName } from '../cluster/serviceDirectory'
 
 /** A container that started this recently and does not answer yet is Starting, not Unhealthy. */
 export const STARTING_GRACE_MS = 10 * 60 * 1000
@@ -212,6 +212,8 @@ export interface StatusDeps {
   clock: Clock
   logger: Logger
   events?: EventPublisher
+  /** Deep health's latest results, so the labels carry them (see deepHealthVerdict); the composition root passes it. */
+  deepHealth?: DeepHealthSource
 }
 
 /** The llm, asr and tts at a glance (spec 1, 4.1); every check records state changes. */
@@ -220,13 +222,10 @@ export class StatusService {
   private readonly seen = new Map<RoleName, { label: ServiceStatus['label']; key: string }>()
   /** Per service: the container start last seen, and when the service last came up (null while /health fails). */
   private readonly up = new Map<RoleName, { start: string; since: number | null }>()
-  private deepHealth: DeepHealthSource | null = null
+  private readonly deepHealth: DeepHealthSource | null
 
-  constructor(private readonly deps: StatusDeps) {}
-
-  /** From now on the labels carry deep health's latest result (see deepHealthVerdict). */
-  useDeepHealth(source: DeepHealthSource): void {
-    this.deepHealth = source
+  constructor(private readonly deps: StatusDeps) {
+    this.deepHealth = deps.deepHealth ?? null
   }
 
   /** `known`: the container's state when the caller already inspected it (one SSH call for many). */

@@ -20,7 +20,7 @@ export interface CoreDeps {
   readonly config: import('../config/load').Config
   readonly clock: import('../lib/clock').Clock
   readonly logger: import('../lib/logger').Logger
-  readonly jobs: import('../jobs/registry').JobRegistry
+  readonly jobs: import('./jobs').JobRegistry
   /** The named per-address limiters (methods declare theirs; HTML pages use the same ones). */
   readonly limits: import('./limits').Limits
   readonly events: import('./eventBus').EventBus

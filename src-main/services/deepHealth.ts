@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import type { Clock } from '../lib/clock'
 import type { EventPublisher } from '../platform/eventBus'
 import type { Logger } from '../lib/logger'
-import type { ServiceDirectory } from './serviceDirectory'
+import type { ServiceDirectory } from '../cluster/serviceDirectory'
 import type { ServiceStatus } from '../contract/nodes'
 import type { DeepHealthResult, DeepHealthView, RestartHold } from '../contract/services'
 import {
@@ -12,10 +12,10 @@ import {
   type ProbeStart,
   type ProbeSubject,
   type ReportSink,
-} from '../gateway/deepHealthHook'
-import { inspectContainer } from '../nodes/status'
+} from './deepHealthHook'
+import { inspectContainer } from '../nodes/types'
 import type { SshPool } from '../ssh/pool'
-import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './deepHealthProbes'
+import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './probeOutcome'
 import { DeepHealthRecords, isPlacementSubject, isProbedService, kindOf, PROBED_SERVICES } from './deepHealthRecords'
 import type { ServiceControl, ServiceLocation } from './types'
 

@@ -8,7 +8,7 @@ import type { Clock } from '../lib/clock'
 import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 import type { Logger } from '../lib/logger'
 import { DeepHealthResult, PlacementProbeSubject } from '../contract/services'
-import type { PlacementSubject, ProbedService, ProbeSubject } from '../gateway/deepHealthHook'
+import type { PlacementSubject, ProbedService, ProbeSubject } from './deepHealthHook'
 
 /** The services deep health probes, in the order a round starts them. */
 export const PROBED_SERVICES: readonly ProbedService[] = ['asr', 'tts', 'llm']

@@ -2,7 +2,7 @@ import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { servicesContract } from '../contract/services'
 import type { JobRecord } from '../contract/system'
-import type { JobRegistry } from '../jobs/registry'
+import type { JobRegistry } from '../platform/jobs'
 import type { ServiceManager } from './manager'
 import type { Prebuilt } from './prebuilt'
 

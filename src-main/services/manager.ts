@@ -9,7 +9,7 @@ import type { ServiceAction as ServiceActionSchema, ServiceRecord } from '../con
 import type { Clock } from '../lib/clock'
 import { atomicWriteFile } from '../lib/files'
 import type { Logger } from '../lib/logger'
-import { ROLE_NAMES, serviceBase, type RoleName, type ServiceDirectory } from './serviceDirectory'
+import { ROLE_NAMES, serviceBase, type RoleName, type ServiceDirectory } from '../cluster/serviceDirectory'
 import {
   httpHealth,
   nodeNameOf,
@@ -19,7 +19,7 @@ import {
   unreachableLabel,
   type ContainerInfo,
   type StatusService,
-} from '../nodes/status'
+} from '../nodes/types'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq } from '../ssh/quote'
 import type { ServiceControl, ServiceLocation } from './types'

@@ -1,11 +1,11 @@
 import path from 'node:path'
 import type { servicesContract } from '../contract/services'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
-import type { ServiceDirectory } from './serviceDirectory'
+import type { ServiceDirectory } from '../cluster/serviceDirectory'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
 import { DeepHealth, type PlacementEngines } from './deepHealth'
-import { DEEP_HEALTH_PROBES } from './deepHealthProbes'
+import type { ProbeSet } from './probeOutcome'
 import { deepHealthHandlers } from './deepHealthHandlers'
 import { serviceHandlers, type ServiceMethods } from './handlers'
 import { ServiceManager } from './manager'
@@ -17,6 +17,8 @@ export interface ServicesDeps extends CoreDeps {
   readonly nodes: NodesModule
   readonly models: Pick<ModelsModule, 'swap' | 'placements'>
   readonly services: ServiceDirectory
+  /** One synthetic request per kind of service, in its protocol (gateway/deepHealthProbes.ts). */
+  readonly probes: ProbeSet
 }
 
 type ServicesMethods =
@@ -79,13 +81,12 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     logger: logger.child('deep-health'),
     intervalS: config.deepHealthIntervalS,
     swapBusy,
-    probes: DEEP_HEALTH_PROBES,
+    probes: deps.probes,
     placements: placementEngines(deps.models.placements),
     file: path.join(config.paths.dataDir, 'deep-health.json'),
   })
-  // The card and the deep-health row agree: the status checks carry the latest result and ask for a
-  // probe when a service is Healthy again after a failing one; a label turning Unhealthy asks too.
-  nodes.status.useDeepHealth(deepHealth)
+  // A label turning Unhealthy asks for a probe (the status checks read the latest result through
+  // what the composition root passed the nodes domain).
   const unfollow = deps.events.subscribe((ev) => {
     if (ev.name === 'service.state') deepHealth.statusChanged(ev.data.service, ev.data.status, ev.data.previous)
   })

@@ -18,3 +18,6 @@ export interface ServiceControl {
   /** `docker restart` of the service's container over SSH; `reason` goes to the log and history. */
   restart(name: string, reason: string): Promise<void>
 }
+
+export * from './deepHealthHook'
+export * from './probeOutcome'

@@ -1,6 +1,6 @@
 import { ApiError } from '../contract/errors'
 import type { Logger } from '../lib/logger'
-import type { JobControl, JobRegistry } from '../jobs/registry'
+import type { JobControl, JobRegistry } from '../platform/jobs'
 import { SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { inOwnProcessGroup, PROCESS_GROUP_MARK, RemoteIdle, runInProcessGroup } from '../ssh/processGroup'
 import { shq } from '../ssh/quote'

@@ -28,7 +28,7 @@ async function runUpstream(): Promise<void> {
 /** Child: the real daemon with usage accounting switched by --accounting=on|off. */
 async function runDaemon(accounting: boolean): Promise<void> {
   const { loadConfig } = await import('../../src-main/config/load')
-  const { createCore } = await import('../../src-main/app/compositionRoot')
+  const { createCore } = await import('../../src-main/compose')
   const { createLogger, Redactor } = await import('../../src-main/lib/logger')
   const { startHttpServer } = await import('../../src-main/http/listen')
   const config = loadConfig({ env: process.env })

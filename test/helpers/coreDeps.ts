@@ -4,7 +4,7 @@ import { EventBus } from '../../src-main/platform/eventBus'
 import { Limits } from '../../src-main/platform/limits'
 import { createLogger, MemorySink, type Logger } from '../../src-main/lib/logger'
 import type { CoreDeps } from '../../src-main/platform/domainModule'
-import { JobRegistry } from '../../src-main/jobs/registry'
+import { JobRegistry } from '../../src-main/platform/jobs'
 
 /** Everything a domain module is built from, for tests that build one module without the whole core. */
 export function testCoreDeps(opts: { config: Config; clock?: Clock; logger?: Logger }): CoreDeps {

@@ -6,7 +6,7 @@ import type { FitEstimate, ModelDef, ValidationResult } from '../../src-main/con
 import { HardwareSnapshot, type NodeHardware } from '../../src-main/contract/nodes'
 import type { NodeName } from '../../src-main/contract/schemas'
 import type { EventName, EventPayload } from '../../src-main/contract/events'
-import { JobRegistry } from '../../src-main/jobs/registry'
+import { JobRegistry } from '../../src-main/platform/jobs'
 import { systemClock } from '../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../src-main/lib/logger'
 import { servedName } from '../../src-main/models/launch'

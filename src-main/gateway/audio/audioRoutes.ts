@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http'
 import type { Router } from 'express'
 import { SPEECH_BODY_LIMIT } from '../../contract/relays'
 import type { Logger } from '../../lib/logger'
-import type { ProbeStart } from '../deepHealthHook'
+import type { ProbeStart } from '../../services/types'
 import { ClientGone, readBody } from '../../http/body'
 import { requestState } from '../../http/requestState'
 import { sendJson } from '../../http/respond'
@@ -14,6 +14,7 @@ import type { UploadSpool } from './spool'
 import { relayUpload, transcribeWithSpeakers } from './transcribe'
 import { receiveForm, tooLarge, type UploadLimits } from './uploads'
 import type { Upstream, UpstreamName } from '../relay/upstreams'
+import { usageMeterOf } from '../relay/usageMeter'
 import { parseJsonObject } from '../relay/wire'
 
 export interface AudioRouteDeps {
@@ -40,7 +41,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
       const sp = await d.voices.resolve(asked)
       // The tts's models are its voices (as /v1/models lists them): the voice, or the name it was asked by.
       checkKeyService(requestState(res).consumer, [sp.voice, asked.voice], 'voice')
-      requestState(res).usage?.addSpeechCharacters(sp.input.length)
+      usageMeterOf(res)?.addSpeechCharacters(sp.input.length)
       const ac = new AbortController()
       res.once('close', () => ac.abort(new ClientGone()))
       const wav = await synthesize(d.need('tts'), sp, ac.signal, d.probe('tts'))
@@ -63,7 +64,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
         timeoutMs: d.proxyTimeoutMs,
         logger: d.logger,
         onWedged: d.probe('asr'),
-        usage: requestState(res).usage,
+        usage: usageMeterOf(res),
       })
     })
   router.post('/v1/audio/transcriptions', relay('/v1/audio/transcriptions', '/v1/audio/transcriptions'))
@@ -88,7 +89,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
           asrModel: () => d.lists.asrModelName(),
           onWedged: d.probe('asr'),
         })
-        requestState(res).usage?.addAudioSeconds(out.duration)
+        usageMeterOf(res)?.addAudioSeconds(out.duration)
         sendJson(res, 200, out)
       } finally {
         lease.release().catch((err: unknown) => d.logger.warn('could not remove a spooled upload', { error: err }))

@@ -5,6 +5,7 @@ import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import { RateLimiter } from '../../lib/rateLimit'
 import { openGatewayDb, type GatewayDb } from '../gatewayDb'
+import type { ConsumerIdentity } from '../../platform/callerIdentity'
 
 /**
  * Named consumer keys and their admission (issue 16): who a bearer key belongs to, whether it may
@@ -14,11 +15,7 @@ import { openGatewayDb, type GatewayDb } from '../gatewayDb'
  * A secret is `tdm_<prefix>_<43 base64url characters>`: the prefix finds the row, and only the
  * secret's SHA-256 is stored.
  */
-export type ConsumerIdentity =
-  | { readonly kind: 'key'; readonly id: string; readonly name: string; readonly models: readonly string[] | null }
-  | { readonly kind: 'legacy' }
-  | { readonly kind: 'admin' }
-  | { readonly kind: 'open' }
+export type { ConsumerIdentity }
 
 /** The labels of the callers that are not a named key: one string each, not one built per request. */
 const KIND_LABELS = { legacy: '(legacy)', admin: '(admin)', open: '(open)' } as const

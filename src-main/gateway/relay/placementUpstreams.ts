@@ -1,5 +1,5 @@
 import { ApiError } from '../../contract/errors'
-import { placementSubject, type PlacementSubject } from '../deepHealthHook'
+import { placementSubject, type PlacementSubject } from '../../services/types'
 import type { ModelRouter, PlacementRoute } from '../../models/types'
 import { openUpstream, type Upstream, type UpstreamTimeouts } from './upstreams'
 

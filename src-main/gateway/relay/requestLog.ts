@@ -2,7 +2,7 @@ import type http from 'node:http'
 import type { Clock } from '../../lib/clock'
 import { requestState } from '../../http/requestState'
 import { identityLabel, type ConsumerIdentity } from '../keys/consumerKeyStore'
-import { UsageMeter, type RequestUsage } from './usageMeter'
+import { attachUsageMeter, UsageMeter, type RequestUsage } from './usageMeter'
 
 /** One gateway request as the dashboard's live log shows it. */
 export interface RequestEntry {
@@ -195,7 +195,7 @@ export class Exchange {
     this.socket = req.socket
     this.written0 = req.socket.bytesWritten
     this.usage = log.accounts ? new UsageMeter(this.t0) : undefined
-    requestState(res).usage = this.usage
+    if (this.usage) attachUsageMeter(res, this.usage)
   }
 
   /** The response's headers were just written (time to first byte). */

@@ -1,6 +1,6 @@
 import type { UpstreamHealth } from '../../contract/gateway'
 import { redactUrlCredentials } from '../../lib/logger'
-import type { ServiceDirectory } from '../../services/serviceDirectory'
+import type { ServiceDirectory } from '../../cluster/serviceDirectory'
 import type { Upstream, UpstreamName } from './upstreams'
 import { callUpstream, readText } from './wire'
 

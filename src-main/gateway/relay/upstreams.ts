@@ -1,5 +1,5 @@
 import { Pool } from 'undici'
-import type { ServiceDirectory, ServiceName } from '../../services/serviceDirectory'
+import type { ServiceDirectory, ServiceName } from '../../cluster/serviceDirectory'
 
 /** The services the gateway forwards to. */
 export type UpstreamName = ServiceName

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser'
 import type { RelayRequest } from './wire'
@@ -307,4 +308,16 @@ function withoutUsage(text: string): string {
 
 function round(n: number): number {
   return Math.round(n * 100) / 100
+}
+
+/** Each gateway request's meter, kept by the gateway: the edge's request state knows no usage. */
+const meters = new WeakMap<ServerResponse, UsageMeter>()
+
+/** The request's usage meter (set by the request log when usage accounting is on). */
+export function usageMeterOf(res: ServerResponse): UsageMeter | undefined {
+  return meters.get(res)
+}
+
+export function attachUsageMeter(res: ServerResponse, meter: UsageMeter): void {
+  meters.set(res, meter)
 }

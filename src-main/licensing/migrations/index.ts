@@ -3,7 +3,6 @@
  * `runMigrations` (db.ts). Never edit a migration once committed: add the next number.
  * A migration that rebuilds a table sets `rebuild: true` and must be idempotent.
  */
-import type Database from 'better-sqlite3'
 import { m001Initial } from './001_initial'
 import { m002MultiCurrency } from './002_multi_currency'
 import { m003TiersSubscriptions } from './003_tiers_subscriptions'
@@ -17,13 +16,8 @@ import { m010AdminListIndexes } from './010_admin_list_indexes'
 import { m011SubscriptionDueDate } from './011_subscription_due_date'
 import { m012PaymentFlags } from './012_payment_flags'
 
-export interface Migration {
-  readonly id: number
-  readonly name: string
-  /** Runs with foreign keys off (SQLite's 12-step table rebuild); checked with foreign_key_check before commit. */
-  readonly rebuild?: boolean
-  up(db: Database.Database): void
-}
+export type { Migration } from '../../lib/sqlite'
+import type { Migration } from '../../lib/sqlite'
 
 export const MIGRATIONS: readonly Migration[] = [
   m001Initial,

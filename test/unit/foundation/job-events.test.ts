@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { EventBus } from '../../../src-main/platform/eventBus'
 import { Redactor } from '../../../src-main/lib/logger'
-import { JobRegistry } from '../../../src-main/jobs/registry'
+import { JobRegistry } from '../../../src-main/platform/jobs'
 import type { PushEvent } from '../../../src-main/contract/events'
 
 /** Everything published, read back from the bus's buffer. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { Redactor } from '../../../src-main/lib/logger'
 import { ApiError } from '../../../src-main/contract/errors'
-import { JobRegistry } from '../../../src-main/jobs/registry'
+import { JobRegistry } from '../../../src-main/platform/jobs'
 import type { JobEvent } from '../../../src-main/contract/system'
 
 function gate(): { wait: Promise<void>; open: () => void } {

@@ -10,6 +10,8 @@ const eslint = new ESLint({
       parserOptions: {
         projectService: {
           allowDefaultProject: ['src-main/*/example.ts', 'src-renderer/*/example.ts', 'src-preload/example.ts'],
+          // One probe file per layer and domain: more than the project service takes by default.
+          maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 32,
         },
       },
     },
@@ -60,5 +62,92 @@ describe('lint rules', () => {
     expect(await ids(intoDomain, 'src-main/contract/example.ts')).toContain('boundaries/dependencies')
     expect(await ids(intoLib, 'src-main/nodes/example.ts')).not.toContain('boundaries/dependencies')
     expect(await ids(intoApp, 'src-main/http/example.ts')).not.toContain('boundaries/dependencies')
+  })
+
+  describe('the order of the house (issue 40)', () => {
+    const ids = async (text: string, filePath: string): Promise<string[]> => {
+      const [res] = await eslint.lintText(text, { filePath })
+      return (res?.messages ?? []).map((m) => m.ruleId ?? m.message)
+    }
+    const imports = (name: string, from: string): string =>
+      `import { ${name} } from '${from}'\nexport const x = ${name}\n`
+    const RULE = 'boundaries/dependencies'
+
+    it('refuses an arrow running back up the domain order, and allows the one running down', async () => {
+      expect(await ids(imports('createModelsModule', '../models/module'), 'src-main/nodes/example.ts')).toContain(RULE)
+      expect(await ids(imports('createServicesModule', '../services/module'), 'src-main/models/example.ts')).toContain(
+        RULE,
+      )
+      expect(await ids(imports('createGatewayModule', '../gateway/module'), 'src-main/services/example.ts')).toContain(
+        RULE,
+      )
+      expect(await ids(imports('createUpdatesModule', '../updates/module'), 'src-main/gateway/example.ts')).toContain(
+        RULE,
+      )
+      expect(await ids(imports('createNodesModule', '../nodes/module'), 'src-main/models/example.ts')).not.toContain(
+        RULE,
+      )
+      expect(await ids(imports('createModelsModule', '../models/module'), 'src-main/gateway/example.ts')).not.toContain(
+        RULE,
+      )
+    })
+
+    it('reaches another domain only through its module.ts or types.ts', async () => {
+      expect(await ids(imports('httpHealth', '../nodes/status'), 'src-main/services/example.ts')).toContain(RULE)
+      expect(await ids(imports('ModelCatalog', '../models/catalog'), 'src-main/updates/example.ts')).toContain(RULE)
+      expect(await ids(imports('httpHealth', '../nodes/types'), 'src-main/services/example.ts')).not.toContain(RULE)
+      // Inside its own folder a domain imports any file.
+      expect(await ids(imports('httpHealth', './status'), 'src-main/nodes/example.ts')).not.toContain(RULE)
+    })
+
+    it('keeps licensing and metrics off the cluster', async () => {
+      expect(await ids(imports('SshPool', '../ssh/pool'), 'src-main/licensing/example.ts')).toContain(RULE)
+      expect(await ids(imports('createNodesModule', '../nodes/module'), 'src-main/licensing/example.ts')).toContain(
+        RULE,
+      )
+      expect(await ids(imports('createNodesModule', '../nodes/module'), 'src-main/metrics/example.ts')).toContain(RULE)
+      expect(
+        await ids(imports('ServiceDirectory', '../cluster/serviceDirectory'), 'src-main/metrics/example.ts'),
+      ).toContain(RULE)
+      expect(await ids(imports('SshPool', '../ssh/pool'), 'src-main/nodes/example.ts')).not.toContain(RULE)
+    })
+
+    it("lets a domain use only http/'s small kit", async () => {
+      expect(await ids(imports('createServer', '../http/server'), 'src-main/gateway/example.ts')).toContain(RULE)
+      expect(await ids(imports('readCookie', '../http/session'), 'src-main/licensing/example.ts')).toContain(RULE)
+      expect(await ids(imports('sendJson', '../http/respond'), 'src-main/gateway/example.ts')).not.toContain(RULE)
+      expect(await ids(imports('readBody', '../http/body'), 'src-main/licensing/example.ts')).not.toContain(RULE)
+    })
+
+    it('puts the composition root on top: nothing below imports it, and the kernel knows no domain', async () => {
+      expect(await ids(imports('createCore', '../compose'), 'src-main/http/example.ts')).toContain(RULE)
+      expect(await ids(imports('createCore', '../compose'), 'src-main/gateway/example.ts')).toContain(RULE)
+      expect(
+        await ids(imports('ConsumerKeys', '../gateway/keys/consumerKeyStore'), 'src-main/app/example.ts'),
+      ).toContain(RULE)
+      expect(await ids(imports('UsageMeter', '../gateway/relay/usageMeter'), 'src-main/http/example.ts')).toContain(
+        RULE,
+      )
+      expect(await ids(imports('invokeMethod', '../app/invoke'), 'src-main/http/example.ts')).not.toContain(RULE)
+      expect(await ids(imports('createCore', '../compose'), 'src-main/desktop/example.ts')).not.toContain(RULE)
+    })
+
+    it('keeps platform/ and lib/ under the domains: jobs, caller identity and the SQLite opener know none', async () => {
+      expect(
+        await ids(imports('ServiceDirectory', '../cluster/serviceDirectory'), 'src-main/platform/example.ts'),
+      ).toContain(RULE)
+      expect(await ids(imports('openLicensingDb', '../licensing/db'), 'src-main/lib/example.ts')).toContain(RULE)
+      expect(await ids(imports('openSqlite', '../lib/sqlite'), 'src-main/gateway/example.ts')).not.toContain(RULE)
+      expect(await ids(imports('JobRegistry', '../platform/jobs'), 'src-main/models/example.ts')).not.toContain(RULE)
+    })
+
+    it('warns at 500 lines per file', async () => {
+      const long = (n: number): string =>
+        Array.from({ length: n }, (_, i) => `export const v${i} = ${i}`).join('\n') + '\n'
+      const [over] = await eslint.lintText(long(501), { filePath: 'src-main/nodes/example.ts' })
+      const [at] = await eslint.lintText(long(500), { filePath: 'src-main/nodes/example.ts' })
+      expect(over?.messages.find((m) => m.ruleId === 'max-lines')?.severity).toBe(1)
+      expect(at?.messages.map((m) => m.ruleId)).not.toContain('max-lines')
+    })
   })
 })

@@ -10,7 +10,7 @@ import { splitRoute, type ContractTable } from '../../../src-main/contract/defin
 import { openApiDocument, type OpenApiDocument } from '../../../src-main/system/openapi'
 import { gatewayContract } from '../../../src-main/contract/gateway'
 import { gatewayRelays } from '../../../src-main/contract/relays'
-import { createCore, type Core } from '../../../src-main/app/compositionRoot'
+import { createCore, type Core } from '../../../src-main/compose'
 import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
 import { gatewayEndpoints } from '../../../src-main/gateway/handlers'
 import { surfaceOf } from '../../../src-main/http/surfaces'

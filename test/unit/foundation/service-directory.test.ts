@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
-import { ServiceDirectory } from '../../../src-main/services/serviceDirectory'
+import { ServiceDirectory } from '../../../src-main/cluster/serviceDirectory'
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-directory-'))
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }))

@@ -6,7 +6,7 @@ import { openMultipart, scanForFilePart } from '../../../src-main/gateway/audio/
 import { RequestLog } from '../../../src-main/gateway/relay/requestLog'
 import { COLLECTION, embeddingsPath } from '../../../src-main/gateway/relay/search'
 import { parseSpeech, voiceLanguage } from '../../../src-main/gateway/audio/speech'
-import { configuredBase, serviceBase, urlHost } from '../../../src-main/services/serviceDirectory'
+import { configuredBase, serviceBase, urlHost } from '../../../src-main/cluster/serviceDirectory'
 import { errorEventData } from '../../../src-main/gateway/relay/proxy'
 import { ApiError } from '../../../src-main/contract/errors'
 

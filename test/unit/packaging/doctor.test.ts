@@ -4,7 +4,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { doctorExitCode, formatDoctorLine, probeScript, runDoctor } from '../../../src-main/cli/doctor'
 import { loadConfig } from '../../../src-main/config/load'
-import { ServiceDirectory } from '../../../src-main/services/serviceDirectory'
+import { ServiceDirectory } from '../../../src-main/cluster/serviceDirectory'
 import { SshError, type ExecResult, type SshPool, type SshTarget } from '../../../src-main/ssh/pool'
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-doctor-'))

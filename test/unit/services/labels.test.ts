@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger } from '../../../src-main/lib/logger'
-import type { RoleLocation } from '../../../src-main/services/serviceDirectory'
+import type { RoleLocation } from '../../../src-main/cluster/serviceDirectory'
 import {
   deepHealthVerdict,
   serviceLabel,
@@ -31,7 +31,11 @@ describe('service labels', () => {
   })
   afterAll(() => new Promise<void>((r) => server.close(() => r())))
 
-  const statusFor = (state: string, startedAt: string | (() => string)): StatusService => {
+  const statusFor = (
+    state: string,
+    startedAt: string | (() => string),
+    deepHealth?: DeepHealthSource,
+  ): StatusService => {
     const pool = {
       exec: async () => ({
         code: 0,
@@ -46,6 +50,7 @@ describe('service labels', () => {
       connectivity: { observe: async () => undefined },
       clock,
       logger: createLogger({ sink: { write: () => undefined } }),
+      deepHealth,
     } as unknown as StatusDeps
     return new StatusService(deps)
   }
@@ -121,9 +126,8 @@ describe('service labels', () => {
     it('reads Unhealthy (deep health: wedged) while /health answers OK, until the container starts again', async () => {
       answer = 200
       let started = new Date(clock.now() - 3_600_000).toISOString()
-      const status = statusFor('running', () => started)
       const deep = source()
-      status.useDeepHealth(deep)
+      const status = statusFor('running', () => started, deep)
       expect(await status.check(role())).toMatchObject({ label: 'Healthy', deep_health: null })
 
       clock.advance(1000)
@@ -148,9 +152,8 @@ describe('service labels', () => {
     })
 
     it('leaves a label /health already decided alone, and a failed probe is stale once /health turns OK again', async () => {
-      const status = statusFor('running', new Date(clock.now() - 3_600_000).toISOString())
       const deep = source()
-      status.useDeepHealth(deep)
+      const status = statusFor('running', new Date(clock.now() - 3_600_000).toISOString(), deep)
       answer = 500
       clock.advance(1000)
       deep.result = wedged(clock.now())

@@ -1,31 +1,16 @@
 /**
  * Deep health's probes (spec 1, 3.3, 4.6): one synthetic request per kind of service, in the protocol
- * that service speaks — 1 s of silence to asr, a short sentence to tts, one token from the llm — and
- * what a failure's text says about a wedged container. The scheduler (deepHealth.ts) gets them passed in.
+ * that service speaks — 1 s of silence to asr, a short sentence to tts, one token from the llm — kept
+ * beside those protocols (audio/, relay/). The scheduler (services/deepHealth.ts) gets them
+ * passed in by the composition root, with the outcome and wedge rules it defines.
  */
 import { httpCall, HttpUnreachable, type HttpAnswer, type HttpCall } from '../lib/httpClient'
-import type { ProbedService } from '../gateway/deepHealthHook'
-import { encodeMultipart, type MemoryFile } from '../gateway/audio/multipart'
-import { voiceLanguage } from '../gateway/audio/speech'
-import { upstreamDetail } from '../gateway/relay/wire'
-
-/** How long each probe may take before it counts as failing (a hung service must not hold a probe forever). */
-export const PROBE_TIMEOUTS_MS: Readonly<Record<ProbedService, number>> = { asr: 30_000, tts: 30_000, llm: 60_000 }
+import { failed, NoAnswer, type ProbeOutcome, type ProbeSet } from '../services/types'
+import { encodeMultipart, type MemoryFile } from './audio/multipart'
+import { voiceLanguage } from './audio/speech'
+import { upstreamDetail } from './relay/wire'
 
 export const IDLE_NOTE = 'no model currently loaded (idle)'
-
-/** Spec 1, 6.2 rule 2: errors that mean the container is wedged and a restart may clear it. */
-const WEDGE_PATTERNS: readonly { name: string; test: RegExp }[] = [
-  { name: 'cudaErrorUnknown', test: /cudaErrorUnknown/i },
-  { name: 'CUFFT_INTERNAL_ERROR', test: /CUFFT_INTERNAL_ERROR/i },
-  { name: 'engine core init failure', test: /engine[ _-]?core[^\n]{0,40}(initiali[sz]ation failed|failed to start)/i },
-]
-
-/** The wedge pattern a failure matches (an HTTP 500, or one of the known error texts), or null. */
-export function wedgePattern(status: number | null, text: string): string | null {
-  for (const p of WEDGE_PATTERNS) if (p.test.test(text)) return p.name
-  return status === 500 ? 'HTTP 500' : null
-}
 
 /** `seconds` of digital silence as a 16 kHz, 16-bit mono PCM WAV, built in memory. */
 export function silenceWav(seconds = 1, sampleRate = 16_000): Buffer {
@@ -47,32 +32,7 @@ export function silenceWav(seconds = 1, sampleRate = 16_000): Buffer {
   return buf
 }
 
-/** What one probe saw. `status` is the HTTP status of a failed call (null: no answer). */
-export interface ProbeOutcome {
-  ok: boolean
-  error: string | null
-  note: string | null
-  status: number | null
-}
-
 const ok = (note: string | null = null): ProbeOutcome => ({ ok: true, error: null, note, status: null })
-export const failed = (error: string, status: number | null = null): ProbeOutcome => ({
-  ok: false,
-  error,
-  note: null,
-  status,
-})
-
-/** A call that got no HTTP answer: refused or reset (`unreachable`), or over its deadline. */
-export class NoAnswer extends Error {
-  constructor(
-    message: string,
-    readonly unreachable: boolean,
-  ) {
-    super(message)
-  }
-}
-
 async function call(url: string, init: Omit<HttpCall, 'signal'>, signal: AbortSignal): Promise<HttpAnswer> {
   try {
     return await httpCall(url, { ...init, signal })
@@ -178,12 +138,6 @@ async function probeLlm(base: string, signal: AbortSignal): Promise<ProbeOutcome
   await done.bytes()
   return ok(`one token from ${model}`)
 }
-
-/** One synthetic request against a service at `base`, given up when `signal` aborts. */
-export type Probe = (base: string, signal: AbortSignal) => Promise<ProbeOutcome>
-
-/** The probe each kind of service gets (a placement's engine is probed as an llm). */
-export type ProbeSet = Readonly<Record<ProbedService, Probe>>
 
 /** The probes of spec 1, 4.6 and 3.3, speaking each service's own HTTP protocol. */
 export const DEEP_HEALTH_PROBES: ProbeSet = {

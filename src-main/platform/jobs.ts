@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../lib/clock'
-import type { EventPublisher } from '../platform/eventBus'
+import type { EventPublisher } from './eventBus'
 import type { Redactor } from '../lib/logger'
 import { ApiError } from '../contract/errors'
 import type { JobEvent, JobKind, JobProgress, JobRecord } from '../contract/system'

@@ -1,32 +1,34 @@
-import { stateDirs, type Config } from '../config/load'
-import type { Contract, ContractHandlers } from '../contract'
-import type { RestartOutcome } from '../contract/system'
-import { JobRegistry } from '../jobs/registry'
-import { loadAdminToken } from './adminToken'
-import { removeOrphanedTempFiles } from '../lib/files'
-import { systemClock, type Clock } from '../lib/clock'
-import { Credentials } from './credentials'
-import type { AnyHandler, Dispatcher } from './invoke'
-import { Limits } from '../platform/limits'
-import { CallerScope } from '../platform/callerScope'
-import { UntrustedProxies } from '../http/untrustedProxies'
-import { SessionStore } from './sessions'
-import { ServiceDirectory } from '../services/serviceDirectory'
-import { systemHandlers } from '../system/systemHandlers'
-import { storageHealth } from '../system/storageHealth'
-import { docsHandlers } from '../system/docsHandlers'
-import { createLogger, Redactor, type Logger } from '../lib/logger'
-import { EventBus, eventHandlers } from '../platform/eventBus'
-import type { DomainModule } from '../platform/domainModule'
-import { createNodesModule } from '../nodes/module'
-import { createModelsModule } from '../models/module'
-import { createServicesModule } from '../services/module'
-import { createUpdatesModule } from '../updates/module'
-import { createGatewayModule, type GatewayOptions } from '../gateway/module'
-import { ConsumerKeys } from '../gateway/keys/consumerKeyStore'
-import { createLicensingModule } from '../licensing/module'
-import { createMetricsModule } from '../metrics/module'
-import type { LicensingDb } from '../licensing/db'
+import { stateDirs, type Config } from './config/load'
+import type { Contract, ContractHandlers } from './contract'
+import type { RestartOutcome } from './contract/system'
+import { JobRegistry } from './platform/jobs'
+import { loadAdminToken } from './app/adminToken'
+import { removeOrphanedTempFiles } from './lib/files'
+import { systemClock, type Clock } from './lib/clock'
+import { Credentials } from './app/credentials'
+import type { AnyHandler } from './app/invoke'
+import { Limits } from './platform/limits'
+import { CallerScope } from './platform/callerScope'
+import { UntrustedProxies } from './platform/untrustedProxies'
+import { SessionStore } from './app/sessions'
+import { ServiceDirectory } from './cluster/serviceDirectory'
+import { systemHandlers } from './system/systemHandlers'
+import { storageHealth } from './system/storageHealth'
+import { docsHandlers } from './system/docsHandlers'
+import { createLogger, Redactor, type Logger } from './lib/logger'
+import { EventBus, eventHandlers } from './platform/eventBus'
+import type { DomainModule } from './platform/domainModule'
+import type { Core } from './app/core'
+import { createNodesModule, type DeepHealthSource } from './nodes/module'
+import { createModelsModule } from './models/module'
+import { createServicesModule } from './services/module'
+import { createUpdatesModule } from './updates/module'
+import { createGatewayModule, type GatewayOptions } from './gateway/module'
+import { ConsumerKeys } from './gateway/keys/consumerKeyStore'
+import { DEEP_HEALTH_PROBES } from './gateway/deepHealthProbes'
+import { createLicensingModule } from './licensing/module'
+import { createMetricsModule } from './metrics/module'
+import type { LicensingDb } from './licensing/db'
 
 export interface CoreOptions {
   config: Config
@@ -38,30 +40,24 @@ export interface CoreOptions {
   gateway?: Partial<GatewayOptions>
 }
 
-/** Everything the process runs, built from Config. HTTP and IPC adapters sit on top of it. */
-export interface Core {
-  readonly config: Config
-  readonly clock: Clock
-  readonly logger: Logger
-  readonly jobs: JobRegistry
-  /** Push events (contract/events.ts): services publish, GET /api/events and IPC deliver. */
-  readonly events: EventBus
-  /** Null when the admin-token file was rejected: every admin call is refused until a new one is set. */
-  readonly adminToken: string | null
-  readonly adminTokenSource: 'setting' | 'file'
-  readonly handlers: ContractHandlers
-  /** Handlers, limits and logger: what both transports dispatch contract calls through. */
-  readonly dispatcher: Dispatcher
-  readonly modules: readonly DomainModule<Partial<Contract>>[]
-  readonly limits: Limits
-  readonly credentials: Credentials
-  readonly sessions: SessionStore
-  /** Who is calling, for the audit log: entered per contract call and per HTTP domain route. */
-  readonly callers: CallerScope
-  /** Peers forwarding for others without being in TRUSTED_PROXIES: the edge reports them, the Settings page shows them. */
-  readonly untrustedProxies: UntrustedProxies
-  start(): Promise<void>
-  stop(): Promise<void>
+export type { Core }
+
+/**
+ * The one loop in the wiring, closed here: the status labels (nodes) carry deep health's latest
+ * result and ask for a probe when a service is Healthy again after a failing one, while deep health
+ * (services) restarts through the services those checks watch. Until closed it has no results.
+ */
+function deepHealthLoop(): { view: DeepHealthSource; close(source: DeepHealthSource): void } {
+  let target: DeepHealthSource | null = null
+  return {
+    view: {
+      latest: (service) => target?.latest(service) ?? null,
+      requestProbe: (service, reason) => target?.requestProbe(service, reason),
+    },
+    close(source) {
+      target = source
+    },
+  }
 }
 
 export async function createCore(opts: CoreOptions): Promise<Core> {
@@ -100,9 +96,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const shared = { config, clock, logger, jobs, events, limits, callers }
   // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
   const services = new ServiceDirectory(config)
-  const nodes = await createNodesModule({ ...shared, services })
+  const deepHealth = deepHealthLoop()
+  const nodes = await createNodesModule({ ...shared, services, deepHealth: deepHealth.view })
   const models = await createModelsModule({ ...shared, services, nodes })
-  const servicesModule = await createServicesModule({ ...shared, services, nodes, models })
+  const servicesModule = await createServicesModule({ ...shared, services, nodes, models, probes: DEEP_HEALTH_PROBES })
+  deepHealth.close(servicesModule.deepHealth)
   const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
   // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
   const gateway = await createGatewayModule({
