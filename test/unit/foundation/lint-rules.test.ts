@@ -24,7 +24,9 @@ async function ruleIds(filePath: string): Promise<string[]> {
   return (res?.messages ?? []).map((m) => m.ruleId ?? '')
 }
 
-describe('lint rules', () => {
+// The first lintText builds the type-aware program for the whole project: tens of seconds on a
+// loaded 2-core machine, which is not what these tests measure.
+describe('lint rules', { timeout: 180_000 }, () => {
   it('bans electron imports in headless code', async () => {
     expect(await ruleIds('src-main/nodes/example.ts')).toContain('no-restricted-imports')
     // The renderer's ban lives in typescript-eslint's variant, which also allows type-only contract imports.
