@@ -219,6 +219,8 @@ describe('placements on a three-node sim', () => {
       async () => (await placements()).placements.find((p) => p.id === 'node3')?.state === 'ready',
       'node3 serves again',
     )
+    // Routing follows the engines' own word (read every 3 s), not the SSH view above: wait for the watch to see it.
+    await waitFor(async () => (await chat('sim/third')).status === 200, "node3's engine answering again")
     await answeredBy('sim/third', 'node3')
   })
 
