@@ -58,8 +58,14 @@ for (const size of SIZES)
       // Charts draw no "--" legend row until the pointer is over them.
       const chart = page.locator('.chart').first()
       await expect(chart.locator('.u-legend')).toBeHidden()
-      await chart.locator('.u-over').hover()
-      await expect(chart.locator('.u-legend')).toBeVisible()
+      // The view may still shift as its cards fill in, moving the plot from under a still pointer
+      // (a chart rebuilt with the same data hides its legend until the pointer moves again), so the
+      // pointer is moved onto the plot again until the legend is read with it there.
+      await expect(async () => {
+        await chart.locator('.u-over').hover({ position: { x: 40, y: 40 } })
+        await chart.locator('.u-over').hover()
+        await expect(chart.locator('.u-legend')).toBeVisible({ timeout: 1_000 })
+      }).toPass({ timeout: 10_000 })
 
       if (size.width >= 600) await expect(page.getByTestId('version')).toHaveText(/^\d+\.\d+\.\d+ \(build \d+\)$/)
 
