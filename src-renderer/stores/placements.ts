@@ -2,10 +2,14 @@ import { defineStore } from 'pinia'
 import { computed, reactive, ref } from 'vue'
 import { useApi, type OutputOf } from '../api'
 import { pushEventFollower } from './pushEvents'
-import type { FitEstimate } from '../../src-main/contract/models'
+import { usePartReads } from './partReads'
+import { useCatalogStore } from './catalog'
+import { useSwapOnNode1 } from './swapOnNode1'
+import type { FitEstimate, RunMode } from '../../src-main/contract/models'
 import type { Placement, PlacementsView } from '../../src-main/contract/placements'
 
 export type { Placement, PlacementsView }
+export type { SwapView } from './swapOnNode1'
 export type PlacementNode = PlacementsView['nodes'][number]
 type JobUpdate = Extract<OutputOf<'streamEvents'>, { name: 'job.update' }>['data']
 
@@ -25,15 +29,22 @@ export function placementBusyReason(view: PlacementsView | null): string | null 
 }
 
 /**
- * What runs where (docs/placements.md): every placement, every node and the placement job in
- * progress. Read from GET /api/placements, then replaced whole by each `placements.changed` push
- * event, so a reload shows the same state the events built.
+ * What runs where (docs/placements.md), the one store for it: every placement, every node and the
+ * placement job in progress, read from GET /api/placements and replaced whole by each
+ * `placements.changed` push event, so a reload shows the same state the events built. A swap is the
+ * placement job on node1: the spec's GET /api/swap view of it (the loaded model, uptime, the swap's
+ * phases and ETA) is held here too, and each `job.update` is applied once, to both.
  */
 export const usePlacementsStore = defineStore('placements', () => {
   const view = ref<PlacementsView | null>(null)
-  const readError = ref<string | null>(null)
-  const eventsError = ref<string | null>(null)
-  const error = computed(() => [readError.value, eventsError.value].filter((e) => e !== null).join('; ') || null)
+  const { problems, error, reader } = usePartReads(['placements', 'swap', 'events'])
+  const catalog = useCatalogStore()
+  const node1 = useSwapOnNode1({
+    weightsOf: (key) => catalog.weightsBytes(key),
+    jobEnded: () => void Promise.all([catalog.loadCatalog(), catalog.loadDisk()]),
+    loadedChanged: () => void catalog.loadCatalog(),
+    report: (problem) => (problems.swap = problem),
+  })
 
   const byId = computed(() => new Map((view.value?.placements ?? []).map((p) => [p.id, p])))
   const nodes = computed<PlacementNode[]>(() => view.value?.nodes ?? [])
@@ -56,25 +67,27 @@ export const usePlacementsStore = defineStore('placements', () => {
     return view.value?.nodes.find((n) => n.name === node) ?? null
   }
 
-  /** Reads the whole view (at mount, on focus, after a resync). */
+  const loadPlacements = reader('placements', () => useApi().call('listPlacements', {}), view)
+
+  /** Reads what runs where (at mount, on focus, after a resync): the placements and node1's swap view. */
   async function refresh(): Promise<void> {
-    try {
-      view.value = await useApi().call('listPlacements', {})
-      readError.value = null
-    } catch (err) {
-      readError.value = `placements: ${(err as Error).message}`
-    }
+    await Promise.all([loadPlacements(), node1.loadSwap()])
   }
 
   function apply(ev: OutputOf<'streamEvents'>): void {
+    node1.sawServerTime(ev.at)
     switch (ev.name) {
       case 'placements.changed':
         view.value = ev.data
         for (const k of Object.keys(fits)) delete fits[k]
-        readError.value = null
+        problems.placements = null
+        break
+      case 'swap.state':
+        node1.sawStep(ev.data)
         break
       case 'job.update':
         if (view.value && ev.data.kind === 'swap') view.value = viewWithJob(view.value, ev.data)
+        node1.sawJob(ev.data)
         break
       case 'resync':
         void refresh()
@@ -84,7 +97,7 @@ export const usePlacementsStore = defineStore('placements', () => {
     }
   }
 
-  const pushEvents = pushEventFollower(apply, (problem) => (eventsError.value = problem && `placements: ${problem}`))
+  const pushEvents = pushEventFollower(apply, (problem) => (problems.events = problem))
 
   /** The fit estimate of `key` on `on` (head first), read once until the placements change. */
   async function loadFit(key: string, on: readonly string[]): Promise<void> {
@@ -116,14 +129,29 @@ export const usePlacementsStore = defineStore('placements', () => {
       confirm_no_fit: opts.confirmNoFit,
       displace: opts.displace,
     })
-    await refresh()
+    await loadPlacements()
     return out
+  }
+
+  /** Replaces the model on node1: the spec's swap (POST /api/swap/{key}), a placement job on node1. */
+  function swap(key: string, mode: RunMode, confirmNoFit: boolean): Promise<string> {
+    return node1.startSwap(key, mode, confirmNoFit)
   }
 
   async function stop(id: string): Promise<OutputOf<'stopPlacement'>> {
     const out = await useApi().call('stopPlacement', { id })
-    await refresh()
+    await loadPlacements()
     return out
+  }
+
+  function follow(): void {
+    pushEvents.follow()
+    node1.startClock()
+  }
+
+  function unfollow(): void {
+    pushEvents.unfollow()
+    node1.stopFollowing()
   }
 
   return {
@@ -138,8 +166,18 @@ export const usePlacementsStore = defineStore('placements', () => {
     refresh,
     apply,
     place,
+    swap,
     stop,
-    follow: pushEvents.follow,
-    unfollow: pushEvents.unfollow,
+    follow,
+    unfollow,
+    /** node1's model and swap, as GET /api/swap tells them. */
+    swapView: node1.swap,
+    swapJob: node1.swapJob,
+    lastSwap: node1.lastSwap,
+    loadedKey: node1.loadedKey,
+    now: node1.now,
+    uptimeS: node1.uptimeS,
+    swapEta: node1.swapEta,
+    dismissSwap: node1.dismissSwap,
   }
 })
