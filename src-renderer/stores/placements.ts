@@ -28,6 +28,64 @@ export function placementBusyReason(view: PlacementsView | null): string | null 
   return view?.job?.state === 'running' ? 'a placement job is running' : null
 }
 
+/** Fit estimates on chosen nodes, until the placements change (what is free changes with them). */
+function useFitsOn() {
+  const fits = reactive<Record<string, FitEstimate | { error: string }>>({})
+  const fitKey = (key: string, on: readonly string[]): string => `${key}@${on.join(',')}`
+  return {
+    /** The fit estimate of `key` on `on` (head first), read once until the placements change. */
+    async loadFit(key: string, on: readonly string[]): Promise<void> {
+      const k = fitKey(key, on)
+      if (fits[k]) return
+      try {
+        fits[k] = await useApi().call('modelFit', { key, nodes: [...on] })
+      } catch (err) {
+        fits[k] = { error: (err as Error).message }
+      }
+    },
+    fitOf(key: string, on: readonly string[]): FitEstimate | { error: string } | null {
+      return on.length === 0 ? null : (fits[fitKey(key, on)] ?? null)
+    },
+    forgetFits(): void {
+      for (const k of Object.keys(fits)) delete fits[k]
+    },
+  }
+}
+
+/** What the operator starts: a placement, the swap on node1, a stop; the view follows through push events. */
+function placementActions(
+  loadPlacements: () => Promise<void>,
+  startSwap: (key: string, mode: RunMode, confirmNoFit: boolean) => Promise<string>,
+) {
+  return {
+    /**
+     * Places `key` on `on` (head first). `displace` is the operator's yes to stopping what is placed
+     * on those nodes (the dialog says so before the button).
+     */
+    async place(
+      key: string,
+      on: readonly string[],
+      opts: { confirmNoFit: boolean; displace: boolean },
+    ): Promise<OutputOf<'startPlacement'>> {
+      const out = await useApi().call('startPlacement', {
+        key,
+        nodes: [...on],
+        confirm_no_fit: opts.confirmNoFit,
+        displace: opts.displace,
+      })
+      await loadPlacements()
+      return out
+    },
+    /** Replaces the model on node1: the spec's swap (POST /api/swap/{key}), a placement job on node1. */
+    swap: startSwap,
+    async stop(id: string): Promise<OutputOf<'stopPlacement'>> {
+      const out = await useApi().call('stopPlacement', { id })
+      await loadPlacements()
+      return out
+    },
+  }
+}
+
 /**
  * What runs where (docs/placements.md), the one store for it: every placement, every node and the
  * placement job in progress, read from GET /api/placements and replaced whole by each
@@ -49,9 +107,7 @@ export const usePlacementsStore = defineStore('placements', () => {
   const byId = computed(() => new Map((view.value?.placements ?? []).map((p) => [p.id, p])))
   const nodes = computed<PlacementNode[]>(() => view.value?.nodes ?? [])
   const busyReason = computed(() => placementBusyReason(view.value))
-  /** Fit estimates on chosen nodes, until the placements change (what is free changes with them). */
-  const fits = reactive<Record<string, FitEstimate | { error: string }>>({})
-  const fitKey = (key: string, on: readonly string[]): string => `${key}@${on.join(',')}`
+  const { loadFit, fitOf, forgetFits } = useFitsOn()
 
   /** The placement running on `node`, if any. */
   function placementOn(node: string): Placement | null {
@@ -79,7 +135,7 @@ export const usePlacementsStore = defineStore('placements', () => {
     switch (ev.name) {
       case 'placements.changed':
         view.value = ev.data
-        for (const k of Object.keys(fits)) delete fits[k]
+        forgetFits()
         problems.placements = null
         break
       case 'swap.state':
@@ -99,50 +155,7 @@ export const usePlacementsStore = defineStore('placements', () => {
 
   const pushEvents = pushEventFollower(apply, (problem) => (problems.events = problem))
 
-  /** The fit estimate of `key` on `on` (head first), read once until the placements change. */
-  async function loadFit(key: string, on: readonly string[]): Promise<void> {
-    const k = fitKey(key, on)
-    if (fits[k]) return
-    try {
-      fits[k] = await useApi().call('modelFit', { key, nodes: [...on] })
-    } catch (err) {
-      fits[k] = { error: (err as Error).message }
-    }
-  }
-
-  function fitOf(key: string, on: readonly string[]): FitEstimate | { error: string } | null {
-    return on.length === 0 ? null : (fits[fitKey(key, on)] ?? null)
-  }
-
-  /**
-   * Places `key` on `nodes` (head first); the view follows through push events. `displace` is the
-   * operator's yes to stopping what is placed on those nodes (the dialog says so before the button).
-   */
-  async function place(
-    key: string,
-    on: readonly string[],
-    opts: { confirmNoFit: boolean; displace: boolean },
-  ): Promise<OutputOf<'startPlacement'>> {
-    const out = await useApi().call('startPlacement', {
-      key,
-      nodes: [...on],
-      confirm_no_fit: opts.confirmNoFit,
-      displace: opts.displace,
-    })
-    await loadPlacements()
-    return out
-  }
-
-  /** Replaces the model on node1: the spec's swap (POST /api/swap/{key}), a placement job on node1. */
-  function swap(key: string, mode: RunMode, confirmNoFit: boolean): Promise<string> {
-    return node1.startSwap(key, mode, confirmNoFit)
-  }
-
-  async function stop(id: string): Promise<OutputOf<'stopPlacement'>> {
-    const out = await useApi().call('stopPlacement', { id })
-    await loadPlacements()
-    return out
-  }
+  const actions = placementActions(loadPlacements, node1.startSwap)
 
   function follow(): void {
     pushEvents.follow()
@@ -165,9 +178,7 @@ export const usePlacementsStore = defineStore('placements', () => {
     fitOf,
     refresh,
     apply,
-    place,
-    swap,
-    stop,
+    ...actions,
     follow,
     unfollow,
     /** node1's model and swap, as GET /api/swap tells them. */

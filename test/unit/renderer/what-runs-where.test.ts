@@ -28,7 +28,9 @@ const swapJob = (over: Record<string, unknown> = {}): NonNullable<PlacementsView
   }) as NonNullable<PlacementsView['job']>
 const placing: PlacementsView = {
   placements: [],
-  nodes: [{ name: 'node1', placement_id: null, reachable: true, launcher: true, ram_total_bytes: 1e11, other_bytes: 0 }],
+  nodes: [
+    { name: 'node1', placement_id: null, reachable: true, launcher: true, ram_total_bytes: 1e11, other_bytes: 0 },
+  ],
   changing: {
     id: 'node1',
     key: 'coder',
