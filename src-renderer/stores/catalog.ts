@@ -213,17 +213,10 @@ export const useCatalogStore = defineStore('catalog', () => {
     await Promise.all([loadCatalog(), loadDisk(), loadHardware(), jobs.resumeDownload()])
   }
 
+  /** The catalog's push events: live hardware, and a resync that reads everything again. */
   function apply(ev: OutputOf<'streamEvents'>): void {
-    switch (ev.name) {
-      case 'hardware.snapshot':
-        hardware.value = ev.data
-        break
-      case 'resync':
-        void refresh()
-        break
-      default:
-        break
-    }
+    if (ev.name === 'hardware.snapshot') hardware.value = ev.data
+    else if (ev.name === 'resync') void refresh()
   }
 
   // The stores share one event stream: the placements store, followed beside this one, reports its stops.

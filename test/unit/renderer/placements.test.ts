@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createPinia, setActivePinia } from 'pinia'
 import { initBackend, type BackendApi, type OutputOf } from '../../../src-renderer/api'
 import { button, buttons, flush, mountWith, stubCanvas, unmountAll } from './mount'
-import { hardwareRow } from './fixtures'
+import { hardwareRow, swapJobRecord } from './fixtures'
 import { usePlacementsStore } from '../../../src-renderer/stores/placements'
 import { placeChoices } from '../../../src-renderer/components/models/placeChoices'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
@@ -59,21 +59,7 @@ function startView(): PlacementsView {
   }
 }
 const job = (over: Record<string, unknown> = {}): NonNullable<PlacementsView['job']> =>
-  ({
-    id: 'swap-9',
-    kind: 'swap',
-    title: 'Place coder on node2',
-    state: 'running',
-    phase: 'Loading',
-    started_at: T,
-    finished_at: null,
-    elapsed_s: 1,
-    progress: null,
-    log: [],
-    result: null,
-    error: null,
-    ...over,
-  }) as NonNullable<PlacementsView['job']>
+  swapJobRecord(T, over) as NonNullable<PlacementsView['job']>
 const changing = (over: Record<string, unknown> = {}) => ({
   id: 'node2',
   key: 'coder',

@@ -6,26 +6,13 @@ import { createPinia, setActivePinia } from 'pinia'
 import { initBackend, type BackendApi, type OutputOf } from '../../../src-renderer/api'
 import { usePlacementsStore } from '../../../src-renderer/stores/placements'
 import type { PlacementsView } from '../../../src-main/contract/placements'
+import { swapJobRecord } from './fixtures'
 
 // Issue 40: one store for what runs where; a swap is the placement job on node1.
 
 const T = Date.now()
 const swapJob = (over: Record<string, unknown> = {}): NonNullable<PlacementsView['job']> =>
-  ({
-    id: 'swap-3',
-    kind: 'swap',
-    title: 'Swap to Coder (solo)',
-    state: 'running',
-    phase: 'Loading',
-    started_at: T,
-    finished_at: null,
-    elapsed_s: 1,
-    progress: null,
-    log: [],
-    result: null,
-    error: null,
-    ...over,
-  }) as NonNullable<PlacementsView['job']>
+  swapJobRecord(T, { id: 'swap-3', title: 'Swap to Coder (solo)', ...over }) as NonNullable<PlacementsView['job']>
 const placing: PlacementsView = {
   placements: [],
   nodes: [
