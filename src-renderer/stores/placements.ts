@@ -2,10 +2,14 @@ import { defineStore } from 'pinia'
 import { computed, reactive, ref } from 'vue'
 import { useApi, type OutputOf } from '../api'
 import { pushEventFollower } from './pushEvents'
-import type { FitEstimate } from '../../src-main/contract/models'
+import { usePartReads } from './partReads'
+import { useCatalogStore } from './catalog'
+import { useSwapOnNode1 } from './swapOnNode1'
+import type { FitEstimate, RunMode } from '../../src-main/contract/models'
 import type { Placement, PlacementsView } from '../../src-main/contract/placements'
 
 export type { Placement, PlacementsView }
+export type { SwapView } from './swapOnNode1'
 export type PlacementNode = PlacementsView['nodes'][number]
 type JobUpdate = Extract<OutputOf<'streamEvents'>, { name: 'job.update' }>['data']
 
@@ -24,23 +28,86 @@ export function placementBusyReason(view: PlacementsView | null): string | null 
   return view?.job?.state === 'running' ? 'a placement job is running' : null
 }
 
+/** Fit estimates on chosen nodes, until the placements change (what is free changes with them). */
+function useFitsOn() {
+  const fits = reactive<Record<string, FitEstimate | { error: string }>>({})
+  const fitKey = (key: string, on: readonly string[]): string => `${key}@${on.join(',')}`
+  return {
+    /** The fit estimate of `key` on `on` (head first), read once until the placements change. */
+    async loadFit(key: string, on: readonly string[]): Promise<void> {
+      const k = fitKey(key, on)
+      if (fits[k]) return
+      try {
+        fits[k] = await useApi().call('modelFit', { key, nodes: [...on] })
+      } catch (err) {
+        fits[k] = { error: (err as Error).message }
+      }
+    },
+    fitOf(key: string, on: readonly string[]): FitEstimate | { error: string } | null {
+      return on.length === 0 ? null : (fits[fitKey(key, on)] ?? null)
+    },
+    forgetFits(): void {
+      for (const k of Object.keys(fits)) delete fits[k]
+    },
+  }
+}
+
+/** What the operator starts: a placement, the swap on node1, a stop; the view follows through push events. */
+function placementActions(
+  loadPlacements: () => Promise<void>,
+  startSwap: (key: string, mode: RunMode, confirmNoFit: boolean) => Promise<string>,
+) {
+  return {
+    /**
+     * Places `key` on `on` (head first). `displace` is the operator's yes to stopping what is placed
+     * on those nodes (the dialog says so before the button).
+     */
+    async place(
+      key: string,
+      on: readonly string[],
+      opts: { confirmNoFit: boolean; displace: boolean },
+    ): Promise<OutputOf<'startPlacement'>> {
+      const out = await useApi().call('startPlacement', {
+        key,
+        nodes: [...on],
+        confirm_no_fit: opts.confirmNoFit,
+        displace: opts.displace,
+      })
+      await loadPlacements()
+      return out
+    },
+    /** Replaces the model on node1: the spec's swap (POST /api/swap/{key}), a placement job on node1. */
+    swap: startSwap,
+    async stop(id: string): Promise<OutputOf<'stopPlacement'>> {
+      const out = await useApi().call('stopPlacement', { id })
+      await loadPlacements()
+      return out
+    },
+  }
+}
+
 /**
- * What runs where (docs/placements.md): every placement, every node and the placement job in
- * progress. Read from GET /api/placements, then replaced whole by each `placements.changed` push
- * event, so a reload shows the same state the events built.
+ * What runs where (docs/placements.md), the one store for it: every placement, every node and the
+ * placement job in progress, read from GET /api/placements and replaced whole by each
+ * `placements.changed` push event, so a reload shows the same state the events built. A swap is the
+ * placement job on node1: the spec's GET /api/swap view of it (the loaded model, uptime, the swap's
+ * phases and ETA) is held here too, and each `job.update` is applied once, to both.
  */
 export const usePlacementsStore = defineStore('placements', () => {
   const view = ref<PlacementsView | null>(null)
-  const readError = ref<string | null>(null)
-  const eventsError = ref<string | null>(null)
-  const error = computed(() => [readError.value, eventsError.value].filter((e) => e !== null).join('; ') || null)
+  const { problems, error, reader } = usePartReads(['placements', 'swap', 'events'])
+  const catalog = useCatalogStore()
+  const node1 = useSwapOnNode1({
+    weightsOf: (key) => catalog.weightsBytes(key),
+    jobEnded: () => void Promise.all([catalog.loadCatalog(), catalog.loadDisk()]),
+    loadedChanged: () => void catalog.loadCatalog(),
+    report: (problem) => (problems.swap = problem),
+  })
 
   const byId = computed(() => new Map((view.value?.placements ?? []).map((p) => [p.id, p])))
   const nodes = computed<PlacementNode[]>(() => view.value?.nodes ?? [])
   const busyReason = computed(() => placementBusyReason(view.value))
-  /** Fit estimates on chosen nodes, until the placements change (what is free changes with them). */
-  const fits = reactive<Record<string, FitEstimate | { error: string }>>({})
-  const fitKey = (key: string, on: readonly string[]): string => `${key}@${on.join(',')}`
+  const { loadFit, fitOf, forgetFits } = useFitsOn()
 
   /** The placement running on `node`, if any. */
   function placementOn(node: string): Placement | null {
@@ -56,25 +123,27 @@ export const usePlacementsStore = defineStore('placements', () => {
     return view.value?.nodes.find((n) => n.name === node) ?? null
   }
 
-  /** Reads the whole view (at mount, on focus, after a resync). */
+  const loadPlacements = reader('placements', () => useApi().call('listPlacements', {}), view)
+
+  /** Reads what runs where (at mount, on focus, after a resync): the placements and node1's swap view. */
   async function refresh(): Promise<void> {
-    try {
-      view.value = await useApi().call('listPlacements', {})
-      readError.value = null
-    } catch (err) {
-      readError.value = `placements: ${(err as Error).message}`
-    }
+    await Promise.all([loadPlacements(), node1.loadSwap()])
   }
 
   function apply(ev: OutputOf<'streamEvents'>): void {
+    node1.sawServerTime(ev.at)
     switch (ev.name) {
       case 'placements.changed':
         view.value = ev.data
-        for (const k of Object.keys(fits)) delete fits[k]
-        readError.value = null
+        forgetFits()
+        problems.placements = null
+        break
+      case 'swap.state':
+        node1.sawStep(ev.data)
         break
       case 'job.update':
         if (view.value && ev.data.kind === 'swap') view.value = viewWithJob(view.value, ev.data)
+        node1.sawJob(ev.data)
         break
       case 'resync':
         void refresh()
@@ -84,46 +153,18 @@ export const usePlacementsStore = defineStore('placements', () => {
     }
   }
 
-  const pushEvents = pushEventFollower(apply, (problem) => (eventsError.value = problem && `placements: ${problem}`))
+  const pushEvents = pushEventFollower(apply, (problem) => (problems.events = problem))
 
-  /** The fit estimate of `key` on `on` (head first), read once until the placements change. */
-  async function loadFit(key: string, on: readonly string[]): Promise<void> {
-    const k = fitKey(key, on)
-    if (fits[k]) return
-    try {
-      fits[k] = await useApi().call('modelFit', { key, nodes: [...on] })
-    } catch (err) {
-      fits[k] = { error: (err as Error).message }
-    }
+  const actions = placementActions(loadPlacements, node1.startSwap)
+
+  function follow(): void {
+    pushEvents.follow()
+    node1.startClock()
   }
 
-  function fitOf(key: string, on: readonly string[]): FitEstimate | { error: string } | null {
-    return on.length === 0 ? null : (fits[fitKey(key, on)] ?? null)
-  }
-
-  /**
-   * Places `key` on `nodes` (head first); the view follows through push events. `displace` is the
-   * operator's yes to stopping what is placed on those nodes (the dialog says so before the button).
-   */
-  async function place(
-    key: string,
-    on: readonly string[],
-    opts: { confirmNoFit: boolean; displace: boolean },
-  ): Promise<OutputOf<'startPlacement'>> {
-    const out = await useApi().call('startPlacement', {
-      key,
-      nodes: [...on],
-      confirm_no_fit: opts.confirmNoFit,
-      displace: opts.displace,
-    })
-    await refresh()
-    return out
-  }
-
-  async function stop(id: string): Promise<OutputOf<'stopPlacement'>> {
-    const out = await useApi().call('stopPlacement', { id })
-    await refresh()
-    return out
+  function unfollow(): void {
+    pushEvents.unfollow()
+    node1.stopFollowing()
   }
 
   return {
@@ -137,9 +178,17 @@ export const usePlacementsStore = defineStore('placements', () => {
     fitOf,
     refresh,
     apply,
-    place,
-    stop,
-    follow: pushEvents.follow,
-    unfollow: pushEvents.unfollow,
+    ...actions,
+    follow,
+    unfollow,
+    /** node1's model and swap, as GET /api/swap tells them. */
+    swapView: node1.swap,
+    swapJob: node1.swapJob,
+    lastSwap: node1.lastSwap,
+    loadedKey: node1.loadedKey,
+    now: node1.now,
+    uptimeS: node1.uptimeS,
+    swapEta: node1.swapEta,
+    dismissSwap: node1.dismissSwap,
   }
 })

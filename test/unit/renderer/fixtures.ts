@@ -20,3 +20,20 @@ export const hardwareRow = (node: string, probedAt: number) => ({
   probed_at: probedAt,
   probe_ms: 1,
 })
+
+/** A placement (swap) job's record as GET /api/placements, GET /api/swap and `job.update` carry it, running. */
+export const swapJobRecord = (startedAt: number, over: Record<string, unknown> = {}) => ({
+  id: 'swap-9',
+  kind: 'swap' as const,
+  title: 'Place coder on node2',
+  state: 'running' as const,
+  phase: 'Loading',
+  started_at: startedAt,
+  finished_at: null,
+  elapsed_s: 1,
+  progress: null,
+  log: [],
+  result: null,
+  error: null,
+  ...over,
+})

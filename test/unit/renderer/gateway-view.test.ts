@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { BackendApi } from '../../../src-renderer/api'
-import { flush, mountWith, unmountAll } from './mount'
+import { button, flush, mountWith, unmountAll } from './mount'
 import GatewayView from '../../../src-renderer/views/GatewayView.vue'
 
 // The histogram's chart: record what it is given instead of drawing on a canvas happy-dom lacks.
@@ -172,7 +172,7 @@ describe('Gateway view', () => {
     URL.createObjectURL = () => 'blob:wav'
     URL.revokeObjectURL = () => undefined
     const el = await mount(calls)
-    const send = [...el.querySelectorAll('button')].find((b) => b.textContent === 'Send')!
+    const send = button(el, 'Send')
     send.click()
     await flush()
     expect(el.querySelector('.gw-answer')!.textContent).toBe('You said: hi')
@@ -180,7 +180,7 @@ describe('Gateway view', () => {
 
     const voice = el.querySelectorAll('select')[1] as HTMLSelectElement
     expect([...voice.options].map((o) => o.value)).toEqual(['Multivoice.EN-US.Aria', 'Multivoice.DE-DE.Lena'])
-    const speak = [...el.querySelectorAll('button')].find((b) => b.textContent === 'Speak')!
+    const speak = button(el, 'Speak')
     speak.click()
     await flush()
     expect(calls.find((c) => c.method === 'playgroundSpeech')!.input).toMatchObject({ voice: 'Multivoice.EN-US.Aria' })

@@ -3,12 +3,11 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createPinia, setActivePinia } from 'pinia'
 import { initBackend, type BackendApi, type OutputOf } from '../../../src-renderer/api'
 import { button, buttons, flush, mountWith, stubCanvas, unmountAll } from './mount'
-import { hardwareRow } from './fixtures'
+import { hardwareRow, swapJobRecord } from './fixtures'
 import { usePlacementsStore } from '../../../src-renderer/stores/placements'
 import { placeChoices } from '../../../src-renderer/components/models/placeChoices'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
-import PlacePanel from '../../../src-renderer/components/models/PlacePanel.vue'
-import SwapDialog from '../../../src-renderer/components/models/SwapDialog.vue'
+import PlaceDialog from '../../../src-renderer/components/models/PlaceDialog.vue'
 import ModelsView from '../../../src-renderer/views/ModelsView.vue'
 import type { PlacementsView } from '../../../src-main/contract/placements'
 
@@ -60,21 +59,7 @@ function startView(): PlacementsView {
   }
 }
 const job = (over: Record<string, unknown> = {}): NonNullable<PlacementsView['job']> =>
-  ({
-    id: 'swap-9',
-    kind: 'swap',
-    title: 'Place coder on node2',
-    state: 'running',
-    phase: 'Loading',
-    started_at: T,
-    finished_at: null,
-    elapsed_s: 1,
-    progress: null,
-    log: [],
-    result: null,
-    error: null,
-    ...over,
-  }) as NonNullable<PlacementsView['job']>
+  swapJobRecord(T, over) as NonNullable<PlacementsView['job']>
 const changing = (over: Record<string, unknown> = {}) => ({
   id: 'node2',
   key: 'coder',
@@ -293,7 +278,7 @@ describe('Models view: Place on…', () => {
 
   it('blocks unreachable nodes and a head without a launcher, says what a taken node displaces, and places head first', async () => {
     const calls: Call[] = []
-    const el = await mountWith(PlacePanel, fakeApi({ view: startView() }, calls), { model })
+    const el = await mountWith(PlaceDialog, fakeApi({ view: startView() }, calls), { model, where: 'nodes' })
     expect(nodeRow(el, 'node1').textContent).toContain(
       'taken by Qwen/Qwen3-32B-FP8 (qwen3-32b-fp8) (node1): placing here stops it',
     )
@@ -334,7 +319,10 @@ describe('Models view: Place on…', () => {
 
   it('shows where the model does not fit, says which placement it stops, and asks twice', async () => {
     const calls: Call[] = []
-    const el = await mountWith(PlacePanel, fakeApi({ view: startView(), noFitOn: ['node1'] }, calls), { model })
+    const el = await mountWith(PlaceDialog, fakeApi({ view: startView(), noFitOn: ['node1'] }, calls), {
+      model,
+      where: 'nodes',
+    })
     expect(nodeRow(el, 'node1').textContent).toContain('does not fit: needs 70.0 GB of 50.0 GB')
     pick(el, 'node1')
     await flush()
@@ -358,7 +346,7 @@ describe('Models view: Place on…', () => {
   })
 
   it('says where the model already runs, and that placing it again adds a copy', async () => {
-    const none = await mountWith(PlacePanel, fakeApi({ view: startView() }, []), { model })
+    const none = await mountWith(PlaceDialog, fakeApi({ view: startView() }, []), { model, where: 'nodes' })
     expect(none.querySelector('[data-test="place-already"]')).toBeNull()
     const lostCopy = {
       ...coder,
@@ -369,7 +357,7 @@ describe('Models view: Place on…', () => {
       reason: 'node3 is unreachable',
     }
     const view = { ...startView(), placements: [qwen, coder, lostCopy] }
-    const el = await mountWith(PlacePanel, fakeApi({ view }, []), { model })
+    const el = await mountWith(PlaceDialog, fakeApi({ view }, []), { model, where: 'nodes' })
     expect(el.querySelector('[data-test="place-already"]')?.textContent?.replace(/\s+/g, ' ').trim()).toBe(
       'Coder already runs on node2 (ready), node3 (lost: node3 is unreachable). Placing it again adds a copy: each request goes to the least busy copy that answers.',
     )
@@ -377,7 +365,7 @@ describe('Models view: Place on…', () => {
 
   it('refuses to place while a placement job runs, with the reason', async () => {
     const view = { ...startView(), changing: changing({ id: 'node4' }), job: job() }
-    const el = await mountWith(PlacePanel, fakeApi({ view }, []), { model })
+    const el = await mountWith(PlaceDialog, fakeApi({ view }, []), { model, where: 'nodes' })
     pick(el, 'node2')
     await flush()
     const place = button(el, 'Place on node2')
@@ -386,7 +374,7 @@ describe('Models view: Place on…', () => {
   })
 
   it("offers both today's swap on node1 and Place on…", async () => {
-    const el = await mountWith(SwapDialog, fakeApi({ view: startView() }, []), { model })
+    const el = await mountWith(PlaceDialog, fakeApi({ view: startView() }, []), { model })
     expect(el.querySelector('section[aria-label="Swap to Coder"]')).not.toBeNull()
     button(el, 'Place on…').click()
     await flush()
