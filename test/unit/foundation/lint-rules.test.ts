@@ -107,11 +107,14 @@ describe('lint rules', { timeout: 180_000 }, () => {
     })
 
     it('reaches another domain only through its module.ts or types.ts', async () => {
-      expect(await ids(imports('httpHealth', '../nodes/status'), 'src-main/services/example.ts')).toContain(RULE)
+      expect(await ids(imports('HardwareService', '../nodes/hardware'), 'src-main/services/example.ts')).toContain(RULE)
       expect(await ids(imports('ModelCatalog', '../models/catalog'), 'src-main/updates/example.ts')).toContain(RULE)
-      expect(await ids(imports('httpHealth', '../nodes/types'), 'src-main/services/example.ts')).not.toContain(RULE)
+      expect(await ids(imports('parseSize', '../models/progress'), 'src-main/services/example.ts')).toContain(RULE)
+      expect(await ids(imports('parseSize', '../models/types'), 'src-main/services/example.ts')).not.toContain(RULE)
       // Inside its own folder a domain imports any file.
-      expect(await ids(imports('httpHealth', './status'), 'src-main/nodes/example.ts')).not.toContain(RULE)
+      expect(await ids(imports('httpHealth', './healthCheck'), 'src-main/services/example.ts')).not.toContain(RULE)
+      // The status of the services is the services domain's: the nodes below it cannot reach it.
+      expect(await ids(imports('StatusService', '../services/status'), 'src-main/nodes/example.ts')).toContain(RULE)
     })
 
     it('keeps licensing and metrics off the cluster', async () => {
