@@ -91,38 +91,19 @@ describe('service labels', () => {
     const status = statusFor('running', started)
     const always = await status.check(role())
     const container = { state: 'running', started_at: started, restart_count: 0, error: null }
-    const custom = await status.checkCustom(
-      {
-        name: 'whisper',
-        node: 'node2',
-        container: 'asr',
-        port,
-        image: null,
-        volume: null,
-        cache_path: null,
-        role: null,
-        added_at: 0,
-      },
-      container,
-    )
+    const whisper = { name: 'whisper', node: 'node2', container: 'asr', port, image: null, volume: null }
+    const entry = { ...whisper, cache_path: null, role: null, added_at: 0 } as const
+    const custom = await status.checkCustom(entry, container)
     const { http_ms: _a, ...alwaysRest } = always
     const { http_ms: _b, ...customRest } = custom
     expect(customRest).toEqual({ ...alwaysRest, name: 'whisper', base_url: `http://127.0.0.1:${port}` })
     expect(custom).toMatchObject({ label: 'Unhealthy', error: 'HTTP 500 from /health', deep_health: null })
-    const gone = await status.checkCustom(
-      {
-        name: 'whisper',
-        node: 'node2',
-        container: 'asr',
-        port,
-        image: null,
-        volume: null,
-        cache_path: null,
-        role: null,
-        added_at: 0,
-      },
-      { ...container, state: 'unknown', error: 'connect ETIMEDOUT', unreachable: true },
-    )
+    const gone = await status.checkCustom(entry, {
+      ...container,
+      state: 'unknown',
+      error: 'connect ETIMEDOUT',
+      unreachable: true,
+    })
     expect(gone).toMatchObject({ label: 'Unknown', label_reason: 'node unreachable' })
     expect(gone.actions_blocked).toContain('node2 is unreachable over SSH (connect ETIMEDOUT)')
   })
