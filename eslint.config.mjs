@@ -63,7 +63,7 @@ function layerPolicies() {
   policies.push({ from: from('system'), allow: to(['system', 'kernel', 'http', ...BASE]) })
   policies.push({ from: from('http'), allow: to(['http', 'kernel', ...BASE]) })
   policies.push({
-    from: { element: { types: { anyOf: ['compose', 'entry'] } } },
+    from: { element: { types: { anyOf: ['top', 'entry'] } } },
     allow: { to: { element: { type: '*' } } },
   })
   return policies
@@ -161,10 +161,13 @@ export default tseslint.config(
         { type: 'system', pattern: 'src-main/system' },
         { type: 'kernel', pattern: 'src-main/app' },
         { type: 'http', pattern: 'src-main/http' },
-        { type: 'compose', pattern: 'src-main/compose.ts', mode: 'file' },
         { type: 'entry', pattern: 'src-main/(desktop|cli)' },
-        { type: 'entry', pattern: 'src-main/(index|headless).ts', mode: 'file' },
+        // Last: a file is the first element that matches it (single match below), so every folder
+        // above claims its own files and src-main itself keeps only its top, compose.ts and the entry
+        // points index.ts and headless.ts (an element is a folder, never a file).
+        { type: 'top', pattern: 'src-main' },
       ],
+      'boundaries/elements-single-match': true,
     },
     rules: { 'boundaries/dependencies': ['error', { default: 'disallow', policies: layerPolicies() }] },
   },

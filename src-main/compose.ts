@@ -19,7 +19,7 @@ import { createLogger, Redactor, type Logger } from './lib/logger'
 import { EventBus, eventHandlers } from './platform/eventBus'
 import type { DomainModule } from './platform/domainModule'
 import type { Core } from './app/core'
-import { createNodesModule, type DeepHealthSource } from './nodes/module'
+import { createNodesModule } from './nodes/module'
 import { createModelsModule } from './models/module'
 import { createServicesModule } from './services/module'
 import { createUpdatesModule } from './updates/module'
@@ -41,24 +41,6 @@ export interface CoreOptions {
 }
 
 export type { Core }
-
-/**
- * The one loop in the wiring, closed here: the status labels (nodes) carry deep health's latest
- * result and ask for a probe when a service is Healthy again after a failing one, while deep health
- * (services) restarts through the services those checks watch. Until closed it has no results.
- */
-function deepHealthLoop(): { view: DeepHealthSource; close(source: DeepHealthSource): void } {
-  let target: DeepHealthSource | null = null
-  return {
-    view: {
-      latest: (service) => target?.latest(service) ?? null,
-      requestProbe: (service, reason) => target?.requestProbe(service, reason),
-    },
-    close(source) {
-      target = source
-    },
-  }
-}
 
 export async function createCore(opts: CoreOptions): Promise<Core> {
   const { config } = opts
@@ -94,13 +76,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const callers = new CallerScope()
   const untrustedProxies = new UntrustedProxies(logger.child('http'))
   const shared = { config, clock, logger, jobs, events, limits, callers }
-  // Where llm, asr, tts, embeddings and vector live: worked out once, asked by nodes and gateway.
+  // Where llm, asr, tts, embeddings and vector live: worked out once, asked by models, services, updates and gateway.
   const services = new ServiceDirectory(config)
-  const deepHealth = deepHealthLoop()
-  const nodes = await createNodesModule({ ...shared, services, deepHealth: deepHealth.view })
+  const nodes = await createNodesModule(shared)
   const models = await createModelsModule({ ...shared, services, nodes })
   const servicesModule = await createServicesModule({ ...shared, services, nodes, models, probes: DEEP_HEALTH_PROBES })
-  deepHealth.close(servicesModule.deepHealth)
   const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
   // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
   const gateway = await createGatewayModule({

@@ -1,5 +1,5 @@
 import { FileHelper, z } from '@start9labs/start-sdk'
-import { SETTINGS } from '../src-main/config/schema'
+import { SETTINGS } from '../src-main/config/settingSpecs'
 import { sdk } from './sdk'
 
 const { InputSpec, Value } = sdk

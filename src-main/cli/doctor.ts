@@ -1,7 +1,7 @@
 import { nodeNames, type Config } from '../config/load'
 import type { NodeName } from '../contract/schemas'
 import type { ServiceDirectory, RoleName } from '../cluster/serviceDirectory'
-import { httpHealth } from '../nodes/status'
+import { httpHealth } from '../services/healthCheck'
 import { PROBE_TIMEOUT_MS, SshError, type SshPool, type SshTarget } from '../ssh/pool'
 import { remoteDir } from '../ssh/quote'
 

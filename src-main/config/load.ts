@@ -9,12 +9,11 @@ import {
   settingRule,
   SETTINGS,
   SETTING_NAMES,
-  settingValidators,
   type SettingName,
-  type SettingSource,
   type SettingSpec,
-  type SettingView,
-} from './schema'
+} from './settingSpecs'
+import { settingValidators } from './settingValidators'
+import type { SettingSource, SettingView } from './settingView'
 import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 import { redactUrlCredentials } from '../lib/logger'
 import { parseExtraNodes, type NodeTargets } from './nodes'

@@ -1,5 +1,6 @@
 import type { SshTarget } from './load'
-import { hostLike, MAX_EXTRA_NODES, port, userLike } from './schema'
+import { MAX_EXTRA_NODES } from './settingSpecs'
+import { hostLike, port, userLike } from './settingValidators'
 
 /**
  * Every configured node's SSH target by name: node1 and node2 always (null when not configured),

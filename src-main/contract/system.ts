@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { method } from './define'
 import { JobId } from './schemas'
-import { SettingChanges, SettingView } from '../config/schema'
+import { SettingChanges, SettingView } from '../config/settingView'
 
 export const JobKind = z.enum(['download', 'update', 'prebuilt', 'swap'])
 export type JobKind = z.infer<typeof JobKind>

@@ -13,21 +13,18 @@ import { ConnectivityStore, followSwaps } from './connectivity'
 import { hostKeyHandlers } from './hostKeyHandlers'
 import { HardwareService } from './hardware'
 import { HardwareHistory } from './hardwareHistory'
-import { NodeMonitor } from './monitor'
 import { publicBaseUrl } from '../config/publicUrl'
 import { nodeNames, type NodeTargets } from '../config/load'
-import type { RoleName, ServiceDirectory } from '../cluster/serviceDirectory'
-import { httpHealth, StatusService, type DeepHealthSource } from './status'
 import { wake, type WakeRelay } from './wol'
 
-/** What the nodes domain offers the rest of Tandem besides its API: the SSH pool and the stores. */
-export type { DeepHealthSource }
+/** The nodes methods; the status of the services on them (getStatus, getEndpoints) is the services domain's. */
+type NodesMethods = Exclude<keyof typeof nodesContract, 'getStatus' | 'getEndpoints'>
 
-export type NodesModule = DomainModule<typeof nodesContract> & {
+/** What the nodes domain offers the rest of Tandem besides its API: the SSH pool and the stores. */
+export type NodesModule = DomainModule<Pick<typeof nodesContract, NodesMethods>> & {
   readonly pool: SshPool
   readonly connectivity: ConnectivityStore
   readonly hardware: HardwareService
-  readonly status: StatusService
   readonly serviceKey: ServiceKey
   readonly hostKeys: HostKeyStore
   /** Every configured node: node1 and node2 (null = not configured), then node3… from NODES. */
@@ -42,11 +39,8 @@ export interface NodesOptions {
 }
 
 /** Composition of the SSH pool, hardware probes, connectivity store and Wake-on-LAN. */
-export async function createNodesModule(
-  deps: CoreDeps & { readonly services: ServiceDirectory; readonly deepHealth?: DeepHealthSource },
-  opts: NodesOptions = {},
-): Promise<NodesModule> {
-  const { config, clock, services } = deps
+export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {}): Promise<NodesModule> {
+  const { config, clock } = deps
   const logger = deps.logger.child('nodes')
   const serviceKey = ensureServiceKey(config.paths.sshDir, { warn: (m) => logger.warn(m) })
   const hostKeys = new HostKeyStore(
@@ -65,19 +59,9 @@ export async function createNodesModule(
     nodeNames(config),
   )
   const hardware = new HardwareService({ pool, connectivity, clock, logger, targets, events: deps.events, history })
-  const status = new StatusService({
-    config,
-    services,
-    pool,
-    connectivity,
-    clock,
-    logger,
-    events: deps.events,
-    deepHealth: deps.deepHealth,
-  })
   const base = (): string => publicBaseUrl(config)
 
-  const handlers: Handlers<typeof nodesContract> = {
+  const handlers: Handlers<Pick<typeof nodesContract, NodesMethods>> = {
     getHardware: async ({ fresh }) => hardware.snapshot({ fresh: fresh === true }),
     getHardwareHistory: async () => hardware.history(),
     getConnectivity: async () => connectivity.view(),
@@ -96,30 +80,9 @@ export async function createNodesModule(
         name,
         mac,
       ),
-    getStatus: async (_in, ctx) => status.all(ctx.signal),
-    getEndpoints: async (_in, ctx) => {
-      const v1 = `${base()}/v1`
-      const one = async (role: RoleName) => {
-        const upstream = services.role(role).baseUrl
-        if (upstream === null) return { base_url: v1, model: null, ready: false }
-        const h = await httpHealth(upstream, ctx.signal)
-        await connectivity.observe(role, h.ok, h.error ?? undefined)
-        return { base_url: v1, model: h.model, ready: h.ok }
-      }
-      const [llm, asr, tts] = await Promise.all([one('llm'), one('asr'), one('tts')])
-      return { llm, asr, tts }
-    },
     getSshPublicKey: async () => sshKeyView(serviceKey, targets),
     ...hostKeyHandlers({ hostKeys, pool, logger, onChange: () => hardware.invalidate() }),
   }
-
-  const monitor = new NodeMonitor({
-    clock,
-    logger,
-    intervalS: config.monitorIntervalS,
-    watching: () => deps.events.listeners > 0,
-    probe: (scope) => Promise.all([hardware.snapshot(), scope === 'all' ? status.all() : null]),
-  })
 
   return {
     name: 'nodes',
@@ -127,17 +90,12 @@ export async function createNodesModule(
     pool,
     connectivity,
     hardware,
-    status,
     serviceKey,
     hostKeys,
     targets,
     publicBaseUrl: base,
-    start() {
-      monitor.start()
-    },
     async stop() {
       unfollowSwaps()
-      await monitor.stop()
       hardware.flushHistory()
       await connectivity.flush()
       await pool.close()

@@ -13,7 +13,7 @@ import {
   type ProbeSubject,
   type ReportSink,
 } from './deepHealthHook'
-import { inspectContainer } from '../nodes/types'
+import { inspectContainer } from './containers'
 import type { SshPool } from '../ssh/pool'
 import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './probeOutcome'
 import { DeepHealthRecords, isPlacementSubject, isProbedService, kindOf, PROBED_SERVICES } from './deepHealthRecords'
@@ -87,7 +87,7 @@ interface RestartTarget {
 /**
  * Deep health (spec 1, 3.3, 4.6, 6.2): synthetic probes of asr, tts and llm, every `intervalS`, on
  * request, when a service's status turns Unhealthy, and when the status checks find it Healthy again
- * after a failing probe (nodes/status.ts: the card carries the latest result), so the service card
+ * after a failing probe (status.ts: the card carries the latest result), so the service card
  * and this row agree. A failure that matches a wedge pattern asks for a restart of
  * the container, which happens only outside the start-up grace, the cooldown and the cap; the result
  * says which held it back. The last results and the counters are kept in `file` (bounded, written

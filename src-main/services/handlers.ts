@@ -5,6 +5,7 @@ import type { JobRecord } from '../contract/system'
 import type { JobRegistry } from '../platform/jobs'
 import type { ServiceManager } from './manager'
 import type { Prebuilt } from './prebuilt'
+import type { StatusService } from './status'
 
 export type ServiceMethods =
   | 'listServices'
@@ -19,6 +20,7 @@ export type ServiceMethods =
 /** The services and prebuilt methods of the services contract. */
 export function serviceHandlers(d: {
   manager: ServiceManager
+  status: Pick<StatusService, 'list'>
   prebuilt: Prebuilt
   jobs: JobRegistry
 }): Pick<Handlers<typeof servicesContract>, ServiceMethods> {
@@ -29,7 +31,7 @@ export function serviceHandlers(d: {
     return job
   }
   return {
-    listServices: async (_in, ctx) => d.manager.list(ctx.signal),
+    listServices: async (_in, ctx) => d.status.list(ctx.signal),
     serviceAction: async ({ name, action }) => d.manager.act(name, action),
     serviceLogs: async ({ name, tail }) => d.manager.logs(name, tail),
     deleteService: async ({ name }) => {

@@ -3,30 +3,21 @@ import { z } from 'zod'
 import YAML from 'yaml'
 import type { Config } from '../config/load'
 import { ApiError } from '../contract/errors'
-import type { ServiceStatus } from '../contract/nodes'
 import { ContainerName, ImageRef, NodeName, Port, ServiceName, VolumeSource } from '../contract/schemas'
-import type { ServiceAction as ServiceActionSchema, ServiceRecord } from '../contract/services'
+import type { ServiceAction as ServiceActionSchema } from '../contract/services'
 import type { Clock } from '../lib/clock'
 import { atomicWriteFile } from '../lib/files'
 import type { Logger } from '../lib/logger'
 import { ROLE_NAMES, serviceBase, type RoleName, type ServiceDirectory } from '../cluster/serviceDirectory'
-import {
-  httpHealth,
-  nodeNameOf,
-  nodeUnreachable,
-  notConfiguredStatus,
-  serviceLabel,
-  unreachableLabel,
-  type ContainerInfo,
-  type StatusService,
-} from '../nodes/types'
+import { inspectContainers, nodeNameOf, nodeUnreachable, unknownContainer, type ContainerInfo } from './containers'
+import type { ServiceHistory } from './history'
+import { unreachableLabel } from './labels'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq } from '../ssh/quote'
 import type { ServiceControl, ServiceLocation } from './types'
 
 /** `docker start|stop|restart` can wait for a container's own shutdown (10 s by default) and more. */
 const ACTION_TIMEOUT_MS = 90_000
-const MAX_CHANGES = 20
 /** How long one `docker inspect` of a node's containers answers the services list. */
 const STATE_TTL_MS = 2000
 
@@ -48,7 +39,8 @@ export type CustomService = z.infer<typeof CustomService>
 export interface ServiceManagerDeps {
   config: Pick<Config, 'nodes'> & { paths: Pick<Config['paths'], 'servicesOverrides'> }
   directory: ServiceDirectory
-  status: StatusService
+  /** Where actions on a container are noted (the services list shows them). */
+  history: ServiceHistory
   pool: SshPool
   clock: Clock
   logger: Logger
@@ -56,51 +48,21 @@ export interface ServiceManagerDeps {
   swapBusy: () => boolean
 }
 
-type Change = ServiceRecord['recent_changes'][number]
 type ServiceAction = z.infer<typeof ServiceActionSchema>
 
 /**
- * The always-on services (llm, asr, tts) and the custom ones: their state and labels, container
- * actions over SSH, logs, the custom services file and the state-change history.
+ * The always-on services (llm, asr, tts) and the custom ones: their containers' state, container
+ * actions over SSH, logs and the custom services file. Their status rows are the StatusService's.
  */
 export class ServiceManager implements ServiceControl {
   private customs: CustomService[] = []
   /** Entries the validator refused at load: written back unchanged so a hand edit is never lost. */
   private invalid: unknown[] = []
-  private readonly changes = new Map<string, Change[]>()
-  private readonly lastLabel = new Map<string, string>()
   /** Per node and container set: the inspect in flight or done, and when it began. */
   private readonly states = new Map<string, { at: number; info: Promise<Map<string, ContainerInfo>> }>()
 
   constructor(private readonly deps: ServiceManagerDeps) {
     this.load()
-  }
-
-  /** Every service with its state, label and recent changes (spec 1, 4.5). */
-  async list(signal?: AbortSignal): Promise<{ services: ServiceRecord[]; checked_at: number }> {
-    const states = await this.containerStates()
-    const known: Partial<Record<RoleName, ContainerInfo>> = {}
-    for (const name of ROLE_NAMES) {
-      const info = states.get(name)
-      if (info) known[name] = info
-    }
-    const [roles, customs] = await Promise.all([
-      this.deps.status.all(signal, known),
-      Promise.all(
-        this.customs.map(async (c): Promise<[CustomService, ServiceStatus]> => {
-          const ssh = this.deps.config.nodes[c.node]
-          const base = ssh ? serviceBase(ssh.host, c.port) : null
-          return [c, await this.customStatus(c, base, states.get(c.name), signal)]
-        }),
-      ),
-    ])
-    const records: ServiceRecord[] = []
-    for (const name of ROLE_NAMES) {
-      const s = roles[name]
-      records.push(this.record(s, false, this.nodeOf(this.deps.directory.role(name).ssh)))
-    }
-    for (const [c, s] of customs) records.push(this.record(s, true, c.node))
-    return { services: records, checked_at: this.deps.clock.now() }
   }
 
   /** Forgets the cached container states: the next list inspects again (after an action, or a change made elsewhere). */
@@ -143,11 +105,11 @@ export class ServiceManager implements ServiceControl {
         throw new ApiError('conflict', unreachableLabel(node, (err as Error).message).actions_blocked ?? '')
       })
     this.invalidate()
-    const info = await this.inspect(loc.ssh, [loc.container])
+    const info = await inspectContainers(this.deps.pool, loc.ssh, [loc.container])
     const state = info.get(loc.container)?.state ?? 'unknown'
     const ok = res.code === 0
     const detail = ok ? `${action} done (${reason})` : res.stderr.trim().slice(0, 300) || `exit ${res.code}`
-    this.note(name, ok ? `${action}: ${reason}` : `${action} failed`)
+    this.deps.history.note(name, ok ? `${action}: ${reason}` : `${action} failed`)
     return { name, action, ok, container_state: state, detail: this.deps.logger.redactor.redact(detail) }
   }
 
@@ -190,8 +152,7 @@ export class ServiceManager implements ServiceControl {
     }
     this.customs = this.customs.filter((x) => x.name !== name)
     this.invalidate()
-    this.changes.delete(name)
-    this.lastLabel.delete(name)
+    this.deps.history.forget(name)
     this.write()
   }
 
@@ -203,35 +164,11 @@ export class ServiceManager implements ServiceControl {
     throw new ApiError('not_found', `no service ${name}`)
   }
 
-  private nodeOf(ssh: SshTarget | null): NodeName | null {
-    return nodeNameOf(this.deps.config.nodes, ssh)
-  }
-
-  private record(s: ServiceStatus, custom: boolean, node: NodeName | null): ServiceRecord {
-    const prev = this.lastLabel.get(s.name)
-    if (prev !== s.label) {
-      this.lastLabel.set(s.name, s.label)
-      this.push(s.name, { at: this.deps.clock.now(), from: prev ?? null, to: s.label })
-    }
-    return { ...s, custom, node, recent_changes: [...(this.changes.get(s.name) ?? [])] }
-  }
-
-  private note(name: string, what: string): void {
-    this.push(name, { at: this.deps.clock.now(), from: this.lastLabel.get(name) ?? null, to: what })
-  }
-
-  private push(name: string, change: Change): void {
-    const list = this.changes.get(name) ?? []
-    list.push(change)
-    if (list.length > MAX_CHANGES) list.splice(0, list.length - MAX_CHANGES)
-    this.changes.set(name, list)
-  }
-
   /**
    * Every service's container state: one `docker inspect` per node for all its containers (always-on
    * and custom), reused for STATE_TTL_MS so a dashboard polling the list does not flood the nodes.
    */
-  private async containerStates(): Promise<Map<string, ContainerInfo>> {
+  async containerStates(): Promise<Map<string, ContainerInfo>> {
     const byNode = new Map<string, { ssh: SshTarget; entries: { name: string; container: string }[] }>()
     const add = (ssh: SshTarget, name: string, container: string): void => {
       const key = `${ssh.user}@${ssh.host}:${ssh.port}`
@@ -255,76 +192,13 @@ export class ServiceManager implements ServiceControl {
         const now = this.deps.clock.now()
         let cached = this.states.get(id)
         if (!cached || now - cached.at >= STATE_TTL_MS) {
-          cached = { at: now, info: this.inspect(ssh, containers) }
+          cached = { at: now, info: inspectContainers(this.deps.pool, ssh, containers) }
           this.states.set(id, cached)
         }
         const info = await cached.info
         for (const e of entries) out.set(e.name, info.get(e.container) ?? unknownContainer('not inspected'))
       }),
     )
-    return out
-  }
-
-  private async customStatus(
-    c: CustomService,
-    base: string | null,
-    container: ContainerInfo | undefined,
-    signal?: AbortSignal,
-  ): Promise<ServiceStatus> {
-    const common = { name: c.name, port: c.port, container: c.container, base_url: base ?? '' }
-    if (base === null || !container) return notConfiguredStatus(common, `${c.node} is not configured`)
-    const http = await httpHealth(base, signal)
-    const label = container.unreachable
-      ? unreachableLabel(c.node, container.error)
-      : { label: serviceLabel(container, http, this.deps.clock.now()), label_reason: null, actions_blocked: null }
-    return {
-      ...common,
-      configured: true,
-      host: this.deps.config.nodes[c.node]?.host ?? null,
-      container_state: container.state,
-      restart_count: container.restart_count,
-      started_at: container.started_at,
-      http_ok: http.ok,
-      http_ms: http.ms,
-      model: http.model,
-      upstream_url: base,
-      ...label,
-      error: http.ok ? null : [http.error, container.error].filter(Boolean).join('; ') || null,
-      // Deep health probes only llm, asr and tts.
-      deep_health: null,
-    }
-  }
-
-  /** `docker inspect` of several containers in one SSH call; a missing one is `missing`. */
-  private async inspect(ssh: SshTarget, containers: string[]): Promise<Map<string, ContainerInfo>> {
-    const out = new Map<string, ContainerInfo>()
-    const fmt = `{{.Name}} {{.State.Status}} {{.State.StartedAt}} {{.RestartCount}}`
-    try {
-      const res = await this.deps.pool.exec(ssh, `docker inspect -f ${shq(fmt)} ${containers.map(shq).join(' ')}`, {
-        timeoutMs: PROBE_TIMEOUT_MS,
-      })
-      for (const line of res.stdout.split('\n')) {
-        const [name, state, startedAt, restarts] = line.trim().split(/\s+/)
-        if (!name || !state) continue
-        out.set(name.replace(/^\//, ''), {
-          state,
-          started_at: startedAt && !startedAt.startsWith('0001-') ? startedAt : null,
-          restart_count: restarts !== undefined && /^\d+$/.test(restarts) ? Number(restarts) : null,
-          error: null,
-        })
-      }
-      for (const c of containers)
-        if (!out.has(c))
-          out.set(
-            c,
-            /no such (object|container)/i.test(res.stderr)
-              ? { state: 'missing', started_at: null, restart_count: null, error: null }
-              : unknownContainer(res.stderr.trim().slice(0, 300) || `exit ${res.code}`),
-          )
-    } catch (err) {
-      for (const c of containers)
-        out.set(c, { ...unknownContainer((err as Error).message), unreachable: nodeUnreachable(err) })
-    }
     return out
   }
 
@@ -367,8 +241,4 @@ export class ServiceManager implements ServiceControl {
       role: 'service settings',
     })
   }
-}
-
-function unknownContainer(error: string): ContainerInfo {
-  return { state: 'unknown', started_at: null, restart_count: null, error }
 }

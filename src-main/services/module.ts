@@ -1,14 +1,21 @@
 import path from 'node:path'
 import type { servicesContract } from '../contract/services'
+import type { nodesContract } from '../contract/nodes'
+import { publicBaseUrl } from '../config/publicUrl'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
-import type { ServiceDirectory } from '../cluster/serviceDirectory'
+import type { RoleName, ServiceDirectory } from '../cluster/serviceDirectory'
+import type { Handlers } from '../contract/define'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
 import { DeepHealth, type PlacementEngines } from './deepHealth'
 import type { ProbeSet } from './probeOutcome'
 import { deepHealthHandlers } from './deepHealthHandlers'
 import { serviceHandlers, type ServiceMethods } from './handlers'
+import { ClusterMonitor } from './clusterMonitor'
+import { httpHealth } from './healthCheck'
+import { ServiceHistory } from './history'
 import { ServiceManager } from './manager'
+import { StatusService } from './status'
 import { Prebuilt } from './prebuilt'
 import { defaultOverlayDir, SpeechPatches } from './speechPatches'
 import { speechPatchHandlers } from './speechPatchHandlers'
@@ -24,9 +31,15 @@ export interface ServicesDeps extends CoreDeps {
 type ServicesMethods =
   ServiceMethods | 'getDeepHealth' | 'runDeepHealth' | 'getSpeechModels' | 'reapplySpeechModels' | 'restartSpeechModels'
 
+/** The status of the services, a slice of the nodes contract (the dashboard's cluster view). */
+type StatusMethods = 'getStatus' | 'getEndpoints'
+
 /** What the services domain offers the rest of Tandem besides its API: deep health is the gateway's probe hook. */
-export type ServicesModule = DomainModule<Pick<typeof servicesContract, ServicesMethods>> & {
+export type ServicesModule = DomainModule<
+  Pick<typeof servicesContract, ServicesMethods> & Pick<typeof nodesContract, StatusMethods>
+> & {
   readonly manager: ServiceManager
+  readonly status: StatusService
   readonly prebuilt: Prebuilt
   readonly deepHealth: DeepHealth
   readonly speechPatches: SpeechPatches
@@ -55,16 +68,44 @@ function placementEngines(placements: ModelsModule['placements']): PlacementEngi
   }
 }
 
-/** Composition of the services manager, prebuilt installs, deep health and the speech patches. */
+/** getStatus and getEndpoints: every always-on service checked where it lives. */
+function statusHandlers(
+  deps: Pick<ServicesDeps, 'config' | 'services' | 'nodes'>,
+  status: StatusService,
+): Pick<Handlers<typeof nodesContract>, StatusMethods> {
+  return {
+    getStatus: async (_in, ctx) => status.all(ctx.signal),
+    getEndpoints: async (_in, ctx) => {
+      const v1 = `${publicBaseUrl(deps.config)}/v1`
+      const one = async (role: RoleName) => {
+        const upstream = deps.services.role(role).baseUrl
+        if (upstream === null) return { base_url: v1, model: null, ready: false }
+        const h = await httpHealth(upstream, ctx.signal)
+        await deps.nodes.connectivity.observe(role, h.ok, h.error ?? undefined)
+        return { base_url: v1, model: h.model, ready: h.ok }
+      }
+      const [llm, asr, tts] = await Promise.all([one('llm'), one('asr'), one('tts')])
+      return { llm, asr, tts }
+    },
+  }
+}
+
+/**
+ * Composition of the services manager, the status checks, prebuilt installs, deep health, the
+ * speech patches and the background probes. Built in the order each needs the others: the manager
+ * (containers), deep health (restarts through the manager), the status checks (read deep health's
+ * latest results and the manager's containers).
+ */
 export async function createServicesModule(deps: ServicesDeps): Promise<ServicesModule> {
   const { config, clock, jobs, nodes } = deps
   const logger = deps.logger.child('services')
   const swapBusy = (): boolean => deps.models.swap.holdsLlm()
+  const history = new ServiceHistory(clock)
   // The manager is the one ServiceControl: deep health and the patches restart through it.
   const manager = new ServiceManager({
     config,
     directory: deps.services,
-    status: nodes.status,
+    history,
     pool: nodes.pool,
     clock,
     logger,
@@ -85,8 +126,19 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     placements: placementEngines(deps.models.placements),
     file: path.join(config.paths.dataDir, 'deep-health.json'),
   })
-  // A label turning Unhealthy asks for a probe (the status checks read the latest result through
-  // what the composition root passed the nodes domain).
+  const status = new StatusService({
+    config,
+    services: deps.services,
+    pool: nodes.pool,
+    connectivity: nodes.connectivity,
+    clock,
+    logger,
+    events: deps.events,
+    deepHealth,
+    customs: manager,
+    history,
+  })
+  // A label turning Unhealthy asks for a probe (the labels read the latest result from deep health).
   const unfollow = deps.events.subscribe((ev) => {
     if (ev.name === 'service.state') deepHealth.statusChanged(ev.data.service, ev.data.status, ev.data.previous)
   })
@@ -97,23 +149,34 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     clock,
     overlayDir: defaultOverlayDir(),
   })
+  const monitor = new ClusterMonitor({
+    clock,
+    logger,
+    intervalS: config.monitorIntervalS,
+    watching: () => deps.events.listeners > 0,
+    probe: (scope) => Promise.all([nodes.hardware.snapshot(), scope === 'all' ? status.all() : null]),
+  })
   return {
     name: 'services',
     handlers: {
-      ...serviceHandlers({ manager, prebuilt, jobs }),
+      ...serviceHandlers({ manager, status, prebuilt, jobs }),
+      ...statusHandlers(deps, status),
       ...deepHealthHandlers(deepHealth),
       ...speechPatchHandlers(speechPatches),
     },
     manager,
+    status,
     prebuilt,
     deepHealth,
     speechPatches,
     start() {
+      monitor.start()
       deepHealth.start()
     },
-    stop() {
+    async stop() {
       unfollow()
       deepHealth.stop()
+      await monitor.stop()
     },
   }
 }

@@ -1,11 +1,13 @@
 import net from 'node:net'
 import ssh2 from 'ssh2'
-import { StringDecoder } from 'node:string_decoder'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
-import type { HostKeyCheck, HostKeyStore } from './hostKeys'
+import type { HostKeyStore } from './hostKeys'
 import { ConnectAttempt, type ConnectFailure } from './connectDiagnosis'
-import { LineSplitter } from './lines'
+import { connectError, hostKeyRefusal, SshError } from './sshErrors'
+import { StreamText } from './streamText'
+
+export { SshError, type SshErrorKind } from './sshErrors'
 
 export interface SshTarget {
   readonly host: string
@@ -19,23 +21,6 @@ export const PROBE_TIMEOUT_MS = 6000
 export const UNREACHABLE_TTL_MS = 25_000
 /** OpenSSH allows 10 sessions per connection (MaxSessions); stay under it. */
 const MAX_CHANNELS_PER_CONNECTION = 8
-
-export type SshErrorKind =
-  'unreachable' | 'auth' | 'host_key_changed' | 'host_key_unconfirmed' | 'timeout' | 'cancelled' | 'channel'
-
-export class SshError extends Error {
-  constructor(
-    readonly kind: SshErrorKind,
-    message: string,
-    /** Served from the unreachable cache, not a fresh attempt. */
-    readonly cached = false,
-    /** The host key the node presented, when it was refused (host_key_changed, host_key_unconfirmed). */
-    readonly presentedFingerprint: string | null = null,
-  ) {
-    super(message)
-    this.name = 'SshError'
-  }
-}
 
 export interface ExecOptions {
   /** Whole-call deadline (connect + run). Probes pass PROBE_TIMEOUT_MS. */
@@ -404,39 +389,6 @@ export class SshPool {
   }
 }
 
-/** Why a connection attempt failed: Tandem's key refused (auth), or what the attempt saw (unreachable). */
-function connectError(key: string, attempt: ConnectAttempt, failure: ConnectFailure): SshError {
-  if (failure.kind === 'error' && failure.error.level === 'client-authentication')
-    return new SshError(
-      'auth',
-      `${key}: the node refused Tandem's SSH key; add it to ~/.ssh/authorized_keys there (GET /api/ssh/public-key shows the command)`,
-    )
-  return new SshError('unreachable', `${key}: ${attempt.describe(failure)}`)
-}
-
-/** The error for a refused host key: what was presented and how the operator trusts it. */
-function hostKeyRefusal(target: SshTarget, res: Exclude<HostKeyCheck, { ok: true }>): SshError {
-  const where = `${target.host}:${target.port}`
-  const trust =
-    `If that is the node's key, trust it in the Cluster view ` +
-    `(or POST /api/ssh/known-hosts/trust with host ${target.host}, port ${target.port} and fingerprint ${res.presented}) and try again.`
-  if (res.reason === 'changed')
-    return new SshError(
-      'host_key_changed',
-      `${where}: the host key changed (expected ${res.expected}, got ${res.presented}); connection refused. ` +
-        `If the node was reinstalled, trust the new key, or forget the old one with DELETE /api/ssh/known-hosts?host=${target.host}&port=${target.port}. ${trust}`,
-      false,
-      res.presented,
-    )
-  return new SshError(
-    'host_key_unconfirmed',
-    `${where}: host key ${res.presented} is not confirmed; connection refused. ` +
-      `Tandem's known-hosts file was unreadable and was kept aside, so no host key is trusted until you confirm it. ${trust}`,
-    false,
-    res.presented,
-  )
-}
-
 class StaleConnection extends Error {}
 class ChannelBusy extends Error {}
 
@@ -465,35 +417,6 @@ function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   })
 }
 class SilentConnection extends Error {}
-
-/** One output stream of a command: UTF-8 decoded across chunk edges, kept whole, and split into lines as it comes. */
-class StreamText {
-  private readonly parts: string[] = []
-  private readonly decoder = new StringDecoder('utf8')
-  private readonly lines: LineSplitter | null
-
-  constructor(onLine: ((line: string) => void) | undefined) {
-    this.lines = onLine ? new LineSplitter(onLine) : null
-  }
-
-  write(chunk: Buffer): void {
-    this.add(this.decoder.write(chunk))
-  }
-
-  end(): void {
-    this.add(this.decoder.end())
-    this.lines?.end()
-  }
-
-  text(): string {
-    return this.parts.join('')
-  }
-
-  private add(s: string): void {
-    this.parts.push(s)
-    this.lines?.push(s)
-  }
-}
 
 /** A deadline passed: with no channel yet the connection itself is dead (a silent node), else the command ran long. */
 function deadlineError(channelOpened: boolean, timeoutMs: number): Error {

@@ -1,6 +1,6 @@
 import type { Config } from '../config/load'
 import { checkSettingChanges, settingsView, writeSettings } from '../config/load'
-import type { SettingName } from '../config/schema'
+import type { SettingName } from '../config/settingSpecs'
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import type { HealthComponents, RestartOutcome, systemContract } from '../contract/system'

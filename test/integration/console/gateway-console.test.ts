@@ -63,9 +63,12 @@ describe('Gateway console', () => {
     expect(res.upstreams.map((u) => u.name).sort()).toEqual(['asr', 'embeddings', 'llm', 'tts', 'vector'])
     for (const u of res.upstreams) {
       expect(u.state, u.name).toBe('up')
-      expect(u.latency_ms).toBeGreaterThanOrEqual(0)
+      // Measured on this answer (null when the upstream does not answer), in tenths of a millisecond.
+      expect(u.latency_ms, u.name).toEqual(expect.any(Number))
+      expect(Math.round(u.latency_ms! * 10) / 10, u.name).toBe(u.latency_ms)
     }
-    expect(res.llm_model).toBeTruthy()
+    // The first model the simulated llm lists (test/sim/http/llm.ts).
+    expect(res.llm_model).toBe('sim/Qwen3-8B-Instruct')
   })
 
   it('reports an upstream that stopped as down', async () => {

@@ -8,7 +8,6 @@ import type { ModelDef } from '../../../src-main/contract/models'
 import type { JobEvent } from '../../../src-main/contract/system'
 import { ManualClock } from '../../../src-main/lib/clock'
 import type { CoreDeps } from '../../../src-main/platform/domainModule'
-import { ServiceDirectory } from '../../../src-main/cluster/serviceDirectory'
 import { WeightsOnDisk } from '../../../src-main/models/disk'
 import { diskHandlers } from '../../../src-main/models/diskHandlers'
 import { Downloads } from '../../../src-main/models/downloads'
@@ -105,7 +104,7 @@ describe('weights on disk and downloads against the simulated cluster', () => {
     for (const n of sim.nodes) tune(n, 0.01, 4)
     const config = loadConfig({ env: { DATA_DIR: dataDir, ...sim.daemonEnv(), MONITOR_INTERVAL_S: '0' } })
     deps = testCoreDeps({ config, clock })
-    nodes = await createNodesModule({ ...deps, services: new ServiceDirectory(config) })
+    nodes = await createNodesModule(deps)
     const catalog = new FixedCatalog([
       entry({ key: 'solo-a', repo: 'org/solo-a', mode: 'solo' }),
       entry({ key: 'cluster-b', repo: 'org/cluster-b', mode: 'cluster' }),
@@ -426,7 +425,7 @@ describe('weights on disk and downloads on a three-node sim', () => {
     }
     const config = loadConfig({ env: { DATA_DIR: dataDir, ...sim.daemonEnv(), MONITOR_INTERVAL_S: '0' } })
     deps = testCoreDeps({ config, clock })
-    nodes = await createNodesModule({ ...deps, services: new ServiceDirectory(config) })
+    nodes = await createNodesModule(deps)
     const catalog = new FixedCatalog([
       entry({ key: 'solo-a', repo: 'org/solo-a', mode: 'solo' }),
       entry({ key: 'three-a', repo: 'org/three-a', mode: 'solo' }),

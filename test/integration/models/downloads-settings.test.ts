@@ -8,7 +8,6 @@ import type { ModelDef } from '../../../src-main/contract/models'
 import type { JobEvent } from '../../../src-main/contract/system'
 import { ManualClock } from '../../../src-main/lib/clock'
 import type { CoreDeps } from '../../../src-main/platform/domainModule'
-import { ServiceDirectory } from '../../../src-main/cluster/serviceDirectory'
 import { WeightsOnDisk } from '../../../src-main/models/disk'
 import { Downloads } from '../../../src-main/models/downloads'
 import type { CatalogEntry, CatalogReader, SwapStatus } from '../../../src-main/models/types'
@@ -73,7 +72,7 @@ describe('downloads follow each node’s settings (user, port, HF_HOME)', () => 
     }
     const config = loadConfig({ env: { DATA_DIR: dataDir, ...sim.daemonEnv(), MONITOR_INTERVAL_S: '0' } })
     deps = testCoreDeps({ config, clock: new ManualClock(Date.now()) })
-    nodes = await createNodesModule({ ...deps, services: new ServiceDirectory(config) })
+    nodes = await createNodesModule(deps)
     const catalog = new FixedCatalog([entry('both-x', 'org/both-x'), entry('two-y', 'org/two-y')])
     disk = new WeightsOnDisk({ catalog, nodes, jobs: deps.jobs, swap, logger: deps.logger, clock: deps.clock })
     downloads = new Downloads({ config, nodes, jobs: deps.jobs, swap, logger: deps.logger })

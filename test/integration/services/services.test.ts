@@ -143,7 +143,7 @@ describe('services on the sim', () => {
   it('refuses to delete an always-on service (409) and an unknown one (404)', async () => {
     expect((await daemon.admin('/api/services/asr', { method: 'DELETE' })).status).toBe(409)
     expect((await daemon.admin('/api/services/nothing', { method: 'DELETE' })).status).toBe(404)
-    expect((await list()).asr).toBeDefined()
+    expect((await list()).asr).toMatchObject({ name: 'asr', custom: false, container: 'asr' })
   })
 
   it('deletes a custom service: container removed, file rewritten atomically, bad entries kept verbatim', async () => {

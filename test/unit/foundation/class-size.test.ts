@@ -4,11 +4,13 @@ import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
 
 /**
- * The house's size caps (issue 40, item 3) over the domains split so far: no file over 500 lines,
+ * The house's size caps (issue 40, item 3) over the whole main process: no file over 500 lines,
  * no class over 400. Measured from the parsed source, so a class is counted from `class` to its brace.
  */
 const ROOT = path.resolve(__dirname, '../../..')
-const FOLDERS = ['src-main/licensing', 'src-main/services', 'src-main/models']
+const FOLDERS = ['src-main']
+/** Being split in its own change (the gateway's relay); held to the cap once that lands. */
+const SPLIT_ELSEWHERE = new Set([path.join('src-main', 'gateway', 'relay', 'proxy.ts')])
 
 function sources(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -34,25 +36,26 @@ function classes(file: string): { name: string; lines: number }[] {
   return out
 }
 
-describe('size caps in licensing, services and models', () => {
+describe('size caps in the main process', () => {
   const files = FOLDERS.flatMap((f) => sources(path.join(ROOT, f)))
 
   it('reads the folders it checks', () => {
     expect(files.some((f) => f.endsWith(path.join('licensing', 'licenses.ts')))).toBe(true)
     expect(files.some((f) => f.endsWith(path.join('services', 'deepHealth.ts')))).toBe(true)
     expect(files.some((f) => f.endsWith(path.join('models', 'placements.ts')))).toBe(true)
+    expect(files.some((f) => f.endsWith(path.join('config', 'settingSpecs.ts')))).toBe(true)
   })
 
   it('has no file over 500 lines', () => {
     const long = files
       .map((f) => ({ file: path.relative(ROOT, f), lines: fs.readFileSync(f, 'utf8').split('\n').length }))
-      .filter((f) => f.lines > 500)
+      .filter((f) => f.lines > 500 && !SPLIT_ELSEWHERE.has(f.file))
     expect(long).toEqual([])
   })
 
   it('has no class over 400 lines', () => {
     const big = files.flatMap((f) =>
-      classes(f)
+      (SPLIT_ELSEWHERE.has(path.relative(ROOT, f)) ? [] : classes(f))
         .filter((c) => c.lines > 400)
         .map((c) => `${path.relative(ROOT, f)} ${c.name} ${c.lines}`),
     )

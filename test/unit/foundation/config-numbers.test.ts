@@ -3,7 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src-main/config/load'
-import { SETTING_NAMES, SETTINGS, settingValidators, type SettingSpec } from '../../../src-main/config/schema'
+import { SETTING_NAMES, SETTINGS, type SettingSpec } from '../../../src-main/config/settingSpecs'
+import { settingValidators } from '../../../src-main/config/settingValidators'
 import { startDaemon } from '../../helpers/daemon'
 
 let dir: string

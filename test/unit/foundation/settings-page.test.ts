@@ -3,7 +3,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { checkSettingChanges, loadConfig, settingsView, type Config } from '../../../src-main/config/load'
-import { SETTINGS, SETTING_NAMES, settingGroup, settingLabel, type SettingSpec } from '../../../src-main/config/schema'
+import {
+  SETTINGS,
+  SETTING_NAMES,
+  settingGroup,
+  settingLabel,
+  type SettingSpec,
+} from '../../../src-main/config/settingSpecs'
 
 let dir: string
 beforeEach(() => {

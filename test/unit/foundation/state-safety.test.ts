@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { loadConfig, readSettingsFile, writeSettings } from '../../../src-main/config/load'
-import { SETTING_NAMES } from '../../../src-main/config/schema'
+import { SETTING_NAMES } from '../../../src-main/config/settingSpecs'
 import { atomicWriteFile, removeOrphanedTempFiles } from '../../../src-main/lib/files'
 
 let dir: string

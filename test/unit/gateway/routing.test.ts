@@ -79,10 +79,16 @@ describe('multipart scanning', () => {
     return r
   }
 
-  it('refuses a body that is not multipart, or has no boundary', () => {
+  it('refuses a body that is not multipart, or has no boundary; reads one with a quoted boundary', async () => {
     expect(() => openMultipart({ 'content-type': 'application/json' }, {})).toThrow(/multipart/)
     expect(() => openMultipart({ 'content-type': 'multipart/form-data' }, {})).toThrow(/[Bb]oundary/)
-    expect(openMultipart({ 'content-type': 'multipart/form-data; boundary="q u"' }, {})).toBeDefined()
+    const parser = openMultipart({ 'content-type': 'multipart/form-data; boundary="q u"' }, {})
+    const fields: [string, string][] = []
+    parser.on('field', (name: string, value: string) => fields.push([name, value]))
+    const done = new Promise<void>((resolve) => parser.on('close', () => resolve()))
+    parser.end('--q u\r\nContent-Disposition: form-data; name="model"\r\n\r\nasr\r\n--q u--\r\n')
+    await done
+    expect(fields).toEqual([['model', 'asr']])
   })
   it('finds the file part across chunk boundaries, after text fields, and keeps every chunk read', async () => {
     const body =

@@ -89,7 +89,7 @@ describe('ConnectivityStore', () => {
     onDisk = JSON.parse(fs.readFileSync(file, 'utf8'))
     expect(onDisk.events).toHaveLength(MAX_EVENTS)
     // The newest are kept, oldest dropped.
-    expect(onDisk.events.at(-1).source ?? onDisk.events.at(-1).subject).toBeDefined()
+    expect(onDisk.events.at(-1)).toMatchObject({ subject: 'node1', kind: 'transition', state: 'down' })
     expect(onDisk.events.some((e: { source?: string }) => e.source === 'more119')).toBe(true)
     expect(onDisk.events.some((e: { source?: string }) => e.source === 'app0')).toBe(false)
     expect(onDisk.macs.node1).toBe('aa:bb:cc:dd:ee:01')

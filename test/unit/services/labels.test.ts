@@ -4,14 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger } from '../../../src-main/lib/logger'
 import type { RoleLocation } from '../../../src-main/cluster/serviceDirectory'
-import {
-  deepHealthVerdict,
-  serviceLabel,
-  StatusService,
-  withDeepHealth,
-  type DeepHealthSource,
-  type StatusDeps,
-} from '../../../src-main/nodes/status'
+import { deepHealthVerdict, serviceLabel, withDeepHealth } from '../../../src-main/services/labels'
+import { StatusService, type DeepHealthSource, type StatusDeps } from '../../../src-main/services/status'
 import type { SshPool } from '../../../src-main/ssh/pool'
 
 /** The label rules (Healthy, Starting, Unhealthy, Stopped, Not configured), against a real HTTP answer. */
@@ -44,7 +38,12 @@ describe('service labels', () => {
       }),
     } as unknown as SshPool
     const deps = {
-      config: { publicUrl: null, port: 8080, bind: '127.0.0.1' },
+      config: {
+        publicUrl: null,
+        port: 8080,
+        bind: '127.0.0.1',
+        nodes: { node1: null, node2: { host: '127.0.0.1', user: 'spark', port: 22 } },
+      },
       services: null,
       pool,
       connectivity: { observe: async () => undefined },
@@ -84,6 +83,29 @@ describe('service labels', () => {
     answer = 500
     const s = await statusFor('exited', new Date(clock.now() - 3_600_000).toISOString()).check(role())
     expect(s.label).toBe('Stopped')
+  })
+
+  it("builds a custom service's row as it builds an always-on one, by the same rules (one builder)", async () => {
+    answer = 500
+    const started = new Date(clock.now() - 3_600_000).toISOString()
+    const status = statusFor('running', started)
+    const always = await status.check(role())
+    const container = { state: 'running', started_at: started, restart_count: 0, error: null }
+    const whisper = { name: 'whisper', node: 'node2', container: 'asr', port, image: null, volume: null }
+    const entry = { ...whisper, cache_path: null, role: null, added_at: 0 } as const
+    const custom = await status.checkCustom(entry, container)
+    const { http_ms: _a, ...alwaysRest } = always
+    const { http_ms: _b, ...customRest } = custom
+    expect(customRest).toEqual({ ...alwaysRest, name: 'whisper', base_url: `http://127.0.0.1:${port}` })
+    expect(custom).toMatchObject({ label: 'Unhealthy', error: 'HTTP 500 from /health', deep_health: null })
+    const gone = await status.checkCustom(entry, {
+      ...container,
+      state: 'unknown',
+      error: 'connect ETIMEDOUT',
+      unreachable: true,
+    })
+    expect(gone).toMatchObject({ label: 'Unknown', label_reason: 'node unreachable' })
+    expect(gone.actions_blocked).toContain('node2 is unreachable over SSH (connect ETIMEDOUT)')
   })
 
   it('applies the rules as documented', () => {

@@ -6,7 +6,7 @@ export const LIVE_PROBE_MS = 8000
 
 export type ProbeScope = 'hardware' | 'all'
 
-export interface NodeMonitorDeps {
+export interface ClusterMonitorDeps {
   clock: Clock
   logger: Logger
   /** Seconds between background probes of everything; 0 = only while watched. */
@@ -17,17 +17,17 @@ export interface NodeMonitorDeps {
 }
 
 /**
- * Background probes: every `intervalS` to keep the connectivity history going while no one looks,
+ * Background probes of the nodes' hardware and the services' status: every `intervalS` to keep the connectivity history going while no one looks,
  * and every 8 s while a dashboard follows the event stream, so its view stays live without
  * polling. One probe at a time; a tick that finds one running is skipped.
  */
-export class NodeMonitor {
+export class ClusterMonitor {
   private timer: ReturnType<typeof setInterval> | null = null
   private running: Promise<void> | null = null
   private lastAll: number
   private liveTicks = 0
 
-  constructor(private readonly deps: NodeMonitorDeps) {
+  constructor(private readonly deps: ClusterMonitorDeps) {
     this.lastAll = deps.clock.now()
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger, MemorySink } from '../../../src-main/lib/logger'
-import { NodeMonitor, type ProbeScope } from '../../../src-main/nodes/monitor'
+import { ClusterMonitor, type ProbeScope } from '../../../src-main/services/clusterMonitor'
 
 function make(intervalS: number) {
   const clock = new ManualClock()
@@ -9,7 +9,7 @@ function make(intervalS: number) {
   const sink = new MemorySink()
   let watchers = 0
   let fail = false
-  const monitor = new NodeMonitor({
+  const monitor = new ClusterMonitor({
     clock,
     logger: createLogger({ sink }),
     intervalS,
