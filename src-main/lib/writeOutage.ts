@@ -44,6 +44,15 @@ export class WriteOutage {
     })
   }
 
+  /**
+   * A background task failed with `err`: a database without room is an outage (told once, as
+   * `fail`), anything else is logged as `message` each time, as before.
+   */
+  failure(err: unknown, message: string): void {
+    if (sqliteOutOfSpace(err, this.o.dataDir)) return this.fail(err)
+    this.o.logger.error(message, { error: err })
+  }
+
   /** A write succeeded: an outage in progress ends, and the log says so. */
   written(): void {
     if (this.since === null) return

@@ -162,9 +162,17 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
     settlement,
     outbox,
     applyDueDowngrades: (now) => tierChanges.applyDueDowngrades(now),
+    dataDir: config.paths.dataDir,
   })
   const inbound = new ProviderWebhooks({ logger: log, invoices, providers, settlement })
-  const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
+  const reconciler = new Reconciler({
+    clock,
+    logger: log.child('reconcile'),
+    invoices,
+    providers,
+    settlement,
+    dataDir: config.paths.dataDir,
+  })
   const btcpayAuth = new BtcpayAuthorizations({
     db,
     clock,
