@@ -27,8 +27,18 @@ export class ArrivingBody {
     return length > INLINE_PARSE_BYTES
   }
 
-  /** Starts warming `buffer` (the declared length's); the chunks go into it once the worker has written it through. */
-  allocatedAhead(buffer: Buffer): void {
+  /**
+   * Starts warming `buffer` (the declared length's); the chunks go into it once the worker has
+   * written it through, or at once when it is `warmed` already (a reused buffer).
+   */
+  allocatedAhead(buffer: Buffer, warmed = false): void {
+    if (warmed) {
+      let at = 0
+      for (const p of this.parts) at += p.copy(buffer, at)
+      this.parts = []
+      this.body = buffer
+      return
+    }
     this.warming = this.parser.warm(buffer).then((warmed) => {
       this.warming = null
       if (!warmed || this.dropped) return

@@ -74,7 +74,7 @@ export class ChargedBody {
     // The buffer is allocated with the first byte, not with the head: an idle socket costs nothing.
     if (at === 0 && ArrivingBody.wantsBufferAhead(this.declared)) {
       const ahead = this.reservation.bufferAhead(this.declared)
-      if (ahead !== null) this.arriving.allocatedAhead(ahead)
+      if (ahead !== null) this.arriving.allocatedAhead(ahead, this.reservation.aheadWarmed)
     }
     this.arriving.add(chunk)
     this.idle?.refresh()
@@ -119,12 +119,15 @@ export class ChargedBody {
     this.idle = null
   }
 
-  /** The request ended (answered or failed): the bytes and the body's room go. Safe to call more than once. */
-  release(): void {
+  /**
+   * The request ended (answered or failed): the bytes and the body's room go. `recycle`: it ended
+   * with the whole answer, so its buffer may serve the next large body. Safe to call more than once.
+   */
+  release(recycle = false): void {
     this.open = false
     this.arriving.drop()
     this.stopIdle()
-    this.reservation.release()
+    this.reservation.release(recycle)
   }
 }
 

@@ -117,6 +117,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private flushScheduled = false
   /** Paused until the client's socket drains. */
   private draining = false
+  /** undici has handed the whole body to the socket (onRequestSent). */
+  private bodySent = false
   private readonly exchange: Exchange
   private readonly usage: UsageMeter | undefined
 
@@ -333,10 +335,18 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     }
   }
 
+  /** undici has handed the whole body to the upstream's socket. */
+  onRequestSent(): void {
+    this.bodySent = true
+  }
+
   onResponseEnd(): void {
     const res = this.res
     const mode = this.mode
-    this.finish()
+    // The whole answer came after the whole body was handed over: an upstream answers once it has
+    // read the body (an engine parses it), so its bytes have left the socket and its buffer may be
+    // reused. A call that failed or was cut gives its buffer up to the garbage collector instead.
+    this.finish(this.bodySent)
     if (res.destroyed || res.writableEnded) return
     if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
     if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
@@ -430,9 +440,9 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   }
 
   /** Ends the work once: the deadline, the drain listener and the body's room go (the close listener stays for the log). */
-  private finish(): void {
+  private finish(recycle = false): void {
     this.mode = Mode.Done
-    this.body?.release()
+    this.body?.release(recycle)
     if (this.counted !== null) this.deps.placements?.end(this.counted)
     this.counted = null
     if (this.timer !== null) clearTimeout(this.timer)
