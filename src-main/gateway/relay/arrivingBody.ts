@@ -3,8 +3,9 @@ import { INLINE_PARSE_BYTES, joinShared, type RelayBodyParser } from './relayBod
 /**
  * A relayed body as its chunks arrive. A large one with a declared length goes into one shared
  * buffer (BodyReservation.bufferAhead) that the parser's worker first writes through
- * (RelayBodyParser.warm), so neither filling it nor parsing it makes the event loop fault in or
- * copy 60 MB at once; the chunks that arrive meanwhile are kept and copied in once it is ready.
+ * (RelayBodyParser.warm), or that an earlier body left in memory (bodyBuffers.ts), so neither
+ * filling it nor parsing it makes the event loop fault in or copy 60 MB at once; the chunks that
+ * arrive meanwhile are kept and copied in once it is ready.
  * Any other body is its chunks, joined at the end.
  */
 export class ArrivingBody {
