@@ -3,7 +3,7 @@ import { routeParams, type CallContext, type MethodDef } from '../contract/defin
 import { ApiError, describeZodError } from '../contract/errors'
 import type { CallerScope } from '../platform/callerScope'
 import { limitHeaders, rateLimitedError, type Limits } from '../platform/limits'
-import { DatabaseFull, sqliteOutOfSpace, StorageFull } from '../lib/files'
+import { asDatabaseFull, DatabaseFull, StorageFull } from '../lib/files'
 import type { Logger } from '../lib/logger'
 import { refusesUnknownFields, unknownFields } from './unknownFields'
 
@@ -132,7 +132,7 @@ export async function invokeMethod(
   try {
     out = await (d.callers ? d.callers.run(ctx, call) : call())
   } catch (err) {
-    throw sqliteOutOfSpace(err, d.dataDir) ? new DatabaseFull(d.dataDir ?? '.', whatOf(def)) : err
+    throw asDatabaseFull(err, d.dataDir, whatOf(def))
   }
   return shapeOutput(def, name, out, d.logger)
 }

@@ -13,6 +13,9 @@ import { ConsumerKeys } from './keys/consumerKeyStore'
 import { infoHandlers } from './handlers'
 import { consumerKeyHandlers } from './keys/keyHandlers'
 import { KeyUsageStore, usageCounts } from './keys/keyUsage'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
+import { WriteOutage } from '../lib/writeOutage'
 import { ModelLists } from './relay/modelLists'
 import { playgroundHandlers } from './playground'
 import { BodyBudget, bodyBudgetLimits } from './relay/bodyBudget'
@@ -105,6 +108,20 @@ export function gatewayOptions(config: Config, given: Partial<GatewayOptions> = 
   }
 }
 
+/** Usage per key per hour beside the keys (none while their database is unavailable); a refused write is told once per outage. */
+function keyUsageStore(keys: ConsumerKeys, clock: Clock, logger: Logger, dataDir: string): KeyUsageStore | null {
+  const db = keys.database
+  if (db === null) return null
+  const outage = new WriteOutage({
+    logger,
+    clock,
+    dataDir,
+    what: 'consumer key usage',
+    meanwhile: 'usage and last-used times are kept in memory and written when there is room',
+  })
+  return new KeyUsageStore(db, clock, () => keys.persistLastUsed(), outage)
+}
+
 /** Composition of the /v1 proxy, speech, transcription, diarization, redaction, embeddings and search. */
 export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayModule> {
   const { config, clock, services } = deps
@@ -128,8 +145,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   }
   const log = new RequestLog(clock, opts.requestLogSize, opts.usageAccounting)
   const keys = deps.consumerKeys ?? ConsumerKeys.open(config.paths.dataDir, clock, logger)
-  const keyDb = keys.database
-  const usage = keyDb ? new KeyUsageStore(keyDb, clock, () => keys.persistLastUsed()) : null
+  const usage = keyUsageStore(keys, clock, logger, config.paths.dataDir)
   if (usage && opts.usageAccounting)
     log.observe((entry, used, who) => {
       if (who?.kind === 'key') usage.record(who.id, usageCounts(entry, used))

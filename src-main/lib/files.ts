@@ -59,6 +59,11 @@ export class DatabaseFull extends StorageFull {
   }
 }
 
+/** `err` as DatabaseFull (`what` could not be done) when it is SQLite finding no room in `dir`, else `err` itself. */
+export function asDatabaseFull(err: unknown, dir: string | undefined, what: string): unknown {
+  return sqliteOutOfSpace(err, dir) ? new DatabaseFull(dir ?? '.', what) : err
+}
+
 /**
  * The one way Tandem writes a state file: a temp file beside the target, fsync, rename, so a
  * crash leaves either the old or the new content, never half of one. A write that fails removes

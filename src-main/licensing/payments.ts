@@ -5,6 +5,7 @@ import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
 import { publicBaseUrl } from '../config/publicUrl'
 import type { Clock } from '../lib/clock'
+import { asDatabaseFull, DatabaseFull } from '../lib/files'
 import type { Logger } from '../lib/logger'
 import { invoicesCsv } from './exports'
 import { InvoiceStore } from './invoices'
@@ -57,6 +58,8 @@ export interface Payments {
 /** The payment services, wired over the licensing core: what handlers, routes and workers use. */
 interface PaymentParts {
   readonly services: LicensingServices
+  /** DATA_DIR: a SQLite I/O error there counts as a full disk when it has no room. */
+  readonly dataDir: string
   readonly log: Logger
   readonly invoices: InvoiceStore
   readonly providers: ProviderConnections
@@ -122,7 +125,14 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
   const publicUrl = (): string => publicBaseUrl(config)
   const invoices = new InvoiceStore(db)
   const providers = new ProviderConnections(db, clock, log, audit, publicUrl, opts.providerFactory)
-  const outbox = new OutboundWebhooks({ db, clock, logger: log.child('webhooks'), audit, post: opts.post })
+  const outbox = new OutboundWebhooks({
+    db,
+    clock,
+    logger: log.child('webhooks'),
+    audit,
+    post: opts.post,
+    dataDir: config.paths.dataDir,
+  })
   const subscriptions = new Subscriptions({ db, clock, logger: log.child('subscriptions'), audit, licenses, outbox })
   const settlement = settlementOver(services, log, outbox, subscriptions)
   const purchases = new Purchases({
@@ -152,9 +162,17 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
     settlement,
     outbox,
     applyDueDowngrades: (now) => tierChanges.applyDueDowngrades(now),
+    dataDir: config.paths.dataDir,
   })
   const inbound = new ProviderWebhooks({ logger: log, invoices, providers, settlement })
-  const reconciler = new Reconciler({ clock, logger: log.child('reconcile'), invoices, providers, settlement })
+  const reconciler = new Reconciler({
+    clock,
+    logger: log.child('reconcile'),
+    invoices,
+    providers,
+    settlement,
+    dataDir: config.paths.dataDir,
+  })
   const btcpayAuth = new BtcpayAuthorizations({
     db,
     clock,
@@ -165,6 +183,7 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
   })
   return {
     services,
+    dataDir: config.paths.dataDir,
     log,
     invoices,
     providers,
@@ -269,11 +288,27 @@ async function btcpayCallback(p: PaymentParts, req: Request, res: Response): Pro
     await p.btcpayAuth.complete(query.get('state'), fields)
     back('connected')
   } catch (err) {
-    const msg = err instanceof ApiError ? err.message : 'the authorization could not be completed'
+    const full = asDatabaseFull(err, p.dataDir, 'save the BTCPay connection')
+    // An ApiError, or a full disk naming what could not be saved, is told as it is.
+    const msg =
+      full instanceof ApiError || full instanceof DatabaseFull
+        ? full.message
+        : 'the authorization could not be completed'
     if (!(err instanceof ApiError)) p.log.error('BTCPay authorization callback failed', { error: err })
     else p.log.warn(`BTCPay authorization refused: ${msg}`)
     back(`error: ${msg}`)
   }
+}
+
+/**
+ * A webhook's failure as answered to the provider: a full disk is 507 naming what could not be
+ * recorded (a 5xx, so the provider sends it again later), anything unexpected a 500.
+ */
+function webhookError(err: unknown, dataDir: string, kind: ProviderKind): ApiError {
+  if (err instanceof ApiError) return err
+  const full = asDatabaseFull(err, dataDir, `record the ${kind} payment webhook`)
+  if (full instanceof DatabaseFull) return new ApiError('insufficient_storage', full.message)
+  return new ApiError('internal', 'webhook handling failed')
 }
 
 /** Provider webhooks (raw bodies: BTCPay signs the exact bytes) and the public buy pages. */
@@ -284,7 +319,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
       const answer = await p.inbound.handle(kind, req.headers, raw)
       res.status(answer.status).json(answer.body)
     } catch (err) {
-      const e = err instanceof ApiError ? err : new ApiError('internal', 'webhook handling failed')
+      const e = webhookError(err, p.dataDir, kind)
       if (!(err instanceof ApiError)) p.log.error(`${kind} webhook failed`, { error: err })
       res.status(e.status).json({ ok: false, error: e.code, message: e.message })
     }
@@ -308,6 +343,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
   router.post('/v1/zaprite/webhook/:provider_id', perProvider('zaprite'))
   mountPages(router, {
     logger: p.log.child('pages'),
+    dataDir: p.dataDir,
     catalog: p.services.catalog,
     purchases: p.purchases,
     limits: p.services.deps.limits,

@@ -1,6 +1,7 @@
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
+import { WriteOutage } from '../lib/writeOutage'
 import type { InvoiceRow, InvoiceStore } from './invoices'
 import { applyProviderRecord } from './providerRecord'
 import type { ProviderConnections } from './providers/connections'
@@ -51,6 +52,8 @@ export type RecheckOutcome = 'settled' | 'flagged' | 'expired' | 'invalid' | 'pe
  */
 export class Reconciler {
   private timer: NodeJS.Timeout | null = null
+  /** A sweep a full disk refuses is told once per outage, not once a minute. */
+  private readonly outage: WriteOutage
   private running: Promise<unknown> | null = null
 
   constructor(
@@ -62,8 +65,18 @@ export class Reconciler {
       settlement: Settlement
       intervalMs?: number
       batch?: number
+      /** DATA_DIR: a SQLite I/O error there counts as a full disk when it has no room. */
+      dataDir?: string
     },
-  ) {}
+  ) {
+    this.outage = new WriteOutage({
+      logger: deps.logger,
+      clock: deps.clock,
+      dataDir: deps.dataDir,
+      what: 'reconciliation',
+      meanwhile: 'paid invoices are settled by a later sweep or their webhook once there is room',
+    })
+  }
 
   async tick(): Promise<ReconcileReport> {
     const report: ReconcileReport = { checked: 0, listed: 0, settled: 0, flagged: 0, expired: 0, invalid: 0, errors: 0 }
@@ -198,7 +211,10 @@ export class Reconciler {
     this.timer = setInterval(() => {
       if (this.running) return
       this.running = this.tick()
-        .catch((err: unknown) => this.deps.logger.error('reconciliation failed', { error: err }))
+        .then(
+          () => this.outage.written(),
+          (err: unknown) => this.outage.failure(err, 'reconciliation failed'),
+        )
         .finally(() => {
           this.running = null
         })

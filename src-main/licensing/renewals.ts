@@ -20,6 +20,7 @@ import type { Quote } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
+import { WriteOutage } from '../lib/writeOutage'
 import type { Currency } from '../contract/licensing'
 import { immediate, type LicensingDb } from './db'
 import { emitEvent } from './outboundEvents'
@@ -57,6 +58,8 @@ class ClaimLost extends Error {}
 
 export class RenewalWorker {
   private timer: NodeJS.Timeout | null = null
+  /** A tick a full disk refuses is told once per outage, not once a tick. */
+  private readonly outage: WriteOutage
   private running: Promise<unknown> | null = null
 
   constructor(
@@ -73,8 +76,18 @@ export class RenewalWorker {
       applyDueDowngrades?: (now: number) => number
       batch?: number
       intervalMs?: number
+      /** DATA_DIR: a SQLite I/O error there counts as a full disk when it has no room. */
+      dataDir?: string
     },
-  ) {}
+  ) {
+    this.outage = new WriteOutage({
+      logger: deps.logger,
+      clock: deps.clock,
+      dataDir: deps.dataDir,
+      what: 'renewals',
+      meanwhile: 'due renewals are billed by a later tick once there is room',
+    })
+  }
 
   async tick(): Promise<RenewalReport> {
     const { clock, subscriptions, logger } = this.deps
@@ -306,7 +319,10 @@ export class RenewalWorker {
     this.timer = setInterval(() => {
       if (this.running) return
       this.running = this.tick()
-        .catch((err: unknown) => this.deps.logger.error('renewal tick failed', { error: err }))
+        .then(
+          () => this.outage.written(),
+          (err: unknown) => this.outage.failure(err, 'renewal tick failed'),
+        )
         .finally(() => {
           this.running = null
         })

@@ -11,6 +11,7 @@ import { ApiError } from '../contract/errors'
 import type { Clock } from '../lib/clock'
 import { httpCall } from '../lib/httpClient'
 import { redactUrlCredentials, type Logger } from '../lib/logger'
+import { WriteOutage } from '../lib/writeOutage'
 import type { AuditLog } from './audit'
 import { equals, orderBy, searchAny, whereAll, type LicensingDb } from './db'
 import { enqueueEvent, subscribedEvents } from './outboundEvents'
@@ -94,6 +95,12 @@ const defaultPoster: Poster = async (url, init) => {
 export class OutboundWebhooks implements EventOutbox {
   private timer: NodeJS.Timeout | null = null
   private running: Promise<void> | null = null
+  /**
+   * Results of posted deliveries the database refused to record (a full disk), by delivery: written
+   * before anything is posted again, so a delivery that reached its endpoint is not posted twice.
+   */
+  private readonly unwritten = new Map<string, () => void>()
+  private readonly outage: WriteOutage
 
   constructor(
     private readonly deps: {
@@ -103,8 +110,17 @@ export class OutboundWebhooks implements EventOutbox {
       audit: AuditLog
       post?: Poster
       intervalMs?: number
+      /** DATA_DIR, where the database lives (a SQLite I/O error there counts as full when it has no room). */
+      dataDir?: string
     },
   ) {
+    this.outage = new WriteOutage({
+      logger: deps.logger,
+      clock: deps.clock,
+      dataDir: deps.dataDir,
+      what: 'webhook delivery results',
+      meanwhile: 'results are kept in memory and nothing more is posted until they are recorded',
+    })
     deps.db.function('shown_url', { deterministic: true }, (url: unknown) => redactUrlCredentials(String(url)))
     for (const r of this.deps.db.prepare('SELECT secret FROM webhook_endpoints').all() as { secret: string }[]) {
       deps.logger.redactor.add(r.secret)
@@ -257,8 +273,9 @@ export class OutboundWebhooks implements EventOutbox {
     return this.delivery(id)
   }
 
-  /** One pass of the worker: posts every due delivery once. */
+  /** One pass of the worker: posts every due delivery once (none while results wait to be recorded). */
   async tick(): Promise<{ attempted: number; delivered: number }> {
+    if (!this.writeBack()) return { attempted: 0, delivered: 0 }
     const now = this.deps.clock.now()
     const due = this.deps.db
       .prepare(
@@ -299,31 +316,63 @@ export class OutboundWebhooks implements EventOutbox {
     const now = this.deps.clock.now()
     const attempts = d.attempts + 1
     if (error === null) {
-      this.deps.db
-        .prepare(
-          `UPDATE webhook_deliveries SET status = 'delivered', attempts = ?, last_attempt_at = ?, last_status_code = ?,
+      this.record(d.id, () =>
+        this.deps.db
+          .prepare(
+            `UPDATE webhook_deliveries SET status = 'delivered', attempts = ?, last_attempt_at = ?, last_status_code = ?,
              last_error = NULL, delivered_at = ?, next_attempt_at = NULL WHERE id = ?`,
-        )
-        .run(attempts, now, code, now, d.id)
+          )
+          .run(attempts, now, code, now, d.id),
+      )
       return true
     }
     const backoff = RETRY_BACKOFF_S[attempts - 1]
-    this.deps.db
-      .prepare(
-        `UPDATE webhook_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status_code = ?, last_error = ?,
+    this.record(d.id, () =>
+      this.deps.db
+        .prepare(
+          `UPDATE webhook_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status_code = ?, last_error = ?,
            next_attempt_at = ? WHERE id = ?`,
-      )
-      .run(
-        backoff === undefined ? 'failed' : 'pending',
-        attempts,
-        now,
-        code,
-        error,
-        backoff === undefined ? null : now + backoff * 1000,
-        d.id,
-      )
+        )
+        .run(
+          backoff === undefined ? 'failed' : 'pending',
+          attempts,
+          now,
+          code,
+          error,
+          backoff === undefined ? null : now + backoff * 1000,
+          d.id,
+        ),
+    )
     this.deps.logger.warn('webhook delivery failed', { delivery: d.id, event: d.event, attempts, error })
     return false
+  }
+
+  /** Records a delivery's result; one the database refuses is kept for writeBack and the outage told once. */
+  private record(id: string, write: () => unknown): void {
+    try {
+      write()
+    } catch (err) {
+      this.unwritten.set(id, write)
+      this.outage.fail(err)
+      return
+    }
+    this.outage.written()
+  }
+
+  /** Records the results kept from an outage; true when none is left to record. */
+  private writeBack(): boolean {
+    if (this.unwritten.size === 0) return true
+    for (const [id, write] of this.unwritten) {
+      try {
+        write()
+      } catch (err) {
+        this.outage.fail(err)
+        return false
+      }
+      this.unwritten.delete(id)
+    }
+    this.outage.written()
+    return true
   }
 
   start(): void {

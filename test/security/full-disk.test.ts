@@ -1,47 +1,17 @@
-import { execFileSync } from 'node:child_process'
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sqliteOutOfSpace } from '../../src-main/lib/files'
 import { startDaemon, type TestDaemon } from '../helpers/daemon'
+import { tmpfsVolume } from './tmpfsVolume'
 
 /**
  * Issue 42 #4: with DATA_DIR full, the shop and the keys answered 500 "internal error" (SQLite's
  * "database or disk is full" reached no mapping) and validation-log batches were dropped without
- * a word. DATA_DIR here is a real 20 MB tmpfs filled to the last byte (mounting needs root: the
- * case is skipped elsewhere, and says so). SQLite may still reuse pages it already holds, so
+ * a word. DATA_DIR here is a real 20 MB tmpfs filled to the last byte (tmpfsVolume.ts). SQLite may still reuse pages it already holds, so
  * writes are tried until the disk refuses one: none may answer 500.
  */
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-full-'))
-const mounted = (() => {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=20m', 'tmpfs', root], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-})()
-const filler = path.join(root, 'filler')
-
-/** Writes `filler` until the volume refuses a byte more. */
-function fillDisk(): void {
-  const fd = fs.openSync(filler, 'a')
-  const block = Buffer.alloc(64 * 1024, 1)
-  try {
-    for (;;) fs.writeSync(fd, block)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-  }
-  // The last bytes too: small blocks until nothing fits.
-  try {
-    for (;;) fs.writeSync(fd, Buffer.alloc(512, 1))
-  } catch {
-    // full
-  } finally {
-    fs.closeSync(fd)
-  }
-}
+const volume = tmpfsVolume()
+const { root, mounted } = volume
 
 let d: TestDaemon
 
@@ -51,8 +21,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await d?.stop()
-  if (mounted) execFileSync('umount', ['-l', root])
-  fs.rmSync(root, { recursive: true, force: true })
+  volume.remove()
 })
 
 /** Tries `send` until it answers 507 (at most `tries` times): every answer's status. */
@@ -72,7 +41,7 @@ async function untilRefused(
 
 describe.skipIf(!mounted)('a full DATA_DIR (issue 42, needs root to mount a tmpfs)', { timeout: 120_000 }, () => {
   it('answers 507 naming what could not be saved for a product and a consumer key, never 500', async () => {
-    fillDisk()
+    volume.fill()
     const product = await untilRefused((i) =>
       d.admin('/v1/admin/products', { method: 'POST', body: JSON.stringify({ slug: `full-${i}`, name: `Full ${i}` }) }),
     )
@@ -125,7 +94,7 @@ describe.skipIf(!mounted)('a full DATA_DIR (issue 42, needs root to mount a tmpf
     const lines = d.logs.lines.filter((l) => l.includes('no space left for the database; calls are counted'))
     expect(lines).toHaveLength(1)
     // Room again: the next batch is written and the log says so.
-    fs.rmSync(filler)
+    volume.free()
     await fetch(`${d.url}/v1/validate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -300,15 +300,18 @@ export class ConsumerKeys {
     return true
   }
 
-  /** Writes the last-used times gathered since the previous call (batched: never one write per request). */
+  /**
+   * Writes the last-used times gathered since the previous call (batched: never one write per
+   * request). Times the database refuses (a full disk) are kept for the next call, and the error thrown.
+   */
   persistLastUsed(): void {
     if (!this.db || this.dirtyLastUsed.size === 0) return
     const stmt = this.db.prepare('UPDATE consumer_keys SET last_used_at = ? WHERE id = ?')
     const dirty = [...this.dirtyLastUsed]
-    this.dirtyLastUsed = new Set()
     this.db.transaction(() => {
       for (const h of dirty) stmt.run(h.row.last_used_at, h.row.id)
     })()
+    for (const h of dirty) this.dirtyLastUsed.delete(h)
   }
 
   private hold(row: KeyRow, rate: RateLimiter | null = null): HeldKey {

@@ -1,5 +1,6 @@
 import type { KeyUsageHour } from '../../contract/consumerKeys'
 import type { Clock } from '../../lib/clock'
+import type { WriteOutage } from '../../lib/writeOutage'
 import type { GatewayDb } from '../gatewayDb'
 import type { RequestEntry } from '../relay/requestLog'
 import type { RequestUsage } from '../relay/usageMeter'
@@ -52,7 +53,8 @@ export function usageCounts(entry: RequestEntry, usage: RequestUsage | null): Co
 /**
  * Per key per hour usage in gateway.db. Requests add to an in-memory tally that is written in one
  * transaction every few seconds (and before every read), so the hot path never waits for a disk
- * sync; rows older than 90 days are pruned as hours pass.
+ * sync; rows older than 90 days are pruned as hours pass. A tally the database refuses (a full
+ * disk) stays in memory for the next write, and the outage is logged once (`outage`).
  */
 export class KeyUsageStore {
   private pending = new Map<string, KeyUsageHour>()
@@ -64,6 +66,8 @@ export class KeyUsageStore {
     private readonly db: GatewayDb,
     private readonly clock: Clock,
     private readonly beforeFlush: () => void = () => undefined,
+    /** Where a refused write is told; without it the error reaches the caller. */
+    private readonly outage?: WriteOutage,
   ) {
     const cols = FIELDS.join(', ')
     const vals = FIELDS.map((f) => `@${f}`).join(', ')
@@ -87,19 +91,37 @@ export class KeyUsageStore {
     for (const f of FIELDS) row[f] += counts[f]
   }
 
-  /** Writes the tally and prunes what has aged out (at most once an hour). */
+  /**
+   * Writes the tally and prunes what has aged out (at most once an hour). A write the database
+   * refuses keeps the tally for the next one; with an `outage` it is told there, not thrown (the
+   * timer that calls this has no one to answer).
+   */
   flush(): void {
-    this.beforeFlush()
+    let wrote: boolean
+    try {
+      this.beforeFlush()
+      wrote = this.write()
+    } catch (err) {
+      if (this.outage === undefined) throw err
+      this.outage.fail(err, this.pending.size)
+      return
+    }
+    if (wrote) this.outage?.written()
+  }
+
+  /** One transaction of the tally (cleared once it is written) and the hourly prune; false when there was nothing to write. */
+  private write(): boolean {
     const rows = [...this.pending.values()]
-    this.pending = new Map()
     const now = this.clock.now()
     const prune = now - this.lastPrune >= HOUR_MS
-    if (rows.length === 0 && !prune) return
+    if (rows.length === 0 && !prune) return false
     this.db.transaction(() => {
       for (const r of rows) this.upsert.run(r)
       if (prune) this.db.prepare('DELETE FROM key_usage_hourly WHERE hour < ?').run(now - USAGE_RETENTION_MS)
     })()
+    this.pending = new Map()
     if (prune) this.lastPrune = now
+    return true
   }
 
   /** Hours since `from` (oldest first) and totals per key over them. */

@@ -3,8 +3,9 @@ import { INLINE_PARSE_BYTES, joinShared, type RelayBodyParser } from './relayBod
 /**
  * A relayed body as its chunks arrive. A large one with a declared length goes into one shared
  * buffer (BodyReservation.bufferAhead) that the parser's worker first writes through
- * (RelayBodyParser.warm), so neither filling it nor parsing it makes the event loop fault in or
- * copy 60 MB at once; the chunks that arrive meanwhile are kept and copied in once it is ready.
+ * (RelayBodyParser.warm), or that an earlier body left in memory (bodyBuffers.ts), so neither
+ * filling it nor parsing it makes the event loop fault in or copy 60 MB at once; the chunks that
+ * arrive meanwhile are kept and copied in once it is ready.
  * Any other body is its chunks, joined at the end.
  */
 export class ArrivingBody {
@@ -27,8 +28,18 @@ export class ArrivingBody {
     return length > INLINE_PARSE_BYTES
   }
 
-  /** Starts warming `buffer` (the declared length's); the chunks go into it once the worker has written it through. */
-  allocatedAhead(buffer: Buffer): void {
+  /**
+   * Starts warming `buffer` (the declared length's); the chunks go into it once the worker has
+   * written it through, or at once when it is `warmed` already (a reused buffer).
+   */
+  allocatedAhead(buffer: Buffer, warmed = false): void {
+    if (warmed) {
+      let at = 0
+      for (const p of this.parts) at += p.copy(buffer, at)
+      this.parts = []
+      this.body = buffer
+      return
+    }
     this.warming = this.parser.warm(buffer).then((warmed) => {
       this.warming = null
       if (!warmed || this.dropped) return

@@ -1,6 +1,6 @@
 import { ApiError } from '../../contract/errors'
 import type { ConsumerIdentity } from '../keys/consumerKeyStore'
-import { sharedBody } from './relayBodyParser'
+import { BodyBuffers, type LentBuffer } from './bodyBuffers'
 import { MiB } from './wire'
 
 /**
@@ -48,8 +48,12 @@ export class BodyBudget {
   private ahead = 0
   /** Bytes held per holder; a holder is removed when it holds nothing. */
   private readonly held = new Map<string, number>()
+  /** Large bodies' buffers, reused once a call has ended well (at most half the budget waits idle). */
+  readonly buffers: BodyBuffers
 
-  constructor(readonly limits: BodyBudgetLimits) {}
+  constructor(readonly limits: BodyBudgetLimits) {
+    this.buffers = new BodyBuffers(Math.floor(limits.totalBytes / 2))
+  }
 
   /** A reservation for one body, charged to `holders` as its bytes are known (see BodyReservation.charge). */
   open(holders: readonly string[]): BodyReservation {
@@ -128,6 +132,7 @@ function full(why: string): ApiError {
 export class BodyReservation {
   private bytes = 0
   private ahead = 0
+  private lent: LentBuffer | null = null
   private released = false
 
   constructor(
@@ -161,13 +166,24 @@ export class BodyReservation {
   bufferAhead(length: number): Buffer | null {
     if (this.released || this.ahead > 0 || !this.budget.allocateAhead(length)) return null
     this.ahead = length
-    return sharedBody(length)
+    this.lent = this.budget.buffers.lend(length)
+    return this.lent.view
   }
 
-  /** Frees the body's room. Safe to call more than once. */
-  release(): void {
+  /** Whether the buffer bufferAhead gave is already in memory (reused): nothing needs to write it through first. */
+  get aheadWarmed(): boolean {
+    return this.lent?.warmed ?? false
+  }
+
+  /**
+   * Frees the body's room. `recycle`: the call ended with its whole answer, so nothing reads or
+   * writes the body's buffer any more and it may serve the next large body. Safe to call more than once.
+   */
+  release(recycle = false): void {
     if (this.released) return
     this.released = true
+    if (recycle && this.lent !== null) this.budget.buffers.giveBack(this.lent.whole)
+    this.lent = null
     this.budget.give(this.holders, this.bytes)
     this.budget.freeAhead(this.ahead)
     this.bytes = 0

@@ -1,21 +1,30 @@
 import type http from 'node:http'
 import type { Dispatcher } from 'undici'
 import { ApiError } from '../../contract/errors'
-import { describeNetError } from '../../lib/httpClient'
 import type { Logger } from '../../lib/logger'
-import { bodyTooLarge, ClientGone } from '../../http/body'
+import { ClientGone } from '../../http/body'
 import { requestState } from '../../http/requestState'
 import { sendError } from '../../http/respond'
 import type { PlacementRoute } from '../../models/types'
 import { checkKeyModel, checkKeyPlacement } from '../keys/consumerKeyStore'
-import { bodyCost, bodyHolders, type BodyBudget, type BodyReservation } from './bodyBudget'
+import { bodyHolders, type BodyBudget } from './bodyBudget'
+import { ChargedBody } from './chargedBody'
 import { placedRoute, type PlacementUpstreams } from './placementUpstreams'
 import { answerFailure } from './rawRoute'
 import type { Exchange, RequestLog } from './requestLog'
 import type { Upstream, UpstreamName } from './upstreams'
 import type { UsageMeter } from './usageMeter'
 import type { RelayBodyParser } from './relayBodyParser'
-import { ArrivingBody } from './arrivingBody'
+import {
+  ERROR_BODY_LIMIT,
+  errorEventData,
+  hasErrorObject,
+  JSON_CALL_HEADERS,
+  SSE_HEADERS,
+  SSE_REPLACED,
+  STREAM_CALL_HEADERS,
+  upstreamFault,
+} from './upstreamAnswers'
 import { safeHeaders, upstreamDetail, type RelayRequest } from './wire'
 
 /** What every relayed route shares: where requests go, how long they may take, where they are logged. */
@@ -79,12 +88,6 @@ const enum Mode {
   Done,
 }
 
-/** Bytes of an upstream error body kept for the client's error answer. */
-const ERROR_BODY_LIMIT = 64 * 1024
-
-/** Upstream headers an event stream's own headers replace. */
-const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-accel-buffering']
-
 /**
  * One relayed request from its first body byte to the log entry: it reads and checks the body,
  * dispatches it on the upstream's undici pool as the call's handler, relays the answer and settles
@@ -96,11 +99,8 @@ const SSE_REPLACED = ['content-length', 'content-type', 'cache-control', 'x-acce
 export class RelayedRequest implements Dispatcher.DispatchHandler {
   private mode = Mode.Receiving
   private timer: NodeJS.Timeout | null = null
-  private readonly arriving: ArrivingBody
-  private declared = 0
-  private reservation: BodyReservation | null = null
-  /** Answers 408 when the body sends nothing for the idle window. */
-  private idle: NodeJS.Timeout | null = null
+  /** The client's body, charged to the budget from its first byte until the answer ends. */
+  private body: ChargedBody | null = null
   private up: Upstream | null = null
   /** The placement the request went to (deep health probes it when its engine fails). */
   private routeId: string | null = null
@@ -117,6 +117,8 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   private flushScheduled = false
   /** Paused until the client's socket drains. */
   private draining = false
+  /** undici has handed the whole body to the socket (onRequestSent). */
+  private bodySent = false
   private readonly exchange: Exchange
   private readonly usage: UsageMeter | undefined
 
@@ -128,7 +130,6 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   ) {
     this.exchange = deps.log.begin(req, res, target.path)
     this.usage = this.exchange.usage
-    this.arriving = new ArrivingBody(deps.parser)
     res.on('close', this.onClose)
   }
 
@@ -141,65 +142,18 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
       } catch (err) {
         return this.fail(err)
       }
-    const declared = Number(req.headers['content-length'] ?? NaN)
-    if (declared > deps.bodyLimit) return this.fail(bodyTooLarge(deps.bodyLimit))
     const { client, consumer } = requestState(this.res)
-    this.reservation = deps.bodyBudget.open(bodyHolders(client.limitKey, consumer))
-    // The budget is charged as bytes arrive (a declared length costs nothing until they do); a
-    // declared body one client could never hold is refused before any is read.
-    if (Number.isSafeInteger(declared) && declared > 0)
-      try {
-        this.reservation.bound(bodyCost(declared))
-        this.declared = declared
-      } catch (err) {
-        return this.fail(err)
-      }
-    this.idle = setTimeout(this.bodyIdle, deps.bodyIdleMs)
-    this.idle.unref()
-    req.on('data', this.onBodyData)
-    req.on('end', this.onBodyEnd)
-  }
-
-  private readonly onBodyData = (chunk: Buffer): void => {
-    if (this.mode !== Mode.Receiving) return // answered already (the body deadline): the rest is dropped
-    const at = this.arriving.length
-    try {
-      if (at + chunk.length > this.deps.bodyLimit) throw bodyTooLarge(this.deps.bodyLimit)
-      this.reservation!.charge(bodyCost(chunk.length))
-    } catch (err) {
-      this.stopReading()
-      return this.fail(err)
-    }
-    // The buffer is allocated with the first byte, not with the head: an idle socket costs nothing.
-    if (at === 0 && ArrivingBody.wantsBufferAhead(this.declared)) {
-      const ahead = this.reservation!.bufferAhead(this.declared)
-      if (ahead !== null) this.arriving.allocatedAhead(ahead)
-    }
-    this.arriving.add(chunk)
-    this.idle?.refresh()
-  }
-
-  /** Nothing arrived for the idle window: the body's room goes back to everyone else. */
-  private readonly bodyIdle = (): void => {
-    this.idle = null
-    if (this.mode !== Mode.Receiving || this.req.complete) return
-    this.stopReading()
-    this.fail(bodyIdleTimeout(this.deps.bodyIdleMs))
-  }
-
-  private readonly onBodyEnd = (): void => {
-    if (this.mode !== Mode.Receiving) return
-    this.stopIdle()
-    // The request no longer holds the body once taken (its reservation stays until the answer ends).
-    void this.arriving.take().then((received) => {
-      if (received === null || this.mode !== Mode.Receiving) return
-      this.deps.parser.parse(received).then(
-        (request) => this.onBodyRead(request, received),
-        (err: unknown) => {
-          if (this.mode === Mode.Receiving) this.fail(err)
-        },
-      )
+    this.body = new ChargedBody(deps, req, bodyHolders(client.limitKey, consumer), {
+      read: (request, raw) => this.onBodyRead(request, raw),
+      refused: (err) => {
+        if (this.mode === Mode.Receiving) this.fail(err)
+      },
     })
+    try {
+      this.body.start()
+    } catch (err) {
+      this.fail(err)
+    }
   }
 
   /** The body is read: the key's models are checked and the request routed, unless it ended meanwhile. */
@@ -265,17 +219,6 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     placements.begin(route.id)
     this.counted = route.id
     this.dispatch(raw)
-  }
-
-  private stopIdle(): void {
-    if (this.idle !== null) clearTimeout(this.idle)
-    this.idle = null
-  }
-
-  private stopReading(): void {
-    this.req.off('data', this.onBodyData)
-    this.req.off('end', this.onBodyEnd)
-    this.req.resume()
   }
 
   private dispatch(raw: Buffer): void {
@@ -392,10 +335,18 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
     }
   }
 
+  /** undici has handed the whole body to the upstream's socket. */
+  onRequestSent(): void {
+    this.bodySent = true
+  }
+
   onResponseEnd(): void {
     const res = this.res
     const mode = this.mode
-    this.finish()
+    // The whole answer came after the whole body was handed over: an upstream answers once it has
+    // read the body (an engine parses it), so its bytes have left the socket and its buffer may be
+    // reused. A call that failed or was cut gives its buffer up to the garbage collector instead.
+    this.finish(this.bodySent)
     if (res.destroyed || res.writableEnded) return
     if (mode === Mode.StreamError) return this.answerStreamError(this.errorText())
     if (mode === Mode.PlainError) return this.answerPlainError(this.errorText())
@@ -489,24 +440,15 @@ export class RelayedRequest implements Dispatcher.DispatchHandler {
   }
 
   /** Ends the work once: the deadline, the drain listener and the body's room go (the close listener stays for the log). */
-  private finish(): void {
+  private finish(recycle = false): void {
     this.mode = Mode.Done
-    this.arriving.drop()
-    this.stopIdle()
-    this.reservation?.release()
+    this.body?.release(recycle)
     if (this.counted !== null) this.deps.placements?.end(this.counted)
     this.counted = null
     if (this.timer !== null) clearTimeout(this.timer)
     this.timer = null
     this.res.off('drain', this.onDrain)
   }
-}
-
-/** The 408 for a body that sent nothing for `ms`. */
-function bodyIdleTimeout(ms: number): ApiError {
-  return new ApiError('request_timeout', `the request body sent nothing for ${Math.round(ms / 100) / 10} s`, {
-    status: 408,
-  })
 }
 
 function flushRelay(relay: RelayedRequest): void {
@@ -527,58 +469,4 @@ async function admitOrLeave<T>(res: http.ServerResponse, wait: (signal: AbortSig
   }
   if (left.signal.aborted || res.destroyed) throw new ClientGone()
   return admitted
-}
-
-/** A relayed call's headers besides host and length, one set per kind. */
-const JSON_CALL_HEADERS = { 'content-type': 'application/json', accept: 'application/json' }
-const STREAM_CALL_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' }
-
-/** An event stream's own headers. */
-const SSE_HEADERS: http.OutgoingHttpHeaders = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-  'x-accel-buffering': 'no',
-}
-
-/**
- * What an upstream's failure means for the client, by undici's error codes: no head in time is a
- * 504; an answer that is not valid HTTP or a body that stalls is the upstream's fault (502); a
- * connection lost before the head is `upstream_unreachable`, after it a cut answer.
- */
-function upstreamFault(up: Upstream, err: Error, midAnswer: boolean): ApiError {
-  const code = (err as NodeJS.ErrnoException).code ?? ''
-  if (code === 'UND_ERR_HEADERS_TIMEOUT')
-    return new ApiError('upstream_timeout', `${up.label} sent no answer head in time`, { status: 504 })
-  if (code === 'UND_ERR_BODY_TIMEOUT')
-    return new ApiError('upstream_error', `${up.label} stopped sending mid-answer`, { status: 502 })
-  if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH')
-    return new ApiError('upstream_error', `${up.label} sent a malformed HTTP answer: ${err.message}`, { status: 502 })
-  if (midAnswer)
-    return new ApiError('upstream_error', `${up.label} closed the connection before the answer was complete`, {
-      status: 502,
-    })
-  return new ApiError('upstream_unreachable', `${up.label} is unreachable at ${up.base}: ${describeNetError(err)}`)
-}
-
-/** True when a body is already OpenAI's error shape: a JSON object with an `error` object. */
-function hasErrorObject(text: string): boolean {
-  try {
-    const v = JSON.parse(text) as { error?: unknown }
-    return v !== null && typeof v === 'object' && v.error !== null && typeof v.error === 'object'
-  } catch {
-    return false
-  }
-}
-
-/** The upstream's error as an OpenAI-style `{error: {...}}` object (the shape the openai client raises). */
-export function errorEventData(status: number, text: string, upstream: string): string {
-  // Re-serialised: an SSE data line must not contain the body's own line breaks.
-  if (hasErrorObject(text)) return JSON.stringify(JSON.parse(text))
-  return JSON.stringify({
-    error: {
-      message: `${upstream} answered HTTP ${status}: ${upstreamDetail(text)}`,
-      type: 'upstream_error',
-      code: status,
-    },
-  })
 }

@@ -14,6 +14,7 @@ import {
 } from '../../contract/licensing'
 import { priceLine } from '../../../src-shared/priceLine'
 import { ApiError } from '../../contract/errors'
+import { asDatabaseFull, DatabaseFull } from '../../lib/files'
 import type { Logger } from '../../lib/logger'
 import { limitHeaders, type Limits } from '../../platform/limits'
 import { requestState } from '../../http/requestState'
@@ -46,6 +47,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 export interface PagesDeps {
   logger: Logger
+  /** DATA_DIR: a SQLite I/O error there counts as a full disk when it has no room. */
+  dataDir?: string
   catalog: Catalog
   purchases: Purchases
   /** Details the thank-you page shows beside the poll answer. */
@@ -110,10 +113,19 @@ function usableCheckoutUrl(url: string | null): string {
   return url
 }
 
-/** The error a page shows: an ApiError as it is; anything else is logged and worded generically. */
-function pageError(deps: PagesDeps, failure: string, err: unknown): ApiError {
+/**
+ * The error a page shows: an ApiError as it is; a full disk a 507 saying what could not be saved
+ * (`saving`, in the buyer's words; where is the operator's, in the log); anything else is logged
+ * and worded generically.
+ */
+function pageError(deps: PagesDeps, failure: string, err: unknown, saving: string): ApiError {
   if (err instanceof ApiError) return err
   deps.logger.error(failure, { error: err })
+  if (asDatabaseFull(err, deps.dataDir, failure) instanceof DatabaseFull)
+    return new ApiError(
+      'insufficient_storage',
+      `${saving} could not be saved: the server is out of disk space; please try again later`,
+    )
   return new ApiError('internal', 'something went wrong; please try again')
 }
 
@@ -239,7 +251,7 @@ async function submitUpgrade(deps: PagesDeps, step: 'quote' | 'pay', req: Reques
     const started = await account.upgrade(input)
     send(res, 200, checkoutRedirectPage(usableCheckoutUrl(started.checkout_url), started.invoice_id))
   } catch (err) {
-    const e = pageError(deps, 'upgrade page failed', err)
+    const e = pageError(deps, 'upgrade page failed', err, 'Your upgrade')
     send(res, e.status, errorPage('Upgrade', e.message))
   }
 }
@@ -316,7 +328,7 @@ async function submitBuyForm(deps: PagesDeps, model: BuyModel, req: Request, res
     }
     send(res, 200, checkoutRedirectPage(usableCheckoutUrl(session.checkout_url), session.invoice_id))
   } catch (err) {
-    const e = pageError(deps, 'buy page failed', err)
+    const e = pageError(deps, 'buy page failed', err, 'Your order')
     const unavailable = e.code === 'rate_unavailable'
     if (unavailable) res.setHeader('Retry-After', e.headers['Retry-After'] ?? '60')
     send(
@@ -416,7 +428,7 @@ export function mountPages(router: Router, deps: PagesDeps): void {
       const result = await recoverFromForm(deps, form)
       send(res, 200, recoverPage({ result, account: accountModel(deps, result) }))
     } catch (err) {
-      const e = pageError(deps, 'recover page failed', err)
+      const e = pageError(deps, 'recover page failed', err, 'Your request')
       send(res, e.status, recoverPage({ ...form, error: e.message }))
     }
   })

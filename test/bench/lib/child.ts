@@ -142,7 +142,9 @@ export async function spawnBuiltDaemon(
   const bundle = path.join(root, 'out', 'main', 'index.js')
   if (!fs.existsSync(bundle)) throw new Error('the daemon is not built: run npm run build first')
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
-  const [command, args] = nodeCommand([...prof, bundle, '--headless'], opts.launcher)
+  // BENCH_DAEMON_FLAGS: node flags for the daemon alone (e.g. a --require of a timing preload).
+  const flags = (process.env.BENCH_DAEMON_FLAGS ?? '').split(' ').filter((f) => f !== '')
+  const [command, args] = nodeCommand([...prof, ...flags, bundle, '--headless'], opts.launcher)
   const readyS = opts.readyS ?? 30
   const proc = spawn(command, args, {
     cwd: root,

@@ -18,7 +18,7 @@ export interface GatewayRig {
 
 export async function startRig(
   env: Record<string, string> = {},
-  opts: { clock?: Clock; llmDown?: boolean } = {},
+  opts: { clock?: Clock; llmDown?: boolean; dataDir?: string } = {},
 ): Promise<GatewayRig> {
   const [llm, asr, tts, embeddings, qdrant] = await Promise.all([
     startFakeLlm(),
@@ -44,6 +44,7 @@ export async function startRig(
       ...env,
     },
     clock: opts.clock,
+    dataDir: opts.dataDir,
   })
   return {
     daemon,

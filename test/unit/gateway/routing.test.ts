@@ -7,7 +7,7 @@ import { RequestLog } from '../../../src-main/gateway/relay/requestLog'
 import { COLLECTION, embeddingsPath } from '../../../src-main/gateway/relay/search'
 import { parseSpeech, voiceLanguage } from '../../../src-main/gateway/audio/speech'
 import { configuredBase, serviceBase, urlHost } from '../../../src-main/cluster/serviceDirectory'
-import { errorEventData } from '../../../src-main/gateway/relay/proxy'
+import { errorEventData } from '../../../src-main/gateway/relay/upstreamAnswers'
 import { ApiError } from '../../../src-main/contract/errors'
 
 describe('voice → language (spec 1, 4.9 rule 1)', () => {
