@@ -266,6 +266,22 @@ export const SETTINGS = {
     label: 'Swap on demand',
     description: 'on: a request naming a catalog model that is not loaded starts a swap and waits for it',
   },
+  ENGINE_METRICS_INTERVAL_S: {
+    group: 'services',
+    kind: 'int',
+    default: '15',
+    range: [0, 3600],
+    label: 'Engine metrics interval (seconds)',
+    description: 'Seconds between reads of each placement engine’s own /metrics; 0 = off',
+  },
+  ENGINE_METRICS_FAMILIES: {
+    group: 'services',
+    kind: 'string',
+    default: 'kept',
+    label: 'Engine metric families',
+    description:
+      'kept: the listed vLLM families in /metrics (docs/observability.md); all: every family the engines send',
+  },
   DEEP_HEALTH_INTERVAL_S: {
     group: 'services',
     kind: 'int',
@@ -603,6 +619,8 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   SWAP_HOLD_S: wholeNumber(0, 86400),
   SWAP_ROLLBACK: z.enum(['on', 'off'], 'must be on or off'),
   SWAP_ON_DEMAND: z.enum(['on', 'off'], 'must be on or off'),
+  ENGINE_METRICS_INTERVAL_S: wholeNumber(0, 3600),
+  ENGINE_METRICS_FAMILIES: z.enum(['kept', 'all'], 'must be kept or all'),
   DEEP_HEALTH_INTERVAL_S: wholeNumber(10, 86400),
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),
