@@ -189,28 +189,52 @@ class PageReader {
   }
 }
 
+/** Reads lines from `at` (moved on) until the page ends (false) or `maxLines` were read (true). */
+function readLines(reader: PageReader, text: string, at: { start: number; n: number }, maxLines: number): boolean {
+  for (let read = 0; read < maxLines; read++) {
+    if (at.start > text.length) return false
+    let end = text.indexOf('\n', at.start)
+    if (end === -1) end = text.length
+    const line = text.slice(at.start, end).replace(/\r$/, '')
+    at.start = end + 1
+    at.n++
+    if (line.trim() === '') continue
+    if (line === '# EOF') return false
+    const problem = line.startsWith('#') ? reader.comment(line) : reader.sample(line)
+    if (problem !== null) throw new PromTextError(`line ${at.n}: ${problem}`)
+  }
+  return true
+}
+
+function familiesOf(reader: PageReader): PromFamily[] {
+  return [...reader.families.values()]
+    .filter((f) => f.samples.length > 0)
+    .map(({ name, help, type, samples }) => ({ name, help, type, samples }))
+}
+
 /**
  * The families of a page, in the order they came. Throws PromTextError naming the first line it
  * could not read (and its number), or when the page is over its limits.
  */
 export function parsePromText(text: string, limits: ReadLimits): PromFamily[] {
   const reader = new PageReader(limits)
-  let n = 0
-  let start = 0
-  while (start <= text.length) {
-    let end = text.indexOf('\n', start)
-    if (end === -1) end = text.length
-    const line = text.slice(start, end).replace(/\r$/, '')
-    start = end + 1
-    n++
-    if (line.trim() === '') continue
-    if (line === '# EOF') break
-    const problem = line.startsWith('#') ? reader.comment(line) : reader.sample(line)
-    if (problem !== null) throw new PromTextError(`line ${n}: ${problem}`)
-  }
-  return [...reader.families.values()]
-    .filter((f) => f.samples.length > 0)
-    .map(({ name, help, type, samples }) => ({ name, help, type, samples }))
+  readLines(reader, text, { start: 0, n: 0 }, Infinity)
+  return familiesOf(reader)
+}
+
+/**
+ * parsePromText in turns of `linesPerTurn` lines, letting the event loop run between them: a
+ * daemon reading pages beside the requests it relays keeps each pause short.
+ */
+export async function parsePromTextInTurns(
+  text: string,
+  limits: ReadLimits,
+  linesPerTurn = 200,
+): Promise<PromFamily[]> {
+  const reader = new PageReader(limits)
+  const at = { start: 0, n: 0 }
+  while (readLines(reader, text, at, linesPerTurn)) await new Promise((r) => setImmediate(r))
+  return familiesOf(reader)
 }
 
 function escapeLabel(v: string): string {

@@ -2,7 +2,7 @@ import type { EngineLoad, EngineLoadReading, EngineLoadView } from '../contract/
 import type { NodeName } from '../contract/schemas'
 import { HttpBodyTooLarge, httpCall } from '../lib/httpClient'
 import type { Logger } from '../lib/logger'
-import { parsePromText, type PromFamily } from '../lib/promText'
+import { parsePromTextInTurns, type PromFamily } from '../lib/promText'
 import { counterGrowth, KEPT_FAMILIES, pageFigures, windowMedian, type PageFigures } from './engineReadings'
 
 /**
@@ -61,8 +61,8 @@ interface EngineState {
   history: EngineLoadReading[]
 }
 
-/** The page one engine serves: an error in words when it is not a readable page. */
-async function readPage(target: EngineTarget, timeoutMs: number, maxBytes: number, maxSeries: number) {
+/** The text of the page one engine serves. */
+async function fetchPage(target: EngineTarget, timeoutMs: number, maxBytes: number): Promise<string> {
   const res = await httpCall(`${target.baseUrl}/metrics`, {
     headers: { accept: 'text/plain;version=0.0.4' },
     signal: AbortSignal.timeout(timeoutMs),
@@ -71,10 +71,7 @@ async function readPage(target: EngineTarget, timeoutMs: number, maxBytes: numbe
     res.discard()
     throw new Error(`the engine answered ${res.status} for /metrics`)
   }
-  const text = await res.text(maxBytes)
-  // A page is parsed in a turn of its own, so a request waiting meanwhile goes first.
-  await new Promise((r) => setImmediate(r))
-  return parsePromText(text, { maxSamples: maxSeries })
+  return res.text(maxBytes)
 }
 
 function describe(err: unknown, timeoutMs: number): string {
@@ -89,6 +86,8 @@ export class EngineMetrics {
   private timer: NodeJS.Timeout | null = null
   private round: Promise<void> | null = null
   private readonly kept: ReadonlySet<string> = new Set(KEPT_FAMILIES)
+  /** Pages are parsed one at a time, a hundred lines a turn: a request waits at most one turn. */
+  private parsing: Promise<unknown> = Promise.resolve()
 
   constructor(private readonly deps: EngineMetricsDeps) {}
 
@@ -214,12 +213,11 @@ export class EngineMetrics {
     const started = this.deps.now()
     const t0 = performance.now()
     try {
-      const families = await readPage(
-        s.target,
-        timeoutMs,
-        this.deps.maxBytes ?? SCRAPE_MAX_BYTES,
-        this.deps.maxSeries ?? SCRAPE_MAX_SERIES,
-      )
+      const text = await fetchPage(s.target, timeoutMs, this.deps.maxBytes ?? SCRAPE_MAX_BYTES)
+      const limits = { maxSamples: this.deps.maxSeries ?? SCRAPE_MAX_SERIES }
+      const parsed = this.parsing.then(() => parsePromTextInTurns(text, limits, 100))
+      this.parsing = parsed.catch(() => undefined)
+      const families = await parsed
       s.scrapeSeconds = (performance.now() - t0) / 1000
       this.took(s, families, started)
     } catch (err) {
