@@ -62,10 +62,10 @@ interface EngineState {
 }
 
 /** The text of the page one engine serves. */
-async function fetchPage(target: EngineTarget, timeoutMs: number, maxBytes: number): Promise<string> {
+async function fetchPage(target: EngineTarget, timeoutMs: number, maxBytes: number, stop: AbortSignal) {
   const res = await httpCall(`${target.baseUrl}/metrics`, {
     headers: { accept: 'text/plain;version=0.0.4' },
-    signal: AbortSignal.timeout(timeoutMs),
+    signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]),
   })
   if (!res.ok) {
     res.discard()
@@ -84,6 +84,8 @@ function describe(err: unknown, timeoutMs: number): string {
 export class EngineMetrics {
   private readonly engines = new Map<string, EngineState>()
   private timer: NodeJS.Timeout | null = null
+  /** Aborted by stop: a read in progress ends at once rather than at its timeout. */
+  private stopping = new AbortController()
   private round: Promise<void> | null = null
   private readonly kept: ReadonlySet<string> = new Set(KEPT_FAMILIES)
   /** Pages are parsed one at a time, a hundred lines a turn: a request waits at most one turn. */
@@ -97,6 +99,7 @@ export class EngineMetrics {
 
   start(): void {
     if (this.deps.intervalMs <= 0 || this.timer !== null) return
+    this.stopping = new AbortController()
     this.timer = setInterval(() => void this.scrape(), this.deps.intervalMs)
     this.timer.unref()
     void this.scrape()
@@ -105,6 +108,7 @@ export class EngineMetrics {
   async stop(): Promise<void> {
     if (this.timer !== null) clearInterval(this.timer)
     this.timer = null
+    this.stopping.abort()
     await this.round
   }
 
@@ -213,7 +217,7 @@ export class EngineMetrics {
     const started = this.deps.now()
     const t0 = performance.now()
     try {
-      const text = await fetchPage(s.target, timeoutMs, this.deps.maxBytes ?? SCRAPE_MAX_BYTES)
+      const text = await fetchPage(s.target, timeoutMs, this.deps.maxBytes ?? SCRAPE_MAX_BYTES, this.stopping.signal)
       const limits = { maxSamples: this.deps.maxSeries ?? SCRAPE_MAX_SERIES }
       const parsed = this.parsing.then(() => parsePromTextInTurns(text, limits, 100))
       this.parsing = parsed.catch(() => undefined)

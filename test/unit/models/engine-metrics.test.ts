@@ -180,6 +180,22 @@ describe('reading each placement engine’s own /metrics', () => {
     expect(metrics.view().placements[0]).toMatchObject({ state: 'ok', error: null, running: 3 })
   })
 
+  it('stops at once while an engine hangs (a shutdown does not wait for the read’s timeout)', async () => {
+    let asked!: () => void
+    const reached = new Promise<void>((r) => (asked = r))
+    const e = await engine((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.write(PAGE.slice(0, 100))
+      asked()
+    })
+    closers.push(e.close)
+    const { metrics } = rig(() => [target(e.url)], { timeoutMs: 600_000 })
+    metrics.start()
+    await reached
+    await metrics.stop()
+    expect(metrics.view().placements[0]!.state).toBe('failing')
+  })
+
   it('counts from zero again when the engine restarted (its counters went down)', async () => {
     const e = await engine(page(pageWith(1000, (le) => (Number(le) >= 0.25 || le === '+Inf' ? 10 : 0))))
     closers.push(e.close)
