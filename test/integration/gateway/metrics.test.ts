@@ -208,7 +208,7 @@ describe('/metrics', () => {
     expect(sample(fams.get('tandem_licensing_validations_total'), {})).toBeGreaterThanOrEqual(1)
   })
 
-  it('feeds every metric the Grafana dashboard queries, in cluster, gateway and shop rows', async () => {
+  it('feeds every metric the Grafana dashboard queries, in cluster, gateway, engines and shop rows', async () => {
     const dash = JSON.parse(fs.readFileSync(path.resolve('resources/grafana/tandem.json'), 'utf8')) as {
       panels: { type: string; title: string; targets?: { expr: string }[] }[]
     }
