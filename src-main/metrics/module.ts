@@ -46,6 +46,8 @@ export function createMetricsModule(deps: MetricsDeps): MetricsModule {
   deps.requestLog.observe(gatewayMetrics(registers, () => deps.requestLog.openStreams))
   const shop = licensingMetrics(registers, deps.licensingDb, deps.clock)
   const logger = deps.logger.child('metrics')
+  /** The engine families left out, each logged once. */
+  const said = new Set<string>()
 
   return {
     name: 'metrics',
@@ -60,7 +62,7 @@ export function createMetricsModule(deps: MetricsDeps): MetricsModule {
       router.get('/metrics', (_req, res) => {
         registry.metrics().then(
           (own) => {
-            const text = own + federated(registry, deps.engines?.() ?? [], logger)
+            const text = own + federated(registry, deps.engines?.() ?? [], logger, said)
             res.setHeader('content-type', registry.contentType)
             res.setHeader('cache-control', 'no-store')
             res.end(text)
@@ -79,8 +81,7 @@ export function createMetricsModule(deps: MetricsDeps): MetricsModule {
 }
 
 /** The engines' families after Tandem's own; a family dropped is logged once per reason. */
-const said = new Set<string>()
-function federated(registry: Registry, pages: readonly EnginePage[], logger: Logger): string {
+function federated(registry: Registry, pages: readonly EnginePage[], logger: Logger, said: Set<string>): string {
   const reserved = new Set(registry.getMetricsAsArray().map((m) => m.name))
   const { text, dropped } = federate(pages, reserved)
   for (const d of dropped) {
