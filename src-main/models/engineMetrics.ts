@@ -41,6 +41,8 @@ export const SCRAPE_MAX_BYTES = 4 * 1024 * 1024
 const SCRAPE_MAX_SERIES = 50_000
 /** An engine that keeps failing is read at most this far apart. */
 const MAX_BACKOFF_MS = 5 * 60_000
+/** Lines parsed in one turn of the event loop: a request arriving meanwhile waits for one turn at most. */
+const PARSE_TURN_LINES = 100
 /** Readings kept per placement: ten minutes at the default 15 s. */
 export const HISTORY_LENGTH = 40
 
@@ -88,7 +90,7 @@ export class EngineMetrics {
   private stopping = new AbortController()
   private round: Promise<void> | null = null
   private readonly kept: ReadonlySet<string> = new Set(KEPT_FAMILIES)
-  /** Pages are parsed one at a time, a hundred lines a turn: a request waits at most one turn. */
+  /** Pages are parsed one at a time, PARSE_TURN_LINES a turn: a request waits at most one turn. */
   private parsing: Promise<unknown> = Promise.resolve()
 
   constructor(private readonly deps: EngineMetricsDeps) {}
@@ -219,7 +221,7 @@ export class EngineMetrics {
     try {
       const text = await fetchPage(s.target, timeoutMs, this.deps.maxBytes ?? SCRAPE_MAX_BYTES, this.stopping.signal)
       const limits = { maxSamples: this.deps.maxSeries ?? SCRAPE_MAX_SERIES }
-      const parsed = this.parsing.then(() => parsePromTextInTurns(text, limits, 100))
+      const parsed = this.parsing.then(() => parsePromTextInTurns(text, limits, PARSE_TURN_LINES))
       this.parsing = parsed.catch(() => undefined)
       const families = await parsed
       s.scrapeSeconds = (performance.now() - t0) / 1000
