@@ -94,7 +94,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   })
   const licensing = await createLicensingModule(shared)
   const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
-  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb })
+  const engines = () => models.engineMetrics.pages()
+  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb, engines })
   const modules = [nodes, models, servicesModule, gateway, licensing, metrics] as DomainModule<Partial<Contract>>[]
   const storage = storageHealth({ dataDir: config.paths.dataDir, clock })
 

@@ -75,6 +75,8 @@ export interface Config {
   readonly tts: RoleService
   readonly registryApiKey: string | null
   readonly deepHealthIntervalS: number
+  /** Reading each placement engine's own /metrics: seconds between reads (0 = off), and every family or the kept ones. */
+  readonly engineMetrics: { readonly intervalS: number; readonly keepAll: boolean }
   /** Model catalog and swap (spec 1, 2.2 and 4.2). */
   readonly models: {
     readonly localRoots: readonly string[]
@@ -255,6 +257,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     tts: role('TTS'),
     registryApiKey: orNull('REGISTRY_API_KEY'),
     deepHealthIntervalS: num('DEEP_HEALTH_INTERVAL_S'),
+    engineMetrics: { intervalS: num('ENGINE_METRICS_INTERVAL_S'), keepAll: s('ENGINE_METRICS_FAMILIES') === 'all' },
     models: {
       localRoots: list('LOCAL_MODEL_ROOTS').map((r) => r.replace(/\/+$/, '') || '/'),
       loadTimeoutS: num('SWAP_LOAD_TIMEOUT_S'),

@@ -263,6 +263,22 @@ export const SETTINGS = {
     label: 'Swap on demand',
     description: 'on: a request naming a catalog model that is not loaded starts a swap and waits for it',
   },
+  ENGINE_METRICS_INTERVAL_S: {
+    group: 'services',
+    kind: 'int',
+    default: '15',
+    range: [0, 3600],
+    label: 'Engine metrics interval (seconds)',
+    description: 'Seconds between reads of each placement engine’s own /metrics; 0 = off',
+  },
+  ENGINE_METRICS_FAMILIES: {
+    group: 'services',
+    kind: 'string',
+    default: 'kept',
+    label: 'Engine metric families',
+    description:
+      'kept: the listed vLLM families in /metrics (docs/observability.md); all: every family the engines send',
+  },
   DEEP_HEALTH_INTERVAL_S: {
     group: 'services',
     kind: 'int',

@@ -85,6 +85,42 @@ export type PlacementsView = z.infer<typeof PlacementsView>
  */
 export const PlacementsChangedEvent = PlacementsView.extend({ step: SwapStateEvent.nullable().default(null) })
 
+/** One reading of a placement engine's own load (its /metrics), every ENGINE_METRICS_INTERVAL_S. */
+export const EngineLoadReading = z.object({
+  at: z.number(),
+  /** Requests the engine is running and queueing, whoever sent them (vLLM's num_requests_*). */
+  running: z.number().nullable(),
+  waiting: z.number().nullable(),
+  /** KV-cache blocks in use, 0 to 100. */
+  kv_cache_pct: z.number().nullable(),
+  /** Generated tokens per second since the reading before (null: none before, or no counter). */
+  tokens_per_s: z.number().nullable(),
+  /** Median time to first token of the requests that began since the reading before (null: none). */
+  ttft_p50_s: z.number().nullable(),
+})
+export type EngineLoadReading = z.infer<typeof EngineLoadReading>
+
+export const EngineLoad = EngineLoadReading.extend({
+  placement: PlacementId,
+  node: NodeName,
+  model: z.string(),
+  /** ok: the last scrape was read; failing: it was not (error says why); waiting: none finished yet. */
+  state: z.enum(['ok', 'failing', 'waiting']),
+  error: z.string().nullable(),
+  /** Prefix-cache hits over queries since the engine started, 0 to 100. */
+  prefix_hit_pct: z.number().nullable(),
+  /** The last readings, oldest first (about ten minutes). */
+  history: z.array(EngineLoadReading),
+})
+export type EngineLoad = z.infer<typeof EngineLoad>
+
+export const EngineLoadView = z.object({
+  /** Seconds between scrapes; 0: engine metrics are off (ENGINE_METRICS_INTERVAL_S). */
+  interval_s: z.number(),
+  placements: z.array(EngineLoad),
+})
+export type EngineLoadView = z.infer<typeof EngineLoadView>
+
 export const placementsContract = {
   listPlacements: method({
     summary: 'What runs where: every placement, every node and the placement job in progress',
@@ -115,5 +151,12 @@ export const placementsContract = {
     http: 'DELETE /api/placements/:id',
     input: z.object({ id: PlacementId }),
     output: z.object({ job_id: z.string() }),
+  }),
+  listEngineLoad: method({
+    summary:
+      'Each placement engine’s own load from its /metrics: running and waiting requests, KV cache, tokens/s, TTFT p50, recent history',
+    http: 'GET /api/placements/engine-load',
+    input: z.object({}),
+    output: EngineLoadView,
   }),
 } satisfies ContractTable

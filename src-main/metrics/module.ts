@@ -13,6 +13,7 @@ import { ApiError } from '../contract/errors'
 import { clusterMetrics } from './clusterMetrics'
 import { gatewayMetrics } from './gatewayMetrics'
 import { licensingMetrics } from './licensing'
+import { federate, type EnginePage } from './federation'
 
 type ValidateHandler = Handler<(typeof licensingContract)['licValidate']>
 
@@ -29,6 +30,8 @@ export interface MetricsDeps {
   readonly requestLog: RequestLog
   /** The licensing database, or null while licensing is off. */
   readonly licensingDb: () => LicensingDb | null
+  /** Each placement engine's last page (the models domain reads them); absent: none federated. */
+  readonly engines?: () => readonly EnginePage[]
 }
 
 /**
@@ -43,6 +46,8 @@ export function createMetricsModule(deps: MetricsDeps): MetricsModule {
   deps.requestLog.observe(gatewayMetrics(registers, () => deps.requestLog.openStreams))
   const shop = licensingMetrics(registers, deps.licensingDb, deps.clock)
   const logger = deps.logger.child('metrics')
+  /** The engine families left out, each logged once. */
+  const said = new Set<string>()
 
   return {
     name: 'metrics',
@@ -56,7 +61,8 @@ export function createMetricsModule(deps: MetricsDeps): MetricsModule {
     mountRoutes(router: Router) {
       router.get('/metrics', (_req, res) => {
         registry.metrics().then(
-          (text) => {
+          (own) => {
+            const text = own + federated(registry, deps.engines?.() ?? [], logger, said)
             res.setHeader('content-type', registry.contentType)
             res.setHeader('cache-control', 'no-store')
             res.end(text)
@@ -72,4 +78,17 @@ export function createMetricsModule(deps: MetricsDeps): MetricsModule {
       unsubscribe()
     },
   }
+}
+
+/** The engines' families after Tandem's own; a family dropped is logged once per reason. */
+function federated(registry: Registry, pages: readonly EnginePage[], logger: Logger, said: Set<string>): string {
+  const reserved = new Set(registry.getMetricsAsArray().map((m) => m.name))
+  const { text, dropped } = federate(pages, reserved)
+  for (const d of dropped) {
+    const key = `${d.placement} ${d.family} ${d.reason}`
+    if (said.has(key) || said.size > 1000) continue
+    said.add(key)
+    logger.warn('an engine metric family was left out of /metrics', { ...d })
+  }
+  return text
 }

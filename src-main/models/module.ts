@@ -14,6 +14,7 @@ import { LauncherProbe } from './launcherCapabilities'
 import { PlacementManager } from './placements'
 import { Recipes } from './recipes'
 import { placementHandlers } from './placementHandlers'
+import { EngineMetrics, type EngineTarget } from './engineMetrics'
 import type { ModelRouter, ModelsDeps } from './types'
 import { LaunchValidator } from './validate'
 
@@ -27,6 +28,13 @@ export type ModelsModule = DomainModule<typeof modelsContract & typeof placement
   readonly catalog: ModelCatalog
   /** The launcher on node1 as read per connection; an applied update calls `invalidate`. */
   readonly launcher: LauncherProbe
+  /** Each placement engine's own /metrics, read on its own timer (federated into Tandem's /metrics). */
+  readonly engineMetrics: EngineMetrics
+  /**
+   * Whether the placement's engine has requests running or waiting at its last reading, whoever
+   * sent them: in use for idle unloading and on-demand eviction. False when not known.
+   */
+  engineBusy(placementId: string): boolean
 }
 
 /** Composition of the catalog, fit estimate, recipes, weights on disk, downloads, validation and placements. */
@@ -76,6 +84,7 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     launcherOn,
     launcherKnown: (node) => probes.get(node)?.known() ?? null,
     hardware: () => nodes.hardware.snapshot(),
+    engineBusy: (id) => engineMetrics.busy(id),
   })
   const engineUrl = (head: NodeName): string | null =>
     head === 'node1' ? deps.services.role('llm').baseUrl : serviceBase(targetOf(head)?.host, config.llm.port)
@@ -88,6 +97,13 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     diskBytes: (key, node): Promise<number | null> => disk.bytesOn(key, node),
     othersOn: (node, snapshot) => placements.othersOn(node, snapshot),
   })
+  const engineMetrics: EngineMetrics = new EngineMetrics({
+    targets: () => engineTargets(placements, engineUrl),
+    now: () => clock.now(),
+    logger,
+    intervalMs: config.engineMetrics.intervalS * 1000,
+    keepAll: config.engineMetrics.keepAll,
+  })
   const recipes = new Recipes({ config, nodes, logger })
   const downloads = new Downloads({ config, nodes, jobs, swap: placements, logger })
   const unfollow = deps.events.subscribe((ev) => {
@@ -99,7 +115,7 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     handlers: {
       ...catalogHandlers({ catalog, fit, recipes, swap: placements }),
       ...diskHandlers({ disk, downloads, jobs }),
-      ...placementHandlers({ placements, validator, catalog, nodeNames: names }),
+      ...placementHandlers({ placements, validator, catalog, nodeNames: names, engineMetrics }),
       launcherInfo: async ({ refresh }) => launcher.info(refresh === true),
     },
     placements,
@@ -107,12 +123,26 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     router: placements,
     catalog,
     launcher,
+    engineMetrics,
+    engineBusy: (id) => engineMetrics.busy(id),
     async start() {
       await placements.start()
+      engineMetrics.start()
     },
     async stop() {
       unfollow()
+      await engineMetrics.stop()
       await placements.stop()
     },
   }
+}
+
+/** The placements whose engines are up or may be (not one being loaded), with their engines' origins. */
+function engineTargets(placements: PlacementManager, engineUrl: (head: NodeName) => string | null): EngineTarget[] {
+  const out: EngineTarget[] = []
+  for (const p of placements.all()) {
+    const baseUrl = p.state === 'loading' ? null : engineUrl(p.head)
+    if (baseUrl !== null) out.push({ placement: p.id, node: p.head, model: p.key ?? p.served, baseUrl })
+  }
+  return out
 }

@@ -68,6 +68,8 @@ export interface PlacementDeps {
   readonly pollMs?: number
   /** Pause between two looks at what every engine serves (ms; EngineWatch's default when absent). */
   readonly watchMs?: number
+  /** Whether a placement's engine has requests running or waiting (its own metrics); absent: never known busy. */
+  readonly engineBusy?: (placementId: string) => boolean
 }
 
 /** The placement job in progress. */

@@ -3,6 +3,7 @@ import type { modelsContract } from '../contract/models'
 import type { placementsContract } from '../contract/placements'
 import { LaunchRefused, nodesForMode, NODE1_SOLO, type PlacementNodes } from './launch'
 import type { PlacementManager } from './placements'
+import type { EngineMetrics } from './engineMetrics'
 import type { CatalogReader } from './types'
 import type { LaunchValidator } from './validate'
 import type { NodeName } from '../contract/schemas'
@@ -13,6 +14,7 @@ export interface PlacementHandlerDeps {
   readonly validator: LaunchValidator
   readonly catalog: CatalogReader
   readonly nodeNames: () => readonly NodeName[]
+  readonly engineMetrics: Pick<EngineMetrics, 'view'>
 }
 
 /** Launch validation, the spec's single-llm swap and its state, and the placements. */
@@ -39,5 +41,6 @@ export function placementHandlers(
     startPlacement: async ({ key, nodes, displace, confirm_no_fit }) =>
       d.placements.place(key, nodes, { displace: displace === true, confirmNoFit: confirm_no_fit === true }),
     stopPlacement: async ({ id }) => d.placements.stopPlacement(id),
+    listEngineLoad: async () => d.engineMetrics.view(),
   }
 }

@@ -114,7 +114,17 @@ export class PlacementRouter implements ModelRouter {
   private async onDemand(model: string): Promise<void> {
     const entry = this.catalogEntry(model)
     if (entry === undefined) return
-    const { logger } = this.book.deps
+    const { logger, engineBusy, config } = this.book.deps
+    // Busy means busy: an engine running or queueing requests (whoever sent them) is not evicted.
+    const busy = this.book.all().filter((p) => p.nodes.includes('node1') && engineBusy?.(p.id) === true)
+    if (busy.length > 0) {
+      const ids = busy.map((p) => p.id).join(', ')
+      logger.info('no swap on demand: the engine is busy', { model: entry.def.key, placements: ids })
+      throw swapUnavailable(
+        `${entry.def.key} is not loaded and the engine it would replace (${ids}) has requests running or waiting; retry later`,
+        Math.max(config.engineMetrics.intervalS, 5),
+      )
+    }
     try {
       const { job_id } = await this.begin(entry.def.key)
       logger.info('swap on demand', { model: entry.def.key, job: job_id })

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import parsePrometheusTextFormat, { type PromFamily } from 'parse-prometheus-text-format'
@@ -13,6 +14,21 @@ const scrape = (token?: string): Promise<Response> =>
   fetch(`${rig.daemon.url}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} })
 
 let lastText = ''
+
+const engineMetrics = (): { scrape(): Promise<void> } =>
+  (
+    rig.daemon.core.modules.find((m) => m.name === 'models') as unknown as {
+      engineMetrics: { scrape(): Promise<void> }
+    }
+  ).engineMetrics
+
+/** Problems promtool reports (null when it is not installed: Debian's `prometheus` package has it). */
+function promtool(text: string): string[] | null {
+  const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })
+  if (r.error !== undefined) return null
+  expect(r.status === 0 || r.status === 3, r.stderr).toBe(true)
+  return `${r.stdout}${r.stderr}`.split('\n').filter((l) => l.trim() !== '')
+}
 async function families(): Promise<Map<string, PromFamily>> {
   const res = await scrape(METRICS_TOKEN)
   expect(res.status).toBe(200)
@@ -168,6 +184,8 @@ describe('/metrics', () => {
       expect(fams.get(name)?.type, name).toBe(type)
     }
     for (const [name, f] of fams) {
+      // The engines' own families keep vLLM's names (federated below); Tandem's follow its rules.
+      if (name.startsWith('vllm:')) continue
       expect(name).toMatch(/^tandem_[a-z0-9_]+$/)
       if (f.type === 'COUNTER') expect(name).toMatch(/_total$/)
       if (f.type !== 'COUNTER') expect(name).not.toMatch(/_total$/)
@@ -190,19 +208,57 @@ describe('/metrics', () => {
     expect(sample(fams.get('tandem_licensing_validations_total'), {})).toBeGreaterThanOrEqual(1)
   })
 
-  it('feeds every metric the Grafana dashboard queries, in cluster, gateway and shop rows', async () => {
+  it('feeds every metric the Grafana dashboard queries, in cluster, gateway, engines and shop rows', async () => {
     const dash = JSON.parse(fs.readFileSync(path.resolve('resources/grafana/tandem.json'), 'utf8')) as {
       panels: { type: string; title: string; targets?: { expr: string }[] }[]
     }
-    expect(dash.panels.filter((p) => p.type === 'row').map((p) => p.title)).toEqual(['Cluster', 'Gateway', 'Shop'])
+    expect(dash.panels.filter((p) => p.type === 'row').map((p) => p.title)).toEqual([
+      'Cluster',
+      'Gateway',
+      'Engines',
+      'Shop',
+    ])
+    await engineMetrics().scrape()
     const fams = await families()
     const used = new Set(
       dash.panels
         .flatMap((p) => p.targets ?? [])
-        .flatMap((t) => t.expr.match(/tandem_[a-z0-9_]+/g) ?? [])
+        .flatMap((t) => t.expr.match(/(tandem_[a-z0-9_]+|vllm:[a-z0-9_:]+)/g) ?? [])
         .map((n) => n.replace(/_(bucket|count|sum)$/, '')),
     )
-    expect(used.size).toBeGreaterThan(20)
+    expect(used.size).toBeGreaterThan(25)
+    expect([...used].filter((n) => n.startsWith('vllm:')).length).toBeGreaterThanOrEqual(4)
     for (const name of used) expect(fams.has(name), name).toBe(true)
+  })
+
+  it('federates the placement engine’s own families with placement, node and model labels', async () => {
+    await engineMetrics().scrape()
+    const fams = await families()
+    const running = fams.get('vllm:num_requests_running')
+    expect(running?.type).toBe('GAUGE')
+    expect(running?.metrics[0]?.labels).toMatchObject({
+      placement: 'node1',
+      node: 'node1',
+      model_name: 'sim/Qwen3-8B-Instruct',
+      engine: '0',
+    })
+    expect(sample(fams.get('tandem_engine_up'), { placement: 'node1' })).toBe(1)
+    // The kept families only, unless ENGINE_METRICS_FAMILIES=all.
+    expect(fams.has('vllm:cache_config_info')).toBe(false)
+    expect(fams.has('python_gc_objects_collected_total')).toBe(false)
+    const problems = promtool(lastText)
+    if (problems !== null)
+      for (const p of problems)
+        expect(p).toMatch(
+          /^vllm:\S+ (metric names should not contain ':'|non-counter metrics should not have "_total" suffix)$/,
+        )
+    const load = await rig.daemon.admin('/api/placements/engine-load')
+    expect(load.status).toBe(200)
+    const view = (await load.json()) as {
+      interval_s: number
+      placements: { placement: string; state: string; running: number }[]
+    }
+    expect(view.interval_s).toBe(15)
+    expect(view.placements[0]).toMatchObject({ placement: 'node1', state: 'ok', running: 0 })
   })
 })

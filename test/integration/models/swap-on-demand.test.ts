@@ -58,4 +58,33 @@ describe('swap on demand', () => {
       })
     expect(daemon.core.jobs.list('swap')).toHaveLength(1)
   })
+
+  it('does not replace a model whose engine is busy, even with requests that did not come through Tandem', async () => {
+    const models = daemon.core.modules.find((m) => m.name === 'models') as unknown as ModelsModule
+    await sim.llm.setFault({ kind: 'slow', delayMs: 200 })
+    const direct = new AbortController()
+    const stream = await fetch(`${sim.llm.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim/second', stream: true, messages: [{ role: 'user', content: 'a b c d e f' }] }),
+      signal: direct.signal,
+    })
+    await stream.body!.getReader().read()
+    try {
+      await models.engineMetrics.scrape()
+      expect(models.engineBusy('node1')).toBe(true)
+      const res = await fetch(`${daemon.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim/first', messages: [{ role: 'user', content: 'hi' }] }),
+      })
+      expect(res.status).toBe(503)
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect(JSON.stringify(await res.json())).toMatch(/requests running or waiting/)
+      expect(daemon.core.jobs.list('swap')).toHaveLength(1)
+    } finally {
+      direct.abort()
+      await sim.llm.setFault('none')
+    }
+  })
 })

@@ -8,6 +8,7 @@ import {
   type FakeOptions,
   type FakeServer,
 } from './common'
+import { SimEngineMetrics } from './vllmMetrics'
 
 /**
  * A fake OpenAI-compatible llm (the shape vLLM serves): `/v1/models`, `/v1/chat/completions` and
@@ -65,6 +66,8 @@ export interface FakeLlm extends FakeServer {
   setStreamUsage(on: boolean): void
   /** Whether usage is forced into every stream (FakeLlmOptions.forceUsage). */
   setForceUsage(on: boolean): void
+  /** What its /metrics serves (vLLM's page, moved by the requests it serves). */
+  readonly engineMetrics: SimEngineMetrics
 }
 
 /** The reasoning the fake thinks before it answers (with setReasoning). */
@@ -122,6 +125,7 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   let streamUsage = true
   let forceUsage = opts.forceUsage ?? true
   const servedNames = (): string[] => (model === null ? [] : model.split(','))
+  const engineMetrics = new SimEngineMetrics()
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
@@ -137,6 +141,12 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
         max_model_len: 32768,
       }))
       return sendJson(res, 200, { object: 'list', data })
+    }
+    if (req.method === 'GET' && path === '/metrics') {
+      req.resume()
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+      res.end(engineMetrics.render(servedNames()[0] ?? ''))
+      return
     }
     if (req.method === 'GET' && path === '/health') {
       req.resume()
@@ -171,69 +181,93 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
       total_tokens: 0,
     }
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
-
-    if (body.stream === true) {
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' })
-      res.flushHeaders()
-      const object = chat ? 'chat.completion.chunk' : 'text_completion'
-      const asked = body.stream_options?.include_usage === true
-      let sent = 0
-      // vLLM's should_include_usage: forced usage also turns on the running counts on each event.
-      const running = (): object =>
-        forceUsage && streamUsage
-          ? {
-              usage: {
-                prompt_tokens: usage.prompt_tokens,
-                total_tokens: usage.prompt_tokens + sent,
-                completion_tokens: sent,
-              },
-            }
-          : asked
-            ? { usage: null }
-            : {}
-      const chunk = (t: string, last: boolean): string => {
-        const choice = chat
-          ? { index: 0, delta: last ? {} : { role: 'assistant', content: t }, finish_reason: last ? 'stop' : null }
-          : { index: 0, text: t, finish_reason: last ? 'stop' : null }
-        if (t !== '') sent++
-        return `data: ${JSON.stringify({ id, object, created, model: answering, choices: [choice], ...running() })}\n\n`
+    const maxTokens = typeof body.max_tokens === 'number' ? body.max_tokens : null
+    const served = engineMetrics.begin(lastUserText(body), usage.prompt_tokens, maxTokens)
+    const reason = maxTokens !== null ? 'length' : 'stop'
+    try {
+      if (body.stream !== true) {
+        served.firstToken()
+        for (let i = 0; i < tokens.length; i++) served.token()
       }
-      const thinking = (t: string): string =>
-        `data: ${JSON.stringify({ id, object, created, model: answering, choices: [{ index: 0, delta: { reasoning_content: t }, finish_reason: null }] })}\n\n`
-      let before: string[] = []
-      if (chat && reasoning === 'field') before = SIM_REASONING.map(thinking)
-      // The tags arrive cut in two, as a tokenizer may split them.
-      else if (chat && reasoning === 'think')
-        before = ['<th', 'ink>', ...SIM_REASONING, '</thi', 'nk>\n\n'].map((t) => chunk(t, false))
-      // As vLLM does: with include_usage, one more event with no choices carries the usage.
-      const usageEvent =
-        streamUsage && (asked || forceUsage)
-          ? [`data: ${JSON.stringify({ id, object, created, model: answering, choices: [], usage })}\n\n`]
-          : []
-      const chunks = [
-        ...before,
-        ...tokens.map((t) => chunk(t, false)),
-        chunk('', true),
-        ...usageEvent,
-        'data: [DONE]\n\n',
-      ]
-      if ((opts.prefillMs ?? 0) > 0 && !(await ctx.sleep(opts.prefillMs ?? 0))) return
-      if (await writeChunks(res, ctx, chunks, opts.chunkDelayMs ?? 0)) res.end()
-      return
+      await answer()
+      served.end(res.writableFinished || !res.destroyed ? reason : 'abort')
+    } finally {
+      served.end('abort')
     }
-    const text = tokens.join('')
-    const choice = chat
-      ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }
-      : { index: 0, text, finish_reason: 'stop' }
-    if (ctx.fault.kind === 'slow' && !(await ctx.sleep(ctx.fault.delayMs))) return
-    sendJson(res, 200, {
-      id,
-      object: chat ? 'chat.completion' : 'text_completion',
-      created,
-      model: answering,
-      choices: [choice],
-      usage,
-    })
+
+    async function answer(): Promise<void> {
+      if (body.stream === true) {
+        res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' })
+        res.flushHeaders()
+        const object = chat ? 'chat.completion.chunk' : 'text_completion'
+        const asked = body.stream_options?.include_usage === true
+        let sent = 0
+        // vLLM's should_include_usage: forced usage also turns on the running counts on each event.
+        const running = (): object =>
+          forceUsage && streamUsage
+            ? {
+                usage: {
+                  prompt_tokens: usage.prompt_tokens,
+                  total_tokens: usage.prompt_tokens + sent,
+                  completion_tokens: sent,
+                },
+              }
+            : asked
+              ? { usage: null }
+              : {}
+        const chunk = (t: string, last: boolean): string => {
+          const choice = chat
+            ? { index: 0, delta: last ? {} : { role: 'assistant', content: t }, finish_reason: last ? 'stop' : null }
+            : { index: 0, text: t, finish_reason: last ? 'stop' : null }
+          if (t !== '') sent++
+          return `data: ${JSON.stringify({ id, object, created, model: answering, choices: [choice], ...running() })}\n\n`
+        }
+        const thinking = (t: string): string =>
+          `data: ${JSON.stringify({ id, object, created, model: answering, choices: [{ index: 0, delta: { reasoning_content: t }, finish_reason: null }] })}\n\n`
+        let before: string[] = []
+        if (chat && reasoning === 'field') before = SIM_REASONING.map(thinking)
+        // The tags arrive cut in two, as a tokenizer may split them.
+        else if (chat && reasoning === 'think')
+          before = ['<th', 'ink>', ...SIM_REASONING, '</thi', 'nk>\n\n'].map((t) => chunk(t, false))
+        // As vLLM does: with include_usage, one more event with no choices carries the usage.
+        const usageEvent =
+          streamUsage && (asked || forceUsage)
+            ? [`data: ${JSON.stringify({ id, object, created, model: answering, choices: [], usage })}\n\n`]
+            : []
+        const chunks = [
+          ...before,
+          ...tokens.map((t) => chunk(t, false)),
+          chunk('', true),
+          ...usageEvent,
+          'data: [DONE]\n\n',
+        ]
+        if ((opts.prefillMs ?? 0) > 0 && !(await ctx.sleep(opts.prefillMs ?? 0))) return
+        served.firstToken()
+        if (await writeChunks(res, ctx, counted(chunks), opts.chunkDelayMs ?? 0)) res.end()
+        return
+      }
+      const text = tokens.join('')
+      const choice = chat
+        ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }
+        : { index: 0, text, finish_reason: 'stop' }
+      if (ctx.fault.kind === 'slow' && !(await ctx.sleep(ctx.fault.delayMs))) return
+      sendJson(res, 200, {
+        id,
+        object: chat ? 'chat.completion' : 'text_completion',
+        created,
+        model: answering,
+        choices: [choice],
+        usage,
+      })
+    }
+
+    /** The chunks as they are written, each text token counted by the engine's metrics. */
+    function* counted(chunks: readonly string[]): Generator<string> {
+      for (const c of chunks) {
+        if ((c.includes('"content":') || c.includes('"text":')) && !c.includes('"finish_reason":"stop"')) served.token()
+        yield c
+      }
+    }
   }
 
   const fake = await startFake('llm', handle, opts)
@@ -246,6 +280,8 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
   const say = (line: string): void => engineLog?.(line)
 
   const load = async (name: string, forced?: string): Promise<void> => {
+    // A new engine process: its counters start from zero.
+    engineMetrics.reset()
     say(`INFO [core.py] Initializing a V1 LLM engine with config: model='${name}'`)
     // Nothing to wait for: the model is served at once (the sim's default).
     const failure =
@@ -279,6 +315,7 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
 
   const llm = Object.assign(fake, {
     setModel(m: string | null) {
+      if (m !== model) engineMetrics.reset()
       model = m
     },
     load,
@@ -312,6 +349,7 @@ export async function startFakeLlm(opts: FakeLlmOptions = {}): Promise<FakeLlm> 
     setForceUsage(on: boolean) {
       forceUsage = on
     },
+    engineMetrics,
   })
   Object.defineProperty(llm, 'lastRequest', { get: () => lastRequest, enumerable: true })
   return Object.defineProperty(llm, 'loading', {

@@ -113,6 +113,8 @@ const SAMPLE: Record<string, string> = {
   SWAP_ROLLBACK: 'off',
   SWAP_ON_DEMAND: 'on',
   DEEP_HEALTH_INTERVAL_S: '20',
+  ENGINE_METRICS_INTERVAL_S: '30',
+  ENGINE_METRICS_FAMILIES: 'all',
   EMBEDDINGS_URL: 'http://e.lan:1',
   VECTOR_URL: 'http://v.lan:1',
   SCRUB_TERMS: 'Falcon',
