@@ -1,5 +1,6 @@
 import type http from 'node:http'
 import {
+  TONE_WINDOW_S,
   audioDuration,
   parseMultipart,
   sendJson,
@@ -87,6 +88,57 @@ export function fingerprint(speaker: number): number[] {
   return v
 }
 
+/**
+ * The synthetic voices: voice k is a pure tone of TONE_VOICES_HZ[k]. A recording made of them
+ * (toneWav) is diarized by what it sounds like, window by window, as a real diarizer would: labels
+ * are chunk-local (`speaker_0` is whoever speaks first in this file) and each fingerprint is the
+ * voice's own plus noise that differs from file to file, so only similarity tells voices apart.
+ */
+export const TONE_VOICES_HZ = [220, 330, 495, 740] as const
+
+function voiceOf(hz: number | null): number | null {
+  if (hz === null) return null
+  const k = TONE_VOICES_HZ.findIndex((v) => Math.abs(hz - v) / v < 0.1)
+  return k < 0 ? null : k
+}
+
+/** A voice's fingerprint as heard in one file: its own, plus noise seeded by the file. */
+export function heardFingerprint(voice: number, seed: number): number[] {
+  let x = (seed * 2654435761 + voice * 40503) >>> 0
+  return fingerprint(voice).map((v) => {
+    x = (x * 1664525 + 1013904223) >>> 0
+    return round(v + ((x / 0xffffffff) * 2 - 1) * 0.35)
+  })
+}
+
+function toneDiarization(tones: readonly (number | null)[], seed: number): Record<string, unknown> {
+  const w = TONE_WINDOW_S
+  const segments: { start_s: number; end_s: number; speaker: string; confidence: number | null; voice: number }[] = []
+  const local = new Map<number, string>()
+  tones.forEach((hz, i) => {
+    const voice = voiceOf(hz)
+    if (voice === null) return
+    if (!local.has(voice)) local.set(voice, `speaker_${local.size}`)
+    const last = segments[segments.length - 1]
+    if (last && last.voice === voice && i * w - last.end_s < 0.8) last.end_s = round((i + 1) * w)
+    else
+      segments.push({
+        start_s: round(i * w),
+        end_s: round((i + 1) * w),
+        speaker: local.get(voice)!,
+        confidence: 0.9,
+        voice,
+      })
+  })
+  return {
+    duration: round(tones.length * w),
+    segments: segments.map(({ voice: _v, ...s }) => s),
+    speakers_detected: [...local.values()],
+    fingerprints: Object.fromEntries([...local].map(([voice, label]) => [label, heardFingerprint(voice, seed)])),
+    models: { diarization: 'sim/sortformer-4spk', embedding: 'sim/titanet-small' },
+  }
+}
+
 function first(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v
 }
@@ -138,6 +190,8 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     const duration = round(audioDuration(file))
     const words = scriptedWords(duration)
 
+    if (!transcribe && file.tones.some((t) => t !== null))
+      return sendJson(res, 200, toneDiarization(file.tones, file.bytes))
     if (!transcribe) {
       const segments: { start_s: number; end_s: number; speaker: string; confidence: number | null }[] = []
       for (const w of words) {
