@@ -269,3 +269,42 @@ describe('diarized transcription the OpenAI way', () => {
     expect(chunks.length).toBe(7)
   }, 120_000)
 })
+
+describe('diarized transcription and a restricted consumer key', () => {
+  let rig: GatewayRig
+  beforeAll(async () => {
+    rig = await startRig({ CONSUMER_API_KEYS: 'legacy-lan-key-0123456789' })
+  })
+  afterAll(async () => {
+    await rig?.stop()
+  })
+
+  it('refuses diarized_json to a key whose models leave out the asr model, and serves a key that lists it', async () => {
+    const key = async (models: string[]): Promise<OpenAI> => {
+      const res = await rig.daemon.admin('/api/consumer-keys', {
+        method: 'POST',
+        body: JSON.stringify({ name: `k${models.length}`, models }),
+      })
+      const { secret } = (await res.json()) as { secret: string }
+      return new OpenAI({ baseURL: `${rig.daemon.url}/v1`, apiKey: secret, maxRetries: 0, timeout: 30_000 })
+    }
+    const ask = async (c: OpenAI) =>
+      c.audio.transcriptions.create({
+        file: await toFile(silenceWav(3), 'a.wav', { type: 'audio/wav' }),
+        model: 'asr',
+        response_format: 'diarized_json',
+      })
+    const before = rig.asr.requests.length
+    const err = (await ask(await key(['sim/Qwen3-8B-Instruct'])).then(
+      () => null,
+      (e: unknown) => e,
+    )) as APIError
+    expect(err).toBeInstanceOf(APIError)
+    expect(err.status).toBe(403)
+    expect(rig.asr.requests.filter((q) => q.method === 'POST').length).toBe(
+      rig.asr.requests.slice(0, before).filter((q) => q.method === 'POST').length,
+    )
+    const ok = (await ask(await key([rig.asr.model]))) as TranscriptionDiarized
+    expect(ok.task).toBe('transcribe')
+  })
+})
