@@ -10,6 +10,7 @@ import type { SpooledFile } from './multipart'
 import { diarize, mapAsrError } from './transcribe'
 import type { KnownVoice } from './voiceBook'
 import { joinTokens } from './words'
+import { toSrt, toVtt } from '../../../src-shared/captions'
 
 /**
  * `/v1/audio/transcriptions` answered by the diarized pipeline in OpenAI's shapes (openai 6.29.0's
@@ -120,29 +121,6 @@ export async function fingerprintReferences(refs: readonly ReferenceClip[], d: D
     out.push({ name: ref.name, fingerprint: voice.fingerprint! })
   }
   return out
-}
-
-/** `HH:MM:SS,mmm` (SRT) or `HH:MM:SS.mmm` (WebVTT). */
-function clock(s: number, sep: ',' | '.'): string {
-  const ms = Math.max(0, Math.round(s * 1000))
-  const p = (n: number, w = 2): string => String(n).padStart(w, '0')
-  return `${p(Math.floor(ms / 3_600_000))}:${p(Math.floor(ms / 60_000) % 60)}:${p(Math.floor(ms / 1000) % 60)}${sep}${p(ms % 1000, 3)}`
-}
-
-/** SubRip cues, the speaker in brackets before the text (SRT has no voice markup). */
-export function toSrt(blocks: readonly DiarizedBlock[]): string {
-  return blocks
-    .map((b, i) => `${i + 1}\n${clock(b.start, ',')} --> ${clock(b.end, ',')}\n[${b.speaker}] ${b.text}\n`)
-    .join('\n')
-}
-
-/** WebVTT cues with the speaker as a voice span (`<v A>`), the format's own way to say who speaks. */
-export function toVtt(blocks: readonly DiarizedBlock[]): string {
-  const esc = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-  const cues = blocks.map(
-    (b) => `${clock(b.start, '.')} --> ${clock(b.end, '.')}\n<v ${esc(b.speaker)}>${esc(b.text)}\n`,
-  )
-  return ['WEBVTT\n', ...cues].join('\n')
 }
 
 /**

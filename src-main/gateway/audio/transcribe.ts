@@ -10,6 +10,7 @@ import { encodeMultipart, moreThanOneFile, scanForFilePart, secondFileWatch, typ
 import { guardIdle, idleTimeout, tooLarge } from './uploads'
 import type { Upstream } from '../relay/upstreams'
 import { runDiarized, type DiarizedRun, type PipelineOptions } from './diarizedPipeline'
+import type { KnownVoice } from './voiceBook'
 import {
   callUpstream,
   passHeaders,
@@ -192,6 +193,8 @@ export async function transcribeWithSpeakers(
     signal: AbortSignal
     asrModel: () => Promise<string | null>
     onWedged(reason: string): ProbeStart
+    /** Voices to call by name (the playground's reference clips). */
+    known?: readonly KnownVoice[]
   },
 ): Promise<DiarizedTranscript> {
   const run = await diarize(asr, file, { ...opts, style: 'numbered' })

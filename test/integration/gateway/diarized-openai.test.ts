@@ -233,6 +233,25 @@ describe('diarized transcription the OpenAI way', () => {
     }
   })
 
+  it('names speakers in the playground’s diarized upload too, and refuses a 1 s reference naming it', async () => {
+    const post = (known: { name: string; audio_base64: string }[]) =>
+      rig.daemon.admin('/api/gateway/playground/transcribe', {
+        method: 'POST',
+        body: JSON.stringify({
+          audio_base64: toneWav([voice(0, 6), quiet(1), voice(1, 6)]).toString('base64'),
+          filename: 'take.wav',
+          known_speakers: known,
+        }),
+      })
+    const res = await post([{ name: 'agent', audio_base64: toneWav([voice(1, 3)]).toString('base64') }])
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as { speakers_detected: string[] }
+    expect(body.speakers_detected).toEqual(['Speaker_1', 'agent'])
+    const bad = await post([{ name: 'agent', audio_base64: toneWav([voice(1, 1)]).toString('base64') }])
+    expect(bad.status).toBe(400)
+    expect(((await bad.json()) as { detail: string }).detail).toMatch(/known_speakers\[0\] is 1\.0 s long/)
+  })
+
   it('keeps each of three voices’ label across the chunks of a 30-minute recording', async () => {
     // Turns of 20–50 s in a fixed shuffled order, 1 s quiet between: every 5-minute chunk hears the
     // voices in another order, so its own labels (speaker_0…) name other voices than the last one's.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { readDiarizedAsk, audioKind } from '../../../src-main/gateway/audio/diarizedAsk'
-import { toSrt, toVtt } from '../../../src-main/gateway/audio/diarizedAnswer'
+import { toSrt, toVtt } from '../../../src-shared/captions'
 import { letterLabel, SAME_VOICE, VoiceBook } from '../../../src-main/gateway/audio/voiceBook'
 import { parseWavHead, planChunks, CHUNK_S, OVERLAP_S } from '../../../src-main/gateway/audio/wavChunks'
 import { fingerprint, heardFingerprint, toneWav } from '../../sim/http'
