@@ -66,17 +66,8 @@ export async function relayUpload(
 ): Promise<void> {
   const declared = Number(req.headers['content-length'] ?? NaN)
   if (Number.isFinite(declared) && declared > opts.maxBytes) throw tooLarge(opts.maxBytes)
-  const ac = new AbortController()
+  const { ac, dispose } = relayAbort(res, opts.timeoutMs)
   const idle = guardIdle(req, opts.idleMs, () => ac.abort(idleTimeout(opts.idleMs)))
-  const onClientGone = (): void => {
-    if (!res.writableFinished) ac.abort(new ClientGone())
-  }
-  res.once('close', onClientGone)
-  const timer = setTimeout(
-    () => ac.abort(new ApiError('upstream_timeout', 'asr did not answer in time', { status: 504 })),
-    opts.timeoutMs,
-  )
-  timer.unref()
   let body: PassThrough | null = null
   try {
     const head = await scanForFilePart(req, { signal: ac.signal })
@@ -121,8 +112,7 @@ export async function relayUpload(
     await answerFromAsr(res, upRes, opts)
   } finally {
     idle.dispose()
-    clearTimeout(timer)
-    res.off('close', onClientGone)
+    dispose()
     if (body && !req.complete) req.unpipe(body)
   }
 }
@@ -138,16 +128,7 @@ export async function relaySpooled(
   form: { readonly entries: readonly (readonly [string, string])[]; readonly file: SpooledFile },
   opts: Omit<RelayOptions, 'maxBytes' | 'idleMs'>,
 ): Promise<void> {
-  const ac = new AbortController()
-  const onClientGone = (): void => {
-    if (!res.writableFinished) ac.abort(new ClientGone())
-  }
-  res.once('close', onClientGone)
-  const timer = setTimeout(
-    () => ac.abort(new ApiError('upstream_timeout', 'asr did not answer in time', { status: 504 })),
-    opts.timeoutMs,
-  )
-  timer.unref()
+  const { ac, dispose } = relayAbort(res, opts.timeoutMs)
   try {
     const body = encodeMultipart(form.entries, form.file)
     const headers = { 'content-type': body.contentType, 'content-length': body.length, accept: 'application/json' }
@@ -160,8 +141,28 @@ export async function relaySpooled(
     }
     await answerFromAsr(res, upRes, opts)
   } finally {
-    clearTimeout(timer)
-    res.off('close', onClientGone)
+    dispose()
+  }
+}
+
+/** The abort of a relayed call: the client going away, or the asr taking longer than `timeoutMs` (504). */
+function relayAbort(res: http.ServerResponse, timeoutMs: number): { ac: AbortController; dispose(): void } {
+  const ac = new AbortController()
+  const onClientGone = (): void => {
+    if (!res.writableFinished) ac.abort(new ClientGone())
+  }
+  res.once('close', onClientGone)
+  const timer = setTimeout(
+    () => ac.abort(new ApiError('upstream_timeout', 'asr did not answer in time', { status: 504 })),
+    timeoutMs,
+  )
+  timer.unref()
+  return {
+    ac,
+    dispose() {
+      clearTimeout(timer)
+      res.off('close', onClientGone)
+    },
   }
 }
 

@@ -350,9 +350,8 @@ export function audioDuration(file: UploadedAudio): number {
   return file.bytes / 32000
 }
 
-/** A real PCM WAV (16-bit mono) holding a quiet tone; `seconds` long. */
-export function makeWav(seconds: number, sampleRate = 22050, freq = 440): Buffer {
-  const samples = Math.max(1, Math.round(seconds * sampleRate))
+/** A 16-bit mono PCM WAV of `samples` samples, header written and the samples zero (silence). */
+function monoWav(samples: number, sampleRate: number): Buffer {
   const buf = Buffer.alloc(44 + samples * 2)
   buf.write('RIFF', 0, 'ascii')
   buf.writeUInt32LE(36 + samples * 2, 4)
@@ -367,6 +366,13 @@ export function makeWav(seconds: number, sampleRate = 22050, freq = 440): Buffer
   buf.writeUInt16LE(16, 34)
   buf.write('data', 36, 'ascii')
   buf.writeUInt32LE(samples * 2, 40)
+  return buf
+}
+
+/** A real PCM WAV (16-bit mono) holding a quiet tone; `seconds` long. */
+export function makeWav(seconds: number, sampleRate = 22050, freq = 440): Buffer {
+  const samples = Math.max(1, Math.round(seconds * sampleRate))
+  const buf = monoWav(samples, sampleRate)
   for (let i = 0; i < samples; i++) {
     buf.writeInt16LE(Math.round(3000 * Math.sin((2 * Math.PI * freq * i) / sampleRate)), 44 + i * 2)
   }
@@ -382,19 +388,7 @@ export interface ToneTurn {
 /** A 16-bit mono WAV of tone turns (the synthetic voices the fake diarizer tells apart). */
 export function toneWav(turns: readonly ToneTurn[], sampleRate = 8000): Buffer {
   const total = turns.reduce((n, t) => n + Math.round(t.seconds * sampleRate), 0)
-  const buf = Buffer.alloc(44 + total * 2)
-  buf.write('RIFF', 0, 'ascii')
-  buf.writeUInt32LE(36 + total * 2, 4)
-  buf.write('WAVEfmt ', 8, 'ascii')
-  buf.writeUInt32LE(16, 16)
-  buf.writeUInt16LE(1, 20)
-  buf.writeUInt16LE(1, 22)
-  buf.writeUInt32LE(sampleRate, 24)
-  buf.writeUInt32LE(sampleRate * 2, 28)
-  buf.writeUInt16LE(2, 32)
-  buf.writeUInt16LE(16, 34)
-  buf.write('data', 36, 'ascii')
-  buf.writeUInt32LE(total * 2, 40)
+  const buf = monoWav(total, sampleRate)
   let at = 44
   for (const t of turns) {
     const n = Math.round(t.seconds * sampleRate)
