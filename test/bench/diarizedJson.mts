@@ -15,7 +15,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, spawnChild } from './lib/child'
+import { benchDaemonEnv, spawnChild } from './lib/child'
 
 const RUNS = Number(process.env.RUNS ?? 3)
 const SELF = fileURLToPath(import.meta.url)
@@ -55,17 +55,8 @@ async function main(): Promise<void> {
   try {
     const tandem = await spawnChild(SELF, ['--role=tandem'], {
       cwd: ROOT,
-      env: {
-        PORT: String(await freePort()),
-        BIND: '127.0.0.1',
-        DATA_DIR: dataDir,
-        NODE2_HOST: '127.0.0.1',
-        NODE2_USER: 'bench',
-        ASR_PORT: String(asr.info.port),
-        RATE_SOURCES: 'http://127.0.0.1:9',
-        LOG_LEVEL: 'warn',
-        GATEWAY_DISK_FLOOR_MB: '64',
-      },
+      // No llm: port 9 refuses. A small disk floor: the bench's own machine is shared.
+      env: { ...(await benchDaemonEnv(9, Number(asr.info.port), dataDir)), GATEWAY_DISK_FLOOR_MB: '64' },
     })
     procs.push(tandem.proc)
     const base = tandem.info.url as string
