@@ -176,6 +176,8 @@ async function runTandemChild(): Promise<void> {
   const stats = http.createServer((req, res) => {
     if ((req.url ?? '').includes('reset')) loop.reset()
     const u = process.cpuUsage()
+    // A fresh connection each time: a kept-alive one can be closed by this server just as it is reused.
+    res.setHeader('connection', 'close')
     res.end(
       JSON.stringify({
         cpuMs: (u.user + u.system) / 1000,
