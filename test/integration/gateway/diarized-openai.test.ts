@@ -287,6 +287,28 @@ describe('diarized transcription the OpenAI way', () => {
     const chunks = rig.asr.requests.filter((q) => q.path === '/v1/audio/diarize-chunk').slice(-7)
     expect(chunks.length).toBe(7)
   }, 120_000)
+
+  it('ends a stream whose asr fails after the first chunk with one error event the client throws', async () => {
+    // Last in this block: the probe it sets off posts to the asr in the background. Two chunks: the first chunk's two asr calls are answered, then the asr is wedged.
+    rig.asr.wedgeAfter(2, 'CUFFT_INTERNAL_ERROR')
+    try {
+      const stream = await client.audio.transcriptions.create({
+        file: await wavFile(toneWav([voice(0, 150), voice(1, 160)], 4000)),
+        model: 'asr',
+        response_format: 'diarized_json',
+        stream: true,
+      })
+      const seen: string[] = []
+      const consume = async (): Promise<void> => {
+        for await (const e of stream) seen.push(e.type)
+      }
+      await expect(consume()).rejects.toThrow(/asr failed \(HTTP 500: CUFFT_INTERNAL_ERROR\)/)
+      expect(seen.length).toBeGreaterThan(0)
+      expect(seen.every((t) => t === 'transcript.text.segment')).toBe(true)
+    } finally {
+      rig.asr.containerStarted()
+    }
+  })
 })
 
 describe('diarized transcription and a restricted consumer key', () => {

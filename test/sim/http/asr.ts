@@ -28,6 +28,8 @@ export interface FakeAsr extends FakeServer {
    * transcription and diarization is a 500 with `cudaErrorUnknown`, until the container restarts.
    */
   wedge(message?: string): void
+  /** Wedges the asr once `n` more transcription or diarization requests have been answered. */
+  wedgeAfter(n: number, message?: string): void
   readonly wedged: boolean
   /** The container (re)started: a fresh process, so a wedge is gone (the sim calls this on `running`). */
   containerStarted(): void
@@ -148,6 +150,7 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
   const lead = opts.leadingSpace ?? true
   const forms: Record<string, string | string[]>[] = []
   let wedge: string | null = null
+  let wedgeIn: { left: number; message: string } | null = null
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
@@ -166,6 +169,10 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     if (req.method !== 'POST' || (!transcribe && path !== '/v1/audio/diarize-chunk')) {
       req.resume()
       return sendJson(res, 404, { detail: `no route ${req.method} ${path}` })
+    }
+    if (wedgeIn !== null && wedgeIn.left-- <= 0) {
+      wedge = wedgeIn.message
+      wedgeIn = null
     }
     if (wedge !== null) {
       req.resume()
@@ -268,8 +275,15 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     wedge(message = 'CUDA error: cudaErrorUnknown: an unknown internal error occurred (transcription)') {
       wedge = message
     },
+    wedgeAfter(
+      n: number,
+      message = 'CUDA error: cudaErrorUnknown: an unknown internal error occurred (transcription)',
+    ) {
+      wedgeIn = { left: n, message }
+    },
     containerStarted() {
       wedge = null
+      wedgeIn = null
     },
   })
   // A getter, so the state is read live (Object.assign would copy its value once).
