@@ -15,7 +15,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { benchDaemonEnv, spawnChild } from './lib/child'
+import { benchDaemonEnv, runFakeAsrChild, spawnChild } from './lib/child'
 
 const RUNS = Number(process.env.RUNS ?? 3)
 const SELF = fileURLToPath(import.meta.url)
@@ -158,14 +158,6 @@ async function main(): Promise<void> {
   console.log(`load average ${load()} at the end`)
 }
 
-async function runAsrChild(): Promise<void> {
-  const { startFakeAsr } = await import('../sim/http/index')
-  const asr = await startFakeAsr()
-  process.stdout.write(JSON.stringify({ port: asr.port }) + '\n')
-  process.stdin.resume()
-  process.stdin.on('end', () => void asr.close().then(() => process.exit(0)))
-}
-
 /** The daemon, plus a loopback port that tells its process's CPU time and resident memory. */
 async function runTandemChild(): Promise<void> {
   const { startDaemon } = await import('../../src-main/headless')
@@ -196,5 +188,5 @@ async function runTandemChild(): Promise<void> {
 
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 if (role === 'tandem') await runTandemChild()
-else if (role === 'asr') await runAsrChild()
+else if (role === 'asr') await runFakeAsrChild()
 else await main()
