@@ -194,8 +194,8 @@ export const gatewayContract = {
   playgroundTranscribe: method({
     summary: 'Playground: diarized transcription of a short recording (base64, at most 8 MiB)',
     http: 'POST /api/gateway/playground/transcribe',
-    // 8 MiB as base64, and the JSON around it: the browser playground sends its recordings here too.
-    bodyLimit: 12 * 1024 * 1024,
+    // 8 MiB as base64, up to 4 reference clips, and the JSON around them: the browser playground sends its recordings here too.
+    bodyLimit: 24 * 1024 * 1024,
     input: z.object({
       audio_base64: z
         .string()
@@ -205,6 +205,19 @@ export const gatewayContract = {
         .string()
         .regex(/^[\w. -]{1,128}$/)
         .default('audio.wav'),
+      /** Speakers by name (issue 43): each a 2–10 s clip of that voice, as on /v1/audio/transcriptions. */
+      known_speakers: z
+        .array(
+          z.object({
+            name: z.string().trim().min(1).max(64),
+            audio_base64: z
+              .string()
+              .min(1)
+              .max(3 * 1024 * 1024),
+          }),
+        )
+        .max(4)
+        .default([]),
     }),
     output: DiarizedTranscript,
   }),

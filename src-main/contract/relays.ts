@@ -62,14 +62,49 @@ export const EmbeddingRequest = z.looseObject({
   encoding_format: z.enum(['float', 'base64']).optional(),
 })
 
-/** OpenAI `audio.transcriptions`: every field is relayed to the asr byte for byte; Tandem checks the file is there. */
+/**
+ * OpenAI `audio.transcriptions`: a diarized request (issue 43) is answered by Tandem's pipeline;
+ * every other form is relayed to the asr field for field. Tandem checks the file is there.
+ */
 export const TranscriptionForm = z.looseObject({
   file: z.file(),
   model: z.string(),
   language: z.string().optional(),
   prompt: z.string().optional(),
-  response_format: z.enum(['json', 'text', 'verbose_json', 'srt', 'vtt']).optional(),
+  response_format: z.enum(['json', 'text', 'verbose_json', 'srt', 'vtt', 'diarized_json']).optional(),
   temperature: z.number().optional(),
+  stream: z
+    .boolean()
+    .optional()
+    .describe('With a diarized request: server-sent transcript.text.segment events, then transcript.text.done'),
+  'known_speaker_names[]': z.array(z.string().max(64)).max(4).optional().describe('Names for known voices'),
+  'known_speaker_references[]': z
+    .array(z.string())
+    .max(4)
+    .optional()
+    .describe('One data URL per name: 2–10 s of that voice (wav, flac, mp3, ogg, m4a, webm)'),
+  chunking_strategy: z
+    .string()
+    .optional()
+    .describe("'auto', or a server_vad object as chunking_strategy[type]… fields"),
+})
+
+/** OpenAI's `TranscriptionDiarized` (openai 6.29.0), what `diarized_json` answers. */
+export const DiarizedTranscription = z.object({
+  task: z.literal('transcribe'),
+  duration: z.number(),
+  text: z.string(),
+  segments: z.array(
+    z.object({
+      type: z.literal('transcript.text.segment'),
+      id: z.string(),
+      start: z.number(),
+      end: z.number(),
+      speaker: z.string().describe('A, B, … in order of first speech, or a known_speaker_names entry'),
+      text: z.string(),
+    }),
+  ),
+  usage: z.object({ type: z.literal('duration'), seconds: z.number() }),
 })
 
 export const DiarizeChunkForm = z.looseObject({ file: z.file() })
@@ -246,13 +281,17 @@ export const gatewayRelays = {
   },
   'POST /v1/audio/transcriptions': {
     operationId: 'createTranscription',
-    summary: 'Transcription: the multipart form relayed to the asr (json, text, verbose_json, srt, vtt)',
+    summary: 'Transcription: diarized by Tandem (diarized_json, known voices) or relayed to the asr',
     description:
-      'OpenAI audio.transcriptions. The multipart body is streamed to the asr byte for byte (every field, unknown ones included) and its answer relayed as it is.',
+      'OpenAI audio.transcriptions. The form is received whole; a diarized request (response_format diarized_json, known_speaker_names[]/known_speaker_references[], or a model named …diarize) is answered by the diarized pipeline in OpenAI’s shapes (json, text, srt and vtt with the speaker in each cue, or SSE with stream); every other form is relayed to the asr field for field (unknown ones included) and its answer relayed as it is.',
     body: { type: 'multipart/form-data', schema: TranscriptionForm },
     answer: {
-      why: 'The asr’s transcript: JSON (json, verbose_json) or text (text, srt, vtt), as `response_format` asks.',
-      content: { 'application/json': UpstreamAnswer, 'text/plain': z.string() },
+      why: 'The transcript: JSON (json, verbose_json, diarized_json), text (text, srt, vtt) or server-sent events, as `response_format` and `stream` ask.',
+      content: {
+        'application/json': z.union([DiarizedTranscription, UpstreamAnswer]),
+        'text/plain': z.string(),
+        'text/event-stream': z.string(),
+      },
     },
     errors: UPLOAD(true),
     upstreamErrors: ASR_REFUSALS,

@@ -8,6 +8,8 @@ import type { RequestLog } from './relay/requestLog'
 import { parseSpeech, synthesize, type VoiceAliases } from './audio/speech'
 import type { UploadSpool } from './audio/spool'
 import { transcribeWithSpeakers } from './audio/transcribe'
+import { readClip } from './audio/diarizedAsk'
+import { fingerprintReferences } from './audio/diarizedAnswer'
 import { safeName } from './audio/uploads'
 import type { Upstream, UpstreamName } from './relay/upstreams'
 import { callUpstream, MiB, readText, upstreamDetail } from './relay/wire'
@@ -124,10 +126,19 @@ export function playgroundHandlers(d: PlaygroundDeps): PlaygroundHandlers {
       d.log,
       '/api/gateway/playground/transcribe',
       (o) => Buffer.byteLength(JSON.stringify(o)),
-      async ({ audio_base64, filename }, ctx) => {
+      async ({ audio_base64, filename, known_speakers }, ctx) => {
         const asr = d.need('asr')
         const audio = Buffer.from(audio_base64, 'base64')
         if (audio.length === 0) throw new ApiError('bad_input', 'audio_base64 holds no bytes')
+        const refs = known_speakers.map((k, i) =>
+          readClip(k.name, `data:application/octet-stream;base64,${k.audio_base64}`, `known_speakers[${i}]`),
+        )
+        const known = await fingerprintReferences(refs, {
+          asr,
+          signal: ctx.signal,
+          asrModel: () => d.lists.asrModelName(),
+          onWedged: d.probe('asr'),
+        })
         const lease = await d.spool.writeBuffer(audio)
         try {
           return await transcribeWithSpeakers(
@@ -139,7 +150,7 @@ export function playgroundHandlers(d: PlaygroundDeps): PlaygroundHandlers {
               path: lease.path,
               size: audio.length,
             },
-            { signal: ctx.signal, asrModel: () => d.lists.asrModelName(), onWedged: d.probe('asr') },
+            { signal: ctx.signal, asrModel: () => d.lists.asrModelName(), onWedged: d.probe('asr'), known },
           )
         } finally {
           await lease.release()

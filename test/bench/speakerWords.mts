@@ -15,7 +15,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, runDaemonChild, spawnChild } from './lib/child'
+import { freePort, runDaemonChild, runFakeAsrChild, spawnChild } from './lib/child'
 import { groupWords, groupWordsWork, type SpeakerTurn, type TimedWord } from '../../src-main/gateway/audio/words'
 
 const RUNS = Number(process.env.RUNS ?? 5)
@@ -198,14 +198,6 @@ async function throughDaemon(): Promise<string[]> {
   }
 }
 
-async function runAsrChild(): Promise<void> {
-  const { startFakeAsr } = await import('../sim/http/index')
-  const asr = await startFakeAsr()
-  process.stdout.write(JSON.stringify({ port: asr.port }) + '\n')
-  process.stdin.resume()
-  process.stdin.on('end', () => void asr.close().then(() => process.exit(0)))
-}
-
 async function main(): Promise<void> {
   const load = (): string =>
     os
@@ -221,5 +213,5 @@ async function main(): Promise<void> {
 
 const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7)
 if (role === 'tandem') await runDaemonChild()
-else if (role === 'asr') await runAsrChild()
+else if (role === 'asr') await runFakeAsrChild()
 else await main()

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Router } from 'express'
 import { SPEECH_BODY_LIMIT } from '../../contract/relays'
 import type { Logger } from '../../lib/logger'
@@ -11,8 +11,10 @@ import type { ModelLists } from '../relay/modelLists'
 import type { RawRoute } from '../relay/rawRoute'
 import { answerSpeech, parseSpeech, synthesize, type VoiceAliases } from './speech'
 import type { UploadSpool } from './spool'
-import { relayUpload, transcribeWithSpeakers } from './transcribe'
-import { receiveForm, tooLarge, type UploadLimits } from './uploads'
+import { relaySpooled, relayUpload, transcribeWithSpeakers } from './transcribe'
+import { receiveForm, tooLarge, type FormFieldLimits, type ReceivedForm, type UploadLimits } from './uploads'
+import { readDiarizedAsk, REFERENCE_MAX_CHARS } from './diarizedAsk'
+import { answerDiarized } from './diarizedAnswer'
 import type { Upstream, UpstreamName } from '../relay/upstreams'
 import { usageMeterOf } from '../relay/usageMeter'
 import { parseJsonObject } from '../relay/wire'
@@ -67,33 +69,84 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
         usage: usageMeterOf(res),
       })
     })
-  router.post('/v1/audio/transcriptions', relay('/v1/audio/transcriptions', '/v1/audio/transcriptions'))
   router.post('/api/audio/diarize-chunk', relay('/api/audio/diarize-chunk', '/v1/audio/diarize-chunk'))
+
+  /** Receives an upload into the spool, runs `use` on it, and removes it whatever happens. */
+  const withUpload = async (
+    req: IncomingMessage,
+    limits: FormFieldLimits | undefined,
+    use: (form: ReceivedForm) => Promise<void>,
+  ): Promise<void> => {
+    const declared = Number(req.headers['content-length'] ?? NaN)
+    if (declared > d.uploads.maxBytes) throw tooLarge(d.uploads.maxBytes)
+    const lease = await d.spool.lease(Number.isFinite(declared) ? declared : 0)
+    try {
+      await use(await receiveForm(req, lease, d.uploads, 'file', limits))
+    } finally {
+      lease.release().catch((err: unknown) => d.logger.warn('could not remove a spooled upload', { error: err }))
+    }
+  }
+  const clientGone = (res: ServerResponse): AbortSignal => {
+    const ac = new AbortController()
+    res.once('close', () => {
+      if (!res.writableFinished) ac.abort(new ClientGone())
+    })
+    return ac.signal
+  }
+
+  /**
+   * OpenAI's transcription endpoint (issue 43): the form is received whole (the clients send
+   * `response_format` and the speaker fields after the file), then either answered by the diarized
+   * pipeline or relayed to the asr field for field.
+   */
+  router.post(
+    '/v1/audio/transcriptions',
+    d.route('/v1/audio/transcriptions', async (req, res) => {
+      await checkAsr(res)
+      const asr = d.need('asr')
+      await withUpload(req, TRANSCRIPTION_FORM, async (form) => {
+        const ask = readDiarizedAsk(form.entries)
+        const base = { onWedged: d.probe('asr'), usage: usageMeterOf(res) }
+        if (ask === null)
+          return relaySpooled(res, asr, form, {
+            ...base,
+            path: '/v1/audio/transcriptions',
+            timeoutMs: d.proxyTimeoutMs,
+            logger: d.logger,
+          })
+        await answerDiarized(res, form.file, ask, {
+          ...base,
+          asr,
+          signal: clientGone(res),
+          asrModel: () => d.lists.asrModelName(),
+        })
+      })
+    }),
+  )
 
   router.post(
     '/api/audio/transcribe-with-speakers',
     d.route('/api/audio/transcribe-with-speakers', async (req, res) => {
       const asr = d.need('asr')
       await checkAsr(res)
-      const declared = Number(req.headers['content-length'] ?? NaN)
-      if (declared > d.uploads.maxBytes) throw tooLarge(d.uploads.maxBytes)
-      const lease = await d.spool.lease(Number.isFinite(declared) ? declared : 0)
-      try {
-        const form = await receiveForm(req, lease, d.uploads)
+      await withUpload(req, undefined, async (form) => {
         const lang = form.fields.get('language')
-        const ac = new AbortController()
-        res.once('close', () => ac.abort(new ClientGone()))
         const out = await transcribeWithSpeakers(asr, form.file, {
           language: lang !== undefined && /^[a-z]{2,3}(-[A-Z]{2})?$/.test(lang) ? lang : undefined,
-          signal: ac.signal,
+          signal: clientGone(res),
           asrModel: () => d.lists.asrModelName(),
           onWedged: d.probe('asr'),
         })
         usageMeterOf(res)?.addAudioSeconds(out.duration)
         sendJson(res, 200, out)
-      } finally {
-        lease.release().catch((err: unknown) => d.logger.warn('could not remove a spooled upload', { error: err }))
-      }
+      })
     }),
   )
+}
+
+/** A transcription form: room for 4 names and 4 reference clips beside OpenAI's other fields. */
+const TRANSCRIPTION_FORM: FormFieldLimits = {
+  fields: 32,
+  fieldSize: REFERENCE_MAX_CHARS,
+  totalFieldBytes: 4 * REFERENCE_MAX_CHARS + 256 * 1024,
 }

@@ -132,7 +132,33 @@ export interface MemoryFile extends FilePart {
   readonly bytes: Buffer
 }
 
-export type FormFile = SpooledFile | MemoryFile
+/** A stretch of a spooled file sent as a file of its own: `header` (e.g. a WAV header), then `length` bytes from `offset`. */
+export interface SlicedFile extends FilePart {
+  readonly path: string
+  readonly header: Buffer
+  readonly offset: number
+  readonly length: number
+}
+
+export type FormFile = SpooledFile | MemoryFile | SlicedFile
+
+/** Bytes a file part carries. */
+function fileLength(file: FormFile): number {
+  if ('bytes' in file) return file.bytes.length
+  if ('header' in file) return file.header.length + file.length
+  return file.size
+}
+
+/** A file part's bytes, read from disk in 256 KiB pieces. */
+async function* fileBytes(file: FormFile): AsyncGenerator<Buffer> {
+  if ('bytes' in file) return yield file.bytes
+  const range = 'header' in file ? { start: file.offset, end: file.offset + file.length - 1 } : {}
+  if ('header' in file) {
+    yield file.header
+    if (file.length === 0) return
+  }
+  yield* fs.createReadStream(file.path, { highWaterMark: 256 * 1024, ...range }) as AsyncIterable<Buffer>
+}
 
 /** An outgoing multipart body: fields, then at most one file streamed from disk; its length is known up front. */
 export function encodeMultipart(
@@ -150,13 +176,12 @@ export function encodeMultipart(
   const tail = Buffer.from(`${file ? '\r\n' : ''}--${boundary}--\r\n`)
   async function* parts(): AsyncGenerator<Buffer> {
     yield head
-    if (file && 'bytes' in file) yield file.bytes
-    else if (file) yield* fs.createReadStream(file.path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>
+    if (file) yield* fileBytes(file)
     yield tail
   }
   return {
     contentType: `multipart/form-data; boundary=${boundary}`,
-    length: head.length + (file === undefined ? 0 : 'bytes' in file ? file.bytes.length : file.size) + tail.length,
+    length: head.length + (file === undefined ? 0 : fileLength(file)) + tail.length,
     body: Readable.from(parts(), { objectMode: false }),
   }
 }

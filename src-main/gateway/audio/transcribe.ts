@@ -6,18 +6,17 @@ import { DiarizedTranscript } from '../../contract/gateway'
 import type { HttpAnswer } from '../../lib/httpClient'
 import type { Logger } from '../../lib/logger'
 import { probeWording, type ProbeStart } from '../../services/types'
-import { encodeMultipart, moreThanOneFile, scanForFilePart, secondFileWatch, type FormFile } from './multipart'
+import { encodeMultipart, moreThanOneFile, scanForFilePart, secondFileWatch, type SpooledFile } from './multipart'
 import { guardIdle, idleTimeout, tooLarge } from './uploads'
 import type { Upstream } from '../relay/upstreams'
-import { groupWordsWork, type SpeakerBlock } from './words'
-import { finishSliced } from '../scrub/scrubDetect'
+import { runDiarized, type DiarizedRun, type PipelineOptions } from './diarizedPipeline'
+import type { KnownVoice } from './voiceBook'
 import {
   callUpstream,
   passHeaders,
   pipeResponse,
   readText,
   upstreamDetail,
-  upstreamJson,
   UpstreamStatus,
   UpstreamUnreachable,
 } from '../relay/wire'
@@ -67,17 +66,8 @@ export async function relayUpload(
 ): Promise<void> {
   const declared = Number(req.headers['content-length'] ?? NaN)
   if (Number.isFinite(declared) && declared > opts.maxBytes) throw tooLarge(opts.maxBytes)
-  const ac = new AbortController()
+  const { ac, dispose } = relayAbort(res, opts.timeoutMs)
   const idle = guardIdle(req, opts.idleMs, () => ac.abort(idleTimeout(opts.idleMs)))
-  const onClientGone = (): void => {
-    if (!res.writableFinished) ac.abort(new ClientGone())
-  }
-  res.once('close', onClientGone)
-  const timer = setTimeout(
-    () => ac.abort(new ApiError('upstream_timeout', 'asr did not answer in time', { status: 504 })),
-    opts.timeoutMs,
-  )
-  timer.unref()
   let body: PassThrough | null = null
   try {
     const head = await scanForFilePart(req, { signal: ac.signal })
@@ -119,94 +109,118 @@ export async function relayUpload(
       if (err instanceof UpstreamUnreachable) throw new ApiError('upstream_unreachable', err.message)
       throw err
     }
-    const status = upRes.status
-    if (status >= 500) throw asrWedged(status, upstreamDetail(await readText(upRes).catch(() => '')), opts.onWedged)
-    if (status >= 400) throw asrRefused(status, await readText(upRes).catch(() => ''))
-    res.writeHead(status, passHeaders(upRes))
-    opts.usage?.watchBody(upRes.body)
-    await pipeResponse(upRes.body, res)
+    await answerFromAsr(res, upRes, opts)
   } finally {
     idle.dispose()
-    clearTimeout(timer)
-    res.off('close', onClientGone)
+    dispose()
     if (body && !req.complete) req.unpipe(body)
   }
 }
 
-const AsrWords = z.object({
-  text: z.string().optional(),
-  language: z.string().optional(),
-  duration: z.number().optional(),
-  model: z.string().optional(),
-  words: z.array(z.object({ word: z.string(), start: z.number(), end: z.number() })),
-})
+/**
+ * Relays a form received into the spool to the asr: every text field in the order sent (repeated
+ * ones included) and the file streamed from disk, in a multipart body of Tandem's own framing. The
+ * asr's answer goes back as it is; its 5xx is the 503 of spec 1, 7.
+ */
+export async function relaySpooled(
+  res: http.ServerResponse,
+  asr: Upstream,
+  form: { readonly entries: readonly (readonly [string, string])[]; readonly file: SpooledFile },
+  opts: Omit<RelayOptions, 'maxBytes' | 'idleMs'>,
+): Promise<void> {
+  const { ac, dispose } = relayAbort(res, opts.timeoutMs)
+  try {
+    const body = encodeMultipart(form.entries, form.file)
+    const headers = { 'content-type': body.contentType, 'content-length': body.length, accept: 'application/json' }
+    let upRes: HttpAnswer
+    try {
+      upRes = await callUpstream(asr, { method: 'POST', path: opts.path, headers, body: body.body, signal: ac.signal })
+    } catch (err) {
+      if (err instanceof UpstreamUnreachable) throw new ApiError('upstream_unreachable', err.message)
+      throw err
+    }
+    await answerFromAsr(res, upRes, opts)
+  } finally {
+    dispose()
+  }
+}
 
-const Diarization = z.object({
-  duration: z.number().optional(),
-  segments: z.array(z.object({ start_s: z.number(), end_s: z.number(), speaker: z.string() })),
-  models: z.object({ diarization: z.string().optional() }).partial().optional(),
-})
+/** The abort of a relayed call: the client going away, or the asr taking longer than `timeoutMs` (504). */
+function relayAbort(res: http.ServerResponse, timeoutMs: number): { ac: AbortController; dispose(): void } {
+  const ac = new AbortController()
+  const onClientGone = (): void => {
+    if (!res.writableFinished) ac.abort(new ClientGone())
+  }
+  res.once('close', onClientGone)
+  const timer = setTimeout(
+    () => ac.abort(new ApiError('upstream_timeout', 'asr did not answer in time', { status: 504 })),
+    timeoutMs,
+  )
+  timer.unref()
+  return {
+    ac,
+    dispose() {
+      clearTimeout(timer)
+      res.off('close', onClientGone)
+    },
+  }
+}
+
+/** The asr's answer to a relayed upload: 5xx → 503 + probe, 4xx → its refusal, else passed on as it is. */
+async function answerFromAsr(
+  res: http.ServerResponse,
+  upRes: HttpAnswer,
+  opts: Pick<RelayOptions, 'onWedged' | 'usage'>,
+): Promise<void> {
+  const status = upRes.status
+  if (status >= 500) throw asrWedged(status, upstreamDetail(await readText(upRes).catch(() => '')), opts.onWedged)
+  if (status >= 400) throw asrRefused(status, await readText(upRes).catch(() => ''))
+  res.writeHead(status, passHeaders(upRes))
+  opts.usage?.watchBody(upRes.body)
+  await pipeResponse(upRes.body, res)
+}
 
 export type DiarizedTranscript = z.infer<typeof DiarizedTranscript>
 
 /**
- * Spec 1, 4.8: transcription with word timestamps and diarization run in parallel on the same
- * file (on disk, streamed twice), then words are given to speakers and grouped into blocks.
+ * Spec 1, 4.8: the diarized pipeline (diarizedPipeline.ts) over an upload on disk, in Tandem's own
+ * shape: `Speaker_<n>` labels in order of first speech, times in milliseconds.
  */
 export async function transcribeWithSpeakers(
   asr: Upstream,
-  file: FormFile,
+  file: SpooledFile,
   opts: {
     language?: string
     signal: AbortSignal
     asrModel: () => Promise<string | null>
     onWedged(reason: string): ProbeStart
+    /** Voices to call by name (the playground's reference clips). */
+    known?: readonly KnownVoice[]
   },
 ): Promise<DiarizedTranscript> {
+  const run = await diarize(asr, file, { ...opts, style: 'numbered' })
+  return {
+    duration: run.duration,
+    language: run.language,
+    speakers_detected: [...new Set(run.blocks.map((b) => b.speaker))],
+    segments: run.blocks.map((b) => ({
+      start_ms: Math.round(b.start * 1000),
+      end_ms: Math.round(b.end * 1000),
+      speaker: b.speaker,
+      text: b.text,
+    })),
+    models: run.models,
+  }
+}
+
+/** runDiarized with one abort for all its upstream calls, and its upstream failures as API errors. */
+export async function diarize(asr: Upstream, file: SpooledFile, opts: PipelineOptions): Promise<DiarizedRun> {
   const ac = new AbortController()
   const onAbort = (): void => ac.abort(opts.signal.reason)
+  if (opts.signal.aborted) onAbort()
   opts.signal.addEventListener('abort', onAbort, { once: true })
-  const call = async <T>(path: string, fields: [string, string][], schema: z.ZodType<T>): Promise<T> => {
-    const form = encodeMultipart(fields, file)
-    const { value } = await upstreamJson(asr, {
-      method: 'POST',
-      path,
-      headers: { 'content-type': form.contentType, 'content-length': form.length, accept: 'application/json' },
-      body: form.body,
-      signal: ac.signal,
-    })
-    const parsed = schema.safeParse(value)
-    if (!parsed.success)
-      throw new UpstreamStatus(
-        asr,
-        502,
-        `unexpected answer from ${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
-      )
-    return parsed.data
-  }
-  const fields: [string, string][] = [
-    ['response_format', 'verbose_json'],
-    ['timestamp_granularities[]', 'word'],
-    ['timestamp_granularities[]', 'segment'],
-  ]
-  if (opts.language) fields.push(['language', opts.language])
   try {
-    const [words, diar, model] = await Promise.all([
-      call('/v1/audio/transcriptions', fields, AsrWords),
-      call('/v1/audio/diarize-chunk', [], Diarization),
-      opts.asrModel(),
-    ])
-    const turns = diar.segments.map((s) => ({ start: s.start_s, end: s.end_s, speaker: s.speaker }))
-    const grouped: { segments: SpeakerBlock[]; speakers: string[] } = await finishSliced(
-      groupWordsWork(words.words, turns),
-    )
-    return {
-      duration: words.duration ?? diar.duration ?? 0,
-      language: words.language ?? opts.language ?? 'unknown',
-      speakers_detected: grouped.speakers,
-      segments: grouped.segments,
-      models: { transcription: words.model ?? model ?? 'unknown', diarization: diar.models?.diarization ?? 'unknown' },
-    }
+    return await runDiarized(asr, file, { ...opts, signal: ac.signal })
   } catch (err) {
     ac.abort(err)
     throw mapAsrError(err, opts.onWedged)

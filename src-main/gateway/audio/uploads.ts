@@ -5,7 +5,7 @@ import type { FileInfo } from 'busboy'
 import { ApiError } from '../../contract/errors'
 import { ClientGone } from '../../http/body'
 import { releaseBodyDeadline } from '../../http/bodyDeadline'
-import { openMultipart, type SpooledFile } from './multipart'
+import { moreThanOneFile, openMultipart, type SpooledFile } from './multipart'
 import type { SpoolLease } from './spool'
 import { MiB } from '../relay/wire'
 
@@ -64,8 +64,21 @@ export function guardIdle(req: http.IncomingMessage, ms: number, onIdle: () => v
 /** A form received into the spool: its `file` part on disk, and its text fields. */
 export interface ReceivedForm {
   readonly file: SpooledFile
+  /** The last value of each text field. */
   readonly fields: ReadonlyMap<string, string>
+  /** Every text field in the order sent, repeated names included (what a relay passes on). */
+  readonly entries: readonly (readonly [string, string])[]
 }
+
+/** How many text fields a form may carry, and how long one may be. */
+export interface FormFieldLimits {
+  readonly fields: number
+  readonly fieldSize: number
+  /** All text fields together (they are held in memory). */
+  readonly totalFieldBytes: number
+}
+
+const SMALL_FORM: FormFieldLimits = { fields: 10, fieldSize: 64 * 1024, totalFieldBytes: 640 * 1024 }
 
 /**
  * Streams a multipart request into the spool: the `file` part goes to the lease's file as it
@@ -77,15 +90,18 @@ export function receiveForm(
   lease: SpoolLease,
   limits: UploadLimits,
   field = 'file',
+  formLimits: FormFieldLimits = SMALL_FORM,
 ): Promise<ReceivedForm> {
   const bb = openMultipart(req.headers, {
     fileSize: limits.maxBytes,
     files: 1,
-    fields: 10,
-    fieldSize: 64 * 1024,
-    parts: 12,
+    fields: formLimits.fields,
+    fieldSize: formLimits.fieldSize,
+    parts: formLimits.fields + 2,
   })
   const fields = new Map<string, string>()
+  const entries: [string, string][] = []
+  let fieldBytes = 0
   let file: { info: FileInfo; written: Promise<void> } | null = null
   return new Promise<ReceivedForm>((resolve, reject) => {
     let settled = false
@@ -99,8 +115,13 @@ export function receiveForm(
     }
     const idle = guardIdle(req, limits.idleMs, () => fail(idleTimeout(limits.idleMs)))
     bb.on('field', (name: string, value: string, info: { valueTruncated: boolean }) => {
-      if (info.valueTruncated) return fail(new ApiError('bad_input', `multipart field '${name}' is too long`))
+      if (info.valueTruncated)
+        return fail(new ApiError('bad_input', `multipart field '${name}' is too long`, { param: name }))
+      fieldBytes += value.length
+      if (fieldBytes > formLimits.totalFieldBytes)
+        return fail(new ApiError('bad_input', 'the form’s text fields are larger than an upload takes'))
       fields.set(name, value)
+      entries.push([name, value])
     })
     bb.on('file', (name: string, stream: Readable, info: FileInfo) => {
       if (name !== field || file) return void stream.resume()
@@ -108,7 +129,8 @@ export function receiveForm(
       file = { info, written: pipeline(stream, charging(lease), lease.createWriteStream()) }
       file.written.catch(fail)
     })
-    for (const what of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const)
+    bb.on('filesLimit', () => fail(moreThanOneFile()))
+    for (const what of ['partsLimit', 'fieldsLimit'] as const)
       bb.on(what, () => fail(new ApiError('bad_input', 'the form has more parts than an upload takes')))
     bb.on('error', (err: Error) => fail(new ApiError('bad_input', `unreadable multipart body: ${err.message}`)))
     bb.on('close', () => {
@@ -119,7 +141,7 @@ export function receiveForm(
         if (settled) return
         settled = true
         idle.dispose()
-        resolve({ file: formFile(field, got.info, lease), fields })
+        resolve({ file: formFile(field, got.info, lease), fields, entries })
       }, fail)
     })
     req.once('close', () => {

@@ -265,6 +265,8 @@ export function* groupWordsWork(
   words: readonly TimedWord[],
   turns: readonly SpeakerTurn[],
   gapS = SILENCE_GAP_S,
+  /** Names a turn's speaker; by default `Speaker_<n>` in order of first speech. A chunked recording passes its voice book's. */
+  labelOf?: (raw: string) => string,
 ): Work<{ segments: SpeakerBlock[]; speakers: string[] }> {
   const sorted = words.filter((w) => Number.isFinite(w.start) && Number.isFinite(w.end))
   yield
@@ -274,7 +276,8 @@ export function* groupWordsWork(
     yield
   }
   const raw = (yield* assignSpeakersWork(sorted, turns)).map((s) => s ?? '__single__')
-  const labels = speakerLabels(raw)
+  const numbered = labelOf ? null : speakerLabels(raw)
+  const label = labelOf ?? ((r: string): string => numbered!.get(r)!)
   yield
   const segments: SpeakerBlock[] = []
   let tokens: string[] = []
@@ -295,7 +298,7 @@ export function* groupWordsWork(
   }
   for (const [i, w] of sorted.entries()) {
     if (i % SLICE_WORDS === SLICE_WORDS - 1) yield
-    const speaker = labels.get(raw[i]!)!
+    const speaker = label(raw[i]!)
     if (cur && (cur.speaker !== speaker || w.start - cur.end > gapS)) flush()
     if (!cur) cur = { start: w.start, end: w.end, speaker }
     cur.end = Math.max(cur.end, w.end)

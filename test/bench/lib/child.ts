@@ -177,3 +177,12 @@ export async function runDaemonChild(): Promise<void> {
   process.stdin.resume()
   process.stdin.on('end', () => void d.stop().then(() => process.exit(0)))
 }
+
+/** A bench's child role: the fake asr on loopback, its port printed; it stops when stdin ends. */
+export async function runFakeAsrChild(): Promise<void> {
+  const { startFakeAsr } = await import('../../sim/http/index')
+  const asr = await startFakeAsr()
+  process.stdout.write(JSON.stringify({ port: asr.port }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', () => void asr.close().then(() => process.exit(0)))
+}

@@ -1,5 +1,6 @@
 import type http from 'node:http'
 import {
+  TONE_WINDOW_S,
   audioDuration,
   parseMultipart,
   sendJson,
@@ -27,6 +28,8 @@ export interface FakeAsr extends FakeServer {
    * transcription and diarization is a 500 with `cudaErrorUnknown`, until the container restarts.
    */
   wedge(message?: string): void
+  /** Wedges the asr once `n` more transcription or diarization requests have been answered. */
+  wedgeAfter(n: number, message?: string): void
   readonly wedged: boolean
   /** The container (re)started: a fresh process, so a wedge is gone (the sim calls this on `running`). */
   containerStarted(): void
@@ -87,6 +90,57 @@ export function fingerprint(speaker: number): number[] {
   return v
 }
 
+/**
+ * The synthetic voices: voice k is a pure tone of TONE_VOICES_HZ[k]. A recording made of them
+ * (toneWav) is diarized by what it sounds like, window by window, as a real diarizer would: labels
+ * are chunk-local (`speaker_0` is whoever speaks first in this file) and each fingerprint is the
+ * voice's own plus noise that differs from file to file, so only similarity tells voices apart.
+ */
+export const TONE_VOICES_HZ = [220, 330, 495, 740] as const
+
+function voiceOf(hz: number | null): number | null {
+  if (hz === null) return null
+  const k = TONE_VOICES_HZ.findIndex((v) => Math.abs(hz - v) / v < 0.1)
+  return k < 0 ? null : k
+}
+
+/** A voice's fingerprint as heard in one file: its own, plus noise seeded by the file. */
+export function heardFingerprint(voice: number, seed: number): number[] {
+  let x = (seed * 2654435761 + voice * 40503) >>> 0
+  return fingerprint(voice).map((v) => {
+    x = (x * 1664525 + 1013904223) >>> 0
+    return round(v + ((x / 0xffffffff) * 2 - 1) * 0.35)
+  })
+}
+
+function toneDiarization(tones: readonly (number | null)[], seed: number): Record<string, unknown> {
+  const w = TONE_WINDOW_S
+  const segments: { start_s: number; end_s: number; speaker: string; confidence: number | null; voice: number }[] = []
+  const local = new Map<number, string>()
+  tones.forEach((hz, i) => {
+    const voice = voiceOf(hz)
+    if (voice === null) return
+    if (!local.has(voice)) local.set(voice, `speaker_${local.size}`)
+    const last = segments[segments.length - 1]
+    if (last && last.voice === voice && i * w - last.end_s < 0.8) last.end_s = round((i + 1) * w)
+    else
+      segments.push({
+        start_s: round(i * w),
+        end_s: round((i + 1) * w),
+        speaker: local.get(voice)!,
+        confidence: 0.9,
+        voice,
+      })
+  })
+  return {
+    duration: round(tones.length * w),
+    segments: segments.map(({ voice: _v, ...s }) => s),
+    speakers_detected: [...local.values()],
+    fingerprints: Object.fromEntries([...local].map(([voice, label]) => [label, heardFingerprint(voice, seed)])),
+    models: { diarization: 'sim/sortformer-4spk', embedding: 'sim/titanet-small' },
+  }
+}
+
 function first(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v
 }
@@ -96,6 +150,7 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
   const lead = opts.leadingSpace ?? true
   const forms: Record<string, string | string[]>[] = []
   let wedge: string | null = null
+  let wedgeIn: { left: number; message: string } | null = null
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, ctx: FakeContext): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]
@@ -114,6 +169,10 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     if (req.method !== 'POST' || (!transcribe && path !== '/v1/audio/diarize-chunk')) {
       req.resume()
       return sendJson(res, 404, { detail: `no route ${req.method} ${path}` })
+    }
+    if (wedgeIn !== null && wedgeIn.left-- <= 0) {
+      wedge = wedgeIn.message
+      wedgeIn = null
     }
     if (wedge !== null) {
       req.resume()
@@ -138,6 +197,8 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     const duration = round(audioDuration(file))
     const words = scriptedWords(duration)
 
+    if (!transcribe && file.tones.some((t) => t !== null))
+      return sendJson(res, 200, toneDiarization(file.tones, file.bytes))
     if (!transcribe) {
       const segments: { start_s: number; end_s: number; speaker: string; confidence: number | null }[] = []
       for (const w of words) {
@@ -214,8 +275,15 @@ export async function startFakeAsr(opts: FakeAsrOptions = {}): Promise<FakeAsr> 
     wedge(message = 'CUDA error: cudaErrorUnknown: an unknown internal error occurred (transcription)') {
       wedge = message
     },
+    wedgeAfter(
+      n: number,
+      message = 'CUDA error: cudaErrorUnknown: an unknown internal error occurred (transcription)',
+    ) {
+      wedgeIn = { left: n, message }
+    },
     containerStarted() {
       wedge = null
+      wedgeIn = null
     },
   })
   // A getter, so the state is read live (Object.assign would copy its value once).

@@ -238,6 +238,62 @@ export interface UploadedAudio {
   readonly bytes: number
   /** First bytes (for the WAV header). */
   readonly head: Buffer
+  /** Per TONE_WINDOW_S of a 16-bit mono WAV: the tone's frequency (Hz), or null for quiet; empty for other files. */
+  readonly tones: readonly (number | null)[]
+}
+
+/** The window the fake hears a tone in (see toneReader). */
+export const TONE_WINDOW_S = 0.25
+
+/**
+ * Reads a 16-bit mono PCM WAV as it streams past: per window, its loudness and zero crossings, so
+ * the fake diarizer can tell the synthetic voices (one pure tone each) apart without holding the file.
+ */
+function toneReader(): { write(c: Buffer): void; end(): (number | null)[] } {
+  let head = Buffer.alloc(0)
+  let per = 0
+  let carry: Buffer | null = null
+  let n = 0
+  let ss = 0
+  let zc = 0
+  let prev = 0
+  const tones: (number | null)[] = []
+  const close = (): void => {
+    if (n === 0) return
+    const rms = Math.sqrt(ss / n)
+    tones.push(rms < 200 ? null : zc / 2 / ((n / per) * TONE_WINDOW_S))
+    n = ss = zc = 0
+  }
+  const samples = (b: Buffer): void => {
+    for (let i = 0; i + 1 < b.length; i += 2) {
+      const v = b.readInt16LE(i)
+      ss += v * v
+      if (v >= 0 !== prev >= 0) zc++
+      prev = v
+      if (++n >= per) close()
+    }
+  }
+  return {
+    write(c) {
+      if (per < 0) return
+      if (per === 0) {
+        head = Buffer.concat([head, c])
+        if (head.length < 44) return
+        const pcm =
+          head.toString('ascii', 0, 4) === 'RIFF' && head.readUInt16LE(22) === 1 && head.readUInt16LE(34) === 16
+        per = pcm ? Math.round(head.readUInt32LE(24) * TONE_WINDOW_S) : -1
+        if (per < 0) return
+        c = head.subarray(44)
+      }
+      if (carry) c = Buffer.concat([carry, c])
+      carry = c.length % 2 === 1 ? c.subarray(c.length - 1) : null
+      samples(carry ? c.subarray(0, c.length - 1) : c)
+    },
+    end() {
+      close()
+      return tones
+    },
+  }
 }
 
 /** A multer storage engine that counts a file's bytes and keeps only its head: a 200 MB upload costs nothing. */
@@ -245,12 +301,16 @@ const countingStorage: multer.StorageEngine = {
   _handleFile(_req, file, cb) {
     let bytes = 0
     let head = Buffer.alloc(0)
+    const tones = toneReader()
     file.stream.on('data', (c: Buffer) => {
       bytes += c.length
+      tones.write(c)
       if (head.length < 64) head = Buffer.concat([head, c.subarray(0, 64 - head.length)])
     })
     file.stream.on('error', cb)
-    file.stream.on('end', () => cb(null, { size: bytes, buffer: head }))
+    file.stream.on('end', () =>
+      cb(null, { size: bytes, buffer: head, tones: tones.end() } as Partial<Express.Multer.File>),
+    )
   },
   _removeFile(_req, _file, cb) {
     cb(null)
@@ -273,6 +333,7 @@ export function parseMultipart(
         filename: f.originalname,
         bytes: f.size,
         head: f.buffer,
+        tones: (f as { tones?: (number | null)[] }).tones ?? [],
       }))
       resolve({ fields: body, files })
     })
@@ -289,9 +350,8 @@ export function audioDuration(file: UploadedAudio): number {
   return file.bytes / 32000
 }
 
-/** A real PCM WAV (16-bit mono) holding a quiet tone; `seconds` long. */
-export function makeWav(seconds: number, sampleRate = 22050, freq = 440): Buffer {
-  const samples = Math.max(1, Math.round(seconds * sampleRate))
+/** A 16-bit mono PCM WAV of `samples` samples, header written and the samples zero (silence). */
+function monoWav(samples: number, sampleRate: number): Buffer {
   const buf = Buffer.alloc(44 + samples * 2)
   buf.write('RIFF', 0, 'ascii')
   buf.writeUInt32LE(36 + samples * 2, 4)
@@ -306,8 +366,34 @@ export function makeWav(seconds: number, sampleRate = 22050, freq = 440): Buffer
   buf.writeUInt16LE(16, 34)
   buf.write('data', 36, 'ascii')
   buf.writeUInt32LE(samples * 2, 40)
+  return buf
+}
+
+/** A real PCM WAV (16-bit mono) holding a quiet tone; `seconds` long. */
+export function makeWav(seconds: number, sampleRate = 22050, freq = 440): Buffer {
+  const samples = Math.max(1, Math.round(seconds * sampleRate))
+  const buf = monoWav(samples, sampleRate)
   for (let i = 0; i < samples; i++) {
     buf.writeInt16LE(Math.round(3000 * Math.sin((2 * Math.PI * freq * i) / sampleRate)), 44 + i * 2)
+  }
+  return buf
+}
+
+/** One stretch of a synthetic recording: a voice (a pure tone of `hz`) or, with hz 0, quiet. */
+export interface ToneTurn {
+  readonly hz: number
+  readonly seconds: number
+}
+
+/** A 16-bit mono WAV of tone turns (the synthetic voices the fake diarizer tells apart). */
+export function toneWav(turns: readonly ToneTurn[], sampleRate = 8000): Buffer {
+  const total = turns.reduce((n, t) => n + Math.round(t.seconds * sampleRate), 0)
+  const buf = monoWav(total, sampleRate)
+  let at = 44
+  for (const t of turns) {
+    const n = Math.round(t.seconds * sampleRate)
+    for (let i = 0; i < n; i++, at += 2)
+      buf.writeInt16LE(t.hz > 0 ? Math.round(6000 * Math.sin((2 * Math.PI * t.hz * i) / sampleRate)) : 0, at)
   }
   return buf
 }

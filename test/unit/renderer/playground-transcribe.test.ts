@@ -55,3 +55,65 @@ describe('transcription playground in a browser', () => {
     ])
   })
 })
+
+describe('transcription playground: speakers by name and subtitles (issue 43)', () => {
+  it('sends named reference clips with the recording, and offers the transcript as .srt and .vtt', async () => {
+    const calls: { method: string; input: unknown }[] = []
+    const el = await mountWith(PlaygroundTranscribe, fakeApi(calls))
+    const files = el.querySelectorAll('input[type="file"]')
+    Object.defineProperty(files[0], 'files', { value: [new File([new Uint8Array([1, 2, 3])], 'meeting.wav')] })
+    files[0]!.dispatchEvent(new Event('change'))
+    ;(el.querySelector('[data-testid="add-speaker"]') as HTMLButtonElement).click()
+    await flush()
+    const name = el.querySelector('input[aria-label="Speaker 1 name"]') as HTMLInputElement
+    name.value = 'agent'
+    name.dispatchEvent(new Event('input'))
+    await flush()
+    const clip = el.querySelector('input[aria-label="Speaker 1 reference clip"]') as HTMLInputElement
+    Object.defineProperty(clip, 'files', { value: [new File([new Uint8Array([9, 8])], 'agent.wav')] })
+    clip.dispatchEvent(new Event('change'))
+    await flush()
+    ;(el.querySelector('form') as HTMLFormElement).dispatchEvent(new Event('submit'))
+    await flush()
+    await flush()
+    await flush()
+    expect(calls).toEqual([
+      {
+        method: 'playgroundTranscribe',
+        input: {
+          audio_base64: btoa('\x01\x02\x03'),
+          filename: 'meeting.wav',
+          known_speakers: [{ name: 'agent', audio_base64: btoa('\x09\x08') }],
+        },
+      },
+    ])
+    // At most 4 speakers.
+    for (let i = 0; i < 5; i++) {
+      ;(el.querySelector('[data-testid="add-speaker"]') as HTMLButtonElement).click()
+      await flush()
+    }
+    expect(el.querySelectorAll('input[aria-label$="name"]').length).toBe(4)
+    // The subtitles: the speaker in each cue.
+    const saved: { name: string; text: Promise<string> }[] = []
+    const realCreate = URL.createObjectURL
+    URL.createObjectURL = ((b: Blob) => {
+      saved.push({ name: '', text: b.text() })
+      return 'blob:x'
+    }) as typeof URL.createObjectURL
+    const click = HTMLAnchorElement.prototype.click
+    HTMLAnchorElement.prototype.click = function (this: HTMLAnchorElement) {
+      saved.at(-1)!.name = this.download
+    }
+    try {
+      const buttons = [...el.querySelectorAll('[data-testid="caption-downloads"] button')] as HTMLButtonElement[]
+      expect(buttons.map((b) => b.textContent?.trim())).toEqual(['Download .srt', 'Download .vtt'])
+      buttons.forEach((b) => b.click())
+      expect(saved.map((s) => s.name)).toEqual(['meeting.srt', 'meeting.vtt'])
+      expect(await saved[0]!.text).toBe('1\n00:00:00,000 --> 00:00:00,900\n[SPEAKER_00] hello\n')
+      expect(await saved[1]!.text).toBe('WEBVTT\n\n00:00:00.000 --> 00:00:00.900\n<v SPEAKER_00>hello\n')
+    } finally {
+      URL.createObjectURL = realCreate
+      HTMLAnchorElement.prototype.click = click
+    }
+  })
+})
