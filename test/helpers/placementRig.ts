@@ -7,7 +7,7 @@ import { HardwareSnapshot, type NodeHardware } from '../../src-main/contract/nod
 import type { NodeName } from '../../src-main/contract/schemas'
 import type { EventName, EventPayload } from '../../src-main/contract/events'
 import { JobRegistry } from '../../src-main/platform/jobs'
-import { systemClock } from '../../src-main/lib/clock'
+import { systemClock, type Clock } from '../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../src-main/lib/logger'
 import { servedName } from '../../src-main/models/launch'
 import { parseProbe } from '../../src-main/models/launcherCapabilities'
@@ -71,6 +71,12 @@ export class FakeEngine {
   aliases: string[] = []
   /** Container log lines the tail command answers with. */
   tail: string[] = ['INFO loading']
+  /** Whether its container runs (null: whenever it serves, as an engine started by hand). */
+  container: boolean | null = null
+
+  get running(): boolean {
+    return this.container ?? this.served !== null
+  }
   private pending: NodeJS.Timeout | undefined
   readonly server = new LoopbackServer(() =>
     this.served === null
@@ -109,6 +115,12 @@ export interface RigOptions {
   readonly pollMs?: number
   /** Pause between the manager's looks at every engine (ms; the daemon's 3 s when absent). */
   readonly watchMs?: number
+  /** The manager's clock (the system clock when absent). */
+  readonly clock?: Clock
+  /** Pause between reconciler rounds (ms; the daemon's when absent). */
+  readonly reconcileMs?: number
+  /** The gateway's in-flight check (idle unloading). */
+  readonly isBusy?: (placementId: string) => boolean
 }
 
 export type Rig = Awaited<ReturnType<typeof placementRig>>
@@ -214,6 +226,8 @@ export async function placementRig(opts: RigOptions = {}) {
   const commands: RecordedCommand[] = []
   /** Served names whose launch fails (the container log shows FATAL_LINE). */
   const failing = new Set<string>()
+  /** Nodes whose SSH commands fail as an unreachable host's do. */
+  const unreachable = new Set<NodeName>()
   /** Called with every command before it is answered (a test looks at the manager mid-job). */
   let onCommand: (c: RecordedCommand) => void = () => undefined
   const loadDelayMs = opts.loadDelayMs ?? 0
@@ -230,13 +244,19 @@ export async function placementRig(opts: RigOptions = {}) {
       commands.push(rec)
       onCommand(rec)
       const engine = engines[node] as FakeEngine
-      if (rec.kind === 'tail') return { code: 0, signal: null, stdout: `true\n${engine.tail.join('\n')}\n`, stderr: '' }
-      if (rec.kind === 'stop') engine.down()
+      if (unreachable.has(node)) throw new Error(`connect ETIMEDOUT ${target.host}`)
+      if (rec.kind === 'tail')
+        return { code: 0, signal: null, stdout: `${String(engine.running)}\n${engine.tail.join('\n')}\n`, stderr: '' }
+      if (rec.kind === 'stop' || command.startsWith('docker stop')) {
+        engine.down()
+        engine.container = false
+      }
       if (rec.kind === 'launch') {
         const launched = launchedEntry(command)
         if (launched === undefined) throw new Error(`the fake launcher cannot tell what ${command} serves`)
         const served = servedName(launched)
         engine.down()
+        engine.container = true
         // As vLLM launched with `--served-model-name <served> <key>` (gatewayEngineArgs) lists them.
         engine.aliases = launched.def.key === served ? [] : [launched.def.key]
         if (failing.has(served)) engine.tail = ['INFO loading', FATAL_LINE]
@@ -276,7 +296,7 @@ export async function placementRig(opts: RigOptions = {}) {
   const manager = (): PlacementManager =>
     new PlacementManager({
       config,
-      clock: systemClock,
+      clock: opts.clock ?? systemClock,
       logger,
       jobs,
       events: { publish: (name, data) => void published.push({ name, data } as PublishedEvent) },
@@ -292,6 +312,8 @@ export async function placementRig(opts: RigOptions = {}) {
       hardware: async () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
       pollMs: opts.pollMs ?? 5,
       watchMs: opts.watchMs,
+      reconcileMs: opts.reconcileMs ?? 3_600_000,
+      isBusy: opts.isBusy,
     })
   const placements = manager()
   await placements.start()
@@ -304,6 +326,7 @@ export async function placementRig(opts: RigOptions = {}) {
     hw,
     commands,
     failing,
+    unreachable,
     deps,
     jobs,
     sink,
