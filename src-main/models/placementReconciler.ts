@@ -236,6 +236,8 @@ export class PlacementReconciler {
   private async stillLoading(intent: PlacementIntent): Promise<boolean> {
     const { book, clock } = this.deps
     const head = intent.nodes[0] as NodeName
+    // An engine answering with another model is not loading this one: it is displaced.
+    if (book.watch.names(book.deps.engineUrl(head)) !== null) return false
     const running = await containerRunning(book, head)
     if (running !== true) {
       this.loadingSince.delete(intent.id)

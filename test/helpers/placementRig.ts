@@ -231,16 +231,35 @@ export async function placementRig(opts: RigOptions = {}) {
   /** Called with every command before it is answered (a test looks at the manager mid-job). */
   let onCommand: (c: RecordedCommand) => void = () => undefined
   const loadDelayMs = opts.loadDelayMs ?? 0
+  let killValidation = false
 
   const nodeOf = (target: SshTarget): NodeName => {
     const found = names.find((n) => config.nodes[n]?.host === target.host)
     if (found === undefined) throw new Error(`the fake pool was asked for an unknown host ${target.host}`)
     return found
   }
+  /** Set by `kill9`: the command it freezes at, and whether the daemon is dead (nothing more acts). */
+  let killAt: ((c: RecordedCommand) => boolean) | null = null
+  let dead = false
+  const closing = new AbortController()
+  /** A dead daemon's command: it never answers (until the job is cancelled or the rig closes). */
+  const frozen = (signal: AbortSignal | undefined): Promise<never> =>
+    new Promise((_, reject) => {
+      for (const sig of [signal, closing.signal]) {
+        if (sig?.aborted === true) reject(new Error('killed'))
+        sig?.addEventListener('abort', () => reject(new Error('killed')), { once: true })
+      }
+    })
   const pool: Pick<SshPool, 'exec'> = {
-    exec: async (target: SshTarget, command: string, _o?: ExecOptions): Promise<ExecResult> => {
+    exec: async (target: SshTarget, command: string, o?: ExecOptions): Promise<ExecResult> => {
       const node = nodeOf(target)
       const rec: RecordedCommand = { node, host: target.host, command, kind: kindOf(command) }
+      if (dead) return frozen(o?.signal)
+      if (killAt?.(rec) === true) {
+        // kill -9 here: this command never runs, and the daemon does nothing more.
+        dead = true
+        return frozen(o?.signal)
+      }
       commands.push(rec)
       onCommand(rec)
       const engine = engines[node] as FakeEngine
@@ -301,7 +320,15 @@ export async function placementRig(opts: RigOptions = {}) {
       jobs,
       events: { publish: (name, data) => void published.push({ name, data } as PublishedEvent) },
       catalog,
-      validator: { validate: async () => OK_VALIDATION },
+      validator: {
+        validate: async (_e: CatalogEntry, _on: unknown, signal?: AbortSignal) => {
+          if (killAt !== null && killValidation) {
+            dead = true
+            return frozen(signal)
+          }
+          return OK_VALIDATION
+        },
+      },
       pool,
       nodeNames: () => names,
       targetOf: (node) => config.nodes[node] ?? null,
@@ -334,6 +361,16 @@ export async function placementRig(opts: RigOptions = {}) {
     placements,
     manager,
     onCommand: (f: (c: RecordedCommand) => void) => (onCommand = f),
+    /**
+     * A kill -9 of this daemon at the first command `at` matches ('validating': inside the
+     * validation): that command never acts and nothing after it does; the engines keep what they had.
+     */
+    kill9(at: ((c: RecordedCommand) => boolean) | 'validating'): void {
+      killValidation = at === 'validating'
+      killAt = at === 'validating' ? () => false : at
+    },
+    /** Whether the kill -9 happened. */
+    dead: () => dead,
     snapshot: () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
     /** Places and waits for the job; throws with the job's error when it did not succeed. */
     async placed(key: string, nodes: NodeName[], o: { displace?: boolean; confirmNoFit?: boolean } = {}) {
@@ -346,6 +383,7 @@ export async function placementRig(opts: RigOptions = {}) {
     ran: (kinds: RecordedCommand['kind'][] = ['launch', 'stop', 'other']) =>
       commands.filter((c) => kinds.includes(c.kind)),
     async close(): Promise<void> {
+      closing.abort()
       await placements.stop()
       await jobs.stopAll()
       for (const e of own) await e.server.stop()
