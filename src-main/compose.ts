@@ -98,7 +98,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const services = new ServiceDirectory(config)
   const deepHealth = deepHealthLoop()
   const nodes = await createNodesModule({ ...shared, services, deepHealth: deepHealth.view })
-  const models = await createModelsModule({ ...shared, services, nodes })
+  // Idle unloading asks the gateway (built later) whether a placement still has requests in flight.
+  let inFlightOf: (placementId: string) => number = () => 0
+  const models = await createModelsModule({ ...shared, services, nodes, isBusy: (id) => inFlightOf(id) > 0 })
   const servicesModule = await createServicesModule({ ...shared, services, nodes, models, probes: DEEP_HEALTH_PROBES })
   deepHealth.close(servicesModule.deepHealth)
   const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
@@ -112,6 +114,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     consumerKeys,
     options: opts.gateway,
   })
+  inFlightOf = gateway.inFlightOf
   const licensing = await createLicensingModule(shared)
   const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
   const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb })

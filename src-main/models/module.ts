@@ -76,6 +76,7 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     launcherOn,
     launcherKnown: (node) => probes.get(node)?.known() ?? null,
     hardware: () => nodes.hardware.snapshot(),
+    isBusy: deps.isBusy,
   })
   const engineUrl = (head: NodeName): string | null =>
     head === 'node1' ? deps.services.role('llm').baseUrl : serviceBase(targetOf(head)?.host, config.llm.port)

@@ -93,8 +93,18 @@ export class PlacementJob {
       if (p !== undefined && left.length > 0) {
         const why = unverifiedText(left)
         // Still listed until every node is verified: the reconciler retries the stop there.
-        book.placedById.set(p.id, { ...p, state: 'lost', reason: `not verified stopped: ${why}; retried when it answers` })
-        book.intents.addStop({ id: p.id, nodes: left.map((l) => l.node), served: p.served, error: why, since: book.deps.clock.now() })
+        book.placedById.set(p.id, {
+          ...p,
+          state: 'lost',
+          reason: `not verified stopped: ${why}; retried when it answers`,
+        })
+        book.intents.addStop({
+          id: p.id,
+          nodes: left.map((l) => l.node),
+          served: p.served,
+          error: why,
+          since: book.deps.clock.now(),
+        })
         book.save()
         throw new Error(`${p.id} is not verified stopped (${why}); Tandem retries the stop when it answers`)
       }

@@ -213,7 +213,9 @@ export class PlacementPlanner {
       origin: s.origin === 'on_demand' ? 'on_demand' : (own?.origin ?? 'operator'),
       since: deps.clock.now(),
       recovery:
-        s.origin === 'recovery' && own !== undefined ? own.recovery : { recent: [], last: null, error: null, failed: false },
+        s.origin === 'recovery' && own !== undefined
+          ? own.recovery
+          : { recent: [], last: null, error: null, failed: false },
     }
     intents.replace(remove, next)
     return displaced

@@ -114,6 +114,8 @@ export class PlacementReconciler {
   async tick(): Promise<void> {
     const { book } = this.deps
     await book.learned
+    // A fresh look at every engine first: what answers is not relaunched.
+    await book.watch.refresh(true)
     await this.retryStops()
     if (this.jobRunning()) return
     if (await this.unloadIdle()) return
@@ -160,9 +162,11 @@ export class PlacementReconciler {
       const used = Math.max(this.usedAt.get(intent.id) ?? -Infinity, p.since ?? intent.since)
       if (now - used < intent.keep.ttl_min * 60_000) continue
       book.deps.logger.info('unloading an idle placement', { placement: intent.id, ttl_min: intent.keep.ttl_min })
-      await this.deps.stop(intent.id).catch((err: unknown) =>
-        book.deps.logger.warn('could not unload an idle placement', { placement: intent.id, error: err }),
-      )
+      await this.deps
+        .stop(intent.id)
+        .catch((err: unknown) =>
+          book.deps.logger.warn('could not unload an idle placement', { placement: intent.id, error: err }),
+        )
       return true
     }
     return false
@@ -194,6 +198,11 @@ export class PlacementReconciler {
         this.wait(intent, `waiting for ${down} to answer`)
         continue
       }
+      // Its engine names it at this round's look (the lost row is about to read ready): nothing to bring back.
+      if (p?.served === served && book.watch.names(book.deps.engineUrl(p.head))?.includes(served) === true) {
+        this.serving(intent)
+        continue
+      }
       if (await this.stillLoading(intent)) continue
       if (this.held(intent)) continue
       out.push({ intent, needBytes: await this.needOf(intent) })
@@ -205,7 +214,8 @@ export class PlacementReconciler {
   private serving(intent: PlacementIntent): void {
     this.status.delete(intent.id)
     this.loadingSince.delete(intent.id)
-    if (intent.recovery.error !== null) this.deps.book.intents.put({ ...intent, recovery: { ...intent.recovery, error: null } })
+    if (intent.recovery.error !== null)
+      this.deps.book.intents.put({ ...intent, recovery: { ...intent.recovery, error: null } })
   }
 
   /** A missing placement stays listed (lost, with the reason) so the views show what is being recovered. */
@@ -248,7 +258,11 @@ export class PlacementReconciler {
     this.loadingSince.set(intent.id, since)
     const limitMs = book.deps.config.models.loadTimeoutS * 1000
     if (now - since >= limitMs) return false
-    this.wait(intent, `the container on ${head} runs; waiting for its engine to answer (adopted when it does)`, since + limitMs)
+    this.wait(
+      intent,
+      `the container on ${head} runs; waiting for its engine to answer (adopted when it does)`,
+      since + limitMs,
+    )
     return true
   }
 

@@ -19,7 +19,11 @@ export interface UnverifiedStop {
 export async function containerRunning(book: PlacementBook, node: NodeName): Promise<boolean | null> {
   const target = book.deps.targetOf(node)
   if (target === null || book.unreachable.has(node)) return null
-  const t = await containerTail(book.deps.pool, { baseUrl: null, head: target, container: book.deps.config.llm.container })
+  const t = await containerTail(book.deps.pool, {
+    baseUrl: null,
+    head: target,
+    container: book.deps.config.llm.container,
+  })
   return t.running
 }
 

@@ -46,7 +46,8 @@ export class PlacementViews {
           ...p,
           memory_bytes_per_node: this.reservation(p, snapshot),
           recovery: book.recoveryOf(p.id),
-          keep: keep === undefined ? null : { pinned: 'pinned' in keep, ttl_min: 'ttl_min' in keep ? keep.ttl_min : null },
+          keep:
+            keep === undefined ? null : { pinned: 'pinned' in keep, ttl_min: 'ttl_min' in keep ? keep.ttl_min : null },
         }
       }),
       nodes: book.deps.nodeNames().map((name) => this.nodeRow(name, snapshot)),

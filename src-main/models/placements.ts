@@ -105,7 +105,14 @@ export class PlacementManager implements SwapStatus, ModelRouter {
   async retry(id: string): Promise<{ id: string; recovery: PlacementRecovery | null }> {
     await this.book.learned
     if (this.book.intents.get(id) === undefined)
-      throw notFound(`no placement ${id} is recorded to recover; recorded: ${this.book.intents.list().map((i) => i.id).join(', ') || 'none'}`)
+      throw notFound(
+        `no placement ${id} is recorded to recover; recorded: ${
+          this.book.intents
+            .list()
+            .map((i) => i.id)
+            .join(', ') || 'none'
+        }`,
+      )
     this.reconciler.retry(id)
     return { id, recovery: this.reconciler.recoveryOf(id) }
   }

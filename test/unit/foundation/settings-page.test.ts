@@ -106,6 +106,8 @@ const SAMPLE: Record<string, string> = {
   SWAP_HOLD_S: '5',
   SWAP_ROLLBACK: 'off',
   SWAP_ON_DEMAND: 'on',
+  PLACEMENT_RECOVERY: 'off',
+  PLACEMENT_IDLE_TTL_MIN: '45',
   DEEP_HEALTH_INTERVAL_S: '20',
   EMBEDDINGS_URL: 'http://e.lan:1',
   VECTOR_URL: 'http://v.lan:1',

@@ -80,7 +80,14 @@ describe('the intent', () => {
     })
     await r.placed('coder', ['node3'])
     expect(seen).toEqual([
-      expect.objectContaining({ id: 'node3', key: 'coder', nodes: ['node3'], knobs: {}, keep: { pinned: true }, origin: 'operator' }),
+      expect.objectContaining({
+        id: 'node3',
+        key: 'coder',
+        nodes: ['node3'],
+        knobs: {},
+        keep: { pinned: true },
+        origin: 'operator',
+      }),
     ])
     const { job_id } = await r.placements.stopPlacement('node3')
     expect((await r.jobs.wait(job_id)).state).toBe('succeeded')
@@ -383,6 +390,8 @@ describe('idle unloading', () => {
   it("gives what on-demand swap placed the setting's ttl", async () => {
     const r = await rig({ env: { SWAP_ON_DEMAND: 'on', PLACEMENT_IDLE_TTL_MIN: '12' } })
     await r.placements.admit('coder', new AbortController().signal)
-    expect(intents(r)).toEqual([expect.objectContaining({ id: 'node1', key: 'coder', keep: { ttl_min: 12 }, origin: 'on_demand' })])
+    expect(intents(r)).toEqual([
+      expect.objectContaining({ id: 'node1', key: 'coder', keep: { ttl_min: 12 }, origin: 'on_demand' }),
+    ])
   })
 })

@@ -618,18 +618,20 @@ describe('stopping a placement', () => {
     expect(r.commands.filter((c) => c.kind === 'stop').map((c) => c.node)).toEqual(['node3'])
     expect(r.commands[0]?.command).toContain("./launch-cluster.sh '--solo' '--name'")
     expect(r.placements.all()).toMatchObject([
-      { id: 'node3+node4', state: 'lost', reason: expect.stringMatching(/^not verified stopped: node4 could not be reached/) },
+      {
+        id: 'node3+node4',
+        state: 'lost',
+        reason: expect.stringMatching(/^not verified stopped: node4 could not be reached/),
+      },
     ])
     // node4 answers again with the worker's container still up: the reconciler stops it there and the placement is gone.
     ;(r.engines.node4 as FakeEngine).container = true
     r.hw.node4 = okRow('node4', clusterIpOf('node4'))
     r.placements.followHardware(r.snapshot())
     await r.placements.reconcile()
-    expect(r.commands.filter((c) => c.node === 'node4').map((c) => c.command.split(' ').slice(0, 2).join(' '))).toEqual([
-      'docker inspect',
-      'docker stop',
-      'docker inspect',
-    ])
+    expect(r.commands.filter((c) => c.node === 'node4').map((c) => c.command.split(' ').slice(0, 2).join(' '))).toEqual(
+      ['docker inspect', 'docker stop', 'docker inspect'],
+    )
     expect(r.placements.all()).toEqual([])
   })
 })
