@@ -77,6 +77,7 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     launcherKnown: (node) => probes.get(node)?.known() ?? null,
     hardware: () => nodes.hardware.snapshot(),
     isBusy: deps.isBusy,
+    timeline: (subject, report) => void nodes.connectivity.report(subject, report),
   })
   const engineUrl = (head: NodeName): string | null =>
     head === 'node1' ? deps.services.role('llm').baseUrl : serviceBase(targetOf(head)?.host, config.llm.port)

@@ -76,6 +76,11 @@ export interface PlacementDeps {
   readonly isBusy?: (placementId: string) => boolean
   /** Pause between two reconciler rounds (ms; the reconciler's default when absent). */
   readonly reconcileMs?: number
+  /** Marks a recovery on the Cluster view's timeline (a connectivity report, which changes no state). */
+  readonly timeline?: (
+    subject: string,
+    report: { ok: boolean; source: string; detail: string; error: string | null },
+  ) => void
 }
 
 /** Who asked for a placement: the operator, the gateway's on-demand swap, or the reconciler bringing one back. */

@@ -378,6 +378,16 @@ export class PlacementReconciler {
     book.changed()
     const job = await book.deps.jobs.wait(jobId)
     const after = book.intents.get(intent.id)
+    const attempt = `attempt ${recent.length} of ${RESTART_LIMITS.cap}`
+    book.deps.timeline?.(`placement ${intent.id}`, {
+      ok: job.state === 'succeeded',
+      source: 'recovery',
+      detail:
+        job.state === 'succeeded'
+          ? `recovered ${intent.key} on ${intent.id} (${attempt})`
+          : `recovery of ${intent.key} on ${intent.id} failed (${attempt})`,
+      error: job.error,
+    })
     // The operator stopped or replaced it meanwhile: the intent is theirs.
     if (after === undefined) return void this.status.delete(intent.id)
     if (job.state !== 'succeeded')

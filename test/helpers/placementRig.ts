@@ -287,6 +287,8 @@ export async function placementRig(opts: RigOptions = {}) {
       return { code: 0, signal: null, stdout: '', stderr: '' }
     },
   }
+  /** What the reconciler marked on the Cluster view's timeline. */
+  const timeline: { subject: string; ok: boolean; source: string; detail: string; error: string | null }[] = []
   /** Every push event the placements published, in order. */
   const published: PublishedEvent[] = []
   const sink = new MemorySink()
@@ -341,6 +343,7 @@ export async function placementRig(opts: RigOptions = {}) {
       watchMs: opts.watchMs,
       reconcileMs: opts.reconcileMs ?? 3_600_000,
       isBusy: opts.isBusy,
+      timeline: (subject, report) => void timeline.push({ subject, ...report }),
     })
   const placements = manager()
   await placements.start()
@@ -354,6 +357,7 @@ export async function placementRig(opts: RigOptions = {}) {
     commands,
     failing,
     unreachable,
+    timeline,
     deps,
     jobs,
     sink,

@@ -145,6 +145,16 @@ describe('a node that reboots', () => {
     expect(await view(r)).toMatchObject([{ id: 'node3', served: 'org/coder', recovery: null }])
     const job = r.jobs.list('swap')[0]
     expect(job).toMatchObject({ state: 'succeeded', title: 'Place Coder on node3' })
+    // The Cluster view's timeline marks it.
+    expect(r.timeline).toEqual([
+      {
+        subject: 'placement node3',
+        ok: true,
+        source: 'recovery',
+        detail: 'recovered coder on node3 (attempt 1 of 3)',
+        error: null,
+      },
+    ])
   })
 
   it('again in the middle of its recovery: the attempt fails, and the next one after the cooldown brings it back', async () => {
