@@ -1,3 +1,4 @@
+import type { FitEstimate } from '../contract/models'
 import type { PlacementRecovery } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
 import type { Clock } from '../lib/clock'
@@ -7,6 +8,7 @@ import { errorText, type PlacementBook } from './placementBook'
 import type { PlacementIntent } from './placementIntent'
 import type { PlaceOptions } from './placementPlanner'
 import { containerRunning, unverifiedText, verifyStopped } from './placementStop'
+import type { CatalogEntry } from './types'
 
 /** Between two rounds when nothing asks for one (a node's reachability change, the start, a job's end do). */
 export const RECONCILE_INTERVAL_MS = 30_000
@@ -29,6 +31,8 @@ export interface ReconcilerDeps {
 interface Missing {
   readonly intent: PlacementIntent
   readonly needBytes: number
+  /** The fit estimate the order came from (null: none could be made). */
+  readonly fit: FitEstimate | null
 }
 
 /**
@@ -174,48 +178,44 @@ export class PlacementReconciler {
 
   /** The intents whose engine is not serving, each with its status set; the ones that may be relaunched now. */
   private async missing(): Promise<Missing[]> {
-    const { book } = this.deps
     const out: Missing[] = []
-    for (const intent of book.intents.list()) {
-      const p = book.placedById.get(intent.id)
-      const entry = book.deps.catalog.list().find((e) => e.def.key === intent.key)
-      const served = entry === undefined ? intent.key : servedName(entry)
-      if (p !== undefined && p.served === served && p.state !== 'lost') {
-        this.serving(intent)
-        continue
-      }
-      this.ensureRow(intent, served)
-      if (!this.deps.enabled()) {
-        this.status.delete(intent.id)
-        continue
-      }
-      if (entry === undefined) {
-        this.wait(intent, `${intent.key} is no longer in the catalog`)
-        continue
-      }
-      const down = intent.nodes.find((n) => book.unreachable.has(n))
-      if (down !== undefined) {
-        this.wait(intent, `waiting for ${down} to answer`)
-        continue
-      }
-      // Its engine names it at this round's look (the lost row is about to read ready): nothing to bring back.
-      if (p?.served === served && book.watch.names(book.deps.engineUrl(p.head))?.includes(served) === true) {
-        this.serving(intent)
-        continue
-      }
-      if (await this.stillLoading(intent)) continue
-      if (this.held(intent)) continue
-      out.push({ intent, needBytes: await this.needOf(intent) })
+    for (const intent of this.deps.book.intents.list()) {
+      const m = await this.judge(intent)
+      if (m !== null) out.push(m)
     }
     return out.sort((a, b) => b.needBytes - a.needBytes)
   }
 
+  /** One intent: serving, waiting (with the reason), held by the limits, or to be relaunched (returned). */
+  private async judge(intent: PlacementIntent): Promise<Missing | null> {
+    const { book } = this.deps
+    const p = book.placedById.get(intent.id)
+    const entry = book.deps.catalog.list().find((e) => e.def.key === intent.key)
+    const served = servedOf(intent, entry)
+    if (p !== undefined && p.served === served && p.state !== 'lost') return this.serving(intent)
+    this.ensureRow(intent, served)
+    if (!this.deps.enabled()) {
+      this.status.delete(intent.id)
+      return null
+    }
+    if (entry === undefined) return this.wait(intent, `${intent.key} is no longer in the catalog`)
+    const down = intent.nodes.find((n) => book.unreachable.has(n))
+    if (down !== undefined) return this.wait(intent, `waiting for ${down} to answer`)
+    // Its engine names it at this round's look (the lost row is about to read ready): nothing to bring back.
+    if (p?.served === served && book.watch.names(book.deps.engineUrl(p.head))?.includes(served) === true)
+      return this.serving(intent)
+    if ((await this.stillLoading(intent)) || this.held(intent)) return null
+    const fit = await book.deps.estimate(intent.key, intent.nodes).catch(() => null)
+    return { intent, fit, needBytes: Math.max(0, ...(fit?.nodes ?? []).map((n) => n.need_bytes ?? 0)) }
+  }
+
   /** Serving again: the status clears and the counters stay (a model that keeps crashing still reaches the cap). */
-  private serving(intent: PlacementIntent): void {
+  private serving(intent: PlacementIntent): null {
     this.status.delete(intent.id)
     this.loadingSince.delete(intent.id)
     if (intent.recovery.error !== null)
       this.deps.book.intents.put({ ...intent, recovery: { ...intent.recovery, error: null } })
+    return null
   }
 
   /** A missing placement stays listed (lost, with the reason) so the views show what is being recovered. */
@@ -302,7 +302,7 @@ export class PlacementReconciler {
     return true
   }
 
-  private wait(intent: PlacementIntent, why: string, nextAt: number | null = null): void {
+  private wait(intent: PlacementIntent, why: string, nextAt: number | null = null): null {
     const r = intent.recovery
     const attempt = r.recent.filter((t) => this.deps.clock.now() - t < RESTART_LIMITS.windowMs).length
     this.status.set(intent.id, {
@@ -313,24 +313,18 @@ export class PlacementReconciler {
       error: r.error,
       text: `waiting: ${why}`,
     })
-  }
-
-  /** What the model needs per node by the fit estimate (0 when unknown: it goes last). */
-  private async needOf(intent: PlacementIntent): Promise<number> {
-    const fit = await this.deps.book.deps.estimate(intent.key, intent.nodes).catch(() => null)
-    return Math.max(0, ...(fit?.nodes ?? []).map((n) => n.need_bytes ?? 0))
+    return null
   }
 
   /** The largest that fits its nodes now; the others wait, with the reason. */
   private async firstThatFits(missing: readonly Missing[]): Promise<PlacementIntent | null> {
-    const { book } = this.deps
     let chosen: PlacementIntent | null = null
     for (const m of missing) {
       if (chosen !== null) {
         this.wait(m.intent, `${chosen.key} on ${chosen.id} is being recovered first (one at a time, largest first)`)
         continue
       }
-      const fit = await book.deps.estimate(m.intent.key, m.intent.nodes).catch(() => null)
+      const fit = m.fit
       if (fit?.verdict === 'no_fit') {
         const over = fit.nodes.find((n) => n.verdict === 'no_fit')
         const gb = (b: number | null) => (b === null ? '?' : `${(b / 1e9).toFixed(1)} GB`)
@@ -402,6 +396,11 @@ export class PlacementReconciler {
     this.shown = now
     this.deps.book.changed()
   }
+}
+
+/** The name an intent's engine serves (its key when the catalog no longer has it). */
+function servedOf(intent: PlacementIntent, entry: CatalogEntry | undefined): string {
+  return entry === undefined ? intent.key : servedName(entry)
 }
 
 /** `12:04:30 UTC`: when the next attempt is due. */
