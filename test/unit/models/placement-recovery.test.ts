@@ -60,6 +60,22 @@ function rebootUp(r: Rig, node: NodeName): void {
 const view = async (r: Rig) => (await r.placements.placementsView()).placements
 const recoveryOf = async (r: Rig, id = 'node3') => (await view(r)).find((p) => p.id === id)?.recovery
 
+/** coder placed on node3, which reboots while coder now crashes on load: returns once the first attempt has failed. */
+async function firstAttemptFailed(clock: ManualClock): Promise<Rig> {
+  const r = await rig({ clock })
+  await r.placed('coder', ['node3'])
+  rebootDown(r, 'node3')
+  r.failing.add('org/coder')
+  rebootUp(r, 'node3')
+  await vi.waitFor(async () => {
+    await r.placements.reconcile()
+    expect(launches(r, 'node3')).toHaveLength(2)
+    expect(r.jobs.list('swap')[0]?.state).toBe('failed')
+  })
+  await r.placements.reconcile()
+  return r
+}
+
 const intentFile = (r: Rig) => path.join(r.dataDir, 'placement-intent.json')
 const intents = (r: Rig) =>
   (JSON.parse(fs.readFileSync(intentFile(r), 'utf8')) as { intents: { id: string; key: string; keep: unknown }[] })
@@ -235,12 +251,9 @@ describe('two nodes returning at once', () => {
 describe('a model that crashes on every load', () => {
   it('is tried at most 3 times in 30 min, then reads failed with its last error; Retry starts over', async () => {
     const clock = new ManualClock()
-    const r = await rig({ clock })
-    await r.placed('coder', ['node3'])
-    rebootDown(r, 'node3')
-    r.failing.add('org/coder')
-    rebootUp(r, 'node3')
-    for (let attempt = 1; attempt <= 3; attempt++) {
+    const r = await firstAttemptFailed(clock)
+    clock.advance(RESTART_LIMITS.cooldownMs)
+    for (let attempt = 2; attempt <= 3; attempt++) {
       await vi.waitFor(async () => {
         await r.placements.reconcile()
         expect(launches(r, 'node3')).toHaveLength(1 + attempt)
@@ -269,16 +282,8 @@ describe('a model that crashes on every load', () => {
 describe('the operator stopping a placement while it recovers', () => {
   it('wins: its intent goes and nothing is relaunched', async () => {
     const clock = new ManualClock()
-    const r = await rig({ clock })
-    await r.placed('coder', ['node3'])
-    rebootDown(r, 'node3')
-    r.failing.add('org/coder')
-    rebootUp(r, 'node3')
-    await vi.waitFor(async () => {
-      await r.placements.reconcile()
-      expect((await recoveryOf(r))?.state).toBe('recovering')
-      expect(r.jobs.list('swap')[0]?.state).toBe('failed')
-    })
+    const r = await firstAttemptFailed(clock)
+    expect((await recoveryOf(r))?.state).toBe('recovering')
     const { job_id } = await r.placements.stopPlacement('node3')
     expect((await r.jobs.wait(job_id)).state).toBe('succeeded')
     r.failing.delete('org/coder')
@@ -293,16 +298,7 @@ describe('the operator stopping a placement while it recovers', () => {
 describe('Tandem restarted during a recovery', () => {
   it('keeps the attempts counted: the next one is due when it was, not at once', async () => {
     const clock = new ManualClock()
-    const r = await rig({ clock })
-    await r.placed('coder', ['node3'])
-    rebootDown(r, 'node3')
-    r.failing.add('org/coder')
-    rebootUp(r, 'node3')
-    await vi.waitFor(async () => {
-      await r.placements.reconcile()
-      expect(r.jobs.list('swap')[0]?.state).toBe('failed')
-    })
-    await r.placements.reconcile()
+    const r = await firstAttemptFailed(clock)
     const before = await recoveryOf(r)
     expect(before?.state).toBe('recovering')
     const again = await restart(r, { clock })
