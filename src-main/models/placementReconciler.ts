@@ -1,5 +1,5 @@
 import type { FitEstimate } from '../contract/models'
-import type { PlacementRecovery } from '../contract/placements'
+import type { Placement, PlacementRecovery } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
 import type { Clock } from '../lib/clock'
 import { RESTART_LIMITS, restartHold } from '../platform/restartLimits'
@@ -192,7 +192,7 @@ export class PlacementReconciler {
     const p = book.placedById.get(intent.id)
     const entry = book.deps.catalog.list().find((e) => e.def.key === intent.key)
     const served = servedOf(intent, entry)
-    if (p !== undefined && p.served === served && p.state !== 'lost') return this.serving(intent)
+    if (await this.serves(p, served)) return this.serving(intent)
     this.ensureRow(intent, served)
     if (!this.deps.enabled()) {
       this.status.delete(intent.id)
@@ -207,6 +207,31 @@ export class PlacementReconciler {
     if ((await this.stillLoading(intent)) || this.held(intent)) return null
     const fit = await book.deps.estimate(intent.key, intent.nodes).catch(() => null)
     return { intent, fit, needBytes: Math.max(0, ...(fit?.nodes ?? []).map((n) => n.need_bytes ?? 0)) }
+  }
+
+  /** Whether a placement row serves `served` now (listed and not lost, its engine not crashed). */
+  private async serves(p: Placement | undefined, served: string): Promise<boolean> {
+    return p !== undefined && p.served === served && p.state !== 'lost' && !(await this.crashed(p.head))
+  }
+
+  /**
+   * An engine that crashed on a node that answers: silent at this round's look and its container
+   * not running. Its row reads lost and it is brought back like any missing placement.
+   */
+  private async crashed(head: NodeName): Promise<boolean> {
+    const { book } = this.deps
+    if (book.unreachable.has(head) || book.watch.names(book.deps.engineUrl(head)) !== null) return false
+    if ((await containerRunning(book, head)) !== false) return false
+    const p = book.all().find((x) => x.head === head)
+    if (p !== undefined && p.state !== 'lost') {
+      book.placedById.set(p.id, {
+        ...p,
+        state: 'lost',
+        reason: `the engine on ${head} stopped (its container is not running)`,
+      })
+      book.changed()
+    }
+    return true
   }
 
   /** Serving again: the status clears and the counters stay (a model that keeps crashing still reaches the cap). */

@@ -204,6 +204,30 @@ describe('a node that reboots', () => {
   })
 })
 
+describe('an engine that crashes on a node that answers', () => {
+  it('is seen at the next round (silent, its container gone) and brought back', async () => {
+    const r = await rig()
+    await r.placed('coder', ['node3'])
+    const e = r.engines.node3 as FakeEngine
+    e.down()
+    e.container = false
+    await vi.waitFor(async () => {
+      await r.placements.reconcile()
+      expect(launches(r, 'node3')).toHaveLength(2)
+      expect(r.placements.all()).toMatchObject([{ id: 'node3', state: 'ready', served: 'org/coder' }])
+    })
+  })
+
+  it('is left alone while its container still runs (loading, or answering again soon)', async () => {
+    const r = await rig()
+    await r.placed('coder', ['node3'])
+    ;(r.engines.node3 as FakeEngine).down()
+    ;(r.engines.node3 as FakeEngine).container = true
+    await r.placements.reconcile()
+    expect(launches(r, 'node3')).toHaveLength(1)
+  })
+})
+
 describe('two nodes returning at once', () => {
   it('with placements that no longer fit together: the larger first, the other waits with the reason', async () => {
     const r = await rig()
