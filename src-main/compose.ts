@@ -79,7 +79,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // Where llm, asr, tts, embeddings and vector live: worked out once, asked by models, services, updates and gateway.
   const services = new ServiceDirectory(config)
   const nodes = await createNodesModule(shared)
-  const models = await createModelsModule({ ...shared, services, nodes })
+  // Idle unloading asks the gateway (built later) whether a placement still has requests in flight.
+  let inFlightOf: (placementId: string) => number = () => 0
+  const models = await createModelsModule({ ...shared, services, nodes, isBusy: (id) => inFlightOf(id) > 0 })
   const servicesModule = await createServicesModule({ ...shared, services, nodes, models, probes: DEEP_HEALTH_PROBES })
   const updates = createUpdatesModule({ ...shared, services, nodes, swap: models.swap, launcher: models.launcher })
   // Deep health (services domain) is the gateway's probe hook: a wedged upstream starts a real probe.
@@ -92,6 +94,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     consumerKeys,
     options: opts.gateway,
   })
+  inFlightOf = gateway.inFlightOf
   const licensing = await createLicensingModule(shared)
   const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
   const engines = () => models.engineMetrics.pages()

@@ -84,6 +84,10 @@ export interface Config {
     readonly holdS: number
     readonly rollback: boolean
     readonly onDemand: boolean
+    /** Relaunch placements that stopped, when their nodes answer again (PLACEMENT_RECOVERY). */
+    readonly recovery: boolean
+    /** Minutes idle after which an on-demand placement is unloaded (PLACEMENT_IDLE_TTL_MIN). */
+    readonly idleTtlMin: number
   }
   /** The gateway's upload and generation limits, in the settings' units. */
   readonly gatewayLimits: {
@@ -264,6 +268,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       holdS: num('SWAP_HOLD_S'),
       rollback: s('SWAP_ROLLBACK') === 'on',
       onDemand: s('SWAP_ON_DEMAND') === 'on',
+      recovery: s('PLACEMENT_RECOVERY') === 'on',
+      idleTtlMin: num('PLACEMENT_IDLE_TTL_MIN'),
     },
     gatewayLimits: {
       uploadMaxMb: num('GATEWAY_UPLOAD_MAX_MB'),

@@ -279,6 +279,23 @@ export const SETTINGS = {
     description:
       'kept: the listed vLLM families in /metrics (docs/observability.md); all: every family the engines send',
   },
+  PLACEMENT_RECOVERY: {
+    group: 'services',
+    kind: 'string',
+    default: 'on',
+    label: 'Recover placements',
+    description:
+      'on: relaunch a placed model that stopped (a reboot, a crash) when its nodes answer again; off: leave it lost',
+  },
+  PLACEMENT_IDLE_TTL_MIN: {
+    group: 'services',
+    kind: 'int',
+    default: '30',
+    range: [1, 10080],
+    label: 'Unload an on-demand model after (minutes idle)',
+    description:
+      'Minutes without a request after which a model swapped in on demand is stopped (operator placements stay)',
+  },
   DEEP_HEALTH_INTERVAL_S: {
     group: 'services',
     kind: 'int',

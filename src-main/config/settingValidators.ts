@@ -94,6 +94,8 @@ export const settingValidators: Record<SettingName, z.ZodType> = {
   SWAP_ON_DEMAND: z.enum(['on', 'off'], 'must be on or off'),
   ENGINE_METRICS_INTERVAL_S: wholeNumber(0, 3600),
   ENGINE_METRICS_FAMILIES: z.enum(['kept', 'all'], 'must be kept or all'),
+  PLACEMENT_RECOVERY: z.enum(['on', 'off'], 'must be on or off'),
+  PLACEMENT_IDLE_TTL_MIN: wholeNumber(1, 10080),
   DEEP_HEALTH_INTERVAL_S: wholeNumber(10, 86400),
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/ }),
   VECTOR_URL: z.url({ protocol: /^https?$/ }),

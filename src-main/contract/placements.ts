@@ -25,6 +25,24 @@ export type PlacementId = z.infer<typeof PlacementId>
  */
 export const PlacementState = z.enum(['loading', 'ready', 'lost', 'unknown'])
 
+/**
+ * What the reconciler is doing about a placement whose engine stopped: `waiting` for its nodes (or
+ * memory, or another recovery) with the reason, `recovering` (attempt N of the limit, next at),
+ * `failed` past the restart limit with the last error (Retry starts over). `text` says it in words.
+ */
+export const PlacementRecovery = z.object({
+  state: z.enum(['waiting', 'recovering', 'failed']),
+  attempt: z.number().int(),
+  of: z.number().int(),
+  next_at: z.number().nullable(),
+  error: z.string().nullable(),
+  text: z.string(),
+})
+export type PlacementRecovery = z.infer<typeof PlacementRecovery>
+
+/** How long a placement is kept: pinned (never unloaded, always recovered) or an idle ttl in minutes. */
+export const PlacementKeepView = z.object({ pinned: z.boolean(), ttl_min: z.number().nullable() })
+
 export const Placement = z.object({
   id: PlacementId,
   /** The catalog entry; null when the model found running matches none. */
@@ -41,6 +59,10 @@ export const Placement = z.object({
   since: z.number().nullable(),
   /** Memory the engine reserves on each of its nodes (gpu-memory-utilization × RAM); null when unknown. */
   memory_bytes_per_node: z.number().nullable(),
+  /** The reconciler's work on it (null: nothing to do, or recovery is off). */
+  recovery: PlacementRecovery.nullable().optional(),
+  /** Pinned or its idle ttl, from the operator's intent (null: no intent, e.g. found running). */
+  keep: PlacementKeepView.nullable().optional(),
 })
 export type Placement = z.infer<typeof Placement>
 
@@ -143,8 +165,16 @@ export const placementsContract = {
       /** Stop the placements on these nodes to make room; without it a taken node is refused (409). */
       displace: z.boolean().optional(),
       confirm_no_fit: z.boolean().optional(),
+      /** Unload after this many minutes without a request; absent or null: pinned (never unloaded, always recovered). */
+      ttl_min: z.number().int().min(1).max(10_080).nullable().optional(),
     }),
     output: z.object({ job_id: z.string(), id: PlacementId }),
+  }),
+  retryPlacement: method({
+    summary: 'Retry recovering a placement that failed past the restart limit (its counters start over)',
+    http: 'POST /api/placements/:id/retry',
+    input: z.object({ id: PlacementId }),
+    output: z.object({ id: PlacementId, recovery: PlacementRecovery.nullable() }),
   }),
   stopPlacement: method({
     summary: 'Stop a placement (a job): its engine stops and its nodes are free',

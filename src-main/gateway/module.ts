@@ -39,6 +39,8 @@ import { GATEWAY_JSON_DEPTH, MiB } from './relay/wire'
 export type GatewayModule = DomainModule<typeof gatewayContract & typeof consumerKeysContract> & {
   /** The request log (tests and the bench read it). */
   readonly requestLog: RequestLog
+  /** Requests in flight on a placement (the placements' idle unloading asks it). */
+  readonly inFlightOf: (placementId: string) => number
 }
 
 export interface GatewayOptions {
@@ -188,6 +190,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
       ...playgroundHandlers({ need, lists, voices, spool, probe, log }),
     },
     requestLog: log,
+    inFlightOf: (id) => placements?.inFlightOf(id) ?? 0,
     mountRoutes(router: Router) {
       mountProxyRoutes(router, relayed, { route, lists })
       mountAudioRoutes(router, {

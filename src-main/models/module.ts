@@ -85,6 +85,9 @@ export async function createModelsModule(deps: ModelsDeps): Promise<ModelsModule
     launcherKnown: (node) => probes.get(node)?.known() ?? null,
     hardware: () => nodes.hardware.snapshot(),
     engineBusy: (id) => engineMetrics.busy(id),
+    // In use: requests in flight through the gateway, or the engine's own running or waiting ones.
+    isBusy: (id) => (deps.isBusy?.(id) ?? false) || engineMetrics.busy(id),
+    timeline: (subject, report) => void nodes.connectivity.report(subject, report),
   })
   const engineUrl = (head: NodeName): string | null =>
     head === 'node1' ? deps.services.role('llm').baseUrl : serviceBase(targetOf(head)?.host, config.llm.port)

@@ -10,7 +10,7 @@ import type {
   SwapStateEvent,
   ValidationResult,
 } from '../contract/models'
-import type { Placement } from '../contract/placements'
+import type { Placement, PlacementRecovery } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
 import type { HardwareSnapshot, NodeHardware } from '../contract/nodes'
 import type { Clock } from '../lib/clock'
@@ -22,6 +22,7 @@ import type { EngineSite } from './engineLoad'
 import type { EngineWatch } from './engineWatch'
 import { servedName, type LaunchPlan, type PlacementNodes } from './launch'
 import type { PlacementStateFile } from './placementState'
+import type { PlacementIntent, PlacementIntents, PlacementKeep } from './placementIntent'
 import type { CatalogEntry, CatalogReader } from './types'
 import type { z } from 'zod'
 
@@ -70,7 +71,22 @@ export interface PlacementDeps {
   readonly watchMs?: number
   /** Whether a placement's engine has requests running or waiting (its own metrics); absent: never known busy. */
   readonly engineBusy?: (placementId: string) => boolean
+  /**
+   * Whether a placement has a request in flight (held or streaming): it is not unloaded then. The
+   * composition passes the gateway's count; without it only the requests held here count.
+   */
+  readonly isBusy?: (placementId: string) => boolean
+  /** Pause between two reconciler rounds (ms; the reconciler's default when absent). */
+  readonly reconcileMs?: number
+  /** Marks a recovery on the Cluster view's timeline (a connectivity report, which changes no state). */
+  readonly timeline?: (
+    subject: string,
+    report: { ok: boolean; source: string; detail: string; error: string | null },
+  ) => void
 }
+
+/** Who asked for a placement: the operator, the gateway's on-demand swap, or the reconciler bringing one back. */
+export type PlacementOrigin = 'operator' | 'on_demand' | 'recovery'
 
 /** The placement job in progress. */
 export interface InFlight {
@@ -85,6 +101,13 @@ export interface InFlight {
   readonly displaces: readonly { readonly placement: Placement; readonly on: PlacementNodes }[]
   /** Started by the spec's single-llm swap (its words in messages). */
   readonly spec: boolean
+  readonly origin: PlacementOrigin
+  /** How long the placement is kept (null: the default for its origin). */
+  readonly keep: PlacementKeep | null
+  /** The intents of the placements it displaces, put back when it fails and they are back. */
+  displacedIntents: readonly PlacementIntent[]
+  readonly title: string
+  readonly startedAt: number
   readonly jobId: string
   phase: Phase
   launchedAt: number | null
@@ -106,10 +129,14 @@ export class PlacementBook {
   unreachable = new Set<NodeName>()
   /** Tells the views that what runs where changed (set once the views exist). */
   changed: () => void = () => undefined
+  /** What the reconciler is doing about a placement (set once it exists). */
+  recoveryOf: (id: string) => PlacementRecovery | null = () => null
 
   constructor(
     readonly deps: PlacementDeps,
     readonly state: PlacementStateFile,
+    /** What the operator asked to run where, written before a job changes anything. */
+    readonly intents: PlacementIntents,
     /** What each engine serves, looked at again every few seconds: routing reads it, never SSH. */
     readonly watch: EngineWatch,
   ) {}
@@ -151,6 +178,21 @@ export class PlacementBook {
       head: this.deps.targetOf(head),
       container: this.deps.config.llm.container,
     }
+  }
+
+  /** The placement job's record in the intent file (it outlives a kill -9): phase, then its end. */
+  noteJob(s: InFlight, end: { state: 'succeeded' | 'failed'; error: string | null } | null = null): void {
+    this.intents.noteJob({
+      id: s.jobId,
+      title: s.title,
+      action: s.action,
+      placement_id: s.id,
+      phase: s.phase,
+      state: end?.state ?? 'running',
+      started_at: s.startedAt,
+      finished_at: end === null ? null : this.deps.clock.now(),
+      error: end?.error ?? null,
+    })
   }
 
   entryServing(served: string): CatalogEntry | undefined {

@@ -4,6 +4,8 @@ import type { HardwareSnapshot } from '../contract/nodes'
 import { servedNow } from './engineLoad'
 import { nodeHardware, type PlacementBook } from './placementBook'
 import { placementId, type PlacementRecord } from './placementState'
+import type { PlacementIntent } from './placementIntent'
+import { servedName } from './launch'
 
 /** The look at each node's engine while the daemon starts. */
 const START_PROBE_MS = 2_000
@@ -44,7 +46,15 @@ export class PlacementDiscovery {
   /** At start: each recorded placement whose head still serves it, and any other node's engine found answering. */
   async learn(): Promise<void> {
     const { book } = this
-    const records = book.state.records().filter((r) => r.nodes.every((n) => book.deps.targetOf(n) !== null))
+    const recorded = book.state.records().filter((r) => r.nodes.every((n) => book.deps.targetOf(n) !== null))
+    // What the operator asked for counts as recorded too: a job a restart interrupted left only its intent.
+    const records = [
+      ...recorded,
+      ...book.intents
+        .list()
+        .filter((i) => !recorded.some((r) => r.id === i.id || r.nodes.some((n) => i.nodes.includes(n))))
+        .map((i) => this.recordOf(i)),
+    ]
     const seen = new Set<string>()
     const heads = new Map<string, NodeName>()
     for (const r of records) heads.set(r.id, r.nodes[0] as NodeName)
@@ -107,7 +117,7 @@ export class PlacementDiscovery {
       // Two looks in a row, so an engine on its way down (a stop that just returned) is not taken in.
       if (sighted !== first) return void this.sighted.set(head, first)
       if (p !== undefined) book.placedById.delete(p.id)
-      const found = this.found(first, head, undefined)
+      const found = this.found(first, head, this.intendedOn(head, first))
       book.placedById.set(found.id, found)
       book.deps.logger.info('an engine answers', { node: head, model: found.served })
     }
@@ -133,6 +143,21 @@ export class PlacementDiscovery {
     else if (now.reason === reason) return
     else book.placedById.set(p.id, { ...now, reason })
     this.changed()
+  }
+
+  /** An intent as the start's record of it: its model's served name, nodes and layout. */
+  private recordOf(i: PlacementIntent): PlacementRecord {
+    const entry = this.book.deps.catalog.list().find((e) => e.def.key === i.key)
+    const served = entry === undefined ? i.key : servedName(entry)
+    return { id: i.id, key: i.key, served, nodes: [...i.nodes], layout: i.layout, since: null }
+  }
+
+  /** The intent headed on `head` whose model is `served` (an engine a restart left loading is adopted as placed). */
+  private intendedOn(head: NodeName, served: string): PlacementRecord | undefined {
+    const i = this.book.intents.list().find((x) => x.nodes[0] === head)
+    if (i === undefined) return undefined
+    const r = this.recordOf(i)
+    return r.served === served ? { ...r, since: this.book.deps.clock.now() } : undefined
   }
 
   private workerOf(node: NodeName): boolean {

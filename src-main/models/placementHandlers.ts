@@ -38,8 +38,13 @@ export function placementHandlers(
     startSwap: async ({ key, mode, confirm_no_fit }) => d.placements.begin(key, mode, confirm_no_fit === true),
     swapState: async () => d.placements.swapView(),
     listPlacements: async () => d.placements.placementsView(),
-    startPlacement: async ({ key, nodes, displace, confirm_no_fit }) =>
-      d.placements.place(key, nodes, { displace: displace === true, confirmNoFit: confirm_no_fit === true }),
+    startPlacement: async ({ key, nodes, displace, confirm_no_fit, ttl_min }) =>
+      d.placements.placeKept(key, nodes, {
+        displace: displace === true,
+        confirmNoFit: confirm_no_fit === true,
+        ttlMin: ttl_min ?? null,
+      }),
+    retryPlacement: async ({ id }) => d.placements.retry(id),
     stopPlacement: async ({ id }) => d.placements.stopPlacement(id),
     listEngineLoad: async () => d.engineMetrics.view(),
   }

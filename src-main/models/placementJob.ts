@@ -17,6 +17,7 @@ import {
   type PlacementStep,
   type PlacementBook,
 } from './placementBook'
+import { unverifiedText, verifyStopped } from './placementStop'
 import type { CatalogEntry } from './types'
 
 const LAUNCH_TIMEOUT_MS = 10 * 60_000
@@ -64,14 +65,17 @@ export class PlacementJob {
       book.placedById.set(s.id, placement)
       book.save()
       this.phase(job, s, 'ready', `${entry.def.name} answers`)
+      book.noteJob(s, { state: 'succeeded', error: null })
       s.settle('ready')
       return { loaded: book.loaded(), placement }
     } catch (err) {
       const outcome = stopped
         ? await this.recover(job, s, err)
         : { outcome: 'unchanged' as const, message: `${failedText(s)}: ${errorText(err)}; nothing was stopped` }
+      this.forgetFailed(s)
       s.settle(outcome.outcome)
       this.phase(job, s, 'failed', outcome.message)
+      book.noteJob(s, { state: 'failed', error: outcome.message })
       throw new Error(outcome.message, { cause: err })
     } finally {
       book.changing = null
@@ -80,15 +84,38 @@ export class PlacementJob {
   }
 
   async runStop(job: JobControl): Promise<{ stopped: string }> {
-    const s = this.book.changing as InFlight
+    const { book } = this
+    const s = book.changing as InFlight
     try {
       await this.stopDisplaced(job, s)
-      this.phase(job, s, 'ready', `${s.id} stopped`)
+      const p = s.displaces[0]?.placement
+      const left = p === undefined ? [] : await verifyStopped(book, p.nodes)
+      if (p !== undefined && left.length > 0) {
+        const why = unverifiedText(left)
+        // Still listed until every node is verified: the reconciler retries the stop there.
+        book.placedById.set(p.id, {
+          ...p,
+          state: 'lost',
+          reason: `not verified stopped: ${why}; retried when it answers`,
+        })
+        book.intents.addStop({
+          id: p.id,
+          nodes: left.map((l) => l.node),
+          served: p.served,
+          error: why,
+          since: book.deps.clock.now(),
+        })
+        book.save()
+        throw new Error(`${p.id} is not verified stopped (${why}); Tandem retries the stop when it answers`)
+      }
+      this.phase(job, s, 'ready', `${s.id} stopped (verified on ${p?.nodes.join(', ') ?? s.id})`)
+      book.noteJob(s, { state: 'succeeded', error: null })
       s.settle('down')
       return { stopped: s.id }
     } catch (err) {
       s.settle('unchanged')
       this.phase(job, s, 'failed', `stopping ${s.id} failed: ${errorText(err)}`)
+      book.noteJob(s, { state: 'failed', error: errorText(err) })
       throw err
     } finally {
       this.book.changing = null
@@ -215,6 +242,17 @@ export class PlacementJob {
     }
   }
 
+  /**
+   * The operator saw the placement fail: its intent goes, and each displaced placement that is back
+   * (rolled back, or never stopped) keeps its own. A recovery keeps its intent for the next attempt.
+   */
+  private forgetFailed(s: InFlight): void {
+    if (s.origin === 'recovery') return
+    const { intents, placedById } = this.book
+    intents.replace([s.id], null)
+    for (const i of s.displacedIntents) if (placedById.has(i.id)) intents.put(i)
+  }
+
   private record(id: string, key: string, plan: LaunchPlan, nodes: readonly NodeName[]): Placement {
     return {
       id,
@@ -233,6 +271,7 @@ export class PlacementJob {
   private phase(job: JobControl, s: InFlight, phase: Phase, detail: string | null = null): void {
     s.phase = phase
     job.phase(SWAP_PHASE_TITLES[phase])
+    if (phase !== 'ready' && phase !== 'failed') this.book.noteJob(s)
     if (detail !== null) job.log(detail)
     const touched = new Set([...s.nodes, ...s.displaces.flatMap((d) => d.placement.nodes)])
     const step: PlacementStep = {

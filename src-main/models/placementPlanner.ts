@@ -11,7 +11,9 @@ import {
   type InFlight,
   type Outcome,
   type PlacementBook,
+  type PlacementOrigin,
 } from './placementBook'
+import type { PlacementIntent, PlacementKeep } from './placementIntent'
 import type { PlacementJob } from './placementJob'
 import { placementId } from './placementState'
 import type { CatalogEntry } from './types'
@@ -22,9 +24,16 @@ export interface PlaceOptions {
   readonly confirmNoFit?: boolean
   /** Started by the spec's single-llm swap (its words in messages). */
   readonly spec?: boolean
+  /** Who asks (the operator by default): the intent's default keep follows it. */
+  readonly origin?: PlacementOrigin
+  /** Pinned or an idle ttl (null or absent: the origin's default). */
+  readonly keep?: PlacementKeep | null
 }
 
-type JobPlan = Pick<InFlight, 'action' | 'entry' | 'nodes' | 'on' | 'plan' | 'launcher' | 'displaces' | 'spec'>
+type JobPlan = Pick<
+  InFlight,
+  'action' | 'entry' | 'nodes' | 'on' | 'plan' | 'launcher' | 'displaces' | 'spec' | 'origin' | 'keep'
+>
 
 /**
  * Whether a placement or a stop may start, and its start: refused with the reason before anything
@@ -40,7 +49,12 @@ export class PlacementPlanner {
   ) {}
 
   /** The spec's swap: replaces the placement on node1 (solo) or the cluster placement. */
-  async begin(key: string, requested?: RunMode, confirmNoFit = false): Promise<{ job_id: string }> {
+  async begin(
+    key: string,
+    requested?: RunMode,
+    confirmNoFit = false,
+    origin: PlacementOrigin = 'operator',
+  ): Promise<{ job_id: string }> {
     const { book } = this
     await book.learned
     const entry = book.deps.catalog.get(key)
@@ -54,7 +68,7 @@ export class PlacementPlanner {
       if (err instanceof LaunchRefused) throw conflict(`${entry.def.name} cannot be launched ${mode}: ${err.message}`)
       throw err
     }
-    const { job_id } = await this.place(key, nodes, { displace: true, confirmNoFit, spec: true })
+    const { job_id } = await this.place(key, nodes, { displace: true, confirmNoFit, spec: true, origin })
     return { job_id }
   }
 
@@ -90,7 +104,18 @@ export class PlacementPlanner {
     if (heads !== null) throw badInput(`${entry.def.name} cannot run tensor parallel ${nodes.length}: ${heads}`)
     if (opts.confirmNoFit !== true) await this.refuseNoFit(entry, nodes)
     const displaces = taken.map((placement) => ({ placement, on: this.nodesFor(placement.nodes, snapshot) }))
-    return this.startJob({ action: 'place', entry, nodes, on, plan, launcher, displaces, spec: opts.spec === true })
+    return this.startJob({
+      action: 'place',
+      entry,
+      nodes,
+      on,
+      plan,
+      launcher,
+      displaces,
+      spec: opts.spec === true,
+      origin: opts.origin ?? 'operator',
+      keep: opts.keep ?? null,
+    })
   }
 
   /** Stops a placement (a job): its engine stops and its nodes are free. */
@@ -120,6 +145,8 @@ export class PlacementPlanner {
       launcher,
       displaces: [{ placement, on }],
       spec: false,
+      origin: 'operator',
+      keep: null,
     })
     return { job_id }
   }
@@ -144,14 +171,54 @@ export class PlacementPlanner {
       ...j,
       id,
       jobId: record.id,
+      title,
+      startedAt: book.deps.clock.now(),
+      displacedIntents: [],
       phase: j.action === 'stop' ? 'stopping' : 'validating',
       launchedAt: null,
       expectedMs: key === undefined ? null : book.state.loadMs(key),
       outcome,
       settle,
     }
+    // Before the job's body runs (the registry starts it on the next tick): a crash from here on
+    // leaves the intent and the job's record.
+    book.changing.displacedIntents = this.recordIntent(book.changing)
+    book.noteJob(book.changing)
     this.changed()
     return { job_id: record.id, id }
+  }
+
+  /**
+   * The intent a job leaves: stopping or displacing a placement removes its intent; placing records
+   * the new one (a recovery keeps its own, with its counters). Returns the displaced intents.
+   */
+  private recordIntent(s: InFlight): PlacementIntent[] {
+    const { intents, deps } = this.book
+    const displaced = s.displaces.flatMap((d) => intents.get(d.placement.id) ?? [])
+    const remove = s.displaces.map((d) => d.placement.id)
+    if (s.action !== 'place' || s.entry === null || s.plan === null) {
+      intents.replace(remove, null)
+      return displaced
+    }
+    const own = intents.get(s.id)
+    const keep: PlacementKeep =
+      s.keep ?? own?.keep ?? (s.origin === 'on_demand' ? { ttl_min: deps.config.models.idleTtlMin } : { pinned: true })
+    const next: PlacementIntent = {
+      id: s.id,
+      key: s.entry.def.key,
+      nodes: [...s.nodes],
+      layout: s.plan.layout,
+      knobs: { ...s.entry.effectiveKnobs },
+      keep,
+      origin: s.origin === 'on_demand' ? 'on_demand' : (own?.origin ?? 'operator'),
+      since: deps.clock.now(),
+      recovery:
+        s.origin === 'recovery' && own !== undefined
+          ? own.recovery
+          : { recent: [], last: null, error: null, failed: false },
+    }
+    intents.replace(remove, next)
+    return displaced
   }
 
   private refuseWhileBusy(): void {

@@ -40,7 +40,16 @@ export class PlacementViews {
     const snapshot = await book.deps.hardware().catch(() => null)
     const s = book.changing
     return {
-      placements: book.all().map((p) => ({ ...p, memory_bytes_per_node: this.reservation(p, snapshot) })),
+      placements: book.all().map((p) => {
+        const keep = book.intents.get(p.id)?.keep
+        return {
+          ...p,
+          memory_bytes_per_node: this.reservation(p, snapshot),
+          recovery: book.recoveryOf(p.id),
+          keep:
+            keep === undefined ? null : { pinned: 'pinned' in keep, ttl_min: 'ttl_min' in keep ? keep.ttl_min : null },
+        }
+      }),
       nodes: book.deps.nodeNames().map((name) => this.nodeRow(name, snapshot)),
       changing:
         s === null

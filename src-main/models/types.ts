@@ -9,6 +9,8 @@ import type { NodesModule } from '../nodes/module'
 export interface ModelsDeps extends CoreDeps {
   readonly nodes: NodesModule
   readonly services: ServiceDirectory
+  /** Whether a placement has a request in flight (the gateway's count, wired by the composition): not unloaded then. */
+  readonly isBusy?: (placementId: string) => boolean
 }
 
 /** One model of the effective catalog, as every part of the models domain sees it. */

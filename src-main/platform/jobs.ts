@@ -133,6 +133,22 @@ export class JobRegistry {
     return this.snapshot(entry)
   }
 
+  /** A job that ended before the daemon restarted, as its owner kept its record: answered like any other. */
+  remember(record: JobRecord): void {
+    if (this.jobs.has(record.id) || record.state === 'running') return
+    const entry: JobEntry = {
+      record: { ...record, log: [...record.log] },
+      events: [],
+      seq: 0,
+      abort: new AbortController(),
+      waiters: new Set(),
+      done: Promise.resolve(),
+      publishedAt: record.finished_at ?? record.started_at,
+    }
+    this.jobs.set(record.id, entry)
+    this.trim()
+  }
+
   get(id: string): JobRecord {
     return this.snapshot(this.entry(id))
   }

@@ -18,18 +18,10 @@ import type { SshPool } from '../ssh/pool'
 import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './probeOutcome'
 import { DeepHealthRecords, isPlacementSubject, isProbedService, kindOf, PROBED_SERVICES } from './deepHealthRecords'
 import type { ServiceControl, ServiceLocation } from './types'
+import { graceDetail, RESTART_LIMITS, restartHold } from '../platform/restartLimits'
 
-/** Spec 1, 3.3 and 8: the limits on auto-restarts. */
-export const RESTART_LIMITS = {
-  /** No auto-restart within this long of the daemon starting or the container (re)starting. */
-  graceMs: 60_000,
-  /** Since the last auto-restart of that service. */
-  cooldownMs: 120_000,
-  /** At most this many auto-restarts of one service… */
-  cap: 3,
-  /** …within this window. */
-  windowMs: 30 * 60_000,
-} as const
+/** Spec 1, 3.3 and 8: the limits on auto-restarts (one limiter, shared with the placement reconciler). */
+export { RESTART_LIMITS }
 
 const ERROR_EXCERPT = 300
 
@@ -355,20 +347,8 @@ export class DeepHealth implements DeepHealthHook {
     const c = this.records.countersOf(service)
     const swap = this.swapHold(service)
     if (swap !== null) return { hold: 'swap', detail: swap }
-    const known = Math.max(this.since, c.last ?? -Infinity)
-    if (now - known < RESTART_LIMITS.graceMs)
-      return { hold: 'grace', detail: graceDetail(now - known, c.last === known ? 'restarted' : 'daemon started') }
-    c.recent = c.recent.filter((t) => now - t < RESTART_LIMITS.windowMs)
-    if (c.last !== null && now - c.last < RESTART_LIMITS.cooldownMs)
-      return {
-        hold: 'cooldown',
-        detail: `last auto-restart ${secs(now - c.last)} ago; the cooldown is ${secs(RESTART_LIMITS.cooldownMs)}`,
-      }
-    if (c.recent.length >= RESTART_LIMITS.cap)
-      return {
-        hold: 'cap',
-        detail: `${c.recent.length} auto-restarts in the last 30 min; at most ${RESTART_LIMITS.cap} are allowed`,
-      }
+    const limit = restartHold(c, now, this.since, 'daemon started')
+    if (limit !== null) return { hold: limit.hold, detail: limit.detail }
     // Its own start (an operator's restart, docker's restart policy, a placement job): asked last.
     const started = await target.startedAt()
     if (started !== null && now - started.at < RESTART_LIMITS.graceMs)
@@ -457,12 +437,4 @@ export class DeepHealth implements DeepHealthHook {
 
 function noRestart(): RestartOutcome {
   return { requested: false, done: false, held_by: null, detail: null }
-}
-
-function secs(ms: number): string {
-  return `${Math.max(0, Math.round(ms / 1000))} s`
-}
-
-function graceDetail(elapsedMs: number, what: string): string {
-  return `${what} ${secs(elapsedMs)} ago; no auto-restart within the first ${secs(RESTART_LIMITS.graceMs)}`
 }

@@ -7,7 +7,7 @@ import { HardwareSnapshot, type NodeHardware } from '../../src-main/contract/nod
 import type { NodeName } from '../../src-main/contract/schemas'
 import type { EventName, EventPayload } from '../../src-main/contract/events'
 import { JobRegistry } from '../../src-main/platform/jobs'
-import { systemClock } from '../../src-main/lib/clock'
+import { systemClock, type Clock } from '../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../src-main/lib/logger'
 import { servedName } from '../../src-main/models/launch'
 import { parseProbe } from '../../src-main/models/launcherCapabilities'
@@ -71,6 +71,12 @@ export class FakeEngine {
   aliases: string[] = []
   /** Container log lines the tail command answers with. */
   tail: string[] = ['INFO loading']
+  /** Whether its container runs (null: whenever it serves, as an engine started by hand). */
+  container: boolean | null = null
+
+  get running(): boolean {
+    return this.container ?? this.served !== null
+  }
   private pending: NodeJS.Timeout | undefined
   readonly server = new LoopbackServer(() =>
     this.served === null
@@ -109,6 +115,12 @@ export interface RigOptions {
   readonly pollMs?: number
   /** Pause between the manager's looks at every engine (ms; the daemon's 3 s when absent). */
   readonly watchMs?: number
+  /** The manager's clock (the system clock when absent). */
+  readonly clock?: Clock
+  /** Pause between reconciler rounds (ms; the daemon's when absent). */
+  readonly reconcileMs?: number
+  /** The gateway's in-flight check (idle unloading). */
+  readonly isBusy?: (placementId: string) => boolean
 }
 
 export type Rig = Awaited<ReturnType<typeof placementRig>>
@@ -214,29 +226,56 @@ export async function placementRig(opts: RigOptions = {}) {
   const commands: RecordedCommand[] = []
   /** Served names whose launch fails (the container log shows FATAL_LINE). */
   const failing = new Set<string>()
+  /** Nodes whose SSH commands fail as an unreachable host's do. */
+  const unreachable = new Set<NodeName>()
   /** Called with every command before it is answered (a test looks at the manager mid-job). */
   let onCommand: (c: RecordedCommand) => void = () => undefined
   const loadDelayMs = opts.loadDelayMs ?? 0
+  let killValidation = false
 
   const nodeOf = (target: SshTarget): NodeName => {
     const found = names.find((n) => config.nodes[n]?.host === target.host)
     if (found === undefined) throw new Error(`the fake pool was asked for an unknown host ${target.host}`)
     return found
   }
+  /** Set by `kill9`: the command it freezes at, and whether the daemon is dead (nothing more acts). */
+  let killAt: ((c: RecordedCommand) => boolean) | null = null
+  let dead = false
+  const closing = new AbortController()
+  /** A dead daemon's command: it never answers (until the job is cancelled or the rig closes). */
+  const frozen = (signal: AbortSignal | undefined): Promise<never> =>
+    new Promise((_, reject) => {
+      for (const sig of [signal, closing.signal]) {
+        if (sig?.aborted === true) reject(new Error('killed'))
+        sig?.addEventListener('abort', () => reject(new Error('killed')), { once: true })
+      }
+    })
   const pool: Pick<SshPool, 'exec'> = {
-    exec: async (target: SshTarget, command: string, _o?: ExecOptions): Promise<ExecResult> => {
+    exec: async (target: SshTarget, command: string, o?: ExecOptions): Promise<ExecResult> => {
       const node = nodeOf(target)
       const rec: RecordedCommand = { node, host: target.host, command, kind: kindOf(command) }
+      if (dead) return frozen(o?.signal)
+      if (killAt?.(rec) === true) {
+        // kill -9 here: this command never runs, and the daemon does nothing more.
+        dead = true
+        return frozen(o?.signal)
+      }
       commands.push(rec)
       onCommand(rec)
       const engine = engines[node] as FakeEngine
-      if (rec.kind === 'tail') return { code: 0, signal: null, stdout: `true\n${engine.tail.join('\n')}\n`, stderr: '' }
-      if (rec.kind === 'stop') engine.down()
+      if (unreachable.has(node)) throw new Error(`connect ETIMEDOUT ${target.host}`)
+      if (rec.kind === 'tail')
+        return { code: 0, signal: null, stdout: `${String(engine.running)}\n${engine.tail.join('\n')}\n`, stderr: '' }
+      if (rec.kind === 'stop' || command.startsWith('docker stop')) {
+        engine.down()
+        engine.container = false
+      }
       if (rec.kind === 'launch') {
         const launched = launchedEntry(command)
         if (launched === undefined) throw new Error(`the fake launcher cannot tell what ${command} serves`)
         const served = servedName(launched)
         engine.down()
+        engine.container = true
         // As vLLM launched with `--served-model-name <served> <key>` (gatewayEngineArgs) lists them.
         engine.aliases = launched.def.key === served ? [] : [launched.def.key]
         if (failing.has(served)) engine.tail = ['INFO loading', FATAL_LINE]
@@ -248,6 +287,8 @@ export async function placementRig(opts: RigOptions = {}) {
       return { code: 0, signal: null, stdout: '', stderr: '' }
     },
   }
+  /** What the reconciler marked on the Cluster view's timeline. */
+  const timeline: { subject: string; ok: boolean; source: string; detail: string; error: string | null }[] = []
   /** Every push event the placements published, in order. */
   const published: PublishedEvent[] = []
   const sink = new MemorySink()
@@ -276,12 +317,20 @@ export async function placementRig(opts: RigOptions = {}) {
   const manager = (): PlacementManager =>
     new PlacementManager({
       config,
-      clock: systemClock,
+      clock: opts.clock ?? systemClock,
       logger,
       jobs,
       events: { publish: (name, data) => void published.push({ name, data } as PublishedEvent) },
       catalog,
-      validator: { validate: async () => OK_VALIDATION },
+      validator: {
+        validate: async (_e: CatalogEntry, _on: unknown, signal?: AbortSignal) => {
+          if (killAt !== null && killValidation) {
+            dead = true
+            return frozen(signal)
+          }
+          return OK_VALIDATION
+        },
+      },
       pool,
       nodeNames: () => names,
       targetOf: (node) => config.nodes[node] ?? null,
@@ -292,6 +341,9 @@ export async function placementRig(opts: RigOptions = {}) {
       hardware: async () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
       pollMs: opts.pollMs ?? 5,
       watchMs: opts.watchMs,
+      reconcileMs: opts.reconcileMs ?? 3_600_000,
+      isBusy: opts.isBusy,
+      timeline: (subject, report) => void timeline.push({ subject, ...report }),
     })
   const placements = manager()
   await placements.start()
@@ -304,6 +356,8 @@ export async function placementRig(opts: RigOptions = {}) {
     hw,
     commands,
     failing,
+    unreachable,
+    timeline,
     deps,
     jobs,
     sink,
@@ -311,6 +365,16 @@ export async function placementRig(opts: RigOptions = {}) {
     placements,
     manager,
     onCommand: (f: (c: RecordedCommand) => void) => (onCommand = f),
+    /**
+     * A kill -9 of this daemon at the first command `at` matches ('validating': inside the
+     * validation): that command never acts and nothing after it does; the engines keep what they had.
+     */
+    kill9(at: ((c: RecordedCommand) => boolean) | 'validating'): void {
+      killValidation = at === 'validating'
+      killAt = at === 'validating' ? () => false : at
+    },
+    /** Whether the kill -9 happened. */
+    dead: () => dead,
     snapshot: () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
     /** Places and waits for the job; throws with the job's error when it did not succeed. */
     async placed(key: string, nodes: NodeName[], o: { displace?: boolean; confirmNoFit?: boolean } = {}) {
@@ -323,6 +387,7 @@ export async function placementRig(opts: RigOptions = {}) {
     ran: (kinds: RecordedCommand['kind'][] = ['launch', 'stop', 'other']) =>
       commands.filter((c) => kinds.includes(c.kind)),
     async close(): Promise<void> {
+      closing.abort()
       await placements.stop()
       await jobs.stopAll()
       for (const e of own) await e.server.stop()

@@ -25,7 +25,8 @@ import path from 'node:path'
 import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { ensureServiceKey } from '../../src-main/ssh/keys'
-import { startFullSim } from './full'
+import { RESTART_LIMITS } from '../../src-main/platform/restartLimits'
+import { SIM_CONTAINERS, startFullSim } from './full'
 import { startLicensingSim } from '../fakes/licensingDemo'
 import { startDemoVectors } from './demoVectors'
 import { DEMO_LOADED_REPO, DEMO_SECOND_KEY, demoCachedModels, demoNodeCount, demoPlacements } from './demoState'
@@ -205,7 +206,9 @@ async function placeSecond(base: string, admin: string, on: string): Promise<voi
 const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
 const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
 const HELP =
-  'commands: down|up|hang <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, wedge asr, loadfail <repo|*|none>, launcher <early|mid>'
+  'commands: down|up|hang|reboot <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, wedge asr, loadfail|crashloop <repo|*|none>, launcher <early|mid>'
+/** How long a `reboot` keeps a node away. */
+const REBOOT_MS = 5_000
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
   if (raw.trim() === '') return
   const [cmd, a, b] = raw.trim().split(/\s+/)
@@ -214,6 +217,16 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
     if ((cmd === 'down' || cmd === 'up' || cmd === 'hang') && node) {
       await node[cmd]()
       return `${a} ${cmd}`
+    }
+    if (cmd === 'reboot' && node) {
+      // The power goes: the engine's container stops with it (the launcher's containers do not come
+      // back by themselves), SSH goes away, and the node answers again a few seconds later.
+      node.runLocal(`docker stop ${SIM_CONTAINERS.llm}`)
+      await node.down()
+      setTimeout(() => {
+        void node.up().then(() => console.log(`sim: ${a} is back (Tandem brings its placement back by itself)`))
+      }, REBOOT_MS).unref()
+      return `${a} rebooting: its engine stopped, back in ${REBOOT_MS / 1000} s`
     }
     if (cmd === 'fail' && node && b) {
       node.failCommand(b, 1, `simulated failure of a command containing ${JSON.stringify(b)}`)
@@ -235,6 +248,12 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
     if (cmd === 'launcher' && (a === 'early' || a === 'mid')) {
       sim.cluster.setLauncherGeneration(a)
       return `node1's launcher checkout is now the ${a}-2026 generation, commit ${sim.cluster.launcherCommits[a].slice(0, 7)}`
+    }
+    if (cmd === 'crashloop' && a) {
+      for (const n of sim.cluster.nodes) sim.engine(n.name).failLoads(a === 'none' ? null : a)
+      return a === 'none'
+        ? 'llm: loads succeed again (press Retry on a failed placement)'
+        : `llm: ${a} now crashes on every load; reboot its node to see recovery stop after ${RESTART_LIMITS.cap} attempts`
     }
     if (cmd === 'loadfail' && a) {
       for (const n of sim.cluster.nodes) sim.engine(n.name).failLoads(a === 'none' ? null : a)

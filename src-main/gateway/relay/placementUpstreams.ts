@@ -55,6 +55,11 @@ export class PlacementUpstreams {
     return best
   }
 
+  /** Requests in flight on a placement now (held, streaming): one still busy is not unloaded for idleness. */
+  inFlightOf(routeId: string): number {
+    return this.inFlight.get(routeId) ?? 0
+  }
+
   /** A request went to a placement (counted until `end`). */
   begin(routeId: string): void {
     this.inFlight.set(routeId, (this.inFlight.get(routeId) ?? 0) + 1)

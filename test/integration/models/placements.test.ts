@@ -301,7 +301,7 @@ describe('placements on a three-node sim', () => {
     await answeredBy('sim/first', 'node1')
   })
 
-  it('a tensor-parallel placement that lost its worker stops on its head alone, which frees the head', async () => {
+  it('a tensor-parallel placement that lost its worker stops on its head alone, which frees the head; the worker is verified when it answers', async () => {
     await sim.cluster.node('node3').down()
     try {
       await freshHardware()
@@ -315,17 +315,32 @@ describe('placements on a three-node sim', () => {
       const r = await json(await daemon.admin('/api/placements/node2+node3', { method: 'DELETE' }))
       expect(r.status, JSON.stringify(r.body)).toBe(200)
       const job = await daemon.core.jobs.wait(r.body.job_id as string)
-      expect(job.state, job.error ?? '').toBe('succeeded')
+      // Truthful (issue 47): node3's container cannot be verified gone, so the stop says so.
+      expect(job.state).toBe('failed')
+      expect(job.error).toBe(
+        'node2+node3 is not verified stopped (node3 could not be reached); Tandem retries the stop when it answers',
+      )
       expect(engineCommands('node2', from)).toEqual([
         expect.stringMatching(/launch-cluster\.sh '--solo' '--name' 'vllm_node' 'stop'/),
       ])
       const view = await placements()
-      expect(view.placements.map((p) => p.id)).toEqual(['node1'])
+      expect(view.placements.map((p) => [p.id, p.state])).toEqual([
+        ['node1', 'unknown'],
+        ['node2+node3', 'lost'],
+      ])
       await expect(fetch(`http://127.0.0.2:${sim.llm.port}/v1/models`)).rejects.toThrow()
-      expect((await chat('Qwen/Qwen3-32B-FP8')).status).toBe(404)
+      // Still listed until verified: its requests get 503 with Retry-After, not another engine.
+      expect((await chat('Qwen/Qwen3-32B-FP8')).status).toBe(503)
       await answeredBy('sim/first', 'node1')
     } finally {
       await sim.cluster.node('node3').up()
     }
+    // node3 answers: the reconciler verifies its container gone and the placement reads stopped.
+    await freshHardware()
+    await waitFor(
+      async () => (await placements()).placements.every((p) => p.id !== 'node2+node3'),
+      'the stop verified on node3',
+    )
+    expect((await chat('Qwen/Qwen3-32B-FP8')).status).toBe(404)
   })
 })

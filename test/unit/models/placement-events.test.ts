@@ -45,7 +45,12 @@ describe('the placement event', () => {
     r.placements.followHardware(r.snapshot())
     await settled(r)
     const changed = r.published.slice(from).filter((e) => e.name === 'placements.changed')
-    expect(changed).toHaveLength(1)
-    expect(changed[0]?.name === 'placements.changed' && changed[0].data.step).toBeNull()
+    // The node lost, then the reconciler's word on it (issue 47): views only, no job step.
+    expect(changed).toHaveLength(2)
+    for (const e of changed) expect(e.name === 'placements.changed' && e.data.step).toBeNull()
+    const last = changed[1]
+    expect(last?.name === 'placements.changed' && last.data.placements[0]?.recovery?.text).toBe(
+      'waiting: waiting for node3 to answer',
+    )
   })
 })

@@ -8,6 +8,7 @@ import type { Placement } from '../../../src-main/contract/placements'
 import type { NodeName } from '../../../src-main/contract/schemas'
 import type { PlacementRoute } from '../../../src-main/models/types'
 import {
+  clusterIpOf,
   downRow,
   FakeEngine,
   GB,
@@ -474,7 +475,8 @@ describe('placements across a restart', () => {
     r.engines.node3?.serveAfter('org/big', 0)
     again.placements.followHardware(again.snapshot())
     await vi.waitFor(() => expect(again.placements.all()[0]?.state).toBe('ready'))
-    expect(again.commands).toEqual([])
+    // Its container still ran (the reconciler looked, issue 47): nothing was launched or stopped.
+    expect(again.ran()).toEqual([])
   })
 
   /** A data directory holding `text` as swap-state.json, and node1's engine serving org/big. */
@@ -584,7 +586,12 @@ describe('stopping a placement', () => {
 
     const { job_id } = await r.placements.stopPlacement('node3+node4')
     expect((await r.jobs.wait(job_id)).state).toBe('succeeded')
-    expect(r.commands.map((c) => [c.node, c.kind])).toEqual([['node3', 'stop']])
+    // The launcher's stop on the head, then each node's container verified gone (issue 47).
+    expect(r.commands.map((c) => [c.node, c.kind])).toEqual([
+      ['node3', 'stop'],
+      ['node3', 'tail'],
+      ['node4', 'tail'],
+    ])
     expect(r.commands[0]?.command).toContain("'-n' '10.1.0.3,10.1.0.4'")
     expect(r.placements.all().map((p) => p.id)).toEqual(['node1'])
     // Not placed any more: it goes to node1's llm, which answers for itself.
@@ -595,16 +602,36 @@ describe('stopping a placement', () => {
     expect(saved.placements.map((p) => p.id)).toEqual(['node1'])
   })
 
-  it('of a placement that lost a node is possible (its head still holds the memory)', async () => {
+  it('of a placement that lost a node frees its head, says the lost node is not verified, and is retried when it answers', async () => {
     const r = await rig()
     await r.placed('coder', ['node3', 'node4'])
     r.commands.length = 0
     r.hw.node4 = downRow('node4')
     r.placements.followHardware(r.snapshot())
     const { job_id } = await r.placements.stopPlacement('node3+node4')
-    expect((await r.jobs.wait(job_id)).state).toBe('succeeded')
-    expect(r.commands.map((c) => [c.node, c.kind])).toEqual([['node3', 'stop']])
+    const job = await r.jobs.wait(job_id)
+    // Truthful (issue 47): node4's container cannot be verified gone, so the stop is not done.
+    expect(job.state).toBe('failed')
+    expect(job.error).toBe(
+      'node3+node4 is not verified stopped (node4 could not be reached); Tandem retries the stop when it answers',
+    )
+    expect(r.commands.filter((c) => c.kind === 'stop').map((c) => c.node)).toEqual(['node3'])
     expect(r.commands[0]?.command).toContain("./launch-cluster.sh '--solo' '--name'")
+    expect(r.placements.all()).toMatchObject([
+      {
+        id: 'node3+node4',
+        state: 'lost',
+        reason: expect.stringMatching(/^not verified stopped: node4 could not be reached/),
+      },
+    ])
+    // node4 answers again with the worker's container still up: the reconciler stops it there and the placement is gone.
+    ;(r.engines.node4 as FakeEngine).container = true
+    r.hw.node4 = okRow('node4', clusterIpOf('node4'))
+    r.placements.followHardware(r.snapshot())
+    await r.placements.reconcile()
+    expect(r.commands.filter((c) => c.node === 'node4').map((c) => c.command.split(' ').slice(0, 2).join(' '))).toEqual(
+      ['docker inspect', 'docker stop', 'docker inspect'],
+    )
     expect(r.placements.all()).toEqual([])
   })
 })
