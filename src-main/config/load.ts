@@ -2,18 +2,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
-import {
-  isSettingName,
-  settingGroup,
-  settingLabel,
-  settingRule,
-  SETTINGS,
-  SETTING_NAMES,
-  type SettingName,
-  type SettingSpec,
-} from './settingSpecs'
+import { isSettingName, SETTINGS, SETTING_NAMES, type SettingName, type SettingSpec } from './settingSpecs'
 import { settingValidators } from './settingValidators'
-import type { SettingSource, SettingView } from './settingView'
+import { settingGroup, settingLabel, settingRule, type SettingSource, type SettingView } from './settingView'
 import { atomicWriteFile, readStateFile, replacedStateFileMessage } from '../lib/files'
 import { redactUrlCredentials } from '../lib/logger'
 import { parseExtraNodes, type NodeTargets } from './nodes'
@@ -203,6 +194,19 @@ function resolveSettings(
   return settings
 }
 
+const sshTarget = (host: string, user: string, port: number): SshTarget | null =>
+  host !== '' && user !== '' ? { host, user, port } : null
+
+/** Where asr or tts runs: its own host, user and SSH port, else node2's. */
+function roleService(s: (n: SettingName) => string, prefix: 'ASR' | 'TTS'): RoleService {
+  const host = s(`${prefix}_HOST`) || s('NODE2_HOST')
+  const user = s(`${prefix}_USER`) || s('NODE2_USER')
+  const ownPort = s(`${prefix}_SSH_PORT`)
+  // A role on node2's host uses node2's SSH port unless it has its own.
+  const sshPort = ownPort !== '' ? Number(ownPort) : host === s('NODE2_HOST') ? Number(s('NODE2_SSH_PORT')) : 22
+  return { ssh: sshTarget(host, user, sshPort), container: s(`${prefix}_CONTAINER`), port: Number(s(`${prefix}_PORT`)) }
+}
+
 export function loadConfig(opts: LoadOptions = {}): Config {
   const env = opts.env ?? process.env
   const warnings: string[] = []
@@ -222,23 +226,14 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       .map((x) => x.trim())
       .filter((x) => x !== '')
 
-  const target = (host: string, user: string, port: number): SshTarget | null =>
-    host !== '' && user !== '' ? { host, user, port } : null
-  const node1 = target(s('NODE1_HOST'), s('NODE1_USER'), num('NODE1_SSH_PORT'))
-  const node2 = target(s('NODE2_HOST'), s('NODE2_USER'), num('NODE2_SSH_PORT'))
+  const node1 = sshTarget(s('NODE1_HOST'), s('NODE1_USER'), num('NODE1_SSH_PORT'))
+  const node2 = sshTarget(s('NODE2_HOST'), s('NODE2_USER'), num('NODE2_SSH_PORT'))
   const extra = parseExtraNodes(
     s('NODES'),
     [node1, node2].filter((t) => t !== null),
   )
   for (const p of extra.problems) warnings.push(`NODES: ${p}`)
-  const role = (prefix: 'ASR' | 'TTS'): RoleService => {
-    const host = s(`${prefix}_HOST`) || s('NODE2_HOST')
-    const user = s(`${prefix}_USER`) || s('NODE2_USER')
-    const ownPort = s(`${prefix}_SSH_PORT`)
-    // A role on node2's host uses node2's SSH port unless it has its own.
-    const sshPort = ownPort !== '' ? Number(ownPort) : host === s('NODE2_HOST') ? num('NODE2_SSH_PORT') : 22
-    return { ssh: target(host, user, sshPort), container: s(`${prefix}_CONTAINER`), port: num(`${prefix}_PORT`) }
-  }
+  const role = (prefix: 'ASR' | 'TTS'): RoleService => roleService(s, prefix)
 
   const pathOr = (n: SettingName, fallback: string): string =>
     s(n) === '' ? path.join(dataDir, fallback) : path.resolve(dataDir, s(n))

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { isSettingName } from './settingSpecs'
+import { isSettingName, type SettingGroup, type SettingSpec } from './settingSpecs'
 
 /* The Settings page's shapes: a setting as the page reads it, and the changes it sends. */
 
@@ -41,3 +41,24 @@ export const SettingChanges = z.preprocess(
   },
   z.record(z.string(), z.string().max(4096)),
 )
+
+/** The page group of a setting; the first layout's `server` and `paths` read as Advanced. */
+export function settingGroup(spec: SettingSpec): SettingGroup {
+  return spec.group === 'server' || spec.group === 'paths' ? 'advanced' : spec.group
+}
+
+/** The human label: the spec's own, else the name in words (`SWAP_HOLD_S` → "Swap hold s"). */
+export function settingLabel(name: string, spec: SettingSpec): string {
+  if (spec.label) return spec.label
+  const words = name.toLowerCase().replace(/_/g, ' ')
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
+
+/** The rule a number or address must follow, in words; null where the validator's own message says it. */
+export function settingRule(spec: SettingSpec): string | null {
+  if (spec.kind === 'port') return 'must be a whole number between 1 and 65535 (a port)'
+  if (spec.kind === 'int' && spec.range) return `must be a whole number between ${spec.range[0]} and ${spec.range[1]}`
+  if (spec.kind === 'int') return 'must be a whole number'
+  if (spec.kind === 'url') return 'must be an http:// or https:// address'
+  return null
+}

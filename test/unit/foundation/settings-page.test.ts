@@ -3,13 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { checkSettingChanges, loadConfig, settingsView, type Config } from '../../../src-main/config/load'
-import {
-  SETTINGS,
-  SETTING_NAMES,
-  settingGroup,
-  settingLabel,
-  type SettingSpec,
-} from '../../../src-main/config/settingSpecs'
+import { SETTINGS, SETTING_NAMES, type SettingSpec } from '../../../src-main/config/settingSpecs'
+import { settingGroup, settingLabel } from '../../../src-main/config/settingView'
 
 let dir: string
 beforeEach(() => {
