@@ -49,6 +49,16 @@ export const RecipeSource = z.object({
 })
 export type RecipeSource = z.infer<typeof RecipeSource>
 
+/**
+ * How long a placement is kept: pinned (never unloaded, always recovered) or stopped after this many
+ * minutes without a request. A catalog entry's own keep applies where the placement request names none.
+ */
+export const PlacementKeep = z.union([
+  z.object({ pinned: z.literal(true) }).strict(),
+  z.object({ ttl_min: z.number().int().min(1).max(10_080) }).strict(),
+])
+export type PlacementKeep = z.infer<typeof PlacementKeep>
+
 export const ModelDefFields = z.object({
   key: ModelKey,
   name: z.string().trim().min(1).max(200),
@@ -74,6 +84,8 @@ export const ModelDefFields = z.object({
     .max(10 ** 13)
     .optional(),
   description: z.string().max(2000).optional(),
+  /** Kept pinned or for an idle ttl when placed without saying; absent: pinned by the operator, the ttl setting on demand. */
+  keep: PlacementKeep.optional(),
 })
 
 /**

@@ -5,6 +5,7 @@ import type {
   LauncherInfo,
   Layout,
   LoadedModel,
+  PlacementKeep,
   RunMode,
   SwapPhase,
   SwapStateEvent,
@@ -22,7 +23,7 @@ import type { EngineSite } from './engineLoad'
 import type { EngineWatch } from './engineWatch'
 import { servedName, type LaunchPlan, type PlacementNodes } from './launch'
 import type { PlacementStateFile } from './placementState'
-import type { PlacementIntent, PlacementIntents, PlacementKeep } from './placementIntent'
+import type { PlacementIntent, PlacementIntents } from './placementIntent'
 import type { CatalogEntry, CatalogReader } from './types'
 import type { z } from 'zod'
 

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { Layout, SwapPhase } from '../contract/models'
+import { Layout, PlacementKeep, SwapPhase } from '../contract/models'
 import { PlacementId } from '../contract/placements'
 import { NodeName } from '../contract/schemas'
 import { JobState, type JobRecord } from '../contract/system'
@@ -14,13 +14,6 @@ import type { Logger } from '../lib/logger'
  * stops that could not reach a node yet. Read entry by entry: a malformed one is reported and
  * skipped, the rest load.
  */
-
-/** Pinned: never unloaded, always recovered; ttl: stopped after this many minutes without a request. */
-export const PlacementKeep = z.union([
-  z.object({ pinned: z.literal(true) }),
-  z.object({ ttl_min: z.number().int().min(1).max(10_080) }),
-])
-export type PlacementKeep = z.infer<typeof PlacementKeep>
 
 const Recovery = z.object({
   /** Relaunch attempts, newest last (the restart limiter prunes them to its window). */

@@ -1,5 +1,5 @@
 import { badInput, conflict, notFound } from '../contract/errors'
-import type { FitEstimate, RunMode } from '../contract/models'
+import type { FitEstimate, PlacementKeep, RunMode } from '../contract/models'
 import type { Placement } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
 import type { HardwareSnapshot } from '../contract/nodes'
@@ -13,7 +13,7 @@ import {
   type PlacementBook,
   type PlacementOrigin,
 } from './placementBook'
-import type { PlacementIntent, PlacementKeep } from './placementIntent'
+import type { PlacementIntent } from './placementIntent'
 import type { PlacementJob } from './placementJob'
 import { placementId } from './placementState'
 import type { CatalogEntry } from './types'
@@ -202,7 +202,10 @@ export class PlacementPlanner {
     }
     const own = intents.get(s.id)
     const keep: PlacementKeep =
-      s.keep ?? own?.keep ?? (s.origin === 'on_demand' ? { ttl_min: deps.config.models.idleTtlMin } : { pinned: true })
+      s.keep ??
+      own?.keep ??
+      s.entry.def.keep ??
+      (s.origin === 'on_demand' ? { ttl_min: deps.config.models.idleTtlMin } : { pinned: true })
     const next: PlacementIntent = {
       id: s.id,
       key: s.entry.def.key,

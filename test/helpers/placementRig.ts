@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { loadConfig, nodeNames, type Config } from '../../src-main/config/load'
-import type { FitEstimate, ModelDef, ValidationResult } from '../../src-main/contract/models'
+import type { FitEstimate, ModelDef, PlacementKeep, ValidationResult } from '../../src-main/contract/models'
 import { HardwareSnapshot, type NodeHardware } from '../../src-main/contract/nodes'
 import type { NodeName } from '../../src-main/contract/schemas'
 import type { EventName, EventPayload } from '../../src-main/contract/events'
@@ -121,6 +121,8 @@ export interface RigOptions {
   readonly reconcileMs?: number
   /** The gateway's in-flight check (idle unloading). */
   readonly isBusy?: (placementId: string) => boolean
+  /** A catalog entry's own keep (pinned or an idle ttl), by key. */
+  readonly catalogKeep?: Readonly<Record<string, PlacementKeep>>
 }
 
 export type Rig = Awaited<ReturnType<typeof placementRig>>
@@ -294,10 +296,14 @@ export async function placementRig(opts: RigOptions = {}) {
   const sink = new MemorySink()
   const logger = createLogger({ level: 'info', sink })
   const jobs = new JobRegistry(systemClock, new Redactor())
+  const entries = ENTRIES.map((e) => {
+    const keep = opts.catalogKeep?.[e.def.key]
+    return keep === undefined ? e : { ...e, def: { ...e.def, keep } }
+  })
   const catalog: CatalogReader = {
-    list: () => [...ENTRIES],
+    list: () => [...entries],
     get: (key) => {
-      const found = ENTRIES.find((e) => e.def.key === key)
+      const found = entries.find((e) => e.def.key === key)
       if (found === undefined) throw new Error(`no model ${key}`)
       return found
     },

@@ -167,6 +167,15 @@ describe('custom entries', () => {
     expect(make().add({ ...repoModel, engine_args: args }).def.engine_args).toEqual(args)
   })
 
+  it('an entry keeps its own pinned or idle ttl across a rewrite; a ttl of 0 or pinned: false is refused', () => {
+    const catalog = make()
+    expect(catalog.add({ ...repoModel, keep: { ttl_min: 20 } }).def.keep).toEqual({ ttl_min: 20 })
+    expect(make().get('my-model').def.keep).toEqual({ ttl_min: 20 })
+    expect(ModelDef.safeParse({ ...repoModel, key: 'm2', keep: { ttl_min: 0 } }).success).toBe(false)
+    expect(ModelDef.safeParse({ ...repoModel, key: 'm3', keep: { pinned: false } }).success).toBe(false)
+    expect(ModelDef.safeParse({ ...repoModel, key: 'm4', keep: { pinned: true, ttl_min: 5 } }).success).toBe(false)
+  })
+
   it('a key already in the catalog is a 409', () => {
     const catalog = make()
     expect(statusOf(() => catalog.add({ ...repoModel, key: 'gpt-oss-120b' }))).toBe(409)

@@ -417,6 +417,27 @@ describe('idle unloading', () => {
     expect(await view(r)).toMatchObject([{ id: 'node3', state: 'ready', keep: { pinned: true, ttl_min: null } }])
   })
 
+  it("keeps an operator's placement for its catalog entry's own idle ttl when the request names none", async () => {
+    const clock = new ManualClock()
+    const r = await rig({ clock, catalogKeep: { coder: { ttl_min: 7 } } })
+    await r.placed('coder', ['node3'])
+    expect(intents(r)[0]?.keep).toEqual({ ttl_min: 7 })
+    clock.advance(8 * 60_000)
+    await vi.waitFor(async () => {
+      await r.placements.reconcile()
+      expect(r.placements.all()).toEqual([])
+    })
+  })
+
+  it('keeps an on-demand swap pinned when its catalog entry says pinned', async () => {
+    const r = await rig({
+      env: { SWAP_ON_DEMAND: 'on', PLACEMENT_IDLE_TTL_MIN: '12' },
+      catalogKeep: { coder: { pinned: true } },
+    })
+    await r.placements.admit('coder', new AbortController().signal)
+    expect(intents(r)).toEqual([expect.objectContaining({ id: 'node1', key: 'coder', keep: { pinned: true } })])
+  })
+
   it("gives what on-demand swap placed the setting's ttl", async () => {
     const r = await rig({ env: { SWAP_ON_DEMAND: 'on', PLACEMENT_IDLE_TTL_MIN: '12' } })
     await r.placements.admit('coder', new AbortController().signal)
