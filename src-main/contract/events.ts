@@ -36,7 +36,7 @@ export const eventPayloads = {
   'service.state': ServiceStateChange,
   'hardware.snapshot': HardwareSnapshot,
   'job.update': JobUpdate,
-  /** An alias, kept for one release, of the `step` that `placements.changed` carries. */
+  /** An alias, kept for one release for outside clients, of the `step` that `placements.changed` carries. */
   'swap.state': SwapStateEvent,
   /** What runs where: the placements view, and the placement job's step that changed it. */
   'placements.changed': PlacementsChangedEvent,

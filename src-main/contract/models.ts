@@ -308,7 +308,8 @@ export type SwapView = z.infer<typeof SwapView>
 
 /**
  * A placement job's phase change and the model that ends up loaded: the `step` of `placements.changed`.
- * Also published alone as the `swap.state` push event, an alias kept for one release.
+ * Also published alone as the `swap.state` push event, an alias kept for one release for outside
+ * clients (Tandem's own consumers read the step of `placements.changed`).
  */
 export const SwapStateEvent = z.object({
   key: z.string(),

@@ -103,7 +103,7 @@ export type PlacementsView = z.infer<typeof PlacementsView>
  * The `placements.changed` push event, the one event for what runs where: the whole view after any
  * change (small: one row per node) and `step`, the placement job's phase change that made it (null
  * when nothing but the view changed). `swap.state` carries the same step alone: an alias, still
- * published for one release, of the step here.
+ * published for one release for outside clients, of the step here; Tandem itself reads only this.
  */
 export const PlacementsChangedEvent = PlacementsView.extend({ step: SwapStateEvent.nullable().default(null) })
 

@@ -47,7 +47,8 @@ export function clusterMetrics(registers: Registry[]): (ev: PushEvent) => void {
     if (s.previous !== s.status.label) changes.inc({ ...l, state: s.status.label })
   }
 
-  const swap = (s: EventPayload<'swap.state'>, at: number): void => {
+  const swap = (s: EventPayload<'placements.changed'>['step'], at: number): void => {
+    if (s === null) return
     if (!swapStarted.has(s.job_id)) swapStarted.set(s.job_id, at)
     if (s.phase !== 'ready' && s.phase !== 'failed') return
     const result = s.phase === 'ready' ? 'succeeded' : 'failed'
@@ -79,11 +80,13 @@ export function clusterMetrics(registers: Registry[]): (ev: PushEvent) => void {
         deep.inc({ service: ev.data.service, result: ev.data.ok ? 'ok' : ev.data.wedged ? 'wedged' : 'failed' })
         if (ev.data.restart.done) autoRestarts.inc({ service: ev.data.service })
         return
-      case 'swap.state':
-        return swap(ev.data, ev.at)
       case 'job.update':
         return job(ev.data)
+      // The job's step comes with the view; `swap.state`, its alias for outside clients, is not read.
+      case 'swap.state':
+        return
       case 'placements.changed':
+        swap(ev.data.step, ev.at)
         placementUp.reset()
         for (const p of ev.data.placements)
           placementUp.set({ placement: p.id }, p.state === 'ready' || p.state === 'unknown' ? 1 : 0)

@@ -68,6 +68,8 @@ export interface PlacementDeps {
   readonly hardware: () => Promise<HardwareSnapshot | null>
   /** Pause between looks at a loading model (ms). */
   readonly pollMs?: number
+  /** How long a published view waits for the hardware read (ms; VIEW_WAIT_MS when absent). */
+  readonly viewWaitMs?: number
   /** Pause between two looks at what every engine serves (ms; EngineWatch's default when absent). */
   readonly watchMs?: number
   /** Whether a placement's engine has requests running or waiting (its own metrics); absent: never known busy. */

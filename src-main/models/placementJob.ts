@@ -284,7 +284,7 @@ export class PlacementJob {
       placement_id: s.id,
       nodes: [...touched],
     }
-    // The alias, published for one release beside placements.changed (which carries the step too).
+    // The alias for outside clients, published for one release beside placements.changed (which carries the step too).
     this.book.deps.events.publish('swap.state', step)
     this.changed(step)
   }

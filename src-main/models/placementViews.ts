@@ -8,8 +8,14 @@ import { modeOfNodes, nodeHardware, touchesNode1, type PlacementBook, type Place
 /** The title prefix vLLM gives its engine and worker processes (what nvidia-smi lists). */
 const ENGINE_PROCESS = 'VLLM::'
 
+/** How long a publication waits for its view's hardware read (an SSH probe is bounded at 6 s) before going out without it. */
+export const VIEW_WAIT_MS = 10_000
+
 /** What runs where as the spec's swap view, the placements view and the event that carries it. */
 export class PlacementViews {
+  /** The last publication asked for: the next one is read after it. */
+  private publishing: Promise<void> = Promise.resolve()
+
   constructor(private readonly book: PlacementBook) {}
 
   /** The spec's swap view: node1's model and the job that touches node1. */
@@ -35,9 +41,46 @@ export class PlacementViews {
   }
 
   async placementsView(): Promise<PlacementsView> {
+    await this.book.learned
+    return this.viewWith(await this.book.deps.hardware().catch(() => null))
+  }
+
+  /**
+   * Publishes the placements view (`placements.changed`) with the job's step that changed it, if one
+   * did. In order: each view is read once the one before went out, so the steps arrive as the job
+   * made them and no view is older than the one before it.
+   */
+  publish(step: PlacementStep | null = null): void {
+    this.publishing = this.publishing.then(() => this.publishNow(step))
+  }
+
+  private async publishNow(step: PlacementStep | null): Promise<void> {
+    try {
+      this.book.deps.events.publish('placements.changed', { ...(await this.boundedView()), step })
+    } catch (err) {
+      this.book.deps.logger.warn('could not publish the placements', { error: err })
+    }
+  }
+
+  /**
+   * The view, or the view without the hardware when reading it takes past viewWaitMs: one stuck
+   * read holds the publications behind it that long at most, and its step still goes out.
+   */
+  private async boundedView(): Promise<PlacementsView> {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<null>((done) => {
+      timer = setTimeout(() => done(null), this.book.deps.viewWaitMs ?? VIEW_WAIT_MS)
+      timer.unref()
+    })
+    try {
+      return (await Promise.race([this.placementsView(), late])) ?? this.viewWith(null)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  private viewWith(snapshot: HardwareSnapshot | null): PlacementsView {
     const { book } = this
-    await book.learned
-    const snapshot = await book.deps.hardware().catch(() => null)
     const s = book.changing
     return {
       placements: book.all().map((p) => {
@@ -65,14 +108,6 @@ export class PlacementViews {
             },
       job: s ? book.deps.jobs.get(s.jobId) : (book.deps.jobs.list('swap')[0] ?? null),
     }
-  }
-
-  /** Publishes the placements view (`placements.changed`) with the job's step that changed it, if one did. */
-  publish(step: PlacementStep | null = null): void {
-    void this.placementsView().then(
-      (view) => this.book.deps.events.publish('placements.changed', { ...view, step }),
-      (err: unknown) => this.book.deps.logger.warn('could not publish the placements', { error: err }),
-    )
   }
 
   /**

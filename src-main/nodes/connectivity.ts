@@ -198,13 +198,13 @@ function transition(
 
 /**
  * Marks the llm's down time during a model swap as planned, naming the model it leaves and the one
- * it loads, from the swap's own state events. Returns the unsubscribe.
+ * it loads, from the job's steps that `placements.changed` carries. Returns the unsubscribe.
  */
 export function followSwaps(bus: Pick<EventBus, 'subscribe'>, store: Pick<ConnectivityStore, 'plan'>): () => void {
   let job: string | null = null
   return bus.subscribe((ev) => {
-    if (ev.name !== 'swap.state') return
-    const { phase, job_id: jobId, key, loaded, nodes } = ev.data
+    if (ev.name !== 'placements.changed' || ev.data.step === null) return
+    const { phase, job_id: jobId, key, loaded, nodes } = ev.data.step
     // A job on other nodes leaves the llm (node1's engine) serving.
     if (!nodes.includes('node1')) return
     if (phase === 'ready' || phase === 'failed') {

@@ -133,13 +133,13 @@ export const usePlacementsStore = defineStore('placements', () => {
   function apply(ev: OutputOf<'streamEvents'>): void {
     node1.sawServerTime(ev.at)
     switch (ev.name) {
+      // The one event for what runs where: the view, and the job's step when one made it (`swap.state` is its alias for outside clients).
       case 'placements.changed':
         view.value = ev.data
         forgetFits()
         problems.placements = null
-        break
-      case 'swap.state':
-        node1.sawStep(ev.data)
+        // A daemon from before the step sends none (the schema's default is null).
+        if (ev.data.step) node1.sawStep(ev.data.step)
         break
       case 'job.update':
         if (view.value && ev.data.kind === 'swap') view.value = viewWithJob(view.value, ev.data)

@@ -11,7 +11,10 @@ import type { RunMode } from '../../src-main/contract/models'
  * placements view.
  */
 export type SwapView = OutputOf<'swapState'>
-export type SwapStateEvent = Extract<OutputOf<'streamEvents'>, { name: 'swap.state' }>['data']
+/** A placement job's step: the `step` of `placements.changed`. */
+export type SwapStateEvent = NonNullable<
+  Extract<OutputOf<'streamEvents'>, { name: 'placements.changed' }>['data']['step']
+>
 type JobUpdate = Extract<OutputOf<'streamEvents'>, { name: 'job.update' }>['data']
 
 /** What the ETA of a first load is estimated from: the weights of a catalog model. */
@@ -131,7 +134,7 @@ export function useSwapOnNode1(deps: {
     if (swapJob.value?.id !== job.id) followSwapJob(job.id, job.phase)
   }
 
-  /** A swap step (the `swap.state` event): the view, the last step, and which job is followed. */
+  /** A swap step (the `step` of `placements.changed`): the view, the last step, and which job is followed. */
   function sawStep(d: SwapStateEvent): void {
     lastSwap.value = d
     const done = d.phase === 'ready' || d.phase === 'failed'

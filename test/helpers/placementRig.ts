@@ -123,6 +123,8 @@ export interface RigOptions {
   readonly isBusy?: (placementId: string) => boolean
   /** A catalog entry's own keep (pinned or an idle ttl), by key. */
   readonly catalogKeep?: Readonly<Record<string, PlacementKeep>>
+  /** How long a published view waits for the hardware read (ms; the daemon's when absent). */
+  readonly viewWaitMs?: number
 }
 
 export type Rig = Awaited<ReturnType<typeof placementRig>>
@@ -232,6 +234,8 @@ export async function placementRig(opts: RigOptions = {}) {
   const unreachable = new Set<NodeName>()
   /** Called with every command before it is answered (a test looks at the manager mid-job). */
   let onCommand: (c: RecordedCommand) => void = () => undefined
+  /** Awaited before every hardware read is answered (a test holds one read back). */
+  let beforeHardware: () => Promise<void> = async () => undefined
   const loadDelayMs = opts.loadDelayMs ?? 0
   let killValidation = false
 
@@ -344,7 +348,11 @@ export async function placementRig(opts: RigOptions = {}) {
       estimate: (key, nodes) => deps.estimate(key, nodes),
       headsCheck: (key, nodes) => deps.headsCheck(key, nodes),
       launcherOn: async (node) => parseProbe(probe, '$HOME/spark-vllm-docker', 0, node),
-      hardware: async () => HardwareSnapshot.parse({ ...hw, taken_at: 0 }),
+      hardware: async () => {
+        await beforeHardware()
+        return HardwareSnapshot.parse({ ...hw, taken_at: 0 })
+      },
+      viewWaitMs: opts.viewWaitMs,
       pollMs: opts.pollMs ?? 5,
       watchMs: opts.watchMs,
       reconcileMs: opts.reconcileMs ?? 3_600_000,
@@ -371,6 +379,7 @@ export async function placementRig(opts: RigOptions = {}) {
     placements,
     manager,
     onCommand: (f: (c: RecordedCommand) => void) => (onCommand = f),
+    beforeHardware: (f: () => Promise<void>) => (beforeHardware = f),
     /**
      * A kill -9 of this daemon at the first command `at` matches ('validating': inside the
      * validation): that command never acts and nothing after it does; the engines keep what they had.

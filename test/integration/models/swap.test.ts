@@ -130,11 +130,14 @@ describe('launch validation and model swap on the sim', () => {
     expect(answered.status).toBe(200)
     expect(((await answered.json()) as { model: string }).model).toBe('sim/second')
     expect((await daemon.core.jobs.wait(jobId)).state).toBe('succeeded')
-    const phases = published
-      .slice(from)
-      .filter((e) => e.name === 'swap.state')
-      .map((e) => e.data.phase)
-    expect(phases).toEqual(['validating', 'stopping', 'launching', 'loading', 'ready'])
+    // The steps come with the placements view, read after the hardware: the last one may follow the job's end.
+    const phases = () =>
+      published
+        .slice(from)
+        .flatMap((e) => (e.name === 'placements.changed' && e.data.step ? [e.data.step as { phase: string }] : []))
+        .map((s) => s.phase)
+    await waitFor(() => phases().includes('ready'), 'the ready step is published')
+    expect(phases()).toEqual(['validating', 'stopping', 'launching', 'loading', 'ready'])
     const after = await json(await daemon.admin('/api/swap'))
     expect(after.body.loaded).toMatchObject({ key: 'second', served: 'sim/second', mode: 'solo' })
     expect(after.body.loaded.since).toEqual(expect.any(Number))

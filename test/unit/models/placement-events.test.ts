@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { downRow, placementRig, type Rig } from '../../helpers/placementRig'
+import { downRow, placementRig, type PublishedEvent, type Rig } from '../../helpers/placementRig'
 
 /**
  * One event for what runs where (issue 40, item 4): `placements.changed` carries the whole view and
@@ -53,4 +53,57 @@ describe('the placement event', () => {
       'waiting: waiting for node3 to answer',
     )
   })
+
+  it('carries the steps in the order the job made them when the first view is read slower', async () => {
+    const r = await placementRig()
+    rigs.push(r)
+    const from = r.published.length
+    // Holds back the first two view reads of the job (its first step's among them) until released.
+    let release = (): void => undefined
+    const gate = new Promise<void>((done) => (release = done))
+    const held = holdFirstReads(r, from, gate)
+    await r.placed('coder', ['node3'])
+    release()
+    await settled(r)
+    expect(held()).toBe(2)
+    expect(stepsOf(r.published.slice(from)).map((s) => s.phase)).toEqual(PHASES)
+  })
+
+  it('sends a step whose view cannot be read in its turn, without the hardware, and the later ones after it', async () => {
+    const r = await placementRig({ viewWaitMs: 20 })
+    rigs.push(r)
+    const from = r.published.length
+    // The first two view reads of the job never answer.
+    const held = holdFirstReads(r, from, new Promise<never>(() => undefined))
+    await r.placed('coder', ['node3'])
+    for (let i = 0; i < 500 && stepsOf(r.published.slice(from)).length < PHASES.length; i++)
+      await new Promise((done) => setTimeout(done, 10))
+    const changed = r.published.slice(from).filter((e) => e.name === 'placements.changed')
+    expect(stepsOf(changed).map((s) => s.phase)).toEqual(PHASES)
+    expect(held()).toBe(2)
+    // Without the hardware a node's RAM is unknown: the two views went out so; the views after them read it again.
+    const unread = changed.filter((e) => e.name === 'placements.changed' && e.data.nodes[0]?.ram_total_bytes === null)
+    expect(unread).toHaveLength(2)
+    expect(changed.at(-1)?.name === 'placements.changed' && changed.at(-1)?.data).toMatchObject({
+      nodes: r.names.map(() => ({ ram_total_bytes: expect.any(Number) })),
+    })
+  })
 })
+
+const PHASES = ['validating', 'stopping', 'launching', 'loading', 'ready']
+
+/** The job steps `placements.changed` carried, in order. */
+function stepsOf(events: readonly PublishedEvent[]) {
+  return events.flatMap((e) => (e.name === 'placements.changed' && e.data.step ? [e.data.step] : []))
+}
+
+/** Holds the first two hardware reads after the job's first step on `gate`; returns how many it held. */
+function holdFirstReads(r: Rig, from: number, gate: Promise<void>): () => number {
+  let held = 0
+  r.beforeHardware(async () => {
+    if (held >= 2 || !r.published.slice(from).some((e) => e.name === 'swap.state')) return
+    held += 1
+    await gate
+  })
+  return () => held
+}

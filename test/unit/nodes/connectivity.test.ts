@@ -4,8 +4,10 @@ import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger, MemorySink } from '../../../src-main/lib/logger'
-import { ConnectivityStore, MAX_EVENTS, parseStore } from '../../../src-main/nodes/connectivity'
+import { ConnectivityStore, followSwaps, MAX_EVENTS, parseStore } from '../../../src-main/nodes/connectivity'
+import { EventBus } from '../../../src-main/platform/eventBus'
 import { keptAsideCopy } from '../../helpers/keptAside'
+import { placementsChanged, placementStep } from '../../helpers/placementStep'
 
 describe('ConnectivityStore', () => {
   let dir: string
@@ -128,5 +130,32 @@ describe('ConnectivityStore', () => {
       node1: { state: 'down', last_change: 1 },
       spark2: { state: 'up', last_change: 1700000000500 },
     })
+  })
+})
+
+describe('followSwaps', () => {
+  /** The plans followSwaps marks, fed by a bus. */
+  const rig = () => {
+    const bus = new EventBus(new ManualClock())
+    const plans: (string | null)[] = []
+    followSwaps(bus, { plan: (subject, reason) => void (subject === 'llm' && plans.push(reason)) })
+    return { bus, plans }
+  }
+
+  it('marks a swap on node1 as planned from the step of placements.changed, and clears it when the job ends', () => {
+    const { bus, plans } = rig()
+    bus.publish('placements.changed', placementsChanged(null))
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'validating' })))
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'loading', loaded: null })))
+    expect(plans).toEqual(['planned swap: org/qwen → coder'])
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'ready' })))
+    expect(plans).toEqual(['planned swap: org/qwen → coder', null])
+  })
+
+  it('leaves the llm unmarked for a job on other nodes and for the swap.state alias alone', () => {
+    const { bus, plans } = rig()
+    bus.publish('placements.changed', placementsChanged(placementStep({ nodes: ['node3'], placement_id: 'node3' })))
+    bus.publish('swap.state', placementStep({ phase: 'validating', job_id: 'swap-2' }))
+    expect(plans).toEqual([])
   })
 })

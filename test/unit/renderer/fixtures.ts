@@ -37,3 +37,16 @@ export const swapJobRecord = (startedAt: number, over: Record<string, unknown> =
   error: null,
   ...over,
 })
+
+/**
+ * A `placements.changed` push event carrying a placement job's step (how the daemon tells a step), with
+ * `view` the placements view it leaves (none placed and no nodes when absent).
+ */
+export const stepEvent = (seq: number, at: number, step: Record<string, unknown>, view: object = noPlacements) => ({
+  seq,
+  at,
+  name: 'placements.changed' as const,
+  data: { ...view, step },
+})
+
+const noPlacements = { placements: [], nodes: [], changing: null, job: null }

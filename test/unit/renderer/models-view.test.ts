@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BackendError, type BackendApi, type OutputOf } from '../../../src-renderer/api'
 import { button, buttons, flush, mountWith, unmountAll } from './mount'
-import { hardwareRow } from './fixtures'
+import { hardwareRow, stepEvent } from './fixtures'
 import { contract } from '../../../src-main/contract'
 import { parseInput } from '../../../src-main/app/invoke'
 import ModelsView from '../../../src-renderer/views/ModelsView.vue'
@@ -320,19 +320,10 @@ describe('Models view: swap', () => {
     const subs: Sub[] = []
     const el = await mountWith(ModelsView, fakeApi([], subs))
     const events = subs.find((s) => s.method === 'streamEvents')!
-    events.onEvent({
-      seq: 1,
-      at: T,
-      name: 'swap.state',
-      data: { key: 'big-moe', mode: 'cluster', phase: 'launching', job_id: 'swap-9', loaded: null, detail: null },
-    })
+    const step = { key: 'big-moe', mode: 'cluster', job_id: 'swap-9', loaded: null, detail: null }
+    events.onEvent(stepEvent(1, T, { ...step, phase: 'launching' }))
     await flush()
-    events.onEvent({
-      seq: 2,
-      at: T,
-      name: 'swap.state',
-      data: { key: 'big-moe', mode: 'cluster', phase: 'loading', job_id: 'swap-9', loaded: null, detail: null },
-    })
+    events.onEvent(stepEvent(2, T, { ...step, phase: 'loading' }))
     const job = subs.find((s) => s.method === 'streamJob')!
     expect(job.input).toEqual({ id: 'swap-9' })
     job.onEvent({ type: 'phase', seq: 1, phase: 'loading' })
@@ -742,12 +733,16 @@ describe('Models view: one record of the loaded model, the swap and the download
     job.onEvent({ type: 'phase', seq: 5, phase: 'Failed' })
     subs
       .find((s) => s.method === 'streamEvents')!
-      .onEvent({
-        seq: 1,
-        at: Date.now(),
-        name: 'swap.state',
-        data: { key: 'big-moe', mode: 'cluster', phase: 'failed', job_id: 'swap-7', loaded: null, detail: why },
-      })
+      .onEvent(
+        stepEvent(1, Date.now(), {
+          key: 'big-moe',
+          mode: 'cluster',
+          phase: 'failed',
+          job_id: 'swap-7',
+          loaded: null,
+          detail: why,
+        }),
+      )
     job.onEvent({ type: 'end', seq: 6, state: 'failed', error: why, result: null })
     await flush()
     const box = el.querySelector('section[aria-label="Swap progress"]') as HTMLElement

@@ -4,6 +4,7 @@ import { createPinia, setActivePinia } from 'pinia'
 import { initBackend, type BackendApi, type OutputOf } from '../../../src-renderer/api'
 import { button, buttons, flush, mountWith, stubCanvas, unmountAll } from './mount'
 import { hardwareRow, swapJobRecord } from './fixtures'
+import { placementStep } from '../../helpers/placementStep'
 import { usePlacementsStore } from '../../../src-renderer/stores/placements'
 import { placeChoices } from '../../../src-renderer/components/models/placeChoices'
 import ClusterView from '../../../src-renderer/views/ClusterView.vue'
@@ -194,6 +195,23 @@ describe('placements store', () => {
     const reloaded = usePlacementsStore()
     await reloaded.refresh()
     expect(reloaded.view).toEqual(store.view)
+  })
+
+  it("takes node1's swap step from placements.changed, not from the swap.state alias", async () => {
+    const server: Server = { view: startView() }
+    const { store, subs } = await followingStore(server)
+    const push = subs[0]!.onEvent
+    push(event(1, 'swap.state', placementStep({ phase: 'validating', job_id: 'swap-8' })))
+    expect(store.lastSwap).toBeNull()
+    const step = placementStep({ phase: 'loading', job_id: 'swap-9' })
+    push(event(2, 'placements.changed', { ...startView(), changing: changing({ id: 'node1' }), job: job(), step }))
+    expect(store.lastSwap).toEqual(step)
+    expect(store.swapView?.swapping).toMatchObject({ key: 'coder', phase: 'loading' })
+    expect(store.view?.changing?.id).toBe('node1')
+    // A view with no step (nothing but the view changed) leaves the last step as it was.
+    push(event(3, 'placements.changed', { ...startView(), step: null }))
+    expect(store.lastSwap).toEqual(step)
+    store.unfollow()
   })
 
   it('follows the placement job: its job updates, the busy reason, and a resync re-reads', async () => {
@@ -416,19 +434,17 @@ describe('Models view: the models placed beside node1', () => {
 
     // Placing on node4: node1's model keeps serving, and the bar says where the job is.
     const push = subs.find((s) => s.method === 'streamEvents')!.onEvent
-    push(
-      event(1, 'swap.state', {
-        key: 'coder',
-        mode: 'solo',
-        phase: 'loading',
-        job_id: 'swap-9',
-        loaded: { key: 'qwen3-32b-fp8', served: 'Qwen/Qwen3-32B-FP8', mode: 'solo', since: T - 60_000, layout: null },
-        detail: null,
-        placement_id: 'node4',
-        nodes: ['node4'],
-      }),
-    )
-    push(event(2, 'placements.changed', { ...server.view, changing: changing({ id: 'node4' }), job: job() }))
+    const step = {
+      key: 'coder',
+      mode: 'solo',
+      phase: 'loading',
+      job_id: 'swap-9',
+      loaded: { key: 'qwen3-32b-fp8', served: 'Qwen/Qwen3-32B-FP8', mode: 'solo', since: T - 60_000, layout: null },
+      detail: null,
+      placement_id: 'node4',
+      nodes: ['node4'],
+    }
+    push(event(1, 'placements.changed', { ...server.view, changing: changing({ id: 'node4' }), job: job(), step }))
     await flush()
     expect(bar()).not.toContain('swapping')
     expect(bar()).toContain('Qwen 32B')
