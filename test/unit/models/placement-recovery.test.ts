@@ -178,9 +178,13 @@ describe('a node that reboots', () => {
     const r = await rig({ clock, loadDelayMs: 300 })
     await r.placed('coder', ['node3'])
     rebootDown(r, 'node3')
+    // Down again, once, while the relaunched engine loads (the job tails its log more than once; a
+    // second reboot landing after the node is back would leave it down for the rest of the test).
+    let downAgain = false
     r.onCommand((c) => {
-      // Down again while the relaunched engine loads.
-      if (c.kind === 'tail' && launches(r).length === 2) setTimeout(() => rebootDown(r, 'node3'), 20)
+      if (c.kind !== 'tail' || launches(r).length !== 2 || downAgain) return
+      downAgain = true
+      setTimeout(() => rebootDown(r, 'node3'), 20)
     })
     rebootUp(r, 'node3')
     await vi.waitFor(() => expect(r.jobs.list('swap')[0]?.state).toBe('failed'), { timeout: 5000 })
