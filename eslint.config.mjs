@@ -36,6 +36,14 @@ const DOMAIN_ORDER = {
 const CLUSTER_DOMAINS = ['nodes', 'models', 'services', 'updates', 'gateway']
 const BASE = ['platform', 'contract', 'config', 'lib']
 /** What a domain may take of http/: reading bodies, answering, the request's state. */
+/** The product's own source, held to the size and complexity caps. */
+const PRODUCT_SOURCES = [
+  'src-main/**/*.ts',
+  'src-preload/**/*.ts',
+  'src-shared/**/*.ts',
+  'src-renderer/**/*.ts',
+  'src-renderer/**/*.vue',
+]
 const HTTP_KIT = ['body.ts', 'bodyDeadline.ts', 'respond.ts', 'requestState.ts', 'surfaces.ts']
 const ENTRY_FILES = ['module.ts', 'types.ts']
 
@@ -173,35 +181,17 @@ export default tseslint.config(
   },
   {
     // A file a newcomer can hold in mind: past 500 lines it is two things (issue 40).
-    files: [
-      'src-main/**/*.ts',
-      'src-preload/**/*.ts',
-      'src-shared/**/*.ts',
-      'src-renderer/**/*.ts',
-      'src-renderer/**/*.vue',
-    ],
+    files: PRODUCT_SOURCES,
     rules: { 'max-lines': ['warn', { max: 500 }] },
   },
   {
     // A newcomer reads any function on one screen.
-    files: [
-      'src-main/**/*.ts',
-      'src-preload/**/*.ts',
-      'src-shared/**/*.ts',
-      'src-renderer/**/*.ts',
-      'src-renderer/**/*.vue',
-    ],
+    files: PRODUCT_SOURCES,
     rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
   },
   {
     // ...and follows its branches in one sitting.
-    files: [
-      'src-main/**/*.ts',
-      'src-preload/**/*.ts',
-      'src-shared/**/*.ts',
-      'src-renderer/**/*.ts',
-      'src-renderer/**/*.vue',
-    ],
+    files: PRODUCT_SOURCES,
     rules: { complexity: ['error', 15] },
   },
   {
