@@ -97,6 +97,8 @@ export const PlaygroundChatEvent = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('done'),
     model: z.string(),
+    /** The placement that answered (e.g. `node2`); null when the llm service did, without placements. */
+    placement: z.string().nullable(),
     chunks: z.number(),
     ttfb_ms: z.number().nullable(),
     total_ms: z.number(),
@@ -150,13 +152,15 @@ export const gatewayContract = {
     }),
   }),
   gatewayUpstreams: method({
-    summary: 'Probe every upstream now (health and latency), with the model the llm serves',
+    summary: 'Probe every upstream now (health and latency), with the models the llm routes serve',
     http: 'GET /api/gateway/upstreams',
     input: z.object({}),
     output: z.object({
       upstreams: z.array(UpstreamHealth),
       /** The id the llm lists first (what snippets name), null when it lists none or is down. */
       llm_model: z.string().nullable(),
+      /** The llm models served now, as /v1/models lists them, with the placement serving each (Try it picks one). */
+      llm_models: z.array(z.object({ id: z.string(), placement: z.string().nullable() })),
     }),
   }),
   gatewayVoices: method({
@@ -171,11 +175,13 @@ export const gatewayContract = {
     }),
   }),
   playgroundChat: method({
-    summary: 'Playground: stream a chat answer from the loaded llm (one prompt)',
+    summary: 'Playground: stream a chat answer from the placement serving `model` (one prompt)',
     http: 'POST /api/gateway/playground/chat',
     stream: true,
     input: z.object({
       prompt: z.string().min(1).max(8000),
+      /** A model /v1/models lists; absent: the first the llm lists, as before placements. */
+      model: z.string().min(1).max(200).optional(),
       system: z.string().max(4000).optional(),
       max_tokens: z.number().int().min(1).max(4096).optional(),
     }),

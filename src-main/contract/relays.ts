@@ -251,9 +251,9 @@ export const gatewayRelays = {
   },
   'GET /v1/models': {
     operationId: 'listOpenAiModels',
-    summary: 'The loaded llm model, the asr model and every tts voice',
+    summary: 'Every model the placements serve, the asr model and every tts voice',
     description:
-      'The llm’s models, the asr model and every tts voice, merged into one OpenAI model list (`owned_by` names the service). A service that does not answer is left out of the list, never an error.',
+      'Every id each placement’s engine lists (node1’s llm among them), the asr model and every tts voice, merged into one OpenAI model list (`owned_by` names the service). A service that does not answer is left out of the list, never an error.',
     answer: { why: 'The merged model list.', content: { 'application/json': OpenAiModelList } },
     errors: EDGE,
   },

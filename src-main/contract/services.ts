@@ -80,7 +80,7 @@ export const DeepHealthResult = z.object({
   error: z.string().nullable(),
   /** e.g. "no model currently loaded (idle)". */
   note: z.string().nullable(),
-  /** The error matched a wedge pattern. */
+  /** The error carries a known wedge error (cudaErrorUnknown, …); a bare HTTP 500 is restarted but not wedged. */
   wedged: z.boolean(),
   restart: z.object({
     requested: z.boolean(),

@@ -50,7 +50,14 @@ export function infoHandlers(d: InfoHandlerDeps): InfoHandlers {
       histogram: d.log.histogram(),
       total: d.log.totalCount,
     }),
-    gatewayUpstreams: async (_in, ctx) => probeUpstreams(d, ctx.signal),
+    gatewayUpstreams: async (_in, ctx) => {
+      // The same list /v1/models answers: a model picker offers only what a request can reach.
+      const [probed, served] = await Promise.all([
+        probeUpstreams(d, ctx.signal),
+        d.lists.servedModels().catch(() => []),
+      ])
+      return { ...probed, llm_models: served }
+    },
     gatewayVoices: async () => {
       const aliases = await d.voices.table()
       try {

@@ -187,7 +187,7 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
     handlers: {
       ...infoHandlers({ config, services, need, scrubber, lists, voices, log, keys }),
       ...consumerKeyHandlers({ keys, usage, legacyKeys: config.consumerApiKeys.length, clock }),
-      ...playgroundHandlers({ need, lists, voices, spool, probe, log }),
+      ...playgroundHandlers({ need, lists, voices, spool, probe, log, placements }),
     },
     requestLog: log,
     inFlightOf: (id) => placements?.inFlightOf(id) ?? 0,

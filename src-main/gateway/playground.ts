@@ -4,6 +4,7 @@ import type { Handlers } from '../contract/define'
 import type { gatewayContract } from '../contract/gateway'
 import type { ProbeStart } from '../services/types'
 import type { ModelLists } from './relay/modelLists'
+import type { PlacementUpstreams } from './relay/placementUpstreams'
 import type { RequestLog } from './relay/requestLog'
 import { parseSpeech, synthesize, type VoiceAliases } from './audio/speech'
 import type { UploadSpool } from './audio/spool'
@@ -26,10 +27,19 @@ export interface PlaygroundDeps {
   readonly spool: UploadSpool
   /** The gateway's request log: playground calls show there beside LAN clients' requests. */
   readonly log: RequestLog
+  /** The placements the /v1 chat routes go to; absent: node1's llm alone. */
+  readonly placements?: PlacementUpstreams
   probe(service: 'asr' | 'tts'): (reason: string) => ProbeStart
 }
 
-type Recorded = { status: number; bytes: number; ttfb_ms: number | null; streamed: boolean; aborted: boolean }
+type Recorded = {
+  status: number
+  bytes: number
+  ttfb_ms: number | null
+  streamed: boolean
+  aborted: boolean
+  placement?: string | null
+}
 
 /** One playground call as a request-log entry, from its start time and how it ended. */
 function record(log: RequestLog, method: string, path: string, t0: number, r: Recorded): void {
@@ -72,12 +82,13 @@ async function* loggedChat(
   let ttfb: number | null = null
   let bytes = 0
   let outcome: Pick<Recorded, 'status' | 'aborted'> = { status: 499, aborted: true }
+  let placement: string | null = null
   try {
     for await (const ev of events) {
       if (ev.type === 'delta') {
         ttfb ??= Math.round((performance.now() - t0) * 100) / 100
         bytes += Buffer.byteLength(ev.text)
-      }
+      } else placement = ev.placement
       yield ev
     }
     outcome = { status: 200, aborted: false }
@@ -85,7 +96,8 @@ async function* loggedChat(
     outcome = failure(err, signal)
     throw err
   } finally {
-    record(log, 'POST', '/api/gateway/playground/chat', t0, { ...outcome, bytes, ttfb_ms: ttfb, streamed: true })
+    const r = { ...outcome, bytes, ttfb_ms: ttfb, streamed: true, placement }
+    record(log, 'POST', '/api/gateway/playground/chat', t0, r)
   }
 }
 
@@ -95,7 +107,7 @@ export function playgroundHandlers(d: PlaygroundDeps): PlaygroundHandlers {
     playgroundChat: (input, ctx) =>
       loggedChat(
         d.log,
-        playgroundChat(d.need('llm'), () => d.lists.llmModels(), input, ctx.signal),
+        playgroundChat((signal) => chatTarget(d, input.model, signal), input, ctx.signal),
         ctx.signal,
       ),
     playgroundSpeech: logged(
@@ -162,23 +174,59 @@ export function playgroundHandlers(d: PlaygroundDeps): PlaygroundHandlers {
 
 type ChatEvent =
   | { type: 'delta'; text: string }
-  | { type: 'done'; model: string; chunks: number; ttfb_ms: number | null; total_ms: number }
+  | { type: 'done'; model: string; placement: string | null; chunks: number; ttfb_ms: number | null; total_ms: number }
 
-/** Streams a chat answer for the playground as delta events, from the same llm the /v1 proxy uses. */
+/** Where one playground chat goes, the `model` it names, and what ends its hold on the placement. */
+interface ChatTarget {
+  readonly llm: Upstream
+  readonly model: string
+  readonly placement: string | null
+  release(): void
+}
+
+/**
+ * The placement serving `model`, picked as the /v1 chat route picks (the router's copies, the least
+ * busy, held while a placement job touches it); without placements, node1's llm and its first model.
+ */
+async function chatTarget(d: PlaygroundDeps, model: string | undefined, signal: AbortSignal): Promise<ChatTarget> {
+  const p = d.placements
+  if (p !== undefined) {
+    const route = p.pick(await p.router.admit(model ?? null, signal))
+    const llm = p.upstream(route)
+    p.begin(route.id)
+    return { llm, model: model ?? route.served, placement: route.id, release: () => p.end(route.id) }
+  }
+  let first = model
+  try {
+    first ??= (await d.lists.llmModels())[0]?.id
+  } catch (err) {
+    throw new ApiError('upstream_unreachable', `llm is unreachable: ${(err as Error).message}`)
+  }
+  if (!first) throw new ApiError('conflict', 'no model is loaded in the llm')
+  return { llm: d.need('llm'), model: first, placement: null, release: () => undefined }
+}
+
+/** Streams a chat answer for the playground as delta events, from the upstream the /v1 proxy would use. */
 async function* playgroundChat(
-  llm: Upstream,
-  listModels: () => Promise<{ id: string }[]>,
+  target: (signal: AbortSignal) => Promise<ChatTarget>,
   input: { prompt: string; system?: string; max_tokens?: number },
   signal: AbortSignal,
 ): AsyncGenerator<ChatEvent> {
   const t0 = performance.now()
-  let model: string | undefined
+  const to = await target(signal)
   try {
-    model = (await listModels())[0]?.id
-  } catch (err) {
-    throw new ApiError('upstream_unreachable', `llm is unreachable: ${(err as Error).message}`)
+    yield* chatStream(to, input, signal, t0)
+  } finally {
+    to.release()
   }
-  if (!model) throw new ApiError('conflict', 'no model is loaded in the llm')
+}
+
+async function* chatStream(
+  { llm, model, placement }: ChatTarget,
+  input: { prompt: string; system?: string; max_tokens?: number },
+  signal: AbortSignal,
+  t0: number,
+): AsyncGenerator<ChatEvent> {
   const messages = [
     ...(input.system ? [{ role: 'system', content: input.system }] : []),
     { role: 'user', content: input.prompt },
@@ -224,6 +272,7 @@ async function* playgroundChat(
   yield {
     type: 'done',
     model,
+    placement,
     chunks,
     ttfb_ms: ttfb === null ? null : Math.round(ttfb),
     total_ms: Math.round(performance.now() - t0),

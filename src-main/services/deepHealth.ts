@@ -15,7 +15,15 @@ import {
 } from './deepHealthHook'
 import { inspectContainer } from './containers'
 import type { SshPool } from '../ssh/pool'
-import { failed, NoAnswer, PROBE_TIMEOUTS_MS, wedgePattern, type ProbeOutcome, type ProbeSet } from './probeOutcome'
+import {
+  failed,
+  NoAnswer,
+  PROBE_TIMEOUTS_MS,
+  wedgePattern,
+  wedgeSignature,
+  type ProbeOutcome,
+  type ProbeSet,
+} from './probeOutcome'
 import { DeepHealthRecords, isPlacementSubject, isProbedService, kindOf, PROBED_SERVICES } from './deepHealthRecords'
 import type { ServiceControl, ServiceLocation } from './types'
 import { graceDetail, RESTART_LIMITS, restartHold } from '../platform/restartLimits'
@@ -299,7 +307,8 @@ export class DeepHealth implements DeepHealthHook {
       latency_ms: latency,
       error,
       note: outcome.note,
-      wedged: wedge !== null,
+      // Labelled for what it is: a known wedge error is "wedged", a bare HTTP 500 only "failing".
+      wedged: wedge !== null && wedgeSignature(outcome.error ?? '') !== null,
       restart,
     }
     this.record(service, result)

@@ -15,10 +15,18 @@ const WEDGE_PATTERNS: readonly { name: string; test: RegExp }[] = [
   { name: 'engine core init failure', test: /engine[ _-]?core[^\n]{0,40}(initiali[sz]ation failed|failed to start)/i },
 ]
 
-/** The wedge pattern a failure matches (an HTTP 500, or one of the known error texts), or null. */
-export function wedgePattern(status: number | null, text: string): string | null {
+/** The known wedge error a failure's text carries (cudaErrorUnknown, …), or null: what "wedged" means. */
+export function wedgeSignature(text: string): string | null {
   for (const p of WEDGE_PATTERNS) if (p.test.test(text)) return p.name
-  return status === 500 ? 'HTTP 500' : null
+  return null
+}
+
+/**
+ * Why a failure restarts the container (a known wedge error, else an HTTP 500), or null. A bare
+ * HTTP 500 is restarted too, but it is a failure, not a wedge: it is not labelled wedged.
+ */
+export function wedgePattern(status: number | null, text: string): string | null {
+  return wedgeSignature(text) ?? (status === 500 ? 'HTTP 500' : null)
 }
 
 /** What one probe saw. `status` is the HTTP status of a failed call (null: no answer). */

@@ -264,7 +264,9 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
       return 'asr wedged: transcriptions answer 500 cudaErrorUnknown until its container restarts'
     }
     if (cmd === 'fault' && a && a in fakes && b) {
-      await fakes[a as keyof typeof fakes].setFault(b as 'none')
+      // error500 is an HTTP 500 and nothing more (a plain message): `wedge asr` is the wedge.
+      const fault = b === 'error500' ? { kind: 'error500' as const, message: 'Internal Server Error' } : (b as 'none')
+      await fakes[a as keyof typeof fakes].setFault(fault)
       return `${a} fault ${b}`
     }
     return HELP

@@ -11,6 +11,12 @@ export interface ModelId {
   created?: number
 }
 
+/** A model the llm routes serve now and the placement serving it (null: the llm service, no placements). */
+export interface ServedModel {
+  id: string
+  placement: string | null
+}
+
 const LIST_TTL_MS = 60_000
 const LIST_TIMEOUT_MS = 5_000
 
@@ -81,11 +87,19 @@ export class ModelLists {
     return { object: 'list', data }
   }
 
-  /** The placed models as the engines last listed them (no call out), else what the llm service lists. */
+  /**
+   * The models the llm routes serve, as /v1/models lists them: the placed ones as the engines last
+   * listed them (no call out), each with its placement, else what the llm service lists.
+   */
+  async servedModels(): Promise<ServedModel[]> {
+    if (this.placed === undefined) return (await this.llmModels()).map((m) => ({ id: m.id, placement: null }))
+    // Every id each engine lists (aliases, LoRA adapters, the catalog key it was launched with).
+    return this.placed().flatMap((r) => (r.names ?? [r.served]).map((id) => ({ id, placement: r.id })))
+  }
+
   private async placedModels(): Promise<ModelId[]> {
     if (this.placed === undefined) return this.llmModels()
-    // Every id each engine lists (aliases, LoRA adapters, the catalog key it was launched with).
-    return this.placed().flatMap((r) => (r.names ?? [r.served]).map((id) => ({ id })))
+    return (await this.servedModels()).map((m) => ({ id: m.id }))
   }
 
   private async listFrom(name: 'llm' | 'asr'): Promise<ModelId[]> {

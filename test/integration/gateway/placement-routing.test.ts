@@ -19,6 +19,9 @@ import { LoopbackServer } from '../../fakes/loopback'
 import { FakeRouter } from '../../helpers/fakeRouter'
 import { waitFor } from './setup'
 import { RelayBodyParser } from '../../../src-main/gateway/relay/relayBodyParser'
+import { playgroundHandlers } from '../../../src-main/gateway/playground'
+import type { UploadSpool } from '../../../src-main/gateway/audio/spool'
+import type { VoiceAliases } from '../../../src-main/gateway/audio/speech'
 import { GATEWAY_JSON_DEPTH } from '../../../src-main/gateway/relay/wire'
 
 /**
@@ -269,6 +272,49 @@ describe('usage and metrics by placement', () => {
     expect(text).toMatch(
       /tandem_gateway_request_duration_seconds_count\{route="\/v1\/chat\/completions",placement="node2"\} \d/,
     )
+  })
+})
+
+describe('the Gateway view’s Try it', () => {
+  const unused = (): never => {
+    throw new Error('not used by the chat')
+  }
+  const chat = (model?: string) =>
+    playgroundHandlers({
+      need: () => unused(),
+      lists,
+      voices: {} as VoiceAliases,
+      spool: {} as UploadSpool,
+      log,
+      placements,
+      probe: () => unused,
+    }).playgroundChat({ prompt: 'hi', ...(model ? { model } : {}) }, { signal: new AbortController().signal } as never)
+
+  it('offers the models /v1/models lists, each with the placement serving it', async () => {
+    expect(await lists.servedModels()).toEqual([
+      { id: 'org/Big-120B', placement: 'node1' },
+      { id: 'org/Coder-30B', placement: 'node2' },
+      { id: 'org/Vision-12B', placement: 'node3+node4' },
+    ])
+  })
+
+  it('asks the placement serving the picked model and logs that placement', async () => {
+    const asked = engines['node2']!.requests.length
+    const events = []
+    for await (const e of chat('org/Coder-30B')) events.push(e)
+    expect(events.at(-1)).toMatchObject({ type: 'done', model: 'org/Coder-30B', placement: 'node2' })
+    const sent = engines['node2']!.requests.slice(asked)
+    expect(sent.map((r) => r.path)).toEqual(['/v1/chat/completions'])
+    expect(JSON.parse(sent[0]!.body)).toMatchObject({ model: 'org/Coder-30B', stream: true })
+    expect(log.list(1)[0]).toMatchObject({ path: '/api/gateway/playground/chat', playground: true, placement: 'node2' })
+    expect(placements.inFlightOf('node2')).toBe(0)
+  })
+
+  it('without a pick, asks node1’s llm for its served model', async () => {
+    const events = []
+    for await (const e of chat()) events.push(e)
+    expect(events.at(-1)).toMatchObject({ type: 'done', model: 'org/Big-120B', placement: 'node1' })
+    expect(log.list(1)[0]!.placement).toBe('node1')
   })
 })
 

@@ -148,6 +148,17 @@ describe('OpenAPI documents: the gateway relays', () => {
   })
 })
 
+describe('GET /v1/models in the documents', () => {
+  it('says it lists every model the placements serve, not one loaded llm model', () => {
+    for (const doc of [docs.public, docs.full]) {
+      const list = op(doc, '/v1/models', 'get')
+      expect(list.summary).toBe('Every model the placements serve, the asr model and every tts voice')
+      expect(String(list.description)).toContain('each placement’s engine')
+      expect(`${String(list.summary)} ${String(list.description)}`).not.toMatch(/loaded llm model|the llm’s models/i)
+    }
+  })
+})
+
 describe('the Gateway view lists the same routes', () => {
   it('takes each relay and consumer method row from its one description', () => {
     const rows = gatewayEndpoints()

@@ -46,6 +46,7 @@ const answers: Record<string, unknown> = {
         streamed: true,
         aborted: false,
         playground: true,
+        placement: 'node2',
       },
       {
         seq: 1,
@@ -70,6 +71,11 @@ const answers: Record<string, unknown> = {
       { name: 'vector', url: null, state: 'not_configured', latency_ms: null, detail: 'set VECTOR_URL' },
     ],
     llm_model: 'Qwen/Qwen3-32B',
+    llm_models: [
+      { id: 'Qwen/Qwen3-32B', placement: 'node1' },
+      { id: 'qwen3-32b', placement: 'node1' },
+      { id: 'nvidia/Gemma-4-26B-A4B-NVFP4', placement: 'node2' },
+    ],
   },
   gatewayVoices: {
     voices: [
@@ -176,14 +182,84 @@ describe('Gateway view', () => {
     send.click()
     await flush()
     expect(el.querySelector('.gw-answer')!.textContent).toBe('You said: hi')
-    expect(calls.find((c) => c.method === 'playgroundChat')!.input).toEqual({ prompt: 'Say hello to the cluster.' })
+    expect(calls.find((c) => c.method === 'playgroundChat')!.input).toEqual({
+      prompt: 'Say hello to the cluster.',
+      model: 'Qwen/Qwen3-32B',
+    })
 
-    const voice = el.querySelectorAll('select')[1] as HTMLSelectElement
+    // The model picker, then the speech playground's language and voice.
+    const voice = el.querySelectorAll('select')[2] as HTMLSelectElement
     expect([...voice.options].map((o) => o.value)).toEqual(['Multivoice.EN-US.Aria', 'Multivoice.DE-DE.Lena'])
     const speak = button(el, 'Speak')
     speak.click()
     await flush()
     expect(calls.find((c) => c.method === 'playgroundSpeech')!.input).toMatchObject({ voice: 'Multivoice.EN-US.Aria' })
     expect(el.querySelector('audio')!.getAttribute('src')).toBe('blob:wav')
+  })
+
+  it('picks among the served models: the chat asks the one picked and the snippets name it', async () => {
+    const calls: { method: string; input: unknown }[] = []
+    const el = await mount(calls)
+    const picker = el.querySelector<HTMLSelectElement>('#gw-model')!
+    expect(el.querySelector('label[for="gw-model"]')!.textContent).toBe('Model')
+    expect([...picker.options].map((o) => o.textContent?.trim())).toEqual([
+      'Qwen/Qwen3-32B (node1)',
+      'qwen3-32b (node1)',
+      'nvidia/Gemma-4-26B-A4B-NVFP4 (node2)',
+    ])
+    expect(picker.value).toBe('Qwen/Qwen3-32B')
+    picker.value = 'nvidia/Gemma-4-26B-A4B-NVFP4'
+    picker.dispatchEvent(new Event('change'))
+    await flush()
+    const chat = el.querySelector('[data-testid="snippet-chat"] pre')?.textContent ?? ''
+    expect(chat).toContain('"model": "nvidia/Gemma-4-26B-A4B-NVFP4"')
+    const py = el.querySelector('[data-testid="snippet-python"] pre')?.textContent ?? ''
+    expect(py).toContain('model="nvidia/Gemma-4-26B-A4B-NVFP4"')
+    button(el, 'Send').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'playgroundChat')!.input).toEqual({
+      prompt: 'Say hello to the cluster.',
+      model: 'nvidia/Gemma-4-26B-A4B-NVFP4',
+    })
+  })
+
+  it('shows the placement that served each logged request', async () => {
+    const el = await mount([])
+    expect(el.querySelector('.gw-log thead')!.textContent).toContain('placement')
+    const cells = [...el.querySelectorAll('[data-testid="log-placement"]')].map((c) => c.textContent?.trim())
+    expect(cells).toEqual(['node2', '—'])
+  })
+
+  it('gives every Copy button its own accessible name saying what it copies', async () => {
+    const el = await mount([])
+    const names = [...el.querySelectorAll('button')]
+      .filter((b) => b.textContent?.trim() === 'Copy')
+      .map((b) => b.getAttribute('aria-label'))
+    expect(names).toEqual([
+      'Copy the streaming chat curl command',
+      'Copy the speech curl command',
+      'Copy the transcription curl command',
+      'Copy the Python snippet',
+      'Copy the base URL http://10.0.0.5:9999/v1',
+    ])
+  })
+
+  it('imports os in the Python snippet only when it reads the key from the environment', async () => {
+    const el = await mount([])
+    const py = el.querySelector('[data-testid="snippet-python"] pre')?.textContent ?? ''
+    expect(py.startsWith('import os\nfrom openai import OpenAI')).toBe(true)
+    unmountAll()
+    const open = { ...(answers.gatewayInfo as object), consumer_key_required: false }
+    const saved = answers.gatewayInfo
+    answers.gatewayInfo = open
+    try {
+      const el2 = await mount([])
+      const py2 = el2.querySelector('[data-testid="snippet-python"] pre')?.textContent ?? ''
+      expect(py2.startsWith('from openai import OpenAI')).toBe(true)
+      expect(py2).not.toContain('import os')
+      expect(py2).toContain('api_key="none"')
+    } finally {
+      answers.gatewayInfo = saved
+    }
   })
 })

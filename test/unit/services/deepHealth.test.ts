@@ -279,6 +279,21 @@ describe('deep health', () => {
     expect(control.restarts).toHaveLength(0)
   })
 
+  it('labels a plain HTTP 500 for what it is: failing, restarted, not wedged', async () => {
+    const { dh, clock, control } = rig()
+    clock.advance(10 * 60_000)
+    await asr.setFault({ kind: 'error500', message: 'Internal Server Error' })
+    const plain = await dh.run('asr')
+    expect(plain).toMatchObject({ ok: false, wedged: false, restart: { requested: true, done: true } })
+    expect(plain.error).toMatch(/HTTP 500/)
+    expect(plain.restart.detail).toContain('HTTP 500')
+    expect(control.restarts).toHaveLength(1)
+    // The same status with a known wedge error in it is a wedge.
+    clock.advance(10 * 60_000)
+    await asr.setFault({ kind: 'error500', message: 'CUDA error: cudaErrorUnknown' })
+    expect(await dh.run('asr')).toMatchObject({ ok: false, wedged: true })
+  })
+
   it('reports a restart that failed, without pretending it happened', async () => {
     const { dh, clock, control } = rig()
     clock.advance(10 * 60_000)
