@@ -2,17 +2,16 @@ import { INLINE_PARSE_BYTES, joinShared, type RelayBodyParser } from './relayBod
 
 /**
  * A relayed body as its chunks arrive. A large one with a declared length goes into one shared
- * buffer (BodyReservation.bufferAhead) that the parser's worker first writes through
- * (RelayBodyParser.warm), or that an earlier body left in memory (bodyBuffers.ts), so neither
- * filling it nor parsing it makes the event loop fault in or copy 60 MB at once; the chunks that
- * arrive meanwhile are kept and copied in once it is ready.
+ * buffer (BodyReservation.bufferAhead) as each chunk comes, from the first: a buffer an earlier body
+ * left in memory (bodyBuffers.ts), or a fresh one whose pages the parser's toucher faults in ahead
+ * of the copies (RelayBodyParser.touch), so the event loop neither faults in nor copies 60 MB at
+ * once. Each chunk's own memory is given back as soon as it is copied (giveBackChunk).
  * Any other body is its chunks, joined at the end.
  */
 export class ArrivingBody {
   private parts: Buffer[] = []
-  /** The shared buffer once the worker has written through it; chunks are copied into it as they come. */
+  /** The shared buffer the chunks are copied into as they come. */
   private body: Buffer | null = null
-  private warming: Promise<void> | null = null
   private received = 0
   private dropped = false
 
@@ -29,37 +28,28 @@ export class ArrivingBody {
   }
 
   /**
-   * Starts warming `buffer` (the declared length's); the chunks go into it once the worker has
-   * written it through, or at once when it is `warmed` already (a reused buffer).
+   * The chunks go into `buffer` (the declared length's) from now on. A fresh one (not `warmed`)
+   * has its pages faulted in by the parser's toucher meanwhile, without changing a byte of it.
    */
   allocatedAhead(buffer: Buffer, warmed = false): void {
-    if (warmed) {
-      let at = 0
-      for (const p of this.parts) at += p.copy(buffer, at)
-      this.parts = []
-      this.body = buffer
-      return
-    }
-    this.warming = this.parser.warm(buffer).then((warmed) => {
-      this.warming = null
-      if (!warmed || this.dropped) return
-      let at = 0
-      for (const p of this.parts) at += p.copy(buffer, at)
-      this.parts = []
-      this.body = buffer
-    })
+    let at = 0
+    for (const p of this.parts) at += p.copy(buffer, at)
+    this.parts = []
+    this.body = buffer
+    if (!warmed) void this.parser.touch(buffer)
   }
 
   /** One more chunk; Node's parser never passes more bytes than a declared length. */
   add(chunk: Buffer): void {
-    if (this.body !== null) chunk.copy(this.body, this.received)
-    else this.parts.push(chunk)
+    const at = this.received
     this.received += chunk.length
+    if (this.body === null) return void this.parts.push(chunk)
+    chunk.copy(this.body, at)
+    giveBackChunk(chunk) // its length is 0 from here on
   }
 
   /** The whole body once it has ended; null when it was dropped meanwhile. */
-  async take(): Promise<Buffer | null> {
-    if (this.warming !== null) await this.warming
+  take(): Buffer | null {
     if (this.dropped) return null
     const body = this.body
     const parts = this.parts
@@ -74,4 +64,22 @@ export class ArrivingBody {
     this.body = null
     this.parts = []
   }
+}
+
+/** ES2024's ArrayBuffer.prototype.transfer, which the project's ES2023 library does not declare. */
+type Transferable = ArrayBuffer & { transfer?: (length: number) => ArrayBuffer }
+
+/**
+ * Frees a chunk's memory once it is copied, when the chunk is the whole of its own ArrayBuffer
+ * (as Node's HTTP parser gives each body chunk). A chunk's few bytes of JavaScript object hold
+ * 64 KiB of memory outside V8's heap that V8 frees only when it collects the object, and V8 counts
+ * such external memory: 60 MB of chunks held until then made it run full mark-compact collections
+ * on the event loop, two or three per body. Detaching the chunk (`transfer(0)`) frees the memory
+ * at once, so the chunks of a large body never add up. Only the relay reads a relayed body.
+ */
+export function giveBackChunk(chunk: Buffer): void {
+  const memory = chunk.buffer as Transferable
+  if (chunk.byteOffset !== 0 || chunk.byteLength !== memory.byteLength) return
+  if (!(memory instanceof ArrayBuffer) || typeof memory.transfer !== 'function') return
+  memory.transfer(0)
 }

@@ -13,10 +13,10 @@ export interface LentBuffer {
 /**
  * Large body buffers (shared memory, see relayBodyParser.ts sharedBody) kept for the next large
  * body once a relayed call has ended well. Fresh memory is what a 60 MB body costs the process:
- * the pages faulted in by the parser's worker writing it through first (~2 s of its CPU on the
- * loaded 2-core machine, taken from the event loop's core) and the external memory V8 answers
- * with garbage collections on the loop. A buffer given back is already in memory: the next body
- * is copied straight in. At most `maxIdleBytes` wait idle, and none after BODY_BUFFERS_IDLE_MS.
+ * the pages faulted in by the parser's toucher (~2 s of its CPU on the loaded 2-core machine,
+ * taken from the event loop's core) and the external memory V8 answers with garbage collections
+ * on the loop. A buffer given back is already in memory: the next body is copied straight in. At
+ * most `maxIdleBytes` wait idle, and none after BODY_BUFFERS_IDLE_MS.
  */
 export class BodyBuffers {
   private idle: Buffer[] = []

@@ -92,13 +92,12 @@ export class ChargedBody {
     this.open = false
     this.stopIdle()
     // The body is no longer held once taken (its reservation stays until the answer ends).
-    void this.arriving.take().then((received) => {
-      if (received === null) return
-      this.deps.parser.parse(received).then(
-        (request) => this.outcome.read(request, received),
-        (err: unknown) => this.outcome.refused(err),
-      )
-    })
+    const received = this.arriving.take()
+    if (received === null) return
+    this.deps.parser.parse(received).then(
+      (request) => this.outcome.read(request, received),
+      (err: unknown) => this.outcome.refused(err),
+    )
   }
 
   private refuse(err: unknown): void {

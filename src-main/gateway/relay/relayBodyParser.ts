@@ -38,7 +38,6 @@ export function joinShared(parts: readonly Buffer[], total: number): Buffer {
 type Parsed =
   | { readonly id: number; readonly model: string | null; readonly stream: boolean; readonly streamOptions: unknown }
   | { readonly id: number; readonly error: 'deep' | 'malformed' | 'object' }
-  | { readonly id: number; readonly warmed: true }
 
 /**
  * The worker's program. It runs from this text (a bundle has no separate file to point a Worker
@@ -48,11 +47,7 @@ function workerSource(): string {
   return `
 const { parentPort } = require('node:worker_threads')
 const jsonDeeperThan = ${jsonDeeperThan.toString()}
-parentPort.on('message', ({ id, bytes, maxDepth, warm }) => {
-  if (warm) {
-    new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength).fill(0)
-    return parentPort.postMessage({ id, warmed: true })
-  }
+parentPort.on('message', ({ id, bytes, maxDepth }) => {
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
   if (jsonDeeperThan(text, maxDepth)) return parentPort.postMessage({ id, error: 'deep' })
   let v
@@ -71,6 +66,20 @@ parentPort.on('message', ({ id, bytes, maxDepth, warm }) => {
 })`
 }
 
+/**
+ * The toucher's program: faults in every 4 KiB page of a fresh body buffer while the event loop
+ * copies the body's chunks into it. Adding 0 atomically to one word per page writes the page (so
+ * the system supplies it here, not on the loop) without changing a byte: a chunk copied into the
+ * same word before or after keeps its bytes.
+ */
+const TOUCHER_SOURCE = `
+const { parentPort } = require('node:worker_threads')
+parentPort.on('message', ({ id, bytes }) => {
+  const words = new Int32Array(bytes.buffer, 0, bytes.buffer.byteLength >> 2)
+  for (let i = 0; i < words.length; i += 1024) Atomics.add(words, i, 0)
+  parentPort.postMessage(id)
+})`
+
 interface Waiting {
   readonly resolve: (m: Parsed) => void
   readonly reject: (err: unknown) => void
@@ -83,9 +92,15 @@ export interface RelayBodyParserOptions {
   readonly timeoutMs: number
 }
 
-/** One worker, started on the first large body and kept; parses run one after another in it. */
+/**
+ * One worker, started on the first large body and kept; parses run one after another in it. A
+ * second, the toucher, faults in fresh body buffers as they fill (touch).
+ */
 export class RelayBodyParser {
   private worker: Worker | null = null
+  private toucher: Worker | null = null
+  /** Touches in flight, by id, with what resolves each. */
+  private readonly touching = new Map<number, () => void>()
   private readonly waiting = new Map<number, Waiting>()
   private next = 1
 
@@ -102,30 +117,51 @@ export class RelayBodyParser {
     }
     // Shared memory is read by the worker in place; any other buffer is copied once into it.
     const bytes = raw.buffer instanceof SharedArrayBuffer ? raw : joinShared([raw], raw.length)
-    return this.ask(bytes, false).then((m) => this.answer(m))
+    return this.ask(bytes).then((m) => this.answer(m))
   }
 
   /**
-   * Has the worker write every page of a fresh sharedBody before anything else does: the system
-   * supplies the memory to the worker, not to the event loop (filling 60 MB of fresh memory on the
-   * main thread cost 0.9–1.2 s of page faults on a loaded machine, up to 170 ms for one 64 KiB
-   * chunk). The caller writes nothing into `body` until this resolves true; false when the worker
-   * could not (the caller then keeps its chunks and joins them).
+   * Has the toucher fault in every page of a fresh sharedBody while the caller copies the body into
+   * it, so the system supplies the memory to the toucher's thread, not to the event loop (60 MB of
+   * fresh memory written on the main thread cost 0.9–1.2 s of page faults on a loaded machine, up
+   * to 170 ms for one 64 KiB chunk). Nothing waits for it: a page the copy reaches first is faulted
+   * in by the copy. A thread of its own, so a long parse never holds it up. Resolves when done.
    */
-  warm(body: Buffer): Promise<boolean> {
-    return this.ask(body, true).then(
-      () => true,
-      () => false,
-    )
+  touch(body: Buffer): Promise<void> {
+    const id = this.next++
+    return new Promise((resolve) => {
+      this.touching.set(id, resolve)
+      this.ensureToucher().postMessage({ id, bytes: body })
+    })
   }
 
-  private ask(bytes: Buffer, warm: boolean): Promise<Parsed> {
+  private ensureToucher(): Worker {
+    if (this.toucher !== null) return this.toucher
+    const w = new Worker(TOUCHER_SOURCE, { eval: true })
+    w.unref()
+    w.on('message', (id: number) => {
+      this.touching.get(id)?.()
+      this.touching.delete(id)
+    })
+    // Touching is only ahead of time: without it the copies fault the pages in themselves.
+    const gone = (): void => {
+      if (this.toucher === w) this.toucher = null
+      for (const done of this.touching.values()) done()
+      this.touching.clear()
+    }
+    w.on('error', gone)
+    w.on('exit', gone)
+    this.toucher = w
+    return w
+  }
+
+  private ask(bytes: Buffer): Promise<Parsed> {
     const id = this.next++
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => this.giveUp(), this.opts.timeoutMs)
       timer.unref()
       this.waiting.set(id, { resolve, reject, timer })
-      this.ensureWorker().postMessage({ id, bytes, maxDepth: this.opts.maxDepth, warm })
+      this.ensureWorker().postMessage({ id, bytes, maxDepth: this.opts.maxDepth })
     })
   }
 
@@ -134,6 +170,8 @@ export class RelayBodyParser {
     this.failAll(new ApiError('unavailable', 'the gateway is stopping', { status: 503 }))
     void this.worker?.terminate()
     this.worker = null
+    void this.toucher?.terminate()
+    this.toucher = null
   }
 
   private ensureWorker(): Worker {
@@ -164,7 +202,6 @@ export class RelayBodyParser {
   /** What the worker read of a body, or the same 400 the inline reading gives. */
   private answer(m: Parsed): RelayRequest {
     if ('model' in m) return { model: m.model, stream: m.stream, streamOptions: m.streamOptions }
-    if (!('error' in m)) throw new Error('the body parser answered a parse with something else')
     throw m.error === 'deep'
       ? jsonTooDeep(this.opts.maxDepth)
       : m.error === 'malformed'

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { ApiError } from '../../../src-main/contract/errors'
-import { INLINE_PARSE_BYTES, RelayBodyParser } from '../../../src-main/gateway/relay/relayBodyParser'
+import { INLINE_PARSE_BYTES, RelayBodyParser, sharedBody } from '../../../src-main/gateway/relay/relayBodyParser'
 import { GATEWAY_JSON_DEPTH, readRelayRequest, type RelayRequest } from '../../../src-main/gateway/relay/wire'
 
 /**
@@ -81,6 +81,19 @@ describe('a large relayed body is read in a worker, as the main thread reads a s
     // Inline, JSON.parse of 40 MB would run in one turn: here the loop kept turning meanwhile.
     expect(turns).toBeGreaterThan(10)
     expect(raw.equals(copy)).toBe(true)
+  })
+
+  it('the toucher faults a fresh buffer in without changing a byte written before or meanwhile', async () => {
+    const body = sharedBody(8 * 1024 * 1024 + 3)
+    for (let i = 0; i < body.length; i += 4093) body[i] = 1 + (i % 250)
+    const touched = parser.touch(body)
+    // Written while the toucher runs over the same pages.
+    for (let i = 1; i < body.length; i += 4093) body[i] = 2 + (i % 250)
+    await touched
+    let wrong = 0
+    for (let i = 0; i < body.length; i += 4093) if (body[i] !== 1 + (i % 250)) wrong++
+    for (let i = 1; i < body.length; i += 4093) if (body[i] !== 2 + (i % 250)) wrong++
+    expect(wrong).toBe(0)
   })
 
   it('parses bodies in flight together, each to its own answer', async () => {
