@@ -30,7 +30,7 @@ export function readEnvFile(file: string): Record<string, string> {
   try {
     text = fs.readFileSync(file, 'utf8')
   } catch (err) {
-    throw new Error(`--env-file ${file}: ${(err as Error).message}`)
+    throw new Error(`--env-file ${file}: ${(err as Error).message}`, { cause: err })
   }
   return parseEnv(text) as Record<string, string>
 }
