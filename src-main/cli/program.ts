@@ -12,6 +12,7 @@ import { HostKeyStore } from '../ssh/hostKeys'
 import { ensureServiceKey } from '../ssh/keys'
 import { SshPool } from '../ssh/pool'
 import { doctorExitCode, formatDoctorLine, runDoctor } from './doctor'
+import { doctorSources, formatDoctorSources, readEnvFile, type DoctorSources } from './doctorSources'
 import { launcherDoctorChecks } from './launcherDoctor'
 import { ModelCatalog } from '../models/catalog'
 import { LLM_IMAGE } from '../models/launch'
@@ -27,6 +28,25 @@ export interface CliIo {
 
 interface GlobalOptions {
   dataDir?: string
+  envFile?: string
+}
+
+/** The environment a command reads: the process's, then --env-file's over it, then --data-dir. */
+function effectiveEnv(
+  io: CliIo,
+  opts: GlobalOptions,
+): { env: NodeJS.ProcessEnv; dataDirFrom: string; file: Record<string, string> } {
+  const file = opts.envFile ? readEnvFile(opts.envFile) : {}
+  const env: NodeJS.ProcessEnv = { ...io.env, ...file, ...(opts.dataDir ? { DATA_DIR: opts.dataDir } : {}) }
+  const set = (v: string | undefined): boolean => v !== undefined && v.trim() !== ''
+  const dataDirFrom = opts.dataDir
+    ? '--data-dir'
+    : set(file.DATA_DIR)
+      ? `DATA_DIR in ${opts.envFile}`
+      : set(io.env.DATA_DIR)
+        ? 'DATA_DIR'
+        : 'the default: DATA_DIR is not set'
+  return { env, dataDirFrom, file }
 }
 
 /**
@@ -54,24 +74,33 @@ function buildProgram(io: CliIo, setStatus: (code: number) => void): Command {
       '--data-dir <dir>',
       'data directory (default: DATA_DIR, else /data when writable, else ~/.local/share/tandem)',
     )
+    .option(
+      '--env-file <file>',
+      "settings as KEY=value lines, read as environment over the process's own (the demo writes one: demo.env)",
+    )
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError()
   const config = (): Config => {
-    const { dataDir } = program.opts<GlobalOptions>()
-    const cfg = loadConfig({ env: dataDir ? { ...io.env, DATA_DIR: dataDir } : io.env })
+    const cfg = loadConfig({ env: effectiveEnv(io, program.opts<GlobalOptions>()).env })
     for (const w of cfg.warnings) io.err(`warning: ${w}\n`)
     return cfg
+  }
+  /** The configuration and what it was read from (`tandem doctor` says both). */
+  const configWithSources = (): { config: Config; sources: DoctorSources } => {
+    const opts = program.opts<GlobalOptions>()
+    const how = effectiveEnv(io, opts)
+    const cfg = config()
+    const choices = { dataDirFrom: how.dataDirFrom, envFile: opts.envFile ?? null, envFileValues: how.file }
+    return { config: cfg, sources: doctorSources(cfg, choices) }
   }
 
   program
     .command('serve')
     .description('run the daemon headless: dashboard, API and gateway on PORT (default 9999)')
     .action(async () => {
-      const { dataDir } = program.opts<GlobalOptions>()
-      const env = dataDir ? { ...io.env, DATA_DIR: dataDir } : io.env
       if (!io.serve) throw new Error('serve is not available here')
-      await io.serve(env)
+      await io.serve(effectiveEnv(io, program.opts<GlobalOptions>()).env)
     })
 
   program
@@ -93,10 +122,13 @@ function buildProgram(io: CliIo, setStatus: (code: number) => void): Command {
   program
     .command('doctor')
     .description(
-      'check each configured node over SSH (reachable, host key, docker, nvidia-smi, launcher) and the llm, asr and tts services; exit 1 when a check fails',
+      'say which data directory, settings file and environment settings it read, then check each configured node over SSH (reachable, host key, docker, nvidia-smi, launcher) and the llm, asr and tts services; exit 1 when a check fails',
     )
     .addOption(new Option('--json', 'print the checks as JSON'))
-    .action(async (opts: { json?: boolean }) => setStatus(await doctorCommand(config(), io, opts.json === true)))
+    .action(async (opts: { json?: boolean }) => {
+      const { config: cfg, sources } = configWithSources()
+      setStatus(await doctorCommand(cfg, sources, io, opts.json === true))
+    })
 
   return program
 }
@@ -161,7 +193,7 @@ function sshKeyCommand(config: Config, io: CliIo, json: boolean): number {
   return 0
 }
 
-async function doctorCommand(config: Config, io: CliIo, json: boolean): Promise<number> {
+async function doctorCommand(config: Config, read: DoctorSources, io: CliIo, json: boolean): Promise<number> {
   const key = ensureServiceKey(config.paths.sshDir, { warn: (m) => io.err(`warning: ${m}\n`) })
   const redactor = new Redactor()
   redactor.add(config.registryApiKey)
@@ -181,8 +213,9 @@ async function doctorCommand(config: Config, io: CliIo, json: boolean): Promise<
     ])
     checks.push(...launcher)
     const code = doctorExitCode(checks)
-    if (json) io.out(`${JSON.stringify({ version: VERSION, ok: code === 0, checks }, null, 2)}\n`)
+    if (json) io.out(`${JSON.stringify({ version: VERSION, ok: code === 0, read, checks }, null, 2)}\n`)
     else {
+      for (const line of formatDoctorSources(read)) io.out(`${line}\n`)
       for (const c of checks) io.out(`${formatDoctorLine(c)}\n`)
       const failed = checks.filter((c) => c.status === 'fail').length
       io.out(failed === 0 ? 'all checks passed\n' : `${failed} check${failed === 1 ? '' : 's'} failed\n`)

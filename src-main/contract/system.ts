@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { method } from './define'
-import { JobId } from './schemas'
+import { JobId, NodeName } from './schemas'
 import { SettingChanges, SettingView } from '../config/settingView'
 
 export const JobKind = z.enum(['download', 'update', 'prebuilt', 'swap'])
@@ -57,6 +57,8 @@ export const PublicConfig = z.object({
   chat_ui_url: z.string().nullable(),
   public_url: z.string().nullable(),
   data_dir: z.string(),
+  /** The configured nodes, in order (node1, node2, then NODES' entries). */
+  nodes: z.array(NodeName),
   settings: z.array(SettingView),
   roles: z.object({
     node1: NodeRole,

@@ -1,5 +1,5 @@
 import type { Config } from '../config/load'
-import { checkSettingChanges, settingsView, writeSettings } from '../config/load'
+import { checkSettingChanges, nodeNames, settingsView, writeSettings } from '../config/load'
 import type { SettingName } from '../config/settingSpecs'
 import type { Handlers } from '../contract/define'
 import { ApiError } from '../contract/errors'
@@ -102,6 +102,7 @@ function publicConfig(config: Config, proxyWarning: string | null) {
     chat_ui_url: config.chatUiUrl === null ? null : redactUrlCredentials(config.chatUiUrl),
     public_url: config.publicUrl === null ? null : redactUrlCredentials(config.publicUrl),
     data_dir: config.paths.dataDir,
+    nodes: nodeNames(config).filter((n) => config.nodes[n] != null),
     settings: settingsView(config),
     roles: {
       node1: role(config.nodes.node1),

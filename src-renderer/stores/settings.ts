@@ -59,7 +59,8 @@ export const useSettingsStore = defineStore('settings', () => {
       drafts.value = {}
       fieldErrors.value = {}
       restartOutcome.value = null
-      notice.value = res.restart_required ? `Saved ${res.saved.length} setting(s).` : 'Nothing to save.'
+      const n = res.saved.length
+      notice.value = res.restart_required ? `Saved ${n} setting${n === 1 ? '' : 's'}.` : 'Nothing to save.'
       await useSessionStore().refresh()
     } catch (err) {
       await check()

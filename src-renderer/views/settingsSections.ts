@@ -38,3 +38,10 @@ export function helpBeyondLabel(label: string, help: string): string | null {
   const extra = words(help).filter((w) => !known.has(w))
   return extra.length >= 2 ? help : null
 }
+
+/** The Nodes group's line: the machines configured now, counted and named (not a fixed "two"). */
+export function nodesBlurb(nodes: readonly string[]): string {
+  if (nodes.length === 0) return 'The machines Tandem reaches over SSH: none is configured yet.'
+  if (nodes.length === 1) return `The one machine Tandem reaches over SSH: ${nodes[0]}.`
+  return `The ${nodes.length} machines Tandem reaches over SSH: ${nodes.join(', ')}.`
+}

@@ -1,5 +1,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
+import { CONTAINER_OVERLAY_DIR, OVERLAY_FILES, defaultOverlayDir } from '../../src-main/services/speechPatches'
 import type { SimNode } from './cluster'
 
 /**
@@ -25,6 +26,22 @@ export function readContainerFile(node: SimNode, container: string, file: string
     return fs.readFileSync(path.join(containerRoot(node, container), path.posix.normalize('/' + file)))
   } catch {
     return null
+  }
+}
+
+/**
+ * The container as a set-up cluster has it: the image's own files with the shipped overlays
+ * copied over them (what Reapply patches leaves behind), so the speech patches read in sync.
+ */
+export function applyShippedOverlays(node: SimNode, container = 'asr', overlayDir = defaultOverlayDir()): void {
+  const root = containerRoot(node, container)
+  const files: Record<string, Buffer | string> = { ...ASR_IMAGE_FILES }
+  for (const name of OVERLAY_FILES)
+    files[`${CONTAINER_OVERLAY_DIR}/${name}`] = fs.readFileSync(path.join(overlayDir, name))
+  for (const [p, content] of Object.entries(files)) {
+    const target = path.join(root, path.posix.normalize('/' + p))
+    fs.mkdirSync(path.dirname(target), { recursive: true })
+    fs.writeFileSync(target, content)
   }
 }
 

@@ -1,12 +1,15 @@
 /**
  * `npm run demo`: the simulated cluster (SSH nodes plus llm, asr and tts fakes) and the BUILT
  * headless daemon configured for it. Prints the dashboard URL and the admin token; Ctrl-C stops
- * both. Data lives in .tandem-data/demo so the token and history survive restarts.
+ * both. Data lives in .tandem-data/demo (DEMO_DATA_DIR) and is kept between runs: the token, the
+ * history, saved settings and placements carry over, and the demo says so at start. DEMO_FRESH=1
+ * empties it first (only a directory a demo made). The asr container starts with the speech
+ * overlays applied, as on a cluster after its set-up; `upgrade asr` brings the image's own back.
  *
  *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR, DEMO_LOAD_MS (a swap's load, 8000),
  *   DEMO_NODES (2 to 8 simulated nodes, default 2; node3 and past reach the daemon through NODES),
  *   DEMO_PLACEMENTS (one, or two: after start a second bundled model is placed solo on node3, or node2
- *   with two nodes, through POST /api/placements)
+ *   with two nodes, through POST /api/placements), DEMO_FRESH (1: start from an empty data directory)
  *
  * A busy DEMO_PORT is refused before anything starts. The shop is seeded on every start; buying
  * in it goes through the fake BTCPay checkout page, whose "Pay" and "Expire" buttons send the
@@ -17,7 +20,7 @@
  * `stop llm`, `start llm`, `fault asr error500|hang|slow|refused|none`, `wedge asr` (500 cudaErrorUnknown until a
  * container restart), `loadfail <repo>|*|none`, `launcher early|mid` (reset node1's launcher checkout to that
  * generation: the early-2026 scripts have no --solo and stop the cluster after exec; an update brings mid
- * back), `help`.
+ * back), `upgrade asr` (the image's own modules replace the overlays, and asr restarts), `help`.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -25,6 +28,8 @@ import path from 'node:path'
 import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { ensureServiceKey } from '../../src-main/ssh/keys'
+import { applyShippedOverlays, upgradeContainer } from './asrOverlays'
+import { demoDataLines, demoDoctorCommand, demoFresh, prepareDemoData, writeDemoEnv } from './demoData'
 import { RESTART_LIMITS } from '../../src-main/platform/restartLimits'
 import { SIM_CONTAINERS, startFullSim } from './full'
 import { startLicensingSim } from '../fakes/licensingDemo'
@@ -43,7 +48,8 @@ const port = Number(process.env.DEMO_PORT ?? 9999)
 const bind = process.env.DEMO_BIND ?? '127.0.0.1'
 const nodeCount = demoNodeCount(process.env.DEMO_NODES)
 const placements = demoPlacements(process.env.DEMO_PLACEMENTS, typeof nodeCount === 'number' ? nodeCount : 2)
-for (const problem of [nodeCount, placements])
+const fresh = demoFresh(process.env.DEMO_FRESH)
+for (const problem of [nodeCount, placements, fresh])
   if (typeof problem === 'string') {
     console.error(`demo: ${problem}`)
     process.exit(1)
@@ -56,7 +62,12 @@ if (busy) {
   console.error(`demo: ${busy}`)
   process.exit(1)
 }
-fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+// Only now, with the port free: a DEMO_FRESH=1 beside a running demo must not empty its state.
+const data = prepareDemoData(dataDir, fresh === true)
+if (typeof data === 'string') {
+  console.error(`demo: ${data}`)
+  process.exit(1)
+}
 
 // The daemon's SSH key is made before it starts (it reuses it), so the nodes can trust it.
 const key = ensureServiceKey(path.join(dataDir, 'ssh'))
@@ -75,6 +86,10 @@ const sim = await startFullSim({
   cachedModels: demoCachedModels(nodes, secondOn),
 })
 for (const n of sim.cluster.nodes) sim.engine(n.name).setLoadDelay(Number(process.env.DEMO_LOAD_MS ?? 8000))
+// asr as a set-up cluster runs it: the speech overlays applied (Services shows them in sync).
+applyShippedOverlays(sim.cluster.node2)
+// The node addresses and ports of this run, for `tandem doctor` against the demo.
+writeDemoEnv(dataDir, sim.env())
 // Payment providers and exchange-rate sources on loopback: the demo never reaches the internet.
 const shop = await startLicensingSim()
 // Embeddings and a vector store (seeded collection `tandem-docs`): /v1/embeddings and search work too.
@@ -171,7 +186,8 @@ console.log(`  Dashboard:   ${url}/`)
 console.log(`  Admin token: ${token}`)
 // The README's and docs/demo.md's curl lines use $TANDEM, so they work whatever DEMO_PORT is.
 console.log(`  For curl:    export TANDEM=${url}`)
-console.log(`  Data:        ${dataDir}`)
+for (const line of demoDataLines(data)) console.log(line)
+console.log(`  Doctor:      ${demoDoctorCommand(dataDir)}`)
 console.log('')
 console.log(`  Shop:        ${url}/buy/notes   (also ${url}/buy/studio, priced in dollars)`)
 console.log('  To buy:      pick a tier, "Continue to payment", then on the demo BTCPay checkout press "Pay"')
@@ -206,7 +222,7 @@ async function placeSecond(base: string, admin: string, on: string): Promise<voi
 const fakes = { llm: sim.llm, asr: sim.asr, tts: sim.tts } as const
 const containers = { llm: ['node1', 'vllm_node'], asr: ['node2', 'asr'], tts: ['node2', 'tts'] } as const
 const HELP =
-  'commands: down|up|hang|reboot <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, wedge asr, loadfail|crashloop <repo|*|none>, launcher <early|mid>'
+  'commands: down|up|hang|reboot <node>, slow <node> <ms>, fail <node> <text>, clear <node>, stop|start|restart <llm|asr|tts>, fault <llm|asr|tts> <error500|hang|slow|reset|refused|none>, wedge asr, upgrade asr, loadfail|crashloop <repo|*|none>, launcher <early|mid>'
 /** How long a `reboot` keeps a node away. */
 const REBOOT_MS = 5_000
 readline.createInterface({ input: process.stdin }).on('line', (raw) => {
@@ -258,6 +274,10 @@ readline.createInterface({ input: process.stdin }).on('line', (raw) => {
     if (cmd === 'loadfail' && a) {
       for (const n of sim.cluster.nodes) sim.engine(n.name).failLoads(a === 'none' ? null : a)
       return a === 'none' ? 'llm: loads succeed again' : `llm: loads of ${a} now fail (a swap rolls back)`
+    }
+    if (cmd === 'upgrade' && a === 'asr') {
+      upgradeContainer(sim.cluster.node2)
+      return "asr upgraded: the image's own modules replace the overlays (Services: Check again, then Reapply patches)"
     }
     if (cmd === 'wedge' && a === 'asr') {
       sim.asr.wedge()

@@ -8,6 +8,7 @@ import { createLogger } from '../../../src-main/lib/logger'
 import { SessionStore } from '../../../src-main/app/sessions'
 import { VERSION } from '../../../src-main/lib/version'
 import { ensureServiceKey } from '../../../src-main/ssh/keys'
+import { demoDoctorCommand, writeDemoEnv } from '../../sim/demoData'
 import { startFullSim, type FullSim } from '../../sim/full'
 
 interface Run {
@@ -83,6 +84,52 @@ describe('tandem against the simulated cluster', () => {
     expect(r.code).toBe(0)
   })
 
+  it('doctor first says which data directory, settings file and environment it read', async () => {
+    const r = await tandem(['doctor'], env)
+    const read = r.out.split('\n').filter((l) => l.startsWith('[read] '))
+    expect(read[0]).toBe(`[read] data directory: ${path.resolve(dataDir)} (DATA_DIR)`)
+    expect(read[1]).toBe(
+      `[read] settings file: ${path.join(path.resolve(dataDir), 'settings.json')}: not there (built-in defaults and the environment only)`,
+    )
+    expect(read[2]).toMatch(/^\[read\] environment: \d+ settings \(.*NODE1_HOST, NODE1_USER, NODE1_SSH_PORT.*\)$/)
+    // Names only: no value of any setting is printed.
+    expect(read[2]).not.toContain('127.0.0.1')
+    const j = JSON.parse((await tandem(['doctor', '--json'], env)).out) as { read: { data_dir: string } }
+    expect(j.read.data_dir).toBe(path.resolve(dataDir))
+  })
+
+  it('doctor checks the demo through its data directory and demo.env, and says a bare directory has nothing', async () => {
+    const demoDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-cli-demo-'))
+    try {
+      // The demo's data directory: its key (the one the nodes trust), a saved setting, and demo.env.
+      fs.cpSync(path.join(dataDir, 'ssh'), path.join(demoDir, 'ssh'), { recursive: true })
+      fs.writeFileSync(path.join(demoDir, 'settings.json'), JSON.stringify({ MONITOR_INTERVAL_S: 30 }))
+      const file = writeDemoEnv(demoDir, sim.env())
+      const bare = { PATH: process.env.PATH }
+      // The command the demo prints, run as printed (its words after `npx tandem`).
+      const args = demoDoctorCommand(demoDir).split(' ').slice(2)
+      const r = await tandem(args, bare)
+      expect(r.out).toContain(`[read] data directory: ${demoDir} (--data-dir)`)
+      expect(r.out).toContain(
+        `[read] settings file: ${path.join(demoDir, 'settings.json')}: 1 setting (MONITOR_INTERVAL_S)`,
+      )
+      const names = Object.keys(sim.env()).length
+      expect(r.out).toMatch(
+        new RegExp(`\\[read\\] environment: \\d+ settings \\(.*\\); ${names} of them from --env-file ${file}`),
+      )
+      expect(r.out).toContain('all checks passed')
+      expect(r.code).toBe(0)
+
+      // The same directory without demo.env: the doctor shows why nothing is configured.
+      const without = await tandem(['doctor', '--data-dir', demoDir], bare)
+      expect(without.out).toContain('[read] environment: no settings set')
+      expect(without.out).toContain('[FAIL] node1 configured: NODE1_HOST and NODE1_USER are not set')
+      expect(without.code).toBe(1)
+    } finally {
+      fs.rmSync(demoDir, { recursive: true, force: true })
+    }
+  })
+
   it('ssh-key prints the public key and a command per configured node', async () => {
     const r = await tandem(['ssh-key'], env)
     expect(r.code).toBe(0)
@@ -148,7 +195,10 @@ describe('tandem against the simulated cluster', () => {
     try {
       const r = await tandem(['doctor'], env)
       expect(r.code).toBe(1)
-      const lines = r.out.trim().split('\n')
+      const lines = r.out
+        .trim()
+        .split('\n')
+        .filter((l) => !l.startsWith('[read] '))
       expect(lines.at(-1)).toMatch(/^\d+ checks? failed$/)
       for (const line of lines.slice(0, -1)) expect(line).toMatch(/^\[(ok|FAIL|skip)\]\s+(node1|node2|llm|asr|tts) /)
       for (const line of lines.filter((l) => l.startsWith('[FAIL]'))) expect(line).toContain(' -> fix: ')

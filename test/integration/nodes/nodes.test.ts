@@ -207,6 +207,8 @@ describe('nodes over real SSH and HTTP', () => {
   it('GET /api/config carries the node roles', async () => {
     const { body } = await json(await daemon.admin('/api/config'))
     expect(body.roles.node1).toMatchObject({ host: '127.0.0.1', ssh_port: sim.cluster.node1.port, configured: true })
+    // The configured nodes, for what counts them (the Settings page's Nodes line).
+    expect(body.nodes).toEqual(['node1', 'node2'])
   })
 })
 

@@ -14,7 +14,7 @@ import {
 } from '../../../src-main/services/speechPatches'
 import type { ServiceControl } from '../../../src-main/services/types'
 import { shq } from '../../../src-main/ssh/quote'
-import { readContainerFile, startCount, upgradeContainer } from '../../sim/asrOverlays'
+import { applyShippedOverlays, readContainerFile, startCount, upgradeContainer } from '../../sim/asrOverlays'
 import { startFakeAsr, type FakeAsr } from '../../sim/http'
 import { startSimKit, type SimKit } from '../../sim/testkit'
 
@@ -110,6 +110,16 @@ describe('speech model patches against the sim', () => {
     expect(byName).toEqual({ 'diarize_logic.py': 'missing', 'diarizer.py': 'drift', 'asr_app.py': 'drift' })
     expect((await patches().reapply()).ok).toBe(true)
     expect((await patches().status()).files.every((f) => f.status === 'in_sync')).toBe(true)
+  })
+
+  it("the demo's asr, set up as after a reapply, reads in sync; an upgrade still brings the drift", async () => {
+    upgradeContainer(node2(), 'asr')
+    applyShippedOverlays(node2())
+    const view = await patches().status()
+    expect(view.error).toBeNull()
+    expect(view.files.map((f) => f.status)).toEqual(OVERLAY_FILES.map(() => 'in_sync'))
+    upgradeContainer(node2(), 'asr')
+    expect((await patches().status()).files.some((f) => f.status !== 'in_sync')).toBe(true)
   })
 
   it('an overlay with a syntax error stops the reapply before the restart', async () => {

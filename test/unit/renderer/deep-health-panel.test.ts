@@ -99,6 +99,38 @@ describe('Deep health panel', () => {
     expect(row(el, 'tts').querySelector('button')?.disabled).toBe(true)
   })
 
+  it('a done or failed auto-restart says so once: the outcome, then what the daemon did', async () => {
+    const withRestart = (restart: Result['restart']): BackendApi =>
+      ({
+        transport: 'http',
+        call: async () => {
+          const v = view()
+          v.services[0]!.last = result({ ok: false, wedged: true, error: 'HTTP 500: boom', restart })
+          return v
+        },
+        subscribe: () => () => undefined,
+      }) as unknown as BackendApi
+    // The badge, then the detail line beneath it.
+    const cell = (el: HTMLElement): string =>
+      [...(row(el, 'asr').querySelector('[data-label="Auto-restart"]')?.children ?? [])]
+        .map((c) => c.textContent?.trim())
+        .join(' ')
+    // The detail as the daemon words it (deepHealth.ts): what it restarted, and the wedge.
+    let el = await mountWith(
+      DeepHealthPanel,
+      withRestart({ requested: true, done: true, held_by: null, detail: 'restarted asr (HTTP 500: boom)' }),
+    )
+    expect(cell(el)).toBe('done restarted asr (HTTP 500: boom)')
+    expect(cell(el)).not.toMatch(/restarted restarted/)
+    unmountAll()
+    el = await mountWith(
+      DeepHealthPanel,
+      withRestart({ requested: true, done: false, held_by: null, detail: 'restart failed: node2 unreachable' }),
+    )
+    expect(cell(el)).toBe('failed restart failed: node2 unreachable')
+    expect(row(el, 'asr').querySelector('[data-label="Auto-restart"] .badge.bad')).not.toBeNull()
+  })
+
   it('runs a probe now and shows its result', async () => {
     const { api, calls } = fakeApi()
     const el = await mountWith(DeepHealthPanel, api)

@@ -140,6 +140,7 @@ describe('Settings view', () => {
     expect(hold.querySelector('[data-testid="pending"]')).not.toBeNull()
     expect(input.value).toBe('120')
     expect(el.querySelector('[data-testid="save-bar"]')?.textContent).toContain('1 saved setting waits for a restart.')
+    expect(el.querySelector('[data-testid="settings-notice"]')?.textContent?.trim()).toBe('Saved 1 setting.')
 
     el.querySelector<HTMLButtonElement>('[data-testid="settings-restart"]')!.click()
     await flush()
@@ -170,5 +171,59 @@ describe('Settings view', () => {
     expect(group.open).toBe(false)
     await type(group.querySelector<HTMLInputElement>('[data-testid="setting-SWAP_HOLD_S"] input')!, 'soon')
     expect(group.open).toBe(true)
+  })
+
+  it('the Nodes group counts the configured nodes; saving two settings says "2 settings"', async () => {
+    let saved = false
+    // Saved values wait for a restart: the bar stays, with the notice.
+    const nodeSetting = (name: string) =>
+      setting({
+        name,
+        label: name,
+        group: 'nodes',
+        kind: 'string',
+        value: 'x',
+        source: 'file',
+        pending: saved ? 'y' : null,
+      })
+    const api: BackendApi = {
+      transport: 'http',
+      call: (async (method: string) => {
+        if (method === 'session') return { authenticated: true }
+        if (method === 'getConfig')
+          return {
+            name: 'Tandem',
+            version: '1',
+            chat_ui_url: null,
+            public_url: null,
+            data_dir: '/data',
+            nodes: ['node1', 'node2', 'node3', 'node4'],
+            roles: {},
+            warnings: [],
+            settings: [nodeSetting('NODE1_HOST'), nodeSetting('NODES')],
+          }
+        if (method === 'checkSettings') return { errors: [] }
+        if (method === 'saveSettings') {
+          saved = true
+          return { saved: ['NODE1_HOST', 'NODES'], restart_required: true }
+        }
+        throw new Error(`${method} is not part of this test`)
+      }) as BackendApi['call'],
+      subscribe: () => () => undefined,
+    }
+    const el = await mountWith(SettingsView, api)
+    const { useSessionStore } = await import('../../../src-renderer/stores/session')
+    await useSessionStore().refresh()
+    await flush()
+    const nodes = el.querySelector('#settings-group-nodes')!
+    expect(nodes.querySelector('.group-blurb')?.textContent).toBe(
+      'The 4 machines Tandem reaches over SSH: node1, node2, node3, node4.',
+    )
+    expect(el.textContent).not.toContain('two machines')
+    for (const name of ['NODE1_HOST', 'NODES'])
+      await type(el.querySelector<HTMLInputElement>(`[data-testid="setting-${name}"] input`)!, 'y')
+    el.querySelector<HTMLButtonElement>('[data-testid="settings-save"]')!.click()
+    await flush()
+    expect(el.querySelector('[data-testid="settings-notice"]')?.textContent?.trim()).toBe('Saved 2 settings.')
   })
 })

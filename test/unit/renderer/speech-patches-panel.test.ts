@@ -74,12 +74,15 @@ describe('Speech patches panel', () => {
     const el = await mountWith(SpeechPatchesPanel, api)
     const rows = [...el.querySelectorAll('tbody tr')].map((r) => r.textContent ?? '')
     expect(rows[0]).toContain('diarize_logic.py')
-    expect(rows[0]).toContain('missing')
-    expect(rows[1]).toContain('drift')
+    expect(rows[0]).toContain('not applied')
+    expect(rows[1]).toContain('changed')
     expect(rows[2]).toContain('in sync')
     expect(el.textContent).toContain(
-      '2 of 3 overlays are missing or changed in the asr container: Reapply patches puts the shipped ones back.',
+      '1 of 3 overlays differ from the shipped ones in the asr container: Reapply patches puts the shipped ones back.',
     )
+    // A changed copy is a warning, a copy not applied yet neutral: nothing here failed.
+    expect(el.querySelectorAll('tbody .badge.warn')).toHaveLength(1)
+    expect(el.querySelectorAll('.badge.bad, .error')).toHaveLength(0)
     expect(el.querySelector('.model')?.textContent).toContain('ready')
   })
 
@@ -120,6 +123,22 @@ describe('Speech patches panel', () => {
     expect(el.querySelector('.steps pre')?.textContent).toContain('SyntaxError')
   })
 
+  it('overlays not applied yet read neutral, with what to do; Restart asr is no alarm', async () => {
+    const files = status().files.map((f) => ({ ...f, container_sha256: null, status: 'missing' as const }))
+    const api = {
+      transport: 'http',
+      call: async () => status({ files }),
+      subscribe: () => () => undefined,
+    } as unknown as BackendApi
+    const el = await mountWith(SpeechPatchesPanel, api)
+    expect(el.querySelector('[data-testid="patches-summary"]')?.textContent?.trim()).toBe(
+      '3 of 3 overlays not applied yet: Reapply patches copies the shipped ones into the asr container and restarts it.',
+    )
+    expect([...el.querySelectorAll('tbody .badge')].map((b) => b.className)).toEqual(files.map(() => 'badge muted'))
+    expect(el.querySelectorAll('.badge.bad, .error, [role="alert"], .danger')).toHaveLength(0)
+    expect(button(el, /Restart asr/).className).toBe('button')
+  })
+
   it('says to install asr when there is no asr container to patch', async () => {
     const files = status().files.map((f) => ({ ...f, container_sha256: null, status: 'missing' as const }))
     const api = {
@@ -132,5 +151,8 @@ describe('Speech patches panel', () => {
     expect(el.querySelector('[data-testid="patches-summary"]')?.textContent?.trim()).toBe(
       'The asr container is not there to patch yet: install or start asr (see Services above), then Check again.',
     )
+    // Not installed yet is a state to set up, not a failure: the reason reads neutral.
+    expect(el.textContent).toContain('Container asr: No such container: asr')
+    expect(el.querySelectorAll('.error, [role="alert"]')).toHaveLength(0)
   })
 })
