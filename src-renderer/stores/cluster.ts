@@ -6,6 +6,8 @@ import { pushEventFollower } from './pushEvents'
 export type Snapshot = OutputOf<'getHardware'>
 export type Connectivity = OutputOf<'getConnectivity'>
 export type ServiceStatus = OutputOf<'getStatus'>['llm']
+/** A placement's engine as a service (`llm@<placement id>`), beside llm, asr and tts. */
+export type PlacementServiceStatus = OutputOf<'getStatus'>['placements'][number]
 export type ClusterEvent = OutputOf<'streamEvents'>
 type NodeName = string
 type ServiceName = 'llm' | 'asr' | 'tts'
@@ -75,6 +77,7 @@ export const useClusterStore = defineStore('cluster', () => {
   const hardware = ref<Snapshot | null>(null)
   const connectivity = ref<Connectivity | null>(null)
   const services = ref<Partial<Record<ServiceName, ServiceStatus>>>({})
+  const placementServices = ref<PlacementServiceStatus[]>([])
   const history = reactive<Record<NodeName, Sample[]>>({ node1: [], node2: [] })
   const problems = reactive<Record<Part, string | null>>({
     hardware: null,
@@ -123,8 +126,7 @@ export const useClusterStore = defineStore('cluster', () => {
     const [hw, st] = await Promise.allSettled([api.call('getHardware', {}), api.call('getStatus', {})])
     if (hw.status === 'fulfilled') setHardware(hw.value)
     problems.hardware = hw.status === 'rejected' ? (hw.reason as Error).message : null
-    if (st.status === 'fulfilled') services.value = { llm: st.value.llm, asr: st.value.asr, tts: st.value.tts }
-    problems.services = st.status === 'rejected' ? (st.reason as Error).message : null
+    setStatus(st)
     try {
       // Read after the probes, which record transitions.
       connectivity.value = await api.call('getConnectivity', {})
@@ -132,6 +134,20 @@ export const useClusterStore = defineStore('cluster', () => {
     } catch (err) {
       problems.connectivity = (err as Error).message
     }
+  }
+
+  function setStatus(st: PromiseSettledResult<OutputOf<'getStatus'>>): void {
+    if (st.status === 'fulfilled') {
+      services.value = { llm: st.value.llm, asr: st.value.asr, tts: st.value.tts }
+      placementServices.value = st.value.placements
+    }
+    problems.services = st.status === 'rejected' ? (st.reason as Error).message : null
+  }
+
+  /** The services alone, read again when what runs where changed (a placement's row comes, goes or changes). */
+  async function refreshServices(): Promise<void> {
+    const [st] = await Promise.allSettled([useApi().call('getStatus', {})])
+    setStatus(st)
   }
 
   function apply(ev: ClusterEvent): void {
@@ -151,6 +167,9 @@ export const useClusterStore = defineStore('cluster', () => {
         now.value = Date.now()
         break
       }
+      case 'placements.changed':
+        void refreshServices()
+        break
       case 'resync':
         void refresh()
         break
@@ -168,11 +187,13 @@ export const useClusterStore = defineStore('cluster', () => {
     hardware,
     connectivity,
     services,
+    placementServices,
     history,
     now,
     error,
     setHardware,
     loadHistory,
+    refreshServices,
     refresh,
     follow,
     unfollow,

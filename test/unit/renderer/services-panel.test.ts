@@ -29,6 +29,7 @@ function service(over: Partial<Service>): Service {
     deep_health: null,
     custom: false,
     node: 'node2',
+    placement: null,
     recent_changes: [],
     ...over,
   }
