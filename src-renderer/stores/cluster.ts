@@ -69,6 +69,18 @@ function savedSample(x: SavedReading): Sample {
   }
 }
 
+/** Adds a snapshot's readings to the charts' samples, dropping those older than HISTORY_MS. */
+function record(history: Record<NodeName, Sample[]>, snap: Snapshot): void {
+  for (const hw of snapshotNodes(snap)) {
+    if (hw.status !== 'ok') continue
+    const list = (history[hw.node] ??= [])
+    const t = Math.round(hw.probed_at / 1000)
+    if ((list.at(-1)?.t ?? 0) >= t) continue
+    list.push(sampleOf(hw, t))
+    while (list.length > 0 && list[0]!.t < (Date.now() - HISTORY_MS) / 1000) list.shift()
+  }
+}
+
 /**
  * The cluster as the dashboard sees it: read once, then kept current by push events (hardware
  * snapshots, connectivity transitions, service state changes) instead of polling.
@@ -92,20 +104,9 @@ export const useClusterStore = defineStore('cluster', () => {
     return parts.length > 0 ? parts.map(([k, v]) => `${k}: ${v}`).join('; ') : null
   })
 
-  function record(snap: Snapshot): void {
-    for (const hw of snapshotNodes(snap)) {
-      if (hw.status !== 'ok') continue
-      const list = (history[hw.node] ??= [])
-      const t = Math.round(hw.probed_at / 1000)
-      if ((list.at(-1)?.t ?? 0) >= t) continue
-      list.push(sampleOf(hw, t))
-      while (list.length > 0 && list[0]!.t < (Date.now() - HISTORY_MS) / 1000) list.shift()
-    }
-  }
-
   function setHardware(snap: Snapshot): void {
     hardware.value = snap
-    record(snap)
+    record(history, snap)
     now.value = Date.now()
   }
 
