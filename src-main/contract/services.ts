@@ -162,7 +162,7 @@ const JobIdParam = z.object({ id: JobId })
 
 export const servicesContract = {
   listServices: method({
-    summary: 'asr, tts, llm and custom services: container state over SSH, HTTP health, label, restarts',
+    summary: "llm, each placement's engine (llm@<placement id>), asr, tts and custom services: state, health, label",
     http: 'GET /api/services',
     input: z.object({}),
     output: z.object({ services: z.array(ServiceRecord), checked_at: z.number() }),
