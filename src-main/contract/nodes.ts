@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
+import { Placement } from './placements'
 import { MacAddress, NodeName, Port, SshHost } from './schemas'
 
 /** The nodes methods: hardware, connectivity, Wake-on-LAN, status and discovery, SSH identity. */
@@ -230,10 +231,20 @@ export const ServiceStatus = z.object({
 })
 export type ServiceStatus = z.infer<typeof ServiceStatus>
 
+/** The placement a service row is the engine of: each placement besides node1's is the service `llm@<placement id>`. */
+export const ServicePlacement = Placement.pick({ id: true, key: true, served: true, nodes: true, state: true })
+export type ServicePlacement = z.infer<typeof ServicePlacement>
+
+/** A placement's engine as a service (docs/placements.md, Services): its row beside llm, asr and tts. */
+export const PlacementServiceStatus = ServiceStatus.extend({ placement: ServicePlacement })
+export type PlacementServiceStatus = z.infer<typeof PlacementServiceStatus>
+
 export const StatusView = z.object({
   llm: ServiceStatus,
   asr: ServiceStatus,
   tts: ServiceStatus,
+  /** Every placement besides node1's (node1's is the llm), in placement-id order. */
+  placements: z.array(PlacementServiceStatus),
   checked_at: z.number(),
 })
 export type StatusView = z.infer<typeof StatusView>

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
-import { ServiceStatus } from './nodes'
+import { ServicePlacement, ServiceStatus } from './nodes'
 import { JobEvent, JobRecord } from './system'
 import { PlacementId } from './placements'
 import { ContainerName, EnvMap, ImageRef, JobId, NodeName, Port, ServiceName, VolumeSource } from './schemas'
@@ -17,6 +17,8 @@ export const ServiceRecord = ServiceStatus.extend({
   /** Installed from the prebuilt catalog or added by the operator (SERVICES_OVERRIDES); removable. */
   custom: z.boolean(),
   node: NodeName.nullable(),
+  /** The placement whose engine this is (`llm@<placement id>`); null for llm, asr, tts and custom services. */
+  placement: ServicePlacement.nullable(),
   /** The last label changes, newest last. */
   recent_changes: z.array(z.object({ at: z.number(), from: z.string().nullable(), to: z.string() })),
 })
@@ -154,19 +156,22 @@ export const ExplainChunk = z.discriminatedUnion('type', [
 ])
 
 const NameParam = z.object({ name: ServiceName })
+/** A service, or a placement's engine as `llm@<placement id>` (its restart re-places it; its logs are its engine's). */
+const ActedName = z.object({ name: z.union([ServiceName, PlacementProbeSubject]) })
 const JobIdParam = z.object({ id: JobId })
 
 export const servicesContract = {
   listServices: method({
-    summary: 'asr, tts, llm and custom services: container state over SSH, HTTP health, label, restarts',
+    summary: "llm, each placement's engine (llm@<placement id>), asr, tts and custom services: state, health, label",
     http: 'GET /api/services',
     input: z.object({}),
     output: z.object({ services: z.array(ServiceRecord), checked_at: z.number() }),
   }),
   serviceAction: method({
-    summary: "Start, stop or restart a service's container (409 while a swap holds the llm)",
+    summary:
+      "Start, stop or restart a service's container (409 while a swap holds the llm); llm@<placement id>: restart re-places it",
     http: 'POST /api/services/:name/:action',
-    input: NameParam.extend({ action: ServiceAction }),
+    input: ActedName.extend({ action: ServiceAction }),
     output: z.object({
       name: z.string(),
       action: ServiceAction,
@@ -178,7 +183,7 @@ export const servicesContract = {
   serviceLogs: method({
     summary: "A service container's last log lines (secrets redacted)",
     http: 'GET /api/services/:name/logs',
-    input: NameParam.extend({ tail: z.coerce.number().int().min(1).max(5000).default(200) }),
+    input: ActedName.extend({ tail: z.coerce.number().int().min(1).max(5000).default(200) }),
     output: z.object({ name: z.string(), container: z.string(), lines: z.array(z.string()) }),
   }),
   deleteService: method({

@@ -14,7 +14,8 @@ import type { ServiceHistory } from './history'
 import { unreachableLabel } from './labels'
 import { PROBE_TIMEOUT_MS, type SshPool, type SshTarget } from '../ssh/pool'
 import { shq } from '../ssh/quote'
-import type { ServiceControl, ServiceLocation } from './types'
+import { placementEngineAt, placementIdOf, placementRows } from './placementServices'
+import type { PlacementServices, ServiceControl, ServiceLocation } from './types'
 
 /** `docker start|stop|restart` can wait for a container's own shutdown (10 s by default) and more. */
 const ACTION_TIMEOUT_MS = 90_000
@@ -46,6 +47,8 @@ export interface ServiceManagerDeps {
   logger: Logger
   /** True while a model swap holds the llm: its container is not ours to touch then. */
   swapBusy: () => boolean
+  /** The placements besides node1's, each a service `llm@<placement id>` (absent: none). */
+  placements?: PlacementServices
 }
 
 type ServiceAction = z.infer<typeof ServiceActionSchema>
@@ -71,6 +74,11 @@ export class ServiceManager implements ServiceControl {
   }
 
   locate(name: string): ServiceLocation | null {
+    const placement = this.placementEngine(name)
+    if (placement !== undefined) {
+      if (!placement.ssh) return null
+      return { name, ssh: placement.ssh, container: placement.container, baseUrl: placement.baseUrl }
+    }
     if ((ROLE_NAMES as readonly string[]).includes(name)) {
       const role = this.deps.directory.role(name as RoleName)
       if (!role.ssh) return null
@@ -96,6 +104,8 @@ export class ServiceManager implements ServiceControl {
     const loc = this.mustLocate(name)
     if (name === 'llm' && this.deps.swapBusy())
       throw new ApiError('conflict', 'a model swap holds the llm: wait for it to finish')
+    const placementId = placementIdOf(name)
+    if (placementId !== null) return this.actOnPlacement(name, placementId, action, reason)
     this.deps.logger.info(`service ${action}`, { service: name, container: loc.container, reason })
     const res = await this.deps.pool
       .exec(loc.ssh, `docker ${action} ${shq(loc.container)}`, { timeoutMs: ACTION_TIMEOUT_MS })
@@ -111,6 +121,32 @@ export class ServiceManager implements ServiceControl {
     const detail = ok ? `${action} done (${reason})` : res.stderr.trim().slice(0, 300) || `exit ${res.code}`
     this.deps.history.note(name, ok ? `${action}: ${reason}` : `${action} failed`)
     return { name, action, ok, container_state: state, detail: this.deps.logger.redactor.redact(detail) }
+  }
+
+  /**
+   * A placement's engine: restart re-places it (a placement job: launcher, hold and rollback as for any
+   * placement; a `docker restart` would lose the launcher's `vllm serve`). Start and stop are the
+   * placement's own (place it, or Stop on its head's card), not its container's.
+   */
+  private async actOnPlacement(
+    name: string,
+    id: string,
+    action: ServiceAction,
+    reason: string,
+  ): Promise<{ name: string; action: ServiceAction; ok: boolean; container_state: string; detail: string }> {
+    const placements = this.deps.placements
+    if (placements === undefined) throw new ApiError('not_found', `no service ${name}`)
+    if (action !== 'restart')
+      throw new ApiError(
+        'conflict',
+        `${name} is a placement: place it from Models, stop it with Stop on ${id.split('+')[0] ?? id}'s card in Cluster`,
+      )
+    if (placements.busy()) throw new ApiError('conflict', 'a placement job is running: wait for it to finish')
+    this.deps.logger.info('service restart', { service: name, placement: id, reason })
+    const jobId = await placements.restart(id, reason)
+    this.deps.history.note(name, `restart: ${reason}`)
+    const state = (await this.containerStates()).get(name)?.state ?? 'unknown'
+    return { name, action, ok: true, container_state: state, detail: `re-placing it on ${id} (job ${jobId})` }
   }
 
   /** The container's last `tail` lines, every line through the logger's redactor. */
@@ -156,10 +192,17 @@ export class ServiceManager implements ServiceControl {
     this.write()
   }
 
+  /** A placement's engine by its service name (`llm@<placement id>`); undefined when no such placement runs. */
+  private placementEngine(name: string): ReturnType<typeof placementEngineAt> | undefined {
+    const id = placementIdOf(name)
+    const p = id === null ? undefined : placementRows(this.deps.placements).find((x) => x.id === id)
+    return p && placementEngineAt(p, this.deps.config.nodes, this.deps.directory.role('llm'))
+  }
+
   private mustLocate(name: string): ServiceLocation {
     const loc = this.locate(name)
     if (loc) return loc
-    if ((ROLE_NAMES as readonly string[]).includes(name))
+    if ((ROLE_NAMES as readonly string[]).includes(name) || this.placementEngine(name))
       throw new ApiError('conflict', `${name} is not configured (no node to run it on)`)
     throw new ApiError('not_found', `no service ${name}`)
   }
@@ -183,6 +226,10 @@ export class ServiceManager implements ServiceControl {
     for (const c of this.customs) {
       const ssh = this.deps.config.nodes[c.node]
       if (ssh) add(ssh, c.name, c.container)
+    }
+    for (const p of placementRows(this.deps.placements)) {
+      const engine = placementEngineAt(p, this.deps.config.nodes, this.deps.directory.role('llm'))
+      if (engine.ssh) add(engine.ssh, engine.name, engine.container)
     }
     const out = new Map<string, ContainerInfo>()
     await Promise.all(

@@ -5,6 +5,7 @@ import { publicBaseUrl } from '../config/publicUrl'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import type { RoleName, ServiceDirectory } from '../cluster/serviceDirectory'
 import type { Handlers } from '../contract/define'
+import { ApiError } from '../contract/errors'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
 import { DeepHealth, type PlacementEngines } from './deepHealth'
@@ -17,6 +18,7 @@ import { ServiceHistory } from './history'
 import { ServiceManager } from './manager'
 import { StatusService } from './status'
 import { Prebuilt } from './prebuilt'
+import type { PlacementServices } from './types'
 import { defaultOverlayDir, SpeechPatches } from './speechPatches'
 import { speechPatchHandlers } from './speechPatchHandlers'
 
@@ -57,15 +59,24 @@ function placementEngines(placements: ModelsModule['placements']): PlacementEngi
       return placements.placed().map((r) => ({ id: r.id, baseUrl: r.baseUrl, since: since.get(r.id) ?? null }))
     },
     busy: () => placements.busy(),
-    restart: async (id) => {
-      const p = placements.all().find((x) => x.id === id)
-      if (p === undefined) throw new Error(`placement ${id} is no longer placed`)
-      if (p.key === null) throw new Error(`${p.served} on ${id} matches no catalog entry, so it cannot be re-placed`)
-      // It ran on these nodes already: the fit estimate must not refuse bringing it back.
-      const { job_id } = await placements.place(p.key, p.nodes, { displace: true, confirmNoFit: true })
-      return job_id
-    },
+    restart: async (id) => replace(placements, id),
   }
+}
+
+/** The placements as services (status rows, restart, logs): restart re-places as deep health does. */
+function placementServices(placements: ModelsModule['placements']): PlacementServices {
+  return { all: () => placements.all(), busy: () => placements.busy(), restart: async (id) => replace(placements, id) }
+}
+
+/** Places placement `id`'s model on its nodes again (a placement job); its job id. */
+async function replace(placements: ModelsModule['placements'], id: string): Promise<string> {
+  const p = placements.all().find((x) => x.id === id)
+  if (p === undefined) throw new ApiError('not_found', `placement ${id} is no longer placed`)
+  if (p.key === null)
+    throw new ApiError('conflict', `${p.served} on ${id} matches no catalog entry, so it cannot be re-placed`)
+  // It ran on these nodes already: the fit estimate must not refuse bringing it back.
+  const { job_id } = await placements.place(p.key, p.nodes, { displace: true, confirmNoFit: true })
+  return job_id
 }
 
 /** getStatus and getEndpoints: every always-on service checked where it lives. */
@@ -110,6 +121,7 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     clock,
     logger,
     swapBusy,
+    placements: placementServices(deps.models.placements),
   })
   const prebuilt = new Prebuilt({ config, pool: nodes.pool, jobs, manager, clock, logger: logger.child('prebuilt') })
   const deepHealth = new DeepHealth({
@@ -137,6 +149,7 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     deepHealth,
     customs: manager,
     history,
+    placements: placementServices(deps.models.placements),
   })
   // A label turning Unhealthy asks for a probe (the labels read the latest result from deep health).
   const unfollow = deps.events.subscribe((ev) => {

@@ -3,14 +3,8 @@ import { publicBaseUrl } from '../config/publicUrl'
 import type { Clock } from '../lib/clock'
 import type { EventPublisher } from '../platform/eventBus'
 import type { Logger } from '../lib/logger'
-import {
-  ROLE_NAMES,
-  serviceBase,
-  type RoleLocation,
-  type RoleName,
-  type ServiceDirectory,
-} from '../cluster/serviceDirectory'
-import type { DeepHealthVerdict, ServiceStatus, StatusView } from '../contract/nodes'
+import { serviceBase, type RoleLocation, type RoleName, type ServiceDirectory } from '../cluster/serviceDirectory'
+import type { DeepHealthVerdict, PlacementServiceStatus, ServiceStatus, StatusView } from '../contract/nodes'
 import type { ServiceRecord } from '../contract/services'
 import type { NodeName } from '../contract/schemas'
 import type { NodesModule } from '../nodes/module'
@@ -20,6 +14,9 @@ import { httpHealth, type HttpHealth } from './healthCheck'
 import type { ServiceHistory } from './history'
 import { deepHealthVerdict, labelByHealth, withDeepHealth, type LabelParts, type LatestProbe } from './labels'
 import type { CustomService, ServiceManager } from './manager'
+import type { ProbeSubject } from './deepHealthHook'
+import { placementEngineAt, placementRows } from './placementServices'
+import type { PlacementServices } from './types'
 
 /**
  * Deep health as the status checks read it: the latest probe of each service and a way to ask for
@@ -27,12 +24,15 @@ import type { CustomService, ServiceManager } from './manager'
  */
 export interface DeepHealthSource {
   /** The latest probe of a service, or null when there is none yet. */
-  latest(service: RoleName): LatestProbe | null
+  latest(service: ProbeSubject): LatestProbe | null
   /** Probes now in the background, joining a probe in flight (the limits every request meets). */
-  requestProbe(service: RoleName, reason: string): unknown
+  requestProbe(service: ProbeSubject, reason: string): unknown
 }
 
 type Common = Pick<ServiceStatus, 'name' | 'port' | 'container' | 'base_url'>
+
+/** What a check needs of where a service runs: an always-on role, or a placement's engine (`llm@<placement id>`). */
+type Checked = Pick<RoleLocation, 'ssh' | 'container' | 'port' | 'baseUrl'> & { readonly name: ProbeSubject }
 
 /** What one check of a configured service saw: its node's host, its own address, its container and its answer. */
 interface Seen {
@@ -108,6 +108,8 @@ export interface StatusDeps {
   customs: Pick<ServiceManager, 'customServices' | 'containerStates'>
   /** The list's recent changes per service. */
   history: ServiceHistory
+  /** The placements besides node1's, each checked as its own service (absent: none). */
+  placements?: PlacementServices
 }
 
 /**
@@ -118,7 +120,7 @@ export class StatusService {
   /** What each service looked like at its last check: a service.state event goes out only on a change. */
   private readonly seen = new Map<RoleName, { label: ServiceStatus['label']; key: string }>()
   /** Per service: the container start last seen, and when the service last came up (null while /health fails). */
-  private readonly up = new Map<RoleName, { start: string; since: number | null }>()
+  private readonly up = new Map<ProbeSubject, { start: string; since: number | null }>()
   private readonly deepHealth: DeepHealthSource | null
 
   constructor(private readonly deps: StatusDeps) {
@@ -127,6 +129,16 @@ export class StatusService {
 
   /** `known`: the container's state when the caller already inspected it (one SSH call for many). */
   async check(role: RoleLocation, signal?: AbortSignal, known?: ContainerInfo): Promise<ServiceStatus> {
+    return this.checkAt(role, signal, known, true)
+  }
+
+  /** `observe`: the check feeds the connectivity store (llm, asr and tts; a placement's engine does not). */
+  private async checkAt(
+    role: Checked,
+    signal: AbortSignal | undefined,
+    known: ContainerInfo | undefined,
+    observe: boolean,
+  ): Promise<ServiceStatus> {
     const base = `${publicBaseUrl(this.deps.config)}/v1`
     const common = { name: role.name, port: role.port, container: role.container, base_url: base }
     if (!role.ssh || role.baseUrl === null) {
@@ -141,7 +153,7 @@ export class StatusService {
     const node = container.unreachable ? (nodeNameOf(this.deps.config.nodes, role.ssh) ?? role.ssh.host) : role.ssh.host
     const byHealth = labelByHealth(node, container, http, this.deps.clock.now())
     const { label, deep, error } = this.applyDeepHealth(role.name, byHealth, container, http)
-    await this.deps.connectivity.observe(role.name, http.ok, http.ok ? undefined : (error ?? undefined))
+    if (observe) await this.deps.connectivity.observe(role.name, http.ok, http.ok ? undefined : (error ?? undefined))
     return statusRow(common, { host: role.ssh.host, upstream, container, http }, label, error, deep)
   }
 
@@ -171,7 +183,7 @@ export class StatusService {
    * for when a failed one has gone stale on a service that is Healthy again.
    */
   private applyDeepHealth(
-    service: RoleName,
+    service: ProbeSubject,
     base: LabelParts,
     container: ContainerInfo,
     http: HttpHealth,
@@ -185,7 +197,7 @@ export class StatusService {
   }
 
   /** When the service last came up: its /health turned OK, or a new container start was seen while it answers. */
-  private cameUp(service: RoleName, container: ContainerInfo, httpOk: boolean): number | null {
+  private cameUp(service: ProbeSubject, container: ContainerInfo, httpOk: boolean): number | null {
     const start = `${container.started_at ?? ''}|${container.restart_count ?? ''}`
     const prev = this.up.get(service)
     const since = !httpOk ? null : prev?.since != null && prev.start === start ? prev.since : this.deps.clock.now()
@@ -193,28 +205,40 @@ export class StatusService {
     return since
   }
 
-  async all(signal?: AbortSignal, known: Partial<Record<RoleName, ContainerInfo>> = {}): Promise<StatusView> {
+  /** `known`: containers already inspected, by service name (llm, asr, tts, `llm@<placement id>`). */
+  async all(signal?: AbortSignal, known: ReadonlyMap<string, ContainerInfo> = new Map()): Promise<StatusView> {
     const roles = this.deps.services.roles()
-    const [llm, asr, tts] = await Promise.all([
-      this.check(roles.llm, signal, known.llm),
-      this.check(roles.asr, signal, known.asr),
-      this.check(roles.tts, signal, known.tts),
+    const [llm, asr, tts, placements] = await Promise.all([
+      this.check(roles.llm, signal, known.get('llm')),
+      this.check(roles.asr, signal, known.get('asr')),
+      this.check(roles.tts, signal, known.get('tts')),
+      this.placementStatuses(signal, known),
     ])
     this.publishChanges({ llm, asr, tts })
-    return { llm, asr, tts, checked_at: this.deps.clock.now() }
+    return { llm, asr, tts, placements, checked_at: this.deps.clock.now() }
+  }
+
+  /** Each placement besides node1's, checked as a service: its engine's container on its head and its /health. */
+  private placementStatuses(
+    signal: AbortSignal | undefined,
+    known: ReadonlyMap<string, ContainerInfo>,
+  ): Promise<PlacementServiceStatus[]> {
+    const llm = this.deps.services.role('llm')
+    return Promise.all(
+      placementRows(this.deps.placements).map(async (p) => {
+        const engine = placementEngineAt(p, this.deps.config.nodes, llm)
+        const status = await this.checkAt(engine, signal, known.get(engine.name), false)
+        return { ...status, placement: engine.placement }
+      }),
+    )
   }
 
   /** Every service with its state, label and recent changes (spec 1, 4.5). */
   async list(signal?: AbortSignal): Promise<{ services: ServiceRecord[]; checked_at: number }> {
     const { customs: manager, history } = this.deps
     const states = await manager.containerStates()
-    const known: Partial<Record<RoleName, ContainerInfo>> = {}
-    for (const name of ROLE_NAMES) {
-      const info = states.get(name)
-      if (info) known[name] = info
-    }
     const [roles, customs] = await Promise.all([
-      this.all(signal, known),
+      this.all(signal, states),
       Promise.all(
         manager
           .customServices()
@@ -224,15 +248,18 @@ export class StatusService {
           ]),
       ),
     ])
-    const record = (s: ServiceStatus, custom: boolean, node: NodeName | null): ServiceRecord => ({
-      ...s,
-      custom,
-      node,
-      recent_changes: history.label(s.name, s.label),
-    })
-    const records: ServiceRecord[] = []
-    for (const name of ROLE_NAMES)
-      records.push(record(roles[name], false, nodeNameOf(this.deps.config.nodes, this.deps.services.role(name).ssh)))
+    const record = (
+      s: ServiceStatus,
+      custom: boolean,
+      node: NodeName | null,
+      placement: ServiceRecord['placement'] = null,
+    ): ServiceRecord => ({ ...s, custom, node, placement, recent_changes: history.label(s.name, s.label) })
+    const roleRecord = (name: RoleName): ServiceRecord =>
+      record(roles[name], false, nodeNameOf(this.deps.config.nodes, this.deps.services.role(name).ssh))
+    // Each placement's engine right after the llm (node1's), so the engines read together.
+    const records: ServiceRecord[] = [roleRecord('llm')]
+    for (const s of roles.placements) records.push(record(s, false, s.placement.nodes[0] ?? null, s.placement))
+    records.push(roleRecord('asr'), roleRecord('tts'))
     for (const [c, s] of customs) records.push(record(s, true, c.node))
     return { services: records, checked_at: this.deps.clock.now() }
   }

@@ -6,6 +6,8 @@ import { pushEventFollower } from './pushEvents'
 export type Snapshot = OutputOf<'getHardware'>
 export type Connectivity = OutputOf<'getConnectivity'>
 export type ServiceStatus = OutputOf<'getStatus'>['llm']
+/** A placement's engine as a service (`llm@<placement id>`), beside llm, asr and tts. */
+export type PlacementServiceStatus = OutputOf<'getStatus'>['placements'][number]
 export type ClusterEvent = OutputOf<'streamEvents'>
 type NodeName = string
 type ServiceName = 'llm' | 'asr' | 'tts'
@@ -67,6 +69,18 @@ function savedSample(x: SavedReading): Sample {
   }
 }
 
+/** Adds a snapshot's readings to the charts' samples, dropping those older than HISTORY_MS. */
+function record(history: Record<NodeName, Sample[]>, snap: Snapshot): void {
+  for (const hw of snapshotNodes(snap)) {
+    if (hw.status !== 'ok') continue
+    const list = (history[hw.node] ??= [])
+    const t = Math.round(hw.probed_at / 1000)
+    if ((list.at(-1)?.t ?? 0) >= t) continue
+    list.push(sampleOf(hw, t))
+    while (list.length > 0 && list[0]!.t < (Date.now() - HISTORY_MS) / 1000) list.shift()
+  }
+}
+
 /**
  * The cluster as the dashboard sees it: read once, then kept current by push events (hardware
  * snapshots, connectivity transitions, service state changes) instead of polling.
@@ -75,6 +89,7 @@ export const useClusterStore = defineStore('cluster', () => {
   const hardware = ref<Snapshot | null>(null)
   const connectivity = ref<Connectivity | null>(null)
   const services = ref<Partial<Record<ServiceName, ServiceStatus>>>({})
+  const placementServices = ref<PlacementServiceStatus[]>([])
   const history = reactive<Record<NodeName, Sample[]>>({ node1: [], node2: [] })
   const problems = reactive<Record<Part, string | null>>({
     hardware: null,
@@ -89,20 +104,9 @@ export const useClusterStore = defineStore('cluster', () => {
     return parts.length > 0 ? parts.map(([k, v]) => `${k}: ${v}`).join('; ') : null
   })
 
-  function record(snap: Snapshot): void {
-    for (const hw of snapshotNodes(snap)) {
-      if (hw.status !== 'ok') continue
-      const list = (history[hw.node] ??= [])
-      const t = Math.round(hw.probed_at / 1000)
-      if ((list.at(-1)?.t ?? 0) >= t) continue
-      list.push(sampleOf(hw, t))
-      while (list.length > 0 && list[0]!.t < (Date.now() - HISTORY_MS) / 1000) list.shift()
-    }
-  }
-
   function setHardware(snap: Snapshot): void {
     hardware.value = snap
-    record(snap)
+    record(history, snap)
     now.value = Date.now()
   }
 
@@ -123,8 +127,7 @@ export const useClusterStore = defineStore('cluster', () => {
     const [hw, st] = await Promise.allSettled([api.call('getHardware', {}), api.call('getStatus', {})])
     if (hw.status === 'fulfilled') setHardware(hw.value)
     problems.hardware = hw.status === 'rejected' ? (hw.reason as Error).message : null
-    if (st.status === 'fulfilled') services.value = { llm: st.value.llm, asr: st.value.asr, tts: st.value.tts }
-    problems.services = st.status === 'rejected' ? (st.reason as Error).message : null
+    setStatus(st)
     try {
       // Read after the probes, which record transitions.
       connectivity.value = await api.call('getConnectivity', {})
@@ -132,6 +135,20 @@ export const useClusterStore = defineStore('cluster', () => {
     } catch (err) {
       problems.connectivity = (err as Error).message
     }
+  }
+
+  function setStatus(st: PromiseSettledResult<OutputOf<'getStatus'>>): void {
+    if (st.status === 'fulfilled') {
+      services.value = { llm: st.value.llm, asr: st.value.asr, tts: st.value.tts }
+      placementServices.value = st.value.placements
+    }
+    problems.services = st.status === 'rejected' ? (st.reason as Error).message : null
+  }
+
+  /** The services alone, read again when what runs where changed (a placement's row comes, goes or changes). */
+  async function refreshServices(): Promise<void> {
+    const [st] = await Promise.allSettled([useApi().call('getStatus', {})])
+    setStatus(st)
   }
 
   function apply(ev: ClusterEvent): void {
@@ -151,6 +168,9 @@ export const useClusterStore = defineStore('cluster', () => {
         now.value = Date.now()
         break
       }
+      case 'placements.changed':
+        void refreshServices()
+        break
       case 'resync':
         void refresh()
         break
@@ -168,11 +188,13 @@ export const useClusterStore = defineStore('cluster', () => {
     hardware,
     connectivity,
     services,
+    placementServices,
     history,
     now,
     error,
     setHardware,
     loadHistory,
+    refreshServices,
     refresh,
     follow,
     unfollow,

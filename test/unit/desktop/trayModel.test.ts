@@ -43,6 +43,7 @@ const firstRead = (): { connectivity: ConnectivityView; status: StatusView } => 
     llm: status('llm', 'Healthy'),
     asr: status('asr', 'Healthy'),
     tts: status('tts', 'Not configured'),
+    placements: [],
     checked_at: 1,
   },
 })

@@ -29,6 +29,7 @@ function service(over: Partial<Service>): Service {
     deep_health: null,
     custom: false,
     node: 'node2',
+    placement: null,
     recent_changes: [],
     ...over,
   }
@@ -180,6 +181,34 @@ describe('Services panel', () => {
       { method: 'serviceAction', input: { name: 'asr', action: 'restart' } },
     ])
     expect(card.textContent).toContain('restart: done')
+  })
+
+  it("shows a placement's engine as its own card named by its placement: Restart re-places it, Logs read it, no Start or Stop", async () => {
+    const placement = { id: 'node2', key: 'gemma', served: 'org/Gemma', nodes: ['node2'], state: 'ready' as const }
+    const { api, calls } = fakeApi([
+      service({ name: 'llm', node: 'node1', model: 'org/Big' }),
+      service({ name: 'llm@node2', node: 'node2', model: 'org/Gemma', placement }),
+    ])
+    const el = await mountWith(ServicesPanel, api)
+    const card = el.querySelector('article[aria-label="service llm@node2"]')!
+    expect(card.querySelector('[data-testid="service-placement"]')?.textContent).toBe(
+      'org/Gemma (gemma) on node2, solo',
+    )
+    expect(el.querySelector('article[aria-label="service llm"] [data-testid="service-placement"]')).toBeNull()
+    expect(buttons(card, 'Start')).toEqual([])
+    expect(buttons(card, 'Stop')).toEqual([])
+    button(card, 'Restart').click()
+    await flush()
+    expect(card.textContent).toContain('org/Gemma (gemma) is placed again on node2, solo')
+    button(card, 'Confirm').click()
+    await flush()
+    expect(calls.filter((c) => c.method === 'serviceAction').map((c) => c.input)).toEqual([
+      { name: 'llm@node2', action: 'restart' },
+    ])
+    expect(card.textContent).toContain('restart: started')
+    button(card, 'Logs').click()
+    await flush()
+    expect(calls.find((c) => c.method === 'serviceLogs')?.input).toEqual({ name: 'llm@node2', tail: 200 })
   })
 
   it('shows the log tail', async () => {
