@@ -48,7 +48,9 @@ test(`the Downloads form picks a catalog model and a node without it; a typed re
     const picker = form.locator('#dl-catalog')
     await expect(picker).toBeInViewport()
     await expect(picker.locator('option', { hasText: 'GLM-4.7 Flash' })).toHaveText(/on node1$/)
-    await picker.selectOption({ label: (await picker.locator('option', { hasText: 'GLM-4.7 Flash' }).innerText()).trim() })
+    await picker.selectOption({
+      label: (await picker.locator('option', { hasText: 'GLM-4.7 Flash' }).innerText()).trim(),
+    })
     await expect(form.locator('#dl-repo')).toHaveValue(OTHER_REPO)
     // node1 has it already: the target moves to the node that lacks it.
     await expect(form.locator('#dl-target')).toHaveValue('node2')

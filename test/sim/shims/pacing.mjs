@@ -32,8 +32,9 @@ export function tqdmClock(secs) {
 }
 
 // An in-progress Xet bar: description, percent (bytes-written bar only), bar cells, tail, cursor moves.
-// eslint-disable-next-line no-control-regex -- tqdm's cursor-up is part of the recorded frame
-const XET_BAR = /^\r(Downloading bytes|Reconstructing \(incomplete total\.\.\.\)): (?:( *\d+)%\|)?([^|]*)\| (.*?)((?:\x1b\[A|\n)*)$/s
+const XET_BAR =
+  // eslint-disable-next-line no-control-regex -- tqdm's cursor-up is part of the recorded frame
+  /^\r(Downloading bytes|Reconstructing \(incomplete total\.\.\.\)): (?:( *\d+)%\|)?([^|]*)\| (.*?)((?:\x1b\[A|\n)*)$/s
 
 /** A recorded in-progress Xet redraw drawn again for `n` of `total` bytes at `rate` bytes/s. */
 export function drawXetBar(frame, n, total, rate) {
@@ -55,7 +56,9 @@ function shownBytes(frame) {
 function redrawCycle(frames) {
   const mid = (f) => XET_BAR.test(f.frame) && / +[\d.]+[kMGTPEZY]?B\/s {2}/.test(f.frame)
   const starts = (k) => frames[k].frame.startsWith('\rDownloading bytes')
-  const i = frames.findIndex((_, k) => starts(k) && frames.slice(k, k + 4).length === 4 && frames.slice(k, k + 4).every(mid))
+  const i = frames.findIndex(
+    (_, k) => starts(k) && frames.slice(k, k + 4).length === 4 && frames.slice(k, k + 4).every(mid),
+  )
   return i < 0 ? [] : frames.slice(i, i + 4).map((f) => f.frame)
 }
 

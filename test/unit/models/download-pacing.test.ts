@@ -49,8 +49,12 @@ describe('paced Xet replay', () => {
     expect(text).not.toContain('161MB/s')
     // Between the recorded tenths: the recorded cycle redrawn, partial blocks and all.
     expect(text).toContain('\rDownloading bytes: ████▉     | 32.1GB,  200MB/s  \x1b[A\n')
-    expect(text).toContain('\rReconstructing (incomplete total...):  49%|████▉     | 32.1GB / 65.0GB,  200MB/s  \x1b[A\x1b[A')
-    expect(text).toContain('\rReconstructing (incomplete total...):  50%|█████     | 32.5GB / 65.0GB,  200MB/s  \x1b[A\x1b[A')
+    expect(text).toContain(
+      '\rReconstructing (incomplete total...):  49%|████▉     | 32.1GB / 65.0GB,  200MB/s  \x1b[A\x1b[A',
+    )
+    expect(text).toContain(
+      '\rReconstructing (incomplete total...):  50%|█████     | 32.5GB / 65.0GB,  200MB/s  \x1b[A\x1b[A',
+    )
     expect(text).toContain('Fetching 4 files: 100%|██████████| 4/4 [05:25<00:00, 81.25s/it]\n')
     expect(text).toContain('Reconstruction complete: 100%|██████████| 65.0GB / 65.0GB,  200MB/s')
   })
@@ -118,7 +122,7 @@ describe('the rate knob and tqdm pieces', () => {
     }
   })
 
-  it("is DEMO_DOWNLOAD_MBPS in the demo: 200 unless set, 0 for the fast replay, a word refused", () => {
+  it('is DEMO_DOWNLOAD_MBPS in the demo: 200 unless set, 0 for the fast replay, a word refused', () => {
     expect(demoDownloadMbps(undefined)).toBe(200)
     expect(demoDownloadMbps(' ')).toBe(200)
     expect(demoDownloadMbps('1000')).toBe(1000)
