@@ -37,6 +37,8 @@ export default defineConfig({
       DEMO_DATA_DIR: 'test-results/e2e-data',
       // A swap's load lasts long enough to reload mid-swap and watch its ETA count down (models-truth.spec.ts).
       DEMO_LOAD_MS: '15000',
+      // The shared demo's downloads replay fast; a spec that watches one mid-way runs its own demo.
+      DEMO_DOWNLOAD_MBPS: '0',
       ADMIN_TOKEN: E2E_TOKEN,
       CHAT_UI_URL: 'http://127.0.0.1:1/chat',
     },

@@ -4,7 +4,13 @@ import { useApi, type InputOf, type OutputOf } from '../api'
 import { followJob, type FollowedJob } from './jobs'
 import { pushEventFollower } from './pushEvents'
 import { usePartReads } from './partReads'
-import { dismissedDownload, downloadOutcome, rememberDismissed, type DownloadOutcome } from './downloadResult'
+import {
+  dismissedDownload,
+  downloadOutcome,
+  downloadRepoOf,
+  rememberDismissed,
+  type DownloadOutcome,
+} from './downloadResult'
 import type { FitEstimate, RunMode } from '../../src-main/contract/models'
 
 export type { FollowedJob, DownloadOutcome }
@@ -137,7 +143,8 @@ function useFollowedJobs(after: { downloadSucceeded(): void }) {
       const running = jobs.find((j) => j.state === 'running')
       if (download.value) return
       if (running) {
-        downloadRepo.value = null
+        // Its title names the repo: the card it was started from shows its progress again.
+        downloadRepo.value = downloadRepoOf(running)
         followDownload(running.id)
         return
       }

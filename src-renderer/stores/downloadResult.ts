@@ -18,7 +18,7 @@ function resultField(result: unknown, field: 'repo' | 'nodes'): unknown {
 }
 
 /** The repo a download job was for: its result names it; a failed one only its title ("Download org/x to node1"). */
-function repoOf(job: JobRecord): string | null {
+export function downloadRepoOf(job: JobRecord): string | null {
   const repo = resultField(job.result, 'repo')
   if (typeof repo === 'string') return repo
   return /^Download (\S+) to /.exec(job.title)?.[1] ?? null
@@ -33,7 +33,7 @@ export function downloadOutcome(job: JobRecord): DownloadOutcome | null {
   return {
     id: job.id,
     state: job.state,
-    repo: repoOf(job),
+    repo: downloadRepoOf(job),
     nodes: Array.isArray(nodes) ? nodes.filter((n): n is string => typeof n === 'string') : [],
     bytes,
     duration_s: duration,

@@ -9,7 +9,8 @@
  *   DEMO_PORT (default 9999), DEMO_BIND (default 127.0.0.1), DEMO_DATA_DIR, DEMO_LOAD_MS (a swap's load, 8000),
  *   DEMO_NODES (2 to 8 simulated nodes, default 2; node3 and past reach the daemon through NODES),
  *   DEMO_PLACEMENTS (one, or two: after start a second bundled model is placed solo on node3, or node2
- *   with two nodes, through POST /api/placements), DEMO_FRESH (1: start from an empty data directory)
+ *   with two nodes, through POST /api/placements), DEMO_FRESH (1: start from an empty data directory),
+ *   DEMO_DOWNLOAD_MBPS (the simulated network's MB/s for downloads, default 200; 0 replays them fast)
  *
  * A busy DEMO_PORT is refused before anything starts. The shop is seeded on every start; buying
  * in it goes through the fake BTCPay checkout page, whose "Pay" and "Expire" buttons send the
@@ -34,7 +35,14 @@ import { RESTART_LIMITS } from '../../src-main/platform/restartLimits'
 import { SIM_CONTAINERS, startFullSim } from './full'
 import { startLicensingSim } from '../fakes/licensingDemo'
 import { startDemoVectors } from './demoVectors'
-import { DEMO_LOADED_REPO, DEMO_SECOND_KEY, demoCachedModels, demoNodeCount, demoPlacements } from './demoState'
+import {
+  DEMO_LOADED_REPO,
+  DEMO_SECOND_KEY,
+  demoCachedModels,
+  demoDownloadMbps,
+  demoNodeCount,
+  demoPlacements,
+} from './demoState'
 import { portProblem } from './portCheck'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -49,7 +57,8 @@ const bind = process.env.DEMO_BIND ?? '127.0.0.1'
 const nodeCount = demoNodeCount(process.env.DEMO_NODES)
 const placements = demoPlacements(process.env.DEMO_PLACEMENTS, typeof nodeCount === 'number' ? nodeCount : 2)
 const fresh = demoFresh(process.env.DEMO_FRESH)
-for (const problem of [nodeCount, placements, fresh])
+const downloadMbps = demoDownloadMbps(process.env.DEMO_DOWNLOAD_MBPS)
+for (const problem of [nodeCount, placements, fresh, downloadMbps])
   if (typeof problem === 'string') {
     console.error(`demo: ${problem}`)
     process.exit(1)
@@ -90,6 +99,8 @@ for (const n of sim.cluster.nodes) sim.engine(n.name).setLoadDelay(Number(proces
 applyShippedOverlays(sim.cluster.node2)
 // The node addresses and ports of this run, for `tandem doctor` against the demo.
 writeDemoEnv(dataDir, sim.env())
+// Downloads and copies move at DEMO_DOWNLOAD_MBPS (the shims' download_mbps knob), so their progress is seen.
+for (const n of sim.cluster.nodes) fs.writeFileSync(path.join(n.state, 'download_mbps'), String(downloadMbps))
 // Payment providers and exchange-rate sources on loopback: the demo never reaches the internet.
 const shop = await startLicensingSim()
 // Embeddings and a vector store (seeded collection `tandem-docs`): /v1/embeddings and search work too.

@@ -76,3 +76,17 @@ export function demoPlacements(raw: string | undefined, nodeCount: number): { se
   if (v === 'two') return { second: nodeCount >= 3 ? 'node3' : 'node2' }
   return `DEMO_PLACEMENTS must be one or two (got ${JSON.stringify(raw)}).`
 }
+
+/**
+ * DEMO_DOWNLOAD_MBPS: the simulated network's MB/s for downloads and copies (default 200, so a 65 GB
+ * download takes about 5½ minutes and its progress, rate and ETA are seen); 0 is the fixed, fast
+ * replay the test suites use. Or why the value is refused.
+ */
+export function demoDownloadMbps(raw: string | undefined): number | string {
+  const v = (raw ?? '').trim()
+  if (v === '') return 200
+  const n = Number(v)
+  if (!/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n))
+    return `DEMO_DOWNLOAD_MBPS must be a number of MB/s, 0 for the fast replay (got ${JSON.stringify(raw)}).`
+  return n
+}

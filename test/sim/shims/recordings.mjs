@@ -50,9 +50,10 @@ const speedPostfix = (rate) => `, ${`${rate === null ? '???' : formatSizeof(rate
 /**
  * The tail of a Xet bar after its last `| `: `{n_fmt:>5}B / {total_fmt:>5}B{postfix:>12}` (bytes
  * written) or `{n_fmt:>5}B{postfix:>12}` (bytes received), then the spaces tqdm pads a shorter redraw
- * with. Returns the tail redrawn for sizes times `scale`, or null when it is not such a tail.
+ * with. Returns the tail redrawn with the figures `redraw` gives for the shown ones (a field the tail
+ * does not show stays unshown), or null when it is not such a tail.
  */
-export function rescaleXetTail(tail, scale) {
+export function redrawXetTail(tail, redraw) {
   const m = /^ *([\d.]+[kMGTPEZY]?)B(?: \/ *([\d.]+[kMGTPEZY]?)B)?(?:, +([\d.]+[kMGTPEZY]?|\?\?\?)B\/s {2})?( *)$/.exec(
     tail,
   )
@@ -62,13 +63,25 @@ export function rescaleXetTail(tail, scale) {
     `${formatSizeof(n).padStart(5)}B` +
     (total === null ? '' : ` / ${formatSizeof(total).padStart(5)}B`) +
     (hasRate ? speedPostfix(rate) : '').padStart(12)
-  const n = parseSi(m[1])
-  const total = m[2] === undefined ? null : parseSi(m[2])
-  const rate = hasRate && m[3] !== '???' ? parseSi(m[3]) : null
-  const extra = tail.length - render(n, total, rate).length
+  const shown = {
+    n: parseSi(m[1]),
+    total: m[2] === undefined ? null : parseSi(m[2]),
+    rate: hasRate && m[3] !== '???' ? parseSi(m[3]) : null,
+  }
+  const extra = tail.length - render(shown.n, shown.total, shown.rate).length
   if (extra < 0) return null
+  const next = redraw(shown)
+  return render(next.n, shown.total === null ? null : next.total, next.rate) + ' '.repeat(extra)
+}
+
+/** A Xet bar's tail redrawn for sizes (and, unless `rate` is given, the speed) times `scale`. */
+export function rescaleXetTail(tail, scale, rate = null) {
   const scaled = (v) => (v === null ? null : v * scale)
-  return render(scaled(n), scaled(total), scaled(rate)) + ' '.repeat(extra)
+  return redrawXetTail(tail, (f) => ({
+    n: scaled(f.n),
+    total: scaled(f.total),
+    rate: f.rate === null ? null : (rate ?? scaled(f.rate)),
+  }))
 }
 
 /** The Xet recording as redraws: each piece starts at a `\r`; `written` is the bytes-written bar's n, if any. */
@@ -89,15 +102,18 @@ export function declaredTotal(text) {
   return best
 }
 
-/** One frame redrawn for sizes times `scale` (the bar graphics and percentages do not change). */
-export function rescaleFrame(frame, scale) {
-  if (scale === 1) return frame
+/**
+ * One frame redrawn for sizes times `scale` (the bar graphics and percentages do not change); with
+ * `rate`, every speed it shows is that rate (bytes/s) instead of the recorded one scaled.
+ */
+export function rescaleFrame(frame, scale, rate = null) {
+  if (scale === 1 && rate === null) return frame
   // eslint-disable-next-line no-control-regex -- tqdm's cursor-up is part of the recorded frame
   const end = /((?:\x1b\[A|\n)*)$/.exec(frame)
   const body = frame.slice(0, frame.length - end[1].length)
   const cut = body.lastIndexOf('| ')
   if (cut < 0 || !/^\r(Downloading bytes|Download complete|Reconstruct)/.test(body)) return frame
-  const tail = rescaleXetTail(body.slice(cut + 2), scale)
+  const tail = rescaleXetTail(body.slice(cut + 2), scale, rate)
   return tail === null ? frame : body.slice(0, cut + 2) + tail + end[1]
 }
 

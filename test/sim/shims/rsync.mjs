@@ -11,10 +11,12 @@
 // - paths under the peer's directory are the peer's; a path under this node's directory is the same
 //   path on the peer only when both nodes have the same user (identical accounts on identical
 //   machines); any other path cannot be created there.
-// Knob: download_delay (seconds between redraws).
+// Knobs: download_mbps (the network's MB/s: each file takes its bytes' time at that rate, redrawn
+// once a second with that rate, see pacing.mjs), else download_delay (seconds between recorded redraws).
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import { pacedRate, rsyncPaced } from './pacing.mjs'
 import { commas, knob, replayDraw, RSYNC_RECORDING, rsyncLine, rsyncPattern, sleep } from './recordings.mjs'
 
 const out = (s) => process.stdout.write(s)
@@ -123,18 +125,28 @@ const patterns = rsyncPattern(recording).sort((a, b) => b.size - a.size)
 const bySize = entries.filter((e) => e.file).sort((a, b) => b.size - a.size)
 const patternOf = (e) => patterns[Math.min(bySize.indexOf(e), patterns.length - 1)]
 const delay = Number(knob('SIM_DOWNLOAD_DELAY', 'download_delay', '0.1'))
+const rate = pacedRate()
 out('sending incremental file list\r\n')
 if (mkpath && created > 0) out(`created ${created} director${created === 1 ? 'y' : 'ies'} for ${wanted}\r\n`)
 let xfr = 0
 for (const [k, e] of entries.entries()) {
   out(`${e.name}\r\n`)
   if (!e.file) continue
+  const closing = () => ({ xfr: ++xfr, left: entries.length - k - 1, total: entries.length })
+  if (rate !== null) {
+    const start = Date.now()
+    const draws = rsyncPaced(e.size, rate)
+    for (const [j, { bytes, draw, at }] of draws.entries()) {
+      await sleep(at - (Date.now() - start) / 1000)
+      out(rsyncLine(bytes, draw, j === draws.length - 1 ? closing() : null))
+    }
+    continue
+  }
   const { draws, size } = patternOf(e)
   for (const [j, recorded] of draws.entries()) {
     const last = j === draws.length - 1
-    const close = last ? { xfr: ++xfr, left: entries.length - k - 1, total: entries.length } : null
     const { bytes, draw } = replayDraw(recorded, e.size, size, last)
-    out(rsyncLine(bytes, draw, close))
+    out(rsyncLine(bytes, draw, last ? closing() : null))
     if (!last) await sleep(delay)
   }
 }
@@ -150,7 +162,7 @@ const num = (s) => Number(s.replace(/,/g, ''))
 const total = entries.reduce((s, e) => s + e.size, 0)
 const sent = total + (num(sent0[1]) - size0)
 const received = num(sent0[2])
-const seconds = (num(sent0[1]) + received) / num(sent0[3])
+const seconds = rate !== null ? (sent + received) / rate : (num(sent0[1]) + received) / num(sent0[3])
 const speed = ((sent + received) / seconds).toLocaleString('en-US', {
   minimumFractionDigits: 2,
   maximumFractionDigits: 2,

@@ -3,12 +3,14 @@
 // knobs, and writes the model into the hub cache (HF_HOME honoured) as sparse files: a bundled
 // catalog model with its real config.json and weight size (shims/hubModels.mjs), any other repo with
 // the size the recording declares. Knobs (environment, or a file of that name in $SIM_STATE):
-// download_bytes (model size; the recording is redrawn for it in the same format), download_steps
-// (pauses spread over the replay), download_delay (seconds per pause). Fault files: hub_down,
-// missing_repos (one repo per line).
+// download_bytes (model size; the recording is redrawn for it in the same format), download_mbps
+// (the network's MB/s: the download takes its bytes' time at that rate, prints it, and redraws about
+// once a second; see pacing.mjs), else download_steps (pauses spread over the replay) and
+// download_delay (seconds per pause). Fault files: hub_down, missing_repos (one repo per line).
 import fs from 'node:fs'
 import path from 'node:path'
 import { knownModel, modelFolder, SIM_REVISION, smallFilesBytes, writeSnapshot } from './hubModels.mjs'
+import { pacedRate, xetPaced } from './pacing.mjs'
 import { declaredTotal, knob, rescaleFrame, sleep, XET_RECORDING, xetFrames } from './recordings.mjs'
 
 const die = (msg, code = 1) => {
@@ -60,13 +62,24 @@ fs.mkdirSync(path.join(folder, 'refs'), { recursive: true })
 fs.writeFileSync(path.join(folder, 'refs', 'main'), snapshot)
 fs.writeFileSync(incomplete, '')
 
-// The pauses fall evenly over the redraws, so steps × delay is the replay's length.
-const frames = xetFrames(recording)
-for (const [i, { frame, written }] of frames.entries()) {
-  process.stderr.write(rescaleFrame(frame, scale))
-  if (written !== null) fs.truncateSync(incomplete, Math.min(total, Math.round(written * scale)))
-  const pauses = Math.floor(((i + 1) * steps) / frames.length) - Math.floor((i * steps) / frames.length)
-  if (pauses > 0) await sleep(pauses * delay)
+const rate = pacedRate()
+if (rate !== null) {
+  // Paced: each redraw when its bytes have arrived at the rate, measured from the start.
+  const start = Date.now()
+  for (const { text, at, written } of xetPaced(recording, { total, rate })) {
+    await sleep(at - (Date.now() - start) / 1000)
+    process.stderr.write(text)
+    if (written !== null) fs.truncateSync(incomplete, Math.min(total, Math.round(written)))
+  }
+} else {
+  // The pauses fall evenly over the redraws, so steps × delay is the replay's length.
+  const frames = xetFrames(recording)
+  for (const [i, { frame, written }] of frames.entries()) {
+    process.stderr.write(rescaleFrame(frame, scale))
+    if (written !== null) fs.truncateSync(incomplete, Math.min(total, Math.round(written * scale)))
+    const pauses = Math.floor(((i + 1) * steps) / frames.length) - Math.floor((i * steps) / frames.length)
+    if (pauses > 0) await sleep(pauses * delay)
+  }
 }
 
 // The recording's four files: config.json, a tokenizer and two shards holding the rest of the size.
