@@ -130,7 +130,7 @@ const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 async function placeOnNode2(page: Page): Promise<Locator> {
   await openView(page, 'models')
   const c = card(page, NOT_ON_NODE2)
-  await expect(c).toContainText('node2: not on disk')
+  await expect(c).toContainText('node2: not on disk', { timeout: 20_000 })
   await c.getByRole('button', { name: 'Swap…' }).click()
   await c.getByRole('button', { name: 'Place on…' }).click()
   const panel = c.locator('section.place-panel')
