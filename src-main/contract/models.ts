@@ -322,6 +322,8 @@ export const SwapStateEvent = z.object({
   placement_id: z.string().default('node1'),
   /** Every node the job touches: its own and those of the placements it displaces. */
   nodes: z.array(NodeName).default(['node1']),
+  /** The placements the job stops to run its own (a swap); empty when it places on free nodes. */
+  replaces: z.array(z.string()).default([]),
 })
 
 /**

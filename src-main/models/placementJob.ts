@@ -130,9 +130,13 @@ export class PlacementJob {
    */
   private async stopDisplaced(job: JobControl, s: InFlight): Promise<void> {
     const { book } = this
-    this.phase(job, s, 'stopping')
+    // The phase only when a placement stops: clearing a stray engine off a free head is no stop of a model.
+    if (s.displaces.length > 0) this.phase(job, s, 'stopping')
     const stops = s.displaces.map((d) => d.on)
-    if (!s.displaces.some((d) => d.placement.head === s.nodes[0]) && s.action === 'place') stops.push(s.on)
+    if (!s.displaces.some((d) => d.placement.head === s.nodes[0]) && s.action === 'place') {
+      job.log(`clearing any stray engine on ${s.nodes[0] ?? s.id}`)
+      stops.push(s.on)
+    }
     for (const on of stops) {
       const code = await this.onHead(job, on, (l) => stopCommand(book.deps.config, on, l), STOP_TIMEOUT_MS, null)
       if (code !== 0) job.log(`the launcher's stop on ${on.nodes[0]} exited with status ${code ?? 'unknown'}; going on`)
@@ -283,6 +287,7 @@ export class PlacementJob {
       detail,
       placement_id: s.id,
       nodes: [...touched],
+      replaces: s.displaces.map((d) => d.placement.id),
     }
     // The alias for outside clients, published for one release beside placements.changed (which carries the step too).
     this.book.deps.events.publish('swap.state', step)

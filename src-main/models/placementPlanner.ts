@@ -155,10 +155,11 @@ export class PlacementPlanner {
     const { book } = this
     const id = placementId(j.nodes)
     const name = j.entry?.def.name ?? j.displaces[0]?.placement.served ?? id
+    // A swap replaces a model; on free nodes it is a placement, whichever way it was asked for.
     const title =
       j.action === 'stop'
         ? `Stop ${name} on ${id}`
-        : j.spec && j.plan !== null
+        : j.spec && j.plan !== null && j.displaces.length > 0
           ? `Swap to ${name} (${layoutLabel(j.plan.layout)})`
           : `Place ${name} on ${id}`
     let settle!: (o: Outcome) => void

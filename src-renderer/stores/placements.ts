@@ -56,6 +56,7 @@ function useFitsOn() {
 function placementActions(
   loadPlacements: () => Promise<void>,
   startSwap: (key: string, mode: RunMode, confirmNoFit: boolean) => Promise<string>,
+  followJob: (id: string) => void,
 ) {
   return {
     /**
@@ -73,6 +74,8 @@ function placementActions(
         confirm_no_fit: opts.confirmNoFit,
         displace: opts.displace,
       })
+      // Its progress shows at once, before the job's first step arrives.
+      followJob(out.job_id)
       await loadPlacements()
       return out
     },
@@ -155,7 +158,7 @@ export const usePlacementsStore = defineStore('placements', () => {
 
   const pushEvents = pushEventFollower(apply, (problem) => (problems.events = problem))
 
-  const actions = placementActions(loadPlacements, node1.startSwap)
+  const actions = placementActions(loadPlacements, node1.startSwap, node1.followPlacementJob)
 
   function follow(): void {
     pushEvents.follow()

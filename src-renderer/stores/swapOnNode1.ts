@@ -162,6 +162,11 @@ export function useSwapOnNode1(deps: {
     return job_id
   }
 
+  /** Follows a placement job the operator just started, before its first step arrives. */
+  function followPlacementJob(id: string): void {
+    if (swapJob.value?.id !== id) followSwapJob(id, 'validating')
+  }
+
   /** Hides a finished swap's progress box. */
   function dismissSwap(): void {
     stopStream?.()
@@ -190,6 +195,7 @@ export function useSwapOnNode1(deps: {
     sawStep,
     sawJob,
     startSwap,
+    followPlacementJob,
     dismissSwap,
     stopFollowing,
   }

@@ -14,6 +14,7 @@ export function placementStep(over: Partial<PlacementStepData> = {}): PlacementS
     detail: null,
     placement_id: 'node1',
     nodes: ['node1'],
+    replaces: ['node1'],
     ...over,
   }
 }

@@ -26,7 +26,8 @@ describe('the placement event', () => {
     await settled(r)
     const events = r.published.slice(from)
     const steps = events.flatMap((e) => (e.name === 'placements.changed' && e.data.step ? [e.data.step] : []))
-    expect(steps.map((s) => s.phase)).toEqual(['validating', 'stopping', 'launching', 'loading', 'ready'])
+    // node3 is free: nothing stops, so no stopping phase (issue 46, item 7).
+    expect(steps.map((s) => s.phase)).toEqual(['validating', 'launching', 'loading', 'ready'])
     expect(steps.every((s) => s.key === 'coder' && s.placement_id === 'node3')).toBe(true)
     const alias = events.flatMap((e) => (e.name === 'swap.state' ? [e.data] : []))
     expect(alias).toEqual(steps)
@@ -90,7 +91,7 @@ describe('the placement event', () => {
   })
 })
 
-const PHASES = ['validating', 'stopping', 'launching', 'loading', 'ready']
+const PHASES = ['validating', 'launching', 'loading', 'ready']
 
 /** The job steps `placements.changed` carried, in order. */
 function stepsOf(events: readonly PublishedEvent[]) {

@@ -222,7 +222,8 @@ describe('a request naming a model that is not placed', () => {
     // The placement on node3 is not the swap's to touch.
     expect(r.commands.filter((c) => c.node === 'node3')).toEqual([])
     const job = r.jobs.list('swap')[0]
-    expect(job?.title).toBe('Swap to Coder (solo on node1)')
+    // node1 was free: the on-demand swap placed Coder there, it replaced nothing.
+    expect(job?.title).toBe('Place Coder on node1')
   })
 })
 

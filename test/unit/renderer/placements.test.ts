@@ -388,7 +388,12 @@ describe('Models view: Place on…', () => {
     await flush()
     const place = button(el, 'Place on node2')
     expect(place.disabled).toBe(true)
-    expect(place.title).toBe('a placement job is running (placing node4)')
+    // It names the job that holds it, for the eye (title) and for a screen reader (its description).
+    expect(place.title).toBe('a placement job is running: placing coder on node4 (loading)')
+    const why = el.querySelector(`#${place.getAttribute('aria-describedby') ?? 'none'}`)
+    expect(why?.textContent).toContain(
+      'Cannot place now: a placement job is running: placing coder on node4 (loading).',
+    )
   })
 
   it("offers both today's swap on node1 and Place on…", async () => {
