@@ -238,23 +238,31 @@ function transition(
 }
 
 type PlacementsChanged = Extract<PushEvent, { name: 'placements.changed' }>['data']
+type JobStep = NonNullable<PlacementsChanged['step']>
+
+/** The model node1 serves as the job begins: its catalog key when known, else its served name; null: none. */
+function leavingModel(data: PlacementsChanged, step: JobStep): string | null {
+  const onNode1 = data.placements.find((p) => p.nodes.includes('node1'))
+  const keyed = step.loaded?.key ?? onNode1?.key ?? null
+  return keyed ?? step.loaded?.served ?? onNode1?.served ?? null
+}
 
 /**
  * What a job on node1 does to the llm, in catalog keys where the model is in the catalog (the
  * served name otherwise): "planned swap: A → B", "planned placement: B" (nothing was serving),
  * "planned stop: A", or "planned stop: A (placing B on node2)" when another placement displaces it.
  */
-export function plannedReason(data: PlacementsChanged): string {
-  const step = data.step!
-  const onNode1 = data.placements.find((p) => p.nodes.includes('node1'))
-  const leaving = step.loaded?.key ?? onNode1?.key ?? step.loaded?.served ?? onNode1?.served ?? null
-  const own = step.placement_id.split('+').includes('node1')
+export function plannedReason(data: PlacementsChanged, step: JobStep): string {
+  const leaving = leavingModel(data, step)
   if (data.changing?.action === 'stop') return `planned stop: ${leaving ?? step.key}`
-  if (!own) return `planned stop: ${leaving ?? 'no model'} (placing ${step.key} on ${step.placement_id})`
+  if (!step.placement_id.split('+').includes('node1'))
+    return `planned stop: ${leaving ?? 'no model'} (placing ${step.key} on ${step.placement_id})`
   if (leaving === null || (leaving === step.key && !step.loaded)) return `planned placement: ${step.key}`
   if (leaving === step.key) return `planned relaunch: ${step.key}`
   return `planned swap: ${leaving} → ${step.key}`
 }
+
+const ends = (phase: JobStep['phase']): boolean => phase === 'ready' || phase === 'failed'
 
 /**
  * Records the llm's down time during a placement job on node1 from the job itself: down (planned,
@@ -267,22 +275,22 @@ export function followSwaps(
   store: Pick<ConnectivityStore, 'jobStarted' | 'jobEnded'>,
 ): () => void {
   let job: { id: string; placesOnNode1: boolean } | null = null
-  return bus.subscribe((ev) => {
-    if (ev.name !== 'placements.changed' || ev.data.step === null) return
-    const { phase, job_id: jobId, nodes, placement_id: placementId } = ev.data.step
-    // A job on other nodes leaves the llm (node1's engine) serving.
-    if (!nodes.includes('node1')) return
+  const onStep = (data: PlacementsChanged, step: JobStep): void => {
     // The job's own record says when it began and ended (the view goes out a moment after each step).
-    const record = ev.data.job?.id === jobId ? ev.data.job : null
-    if (job?.id !== jobId && phase !== 'ready' && phase !== 'failed') {
-      const placesOnNode1 = ev.data.changing?.action !== 'stop' && placementId.split('+').includes('node1')
-      job = { id: jobId, placesOnNode1 }
-      void store.jobStarted('llm', plannedReason(ev.data), record?.started_at)
-    } else if (job?.id === jobId && (phase === 'ready' || phase === 'failed')) {
+    const record = data.job?.id === step.job_id ? data.job : null
+    if (job?.id !== step.job_id && !ends(step.phase)) {
+      const placesOnNode1 = data.changing?.action !== 'stop' && step.placement_id.split('+').includes('node1')
+      job = { id: step.job_id, placesOnNode1 }
+      void store.jobStarted('llm', plannedReason(data, step), record?.started_at)
+    } else if (job?.id === step.job_id && ends(step.phase)) {
       // A failed job may have rolled back: the probes say what serves then.
-      void store.jobEnded('llm', phase === 'ready' && job.placesOnNode1, record?.finished_at ?? undefined)
+      void store.jobEnded('llm', step.phase === 'ready' && job.placesOnNode1, record?.finished_at ?? undefined)
       job = null
     }
+  }
+  return bus.subscribe((ev) => {
+    // A job on other nodes leaves the llm (node1's engine) serving.
+    if (ev.name === 'placements.changed' && ev.data.step?.nodes.includes('node1')) onStep(ev.data, ev.data.step)
   })
 }
 

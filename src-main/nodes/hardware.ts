@@ -108,6 +108,8 @@ export class HardwareService {
   private readonly samples: HardwareHistory
   /** A probe due when a down node's remembered failure ends, per node. */
   private readonly retries = new Map<NodeName, { at: number; timer: ReturnType<typeof setTimeout> }>()
+  /** When the last attempt that really tried a down node began, per node. */
+  private readonly lastFailed = new Map<NodeName, number>()
 
   constructor(private readonly deps: HardwareDeps) {
     this.samples =
@@ -171,7 +173,7 @@ export class HardwareService {
       const parsed = parseHardware(res.stdout)
       if (!res.stdout.includes('@@end'))
         throw new Error(`hardware probe failed (exit ${res.code}): ${res.stderr.trim().slice(0, 300)}`)
-      await connectivity.observe(node, true)
+      await connectivity.observe(node, true, this.backDetail(node, started))
       this.cancelRetry(node)
       if (parsed.mac) await connectivity.setMac(node, parsed.mac)
       this.samples.remember(node, sampleOf(parsed, started))
@@ -195,6 +197,8 @@ export class HardwareService {
   private async unreachable(node: NodeName, target: SshTarget, err: unknown, probedAt: number): Promise<NodeHardware> {
     const { connectivity } = this.deps
     const message = err instanceof Error ? err.message : String(err)
+    // A cached failure is the last attempt's answer again, not a new look at the node.
+    if (!(err instanceof SshError && err.cached)) this.lastFailed.set(node, probedAt)
     await connectivity.observe(node, false, message, probedAt)
     const retryAt = this.deps.pool.retryAt(target)
     if (retryAt !== null) this.retryWhenDue(node, retryAt)
@@ -229,6 +233,17 @@ export class HardwareService {
     )
     timer.unref?.()
     this.retries.set(node, { at, timer })
+  }
+
+  /**
+   * What the way back up says besides the outage's length: the node came back somewhere between the
+   * last attempt that failed for real and this probe (the failure is remembered 25 s in between).
+   */
+  private backDetail(node: NodeName, probedAt: number): string | undefined {
+    const last = this.lastFailed.get(node)
+    this.lastFailed.delete(node)
+    if (last === undefined || this.deps.connectivity.state(node)?.state !== 'down') return undefined
+    return `back within ${Math.max(0, Math.round((probedAt - last) / 1000))} s after the last failed attempt`
   }
 
   private cancelRetry(node: NodeName): void {

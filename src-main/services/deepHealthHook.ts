@@ -45,10 +45,7 @@ export interface ReportSink {
  * probed at once rather than at the next round, so its card and row show the new engine's
  * health and no result from before it stays on. Returns the unsubscribe.
  */
-export function probeAfterPlacementJobs(
-  bus: Pick<EventBus, 'subscribe'>,
-  hook: DeepHealthHook,
-): () => void {
+export function probeAfterPlacementJobs(bus: Pick<EventBus, 'subscribe'>, hook: DeepHealthHook): () => void {
   return bus.subscribe((ev) => {
     if (ev.name !== 'placements.changed' || ev.data.step?.phase !== 'ready') return
     const { placement_id: id, key, loaded } = ev.data.step

@@ -213,7 +213,12 @@ describe('followSwaps', () => {
     // Catalog keys on both sides, though the model left is served under its repo id.
     expect(transitions()).toEqual([
       expect.objectContaining({ state: 'down', at: start, up_seconds: 60, planned: 'planned swap: qwen → coder' }),
-      expect.objectContaining({ state: 'up', at: start + 10_000, down_seconds: 10, planned: 'planned swap: qwen → coder' }),
+      expect.objectContaining({
+        state: 'up',
+        at: start + 10_000,
+        down_seconds: 10,
+        planned: 'planned swap: qwen → coder',
+      }),
     ])
     // After the job the probes decide again.
     clock.advance(1_000)

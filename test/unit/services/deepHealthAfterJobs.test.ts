@@ -33,7 +33,15 @@ describe('probeAfterPlacementJobs', () => {
     const { bus, asked, unfollow } = rig()
     bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'failed' })))
     const stop = placementsChanged(placementStep({ phase: 'ready' }))
-    stop.changing = { id: 'node1', key: 'coder', action: 'stop', phase: 'ready', displaces: [], eta_s: null, job_id: 'swap-1' }
+    stop.changing = {
+      id: 'node1',
+      key: 'coder',
+      action: 'stop',
+      phase: 'ready',
+      displaces: [],
+      eta_s: null,
+      job_id: 'swap-1',
+    }
     bus.publish('placements.changed', stop)
     unfollow()
     bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'ready' })))
