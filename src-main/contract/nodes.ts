@@ -55,6 +55,8 @@ export const HardwareUnreachable = z.object({
   /** The MAC cached from an earlier successful probe: Wake is possible when set. */
   mac: z.string().nullable(),
   probed_at: z.number(),
+  /** When Tandem tries the node again for real (its 25 s memory of the failure ends); null or absent: at the next probe. */
+  retry_at: z.number().nullable().optional(),
 })
 
 export const HardwareNotConfigured = z.object({ node: z.string(), status: z.literal('not_configured') })

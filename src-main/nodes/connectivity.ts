@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { Clock } from '../lib/clock'
 import { atomicWriteFile, readStateFile, replacedStateFileMessage, SerialQueue } from '../lib/files'
 import type { EventBus, EventPublisher } from '../platform/eventBus'
+import type { PushEvent } from '../contract/events'
 import type { Logger } from '../lib/logger'
 import { ConnectivityEvent, SubjectState, type ConnectivityView } from '../contract/nodes'
 
@@ -35,6 +36,10 @@ export class ConnectivityStore {
   private timer: ReturnType<typeof setTimeout> | null = null
   /** Subjects expected to go down now, and why (a model swap holds the llm). */
   private readonly plans = new Map<string, string>()
+  /** Subjects a placement job holds: their state follows the job's start and end, not the probes. */
+  private readonly held = new Set<string>()
+  /** Subjects seen since this store was opened: a period never counts time from before a restart. */
+  private readonly sighted = new Set<string>()
 
   constructor(
     private readonly file: string,
@@ -68,26 +73,62 @@ export class ConnectivityStore {
 
   /**
    * What active polling saw. A transition is recorded only when the state differs from the last
-   * one; the first sighting of a subject records one only when it is down.
+   * one; the first sighting of a subject records one only when it is down. `at`: when the probe
+   * that saw it began (an outage starts at the first failed probe, not when its timeout ended).
+   * While a placement job holds the subject, the job's start and end say its state instead.
    */
-  observe(subject: string, up: boolean, detail?: string): Promise<ConnectivityEvent | null> {
-    return this.queue.run(() => {
-      const now = this.clock.now()
-      const state = up ? 'up' : 'down'
-      const prev = this.data.subjects[subject]
-      if (prev && prev.state === state) return null
-      // A planned down period stays planned up to the up that ends it, even when the plan ended first.
-      const planned = up ? prev?.planned : this.plans.get(subject)
-      this.data.subjects[subject] = { state, last_change: now, ...(up || !planned ? {} : { planned }) }
-      let event: Extract<ConnectivityEvent, { kind: 'transition' }> | null = null
-      if (prev || !up) {
-        event = transition(subject, up, now, prev?.last_change, detail, planned)
-        this.append(event)
-        this.events?.publish('connectivity.transition', event)
+  observe(subject: string, up: boolean, detail?: string, at?: number): Promise<ConnectivityEvent | null> {
+    return this.queue.run(() => (this.held.has(subject) ? null : this.record(subject, up, detail, at)))
+  }
+
+  /**
+   * A placement job began on the subject (`reason`: "planned swap: A → B"): it is down for that
+   * reason from now, whether or not a probe ever sees it, until jobEnded.
+   */
+  jobStarted(subject: string, reason: string, at = this.clock.now()): Promise<ConnectivityEvent | null> {
+    this.plan(subject, reason)
+    this.held.add(subject)
+    return this.queue.run(() => this.record(subject, false, undefined, at))
+  }
+
+  /** The job ended: `up` when it left the subject serving (the up that ends the planned period); the probes follow. */
+  jobEnded(subject: string, up: boolean, at = this.clock.now()): Promise<ConnectivityEvent | null> {
+    this.plan(subject, null)
+    this.held.delete(subject)
+    return this.queue.run(() => (up ? this.record(subject, true, undefined, at) : null))
+  }
+
+  private record(
+    subject: string,
+    up: boolean,
+    detail: string | undefined,
+    at: number | undefined,
+  ): Extract<ConnectivityEvent, { kind: 'transition' }> | null {
+    const now = Math.min(at ?? Infinity, this.clock.now())
+    const state = up ? 'up' : 'down'
+    const prev = this.data.subjects[subject]
+    const first = !this.sighted.has(subject)
+    this.sighted.add(subject)
+    if (prev && prev.state === state) {
+      // Seen again after a restart: its period is counted from now, not across the time no one looked.
+      if (first) {
+        prev.last_change = Math.max(prev.last_change, now)
+        this.save()
       }
-      this.save()
-      return event
-    })
+      return null
+    }
+    // A planned down period stays planned up to the up that ends it, even when the plan ended first.
+    const planned = up ? prev?.planned : this.plans.get(subject)
+    this.data.subjects[subject] = { state, last_change: now, ...(up || !planned ? {} : { planned }) }
+    let event: Extract<ConnectivityEvent, { kind: 'transition' }> | null = null
+    if (prev || !up) {
+      // The period before a restart has no length Tandem saw.
+      event = transition(subject, up, now, first ? undefined : prev?.last_change, detail, planned)
+      this.append(event)
+      this.events?.publish('connectivity.transition', event)
+    }
+    this.save()
+    return event
   }
 
   /** An outside report (health-event, deep-health, disk deletion): appended, never changes state. */
@@ -196,25 +237,60 @@ function transition(
   }
 }
 
+type PlacementsChanged = Extract<PushEvent, { name: 'placements.changed' }>['data']
+type JobStep = NonNullable<PlacementsChanged['step']>
+
+/** The model node1 serves as the job begins: its catalog key when known, else its served name; null: none. */
+function leavingModel(data: PlacementsChanged, step: JobStep): string | null {
+  const onNode1 = data.placements.find((p) => p.nodes.includes('node1'))
+  const keyed = step.loaded?.key ?? onNode1?.key ?? null
+  return keyed ?? step.loaded?.served ?? onNode1?.served ?? null
+}
+
 /**
- * Marks the llm's down time during a model swap as planned, naming the model it leaves and the one
- * it loads, from the job's steps that `placements.changed` carries. Returns the unsubscribe.
+ * What a job on node1 does to the llm, in catalog keys where the model is in the catalog (the
+ * served name otherwise): "planned swap: A → B", "planned placement: B" (nothing was serving),
+ * "planned stop: A", or "planned stop: A (placing B on node2)" when another placement displaces it.
  */
-export function followSwaps(bus: Pick<EventBus, 'subscribe'>, store: Pick<ConnectivityStore, 'plan'>): () => void {
-  let job: string | null = null
-  return bus.subscribe((ev) => {
-    if (ev.name !== 'placements.changed' || ev.data.step === null) return
-    const { phase, job_id: jobId, key, loaded, nodes } = ev.data.step
-    // A job on other nodes leaves the llm (node1's engine) serving.
-    if (!nodes.includes('node1')) return
-    if (phase === 'ready' || phase === 'failed') {
+export function plannedReason(data: PlacementsChanged, step: JobStep): string {
+  const leaving = leavingModel(data, step)
+  if (data.changing?.action === 'stop') return `planned stop: ${leaving ?? step.key}`
+  if (!step.placement_id.split('+').includes('node1'))
+    return `planned stop: ${leaving ?? 'no model'} (placing ${step.key} on ${step.placement_id})`
+  if (leaving === null || (leaving === step.key && !step.loaded)) return `planned placement: ${step.key}`
+  if (leaving === step.key) return `planned relaunch: ${step.key}`
+  return `planned swap: ${leaving} → ${step.key}`
+}
+
+const ends = (phase: JobStep['phase']): boolean => phase === 'ready' || phase === 'failed'
+
+/**
+ * Records the llm's down time during a placement job on node1 from the job itself: down (planned,
+ * naming the model it leaves and the one it loads) at the job's first step, up when the job leaves
+ * a model serving there. A swap shorter than the probes' interval is recorded all the same.
+ * Returns the unsubscribe.
+ */
+export function followSwaps(
+  bus: Pick<EventBus, 'subscribe'>,
+  store: Pick<ConnectivityStore, 'jobStarted' | 'jobEnded'>,
+): () => void {
+  let job: { id: string; placesOnNode1: boolean } | null = null
+  const onStep = (data: PlacementsChanged, step: JobStep): void => {
+    // The job's own record says when it began and ended (the view goes out a moment after each step).
+    const record = data.job?.id === step.job_id ? data.job : null
+    if (job?.id !== step.job_id && !ends(step.phase)) {
+      const placesOnNode1 = data.changing?.action !== 'stop' && step.placement_id.split('+').includes('node1')
+      job = { id: step.job_id, placesOnNode1 }
+      void store.jobStarted('llm', plannedReason(data, step), record?.started_at)
+    } else if (job?.id === step.job_id && ends(step.phase)) {
+      // A failed job may have rolled back: the probes say what serves then.
+      void store.jobEnded('llm', step.phase === 'ready' && job.placesOnNode1, record?.finished_at ?? undefined)
       job = null
-      store.plan('llm', null)
-    } else if (job !== jobId) {
-      // The first phase names the model being left; later ones may already have let it go.
-      job = jobId
-      store.plan('llm', `planned swap: ${loaded?.served ?? 'no model'} → ${key}`)
     }
+  }
+  return bus.subscribe((ev) => {
+    // A job on other nodes leaves the llm (node1's engine) serving.
+    if (ev.name === 'placements.changed' && ev.data.step?.nodes.includes('node1')) onStep(ev.data, ev.data.step)
   })
 }
 

@@ -106,6 +106,10 @@ export class HardwareService {
   private cached: { at: number; snapshot: HardwareSnapshot } | null = null
   private inflight: { fresh: boolean; snapshot: Promise<HardwareSnapshot> } | null = null
   private readonly samples: HardwareHistory
+  /** A probe due when a down node's remembered failure ends, per node. */
+  private readonly retries = new Map<NodeName, { at: number; timer: ReturnType<typeof setTimeout> }>()
+  /** When the last attempt that really tried a down node began, per node. */
+  private readonly lastFailed = new Map<NodeName, number>()
 
   constructor(private readonly deps: HardwareDeps) {
     this.samples =
@@ -169,7 +173,8 @@ export class HardwareService {
       const parsed = parseHardware(res.stdout)
       if (!res.stdout.includes('@@end'))
         throw new Error(`hardware probe failed (exit ${res.code}): ${res.stderr.trim().slice(0, 300)}`)
-      await connectivity.observe(node, true)
+      await connectivity.observe(node, true, this.backDetail(node, started))
+      this.cancelRetry(node)
       if (parsed.mac) await connectivity.setMac(node, parsed.mac)
       this.samples.remember(node, sampleOf(parsed, started))
       return {
@@ -185,11 +190,18 @@ export class HardwareService {
     }
   }
 
-  /** Marks the node down and reports why, with the MAC kept from an earlier probe (for Wake). */
+  /**
+   * Marks the node down from when the failing probe began and reports why, with the MAC kept from
+   * an earlier probe (for Wake) and when it is tried again for real.
+   */
   private async unreachable(node: NodeName, target: SshTarget, err: unknown, probedAt: number): Promise<NodeHardware> {
     const { connectivity } = this.deps
     const message = err instanceof Error ? err.message : String(err)
-    await connectivity.observe(node, false, message)
+    // A cached failure is the last attempt's answer again, not a new look at the node.
+    if (!(err instanceof SshError && err.cached)) this.lastFailed.set(node, probedAt)
+    await connectivity.observe(node, false, message, probedAt)
+    const retryAt = this.deps.pool.retryAt(target)
+    if (retryAt !== null) this.retryWhenDue(node, retryAt)
     return {
       node,
       status: 'unreachable',
@@ -199,7 +211,50 @@ export class HardwareService {
       error_kind: err instanceof SshError ? err.kind : null,
       mac: connectivity.mac(node),
       probed_at: probedAt,
+      retry_at: retryAt,
     }
+  }
+
+  /**
+   * Probes again the moment the pool's memory of the failure ends, so a node that came back is seen
+   * then (not at whatever probe comes next) and "checking again in N s" holds.
+   */
+  private retryWhenDue(node: NodeName, at: number): void {
+    const pending = this.retries.get(node)
+    if (pending?.at === at) return
+    if (pending) clearTimeout(pending.timer)
+    const timer = setTimeout(
+      () => {
+        this.retries.delete(node)
+        this.invalidate()
+        this.snapshot().catch((e: unknown) => this.deps.logger.warn('retry probe failed', { node, error: e }))
+      },
+      Math.max(0, at - this.deps.clock.now()) + 50,
+    )
+    timer.unref?.()
+    this.retries.set(node, { at, timer })
+  }
+
+  /**
+   * What the way back up says besides the outage's length: the node came back somewhere between the
+   * last attempt that failed for real and this probe (the failure is remembered 25 s in between).
+   */
+  private backDetail(node: NodeName, probedAt: number): string | undefined {
+    const last = this.lastFailed.get(node)
+    this.lastFailed.delete(node)
+    if (last === undefined || this.deps.connectivity.state(node)?.state !== 'down') return undefined
+    return `back within ${Math.max(0, Math.round((probedAt - last) / 1000))} s after the last failed attempt`
+  }
+
+  private cancelRetry(node: NodeName): void {
+    const pending = this.retries.get(node)
+    if (pending) clearTimeout(pending.timer)
+    this.retries.delete(node)
+  }
+
+  /** Stops the retries still waiting (at shutdown). */
+  stop(): void {
+    for (const node of [...this.retries.keys()]) this.cancelRetry(node)
   }
 }
 

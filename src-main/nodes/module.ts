@@ -96,6 +96,7 @@ export async function createNodesModule(deps: CoreDeps, opts: NodesOptions = {})
     publicBaseUrl: base,
     async stop() {
       unfollowSwaps()
+      hardware.stop()
       hardware.flushHistory()
       await connectivity.flush()
       await pool.close()

@@ -1,3 +1,4 @@
+import type { EventBus } from '../platform/eventBus'
 /** The speech and llm services a deep-health probe can check. */
 export type ProbedService = 'asr' | 'tts' | 'llm'
 
@@ -37,4 +38,19 @@ export interface ReportSink {
     subject: string,
     input: { ok: boolean; source?: string | null; error?: string | null; detail?: string | null; ms?: number | null },
   ): Promise<unknown>
+}
+
+/**
+ * After a placement job leaves a model serving (a swap, a placement, a relaunch), its engine is
+ * probed at once rather than at the next round, so its card and row show the new engine's
+ * health and no result from before it stays on. Returns the unsubscribe.
+ */
+export function probeAfterPlacementJobs(bus: Pick<EventBus, 'subscribe'>, hook: DeepHealthHook): () => void {
+  return bus.subscribe((ev) => {
+    if (ev.name !== 'placements.changed' || ev.data.step?.phase !== 'ready') return
+    const { placement_id: id, key, loaded } = ev.data.step
+    // A stop leaves nothing to probe (node1's llm then has no model loaded).
+    if (ev.data.changing?.action === 'stop' || (placementSubject(id) === 'llm' && loaded === null)) return
+    hook.requestProbe(placementSubject(id), `a placement job left ${key} serving on ${id}`)
+  })
 }

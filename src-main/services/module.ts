@@ -9,6 +9,7 @@ import { ApiError } from '../contract/errors'
 import type { ModelsModule } from '../models/module'
 import type { NodesModule } from '../nodes/module'
 import { DeepHealth, type PlacementEngines } from './deepHealth'
+import { probeAfterPlacementJobs } from './deepHealthHook'
 import type { ProbeSet } from './probeOutcome'
 import { deepHealthHandlers } from './deepHealthHandlers'
 import { serviceHandlers, type ServiceMethods } from './handlers'
@@ -155,6 +156,7 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
   const unfollow = deps.events.subscribe((ev) => {
     if (ev.name === 'service.state') deepHealth.statusChanged(ev.data.service, ev.data.status, ev.data.previous)
   })
+  const unfollowJobs = probeAfterPlacementJobs(deps.events, deepHealth)
   const speechPatches = new SpeechPatches({
     control: manager,
     pool: nodes.pool,
@@ -188,6 +190,7 @@ export async function createServicesModule(deps: ServicesDeps): Promise<Services
     },
     async stop() {
       unfollow()
+      unfollowJobs()
       deepHealth.stop()
       await monitor.stop()
     },

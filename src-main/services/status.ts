@@ -180,7 +180,7 @@ export class StatusService {
 
   /**
    * The label with deep health's latest result applied, the error to show, and a new probe asked
-   * for when a failed one has gone stale on a service that is Healthy again.
+   * for when the latest has gone stale on a service that is Healthy again.
    */
   private applyDeepHealth(
     service: ProbeSubject,
@@ -191,8 +191,9 @@ export class StatusService {
     const latest = this.deepHealth?.latest(service) ?? null
     const deep = deepHealthVerdict(latest, this.cameUp(service, container, http.ok))
     const label = withDeepHealth(base, deep)
-    if (base.label === 'Healthy' && deep !== null && !deep.ok && deep.stale)
-      this.deepHealth?.requestProbe(service, 'it came up again after a failing probe')
+    // Any result from before it came up again (a passing one too) is stale: probe at once, so the note goes.
+    if (base.label === 'Healthy' && deep !== null && deep.stale)
+      this.deepHealth?.requestProbe(service, `it came up again after a ${deep.ok ? 'passing' : 'failing'} probe`)
     return { label, deep, error: label === base ? checkError(http, container) : (latest?.error ?? null) }
   }
 

@@ -150,6 +150,12 @@ export class SshPool {
     return this.connections.get(targetKey(target)) ?? 0
   }
 
+  /** When the target's remembered 'unreachable' result ends and the next command tries it for real (null: none). */
+  retryAt(target: SshTarget): number | null {
+    const until = this.unreachable.get(targetKey(target))?.until
+    return until !== undefined && until > this.opts.clock.now() ? until : null
+  }
+
   /** Forgets a cached 'unreachable' result (after a wake, or a host key reset). */
   clearUnreachable(target: SshTarget): void {
     this.unreachable.delete(targetKey(target))

@@ -49,7 +49,13 @@ describe('a legacy connectivity.json is migrated on read (spec 1, 2.7 rule 3)', 
     expect(s.state('spark1')).toEqual({ state: 'up', last_change: 1761903700000 })
     expect(s.state('spark2')).toEqual({ state: 'up', last_change: 1761900125750 })
     expect(await s.observe('spark1', true)).toBeNull()
+    clock.advance(60_000)
+    // The period is counted from this run's first sighting: never across the time before the daemon started (issue 46).
     const down = await s.observe('spark1', false)
     expect(down).toMatchObject({ subject: 'spark1', state: 'down', up_seconds: 60 })
+    // A change seen first is still recorded (the seeded state is known), without a length from before the start.
+    const spark2 = await s.observe('spark2', false)
+    expect(spark2).toMatchObject({ subject: 'spark2', state: 'down' })
+    expect(spark2).not.toHaveProperty('up_seconds')
   })
 })

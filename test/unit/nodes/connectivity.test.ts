@@ -133,29 +133,139 @@ describe('ConnectivityStore', () => {
   })
 })
 
-describe('followSwaps', () => {
-  /** The plans followSwaps marks, fed by a bus. */
-  const rig = () => {
-    const bus = new EventBus(new ManualClock())
-    const plans: (string | null)[] = []
-    followSwaps(bus, { plan: (subject, reason) => void (subject === 'llm' && plans.push(reason)) })
-    return { bus, plans }
-  }
+describe('ConnectivityStore across a restart and an outage (issue 46)', () => {
+  let dir: string
+  let file: string
+  let clock: ManualClock
+  const make = () => new ConnectivityStore(file, clock, createLogger({ sink: new MemorySink(), level: 'debug' }))
 
-  it('marks a swap on node1 as planned from the step of placements.changed, and clears it when the job ends', () => {
-    const { bus, plans } = rig()
-    bus.publish('placements.changed', placementsChanged(null))
-    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'validating' })))
-    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'loading', loaded: null })))
-    expect(plans).toEqual(['planned swap: org/qwen → coder'])
-    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'ready' })))
-    expect(plans).toEqual(['planned swap: org/qwen → coder', null])
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-conn-'))
+    file = path.join(dir, 'connectivity.json')
+    clock = new ManualClock()
+  })
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+  it('an up period is never counted across a restart: the first down after it names no length from before', async () => {
+    const before = make()
+    await before.observe('llm', false)
+    clock.advance(5_000)
+    await before.observe('llm', true)
+    await before.flush()
+    // The daemon is off for twenty minutes, then starts again and sees the llm up.
+    clock.advance(1_200_000)
+    const after = make()
+    await after.observe('llm', true)
+    clock.advance(30_000)
+    const down = await after.observe('llm', false)
+    expect(down).toMatchObject({ state: 'down', up_seconds: 30 })
   })
 
-  it('leaves the llm unmarked for a job on other nodes and for the swap.state alias alone', () => {
-    const { bus, plans } = rig()
+  it('a change seen first after a restart records no length for the period that spans it', async () => {
+    const before = make()
+    await before.observe('llm', false)
+    clock.advance(5_000)
+    await before.observe('llm', true)
+    await before.flush()
+    clock.advance(1_220_000)
+    const down = await make().observe('llm', false)
+    expect(down).toMatchObject({ state: 'down' })
+    expect(down).not.toHaveProperty('up_seconds')
+  })
+
+  it('an outage starts when the first failed probe began, not when its timeout ended', async () => {
+    const s = make()
+    await s.observe('node2', true)
+    clock.advance(60_000)
+    const probeBegan = clock.now()
+    clock.advance(6_000)
+    const down = await s.observe('node2', false, 'timed out', probeBegan)
+    expect(down).toMatchObject({ at: probeBegan, up_seconds: 60 })
+    clock.advance(14_000)
+    expect(await s.observe('node2', true)).toMatchObject({ down_seconds: 20 })
+  })
+})
+
+describe('followSwaps', () => {
+  const rig = () => {
+    const clock = new ManualClock()
+    const bus = new EventBus(clock)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-conn-'))
+    const store = new ConnectivityStore(path.join(dir, 'c.json'), clock, createLogger({ sink: new MemorySink() }))
+    followSwaps(bus, store)
+    const transitions = () => store.view().events.filter((e) => e.kind === 'transition')
+    return { bus, clock, store, transitions, done: () => fs.rmSync(dir, { recursive: true, force: true }) }
+  }
+
+  it("records a 10 s swap from the job's own start and end, though no probe saw the llm down", async () => {
+    const { bus, clock, store, transitions, done } = rig()
+    await store.observe('llm', true)
+    clock.advance(60_000)
+    const start = clock.now()
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'validating' })))
+    clock.advance(4_000)
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'loading', loaded: null })))
+    // A probe during the job does not decide the llm's state: the job does.
+    expect(await store.observe('llm', true)).toBeNull()
+    clock.advance(6_000)
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'ready' })))
+    await store.flush()
+    // Catalog keys on both sides, though the model left is served under its repo id.
+    expect(transitions()).toEqual([
+      expect.objectContaining({ state: 'down', at: start, up_seconds: 60, planned: 'planned swap: qwen → coder' }),
+      expect.objectContaining({
+        state: 'up',
+        at: start + 10_000,
+        down_seconds: 10,
+        planned: 'planned swap: qwen → coder',
+      }),
+    ])
+    // After the job the probes decide again.
+    clock.advance(1_000)
+    expect(await store.observe('llm', false)).toMatchObject({ state: 'down' })
+    done()
+  })
+
+  it('names the model left by its catalog key from the placements view when the step has none', async () => {
+    const { bus, transitions, store, done } = rig()
+    const view = placementsChanged(placementStep({ loaded: null }))
+    view.placements = [
+      {
+        id: 'node1',
+        key: 'qwen3-coder',
+        served: 'Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8',
+        nodes: ['node1'],
+        head: 'node1',
+        layout: null,
+        state: 'ready',
+        reason: null,
+        since: 0,
+        memory_bytes_per_node: null,
+      },
+    ]
+    bus.publish('placements.changed', view)
+    await store.flush()
+    expect(transitions()[0]?.planned).toBe('planned swap: qwen3-coder → coder')
+    done()
+  })
+
+  it('a failed job ends the plan and leaves the state to the probes', async () => {
+    const { bus, clock, store, transitions, done } = rig()
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'validating' })))
+    clock.advance(3_000)
+    bus.publish('placements.changed', placementsChanged(placementStep({ phase: 'failed' })))
+    await store.flush()
+    expect(transitions().map((t) => t.state)).toEqual(['down'])
+    expect(await store.observe('llm', true)).toMatchObject({ state: 'up', down_seconds: 3 })
+    done()
+  })
+
+  it('leaves the llm alone for a job on other nodes and for the swap.state alias alone', async () => {
+    const { bus, store, transitions, done } = rig()
     bus.publish('placements.changed', placementsChanged(placementStep({ nodes: ['node3'], placement_id: 'node3' })))
     bus.publish('swap.state', placementStep({ phase: 'validating', job_id: 'swap-2' }))
-    expect(plans).toEqual([])
+    await store.flush()
+    expect(transitions()).toEqual([])
+    done()
   })
 })

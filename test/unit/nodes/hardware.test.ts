@@ -5,6 +5,7 @@ import { ConnectivityStore } from '../../../src-main/nodes/connectivity'
 import { HARDWARE_CACHE_MS, HARDWARE_PROBE, HardwareService, parseHardware } from '../../../src-main/nodes/hardware'
 import { parseUptime } from '../../../src-main/nodes/probeOutput'
 import { startSimKit, type SimKit } from '../../sim/testkit'
+import { UNREACHABLE_TTL_MS } from '../../../src-main/ssh/pool'
 
 const GB10 = `@@hostname
 spark-a1
@@ -186,5 +187,31 @@ describe('HardwareService against the sim', () => {
     expect(c).toBe(a)
     expect(kit.sim.node2.commands.length).toBe(before + 1)
     expect(store.state('node2')?.state).toBe('up')
+  })
+
+  it('a down node says when it is tried again, and coming back says how late that may have been seen (issue 46)', async () => {
+    await kit.sim.node2.down()
+    clock.advance(HARDWARE_CACHE_MS)
+    const failedAt = clock.now()
+    const down = await svc.snapshot({ fresh: true })
+    expect(down.node2).toMatchObject({ status: 'unreachable', retry_at: failedAt + UNREACHABLE_TTL_MS })
+    await kit.sim.node2.up()
+    // Within the pool's memory of the failure the same retry time is given, counting down.
+    clock.advance(10_000)
+    expect((await svc.snapshot()).node2).toMatchObject({
+      status: 'unreachable',
+      retry_at: failedAt + UNREACHABLE_TTL_MS,
+    })
+    clock.advance(UNREACHABLE_TTL_MS - 10_000)
+    const back = await svc.snapshot()
+    expect(back.node2).toMatchObject({ status: 'ok' })
+    const up = store.view().events.at(-1)
+    expect(up).toMatchObject({
+      subject: 'node2',
+      state: 'up',
+      down_seconds: 25,
+      detail: 'back within 25 s after the last failed attempt',
+    })
+    svc.stop()
   })
 })

@@ -187,6 +187,26 @@ describe('service labels', () => {
       expect(deep.asked).toHaveLength(1)
     })
 
+    it('a passing probe from before a restart is stale too, and deep health probes again at once (issue 46)', async () => {
+      answer = 200
+      let started = new Date(clock.now() - 3_600_000).toISOString()
+      const deep = source()
+      deep.result = { ok: true, wedged: false, at: clock.now(), error: null }
+      const status = statusFor('running', () => started, deep)
+      clock.advance(1000)
+      expect(await status.check(role())).toMatchObject({ label: 'Healthy', deep_health: { ok: true, stale: true } })
+      expect(deep.asked).toEqual(['asr: it came up again after a passing probe'])
+      // The probe that follows began after it came up: the note goes.
+      clock.advance(1000)
+      deep.result = { ok: true, wedged: false, at: clock.now(), error: null }
+      expect(await status.check(role())).toMatchObject({ deep_health: { ok: true, stale: false } })
+      // A restart (a new container start) makes it stale again, and asks again.
+      clock.advance(1000)
+      started = new Date(clock.now()).toISOString()
+      expect(await status.check(role())).toMatchObject({ deep_health: { stale: true } })
+      expect(deep.asked).toHaveLength(2)
+    })
+
     it('applies the rule as documented', () => {
       const healthy = { label: 'Healthy' as const, label_reason: null, actions_blocked: null }
       const failing = { ok: false, wedged: false, at: 100, error: 'no answer' }
