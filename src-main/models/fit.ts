@@ -1,4 +1,3 @@
-import { formatBytes } from '../../src-shared/bytes'
 import type { FitEstimate, RunMode } from '../contract/models'
 import type { NodeName } from '../contract/schemas'
 import type { Logger } from '../lib/logger'
@@ -325,7 +324,11 @@ function crowdedOut(
 ): string | null {
   const { ram, budget, others } = m
   if (ram === null || budget === null || others === null || others <= 0 || budget <= ram - others) return null
-  return `${node}: ${formatBytes(others)} is held by other processes (speech services, other work), so ${m.util} × ${formatBytes(ram)} = ${formatBytes(budget)} cannot be reserved`
+  return `${node}: ${gbText(others)} is held by other processes (speech services, other work), so ${m.util} × ${gbText(ram)} = ${gbText(budget)} cannot be reserved`
+}
+
+function gbText(bytes: number): string {
+  return `${(bytes / 1e9).toFixed(1)} GB`
 }
 
 function parseJson(text: string): unknown {

@@ -1,4 +1,3 @@
-import { formatBytes } from '../../src-shared/bytes'
 import { badInput, conflict, notFound } from '../contract/errors'
 import type { FitEstimate, PlacementKeep, RunMode } from '../contract/models'
 import type { Placement } from '../contract/placements'
@@ -287,7 +286,7 @@ export class PlacementPlanner {
       return
     }
     if (fit.verdict !== 'no_fit') return
-    const gb = (b: number | null) => (b === null ? '?' : formatBytes(b))
+    const gb = (b: number | null) => (b === null ? '?' : `${(b / 1e9).toFixed(1)} GB`)
     const numbers = fit.nodes
       .filter((n) => n.verdict === 'no_fit')
       .map((n) => `${n.node} needs ${gb(n.need_bytes)} of a ${gb(n.budget_bytes)} budget`)

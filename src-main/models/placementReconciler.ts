@@ -1,4 +1,3 @@
-import { formatBytes } from '../../src-shared/bytes'
 import type { FitEstimate } from '../contract/models'
 import type { Placement, PlacementRecovery } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
@@ -353,7 +352,7 @@ export class PlacementReconciler {
       const fit = m.fit
       if (fit?.verdict === 'no_fit') {
         const over = fit.nodes.find((n) => n.verdict === 'no_fit')
-        const gb = (b: number | null) => (b === null ? '?' : formatBytes(b))
+        const gb = (b: number | null) => (b === null ? '?' : `${(b / 1e9).toFixed(1)} GB`)
         const why =
           over === undefined
             ? 'it does not fit its nodes now'

@@ -1,6 +1,6 @@
-import { formatBytes } from '../../../src-shared/bytes'
+import { formatBytes } from '../../format/bytes'
 
-/** Formatting for the cluster view. Sizes in decimal GB, the one unit of the console (src-shared/bytes.ts). */
+/** Formatting for the cluster view. Sizes in decimal GB, the one unit of the console (format/bytes.ts). */
 export const bytes = formatBytes
 
 export function duration(seconds: number | null | undefined): string {

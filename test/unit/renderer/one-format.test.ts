@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { formatDate, formatDateTime, formatNumber, formatTime } from '../../../src-renderer/format/when'
-import { formatBytes } from '../../../src-shared/bytes'
+import { formatBytes } from '../../../src-renderer/format/bytes'
 import { validationLines } from '../../../src-renderer/components/licensing/validationSeries'
 
 /** One date format and one unit across the console (issue 46, items 8 and 10). */
@@ -47,10 +47,11 @@ describe('one format in the renderer', () => {
     expect(formatNumber(1234.567, 2)).toBe('1,234.57')
   })
 
-  it('sizes in decimal GB, one decimal, so parts add up as shown', () => {
-    expect(formatBytes(128849018880)).toBe('128.8 GB')
+  it('sizes in decimal GB (1 GB = 10^9 bytes), about three figures', () => {
+    expect(formatBytes(128849018880)).toBe('129 GB')
     expect(formatBytes(90194313216)).toBe('90.2 GB')
-    expect(formatBytes(999.96e9)).toBe('1.0 TB')
+    expect(formatBytes(9663676416)).toBe('9.7 GB')
+    expect(formatBytes(1.5e12)).toBe('1.5 TB')
     expect(formatBytes(512)).toBe('512 B')
     expect(formatBytes(null)).toBe('—')
   })

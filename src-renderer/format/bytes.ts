@@ -1,18 +1,18 @@
 /**
  * A size in bytes as a person reads it, in decimal units (1 GB = 10⁹ bytes): the unit the nodes'
  * memory is sold in (a DGX Spark's 128 GB), the model hubs list weights in and `df -H` prints.
- * Pure: the daemon's fit and placement notes and the dashboard's cards, charts and summaries all
- * use it, so a figure reads the same wherever it is shown.
+ * The console's cards, charts (axes and hover legends), fit summaries and tooltips all write sizes
+ * through it, so a figure reads the same wherever it is shown (the daemon's notes are in GB too).
  */
 export function formatBytes(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '—'
   const units = ['B', 'KB', 'MB', 'GB', 'TB', 'PB']
-  let v = Math.abs(n)
+  let v = n
   let i = 0
-  while (v >= 999.95 && i < units.length - 1) {
+  while (v >= 1000 && i < units.length - 1) {
     v /= 1000
     i++
   }
-  const text = i === 0 ? v.toFixed(0) : v.toFixed(1)
-  return `${n < 0 ? '-' : ''}${text} ${units[i]}`
+  // Three significant figures or so: 9.7 GB, 90.2 GB, 116 GB.
+  return `${v >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`
 }
