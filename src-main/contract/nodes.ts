@@ -20,6 +20,22 @@ export const GpuReading = z.object({
   processes: z.array(GpuProcess),
 })
 
+/** vLLM titles its engine and worker processes `VLLM::EngineCore`, `VLLM::Worker_TP0`, … (what nvidia-smi lists). */
+export const ENGINE_PROCESS_PREFIX = 'VLLM::'
+
+/**
+ * Unified memory (GB10: CPU and GPU share one pool) split once: what the engines hold, what every
+ * other process holds (the OS, speech services, other work), and what is free. The three add up to
+ * the total: free is what `free -b` reports available, engine the engines' per-process GPU memory.
+ */
+export const MemoryPool = z.object({
+  total_bytes: z.number(),
+  engine_bytes: z.number(),
+  other_bytes: z.number(),
+  free_bytes: z.number(),
+})
+export type MemoryPool = z.infer<typeof MemoryPool>
+
 export const HardwareOk = z.object({
   node: z.string(),
   status: z.literal('ok'),
@@ -34,6 +50,8 @@ export const HardwareOk = z.object({
     .nullable(),
   gpu: GpuReading.nullable(),
   gpu_unified_memory: z.boolean(),
+  /** The one pool of a unified-memory node (null when RAM and GPU memory are separate, or RAM is unread). */
+  memory_pool: MemoryPool.nullable().default(null),
   interface: z.string().nullable(),
   mac: z.string().nullable(),
   /** The node's address on the cluster link (the launcher's autodiscover.sh choice), null when it has none. */
@@ -101,6 +119,8 @@ export const HardwareSample = z.object({
   ram_total_bytes: z.number().nullable().default(null),
   gpu_memory_used_bytes: z.number().nullable().default(null),
   gpu_memory_total_bytes: z.number().nullable().default(null),
+  /** On unified memory: what the engines hold of the pool (ram_used_bytes is the pool in use). */
+  engine_memory_bytes: z.number().nullable().default(null),
 })
 export type HardwareSample = z.infer<typeof HardwareSample>
 

@@ -57,7 +57,10 @@ export const Placement = z.object({
   /** Why the placement is lost (which node stopped answering), else null. */
   reason: z.string().nullable(),
   since: z.number().nullable(),
-  /** Memory the engine reserves on each of its nodes (gpu-memory-utilization × RAM); null when unknown. */
+  /**
+   * Memory the engine reserves on each of its nodes: what it holds on the head's unified memory when
+   * it runs, else gpu-memory-utilization × RAM; null when unknown.
+   */
   memory_bytes_per_node: z.number().nullable(),
   /** The reconciler's work on it (null: nothing to do, or recovery is off). */
   recovery: PlacementRecovery.nullable().optional(),

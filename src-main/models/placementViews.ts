@@ -1,12 +1,9 @@
 import type { SwapView } from '../contract/models'
 import type { Placement, PlacementsView } from '../contract/placements'
 import type { NodeName } from '../contract/schemas'
-import type { HardwareSnapshot } from '../contract/nodes'
+import { ENGINE_PROCESS_PREFIX, type HardwareSnapshot } from '../contract/nodes'
 import { DEFAULT_GPU_MEMORY_UTILIZATION } from './fit'
 import { modeOfNodes, nodeHardware, touchesNode1, type PlacementBook, type PlacementStep } from './placementBook'
-
-/** The title prefix vLLM gives its engine and worker processes (what nvidia-smi lists). */
-const ENGINE_PROCESS = 'VLLM::'
 
 /** How long a publication waits for its view's hardware read (an SSH probe is bounded at 6 s) before going out without it. */
 export const VIEW_WAIT_MS = 10_000
@@ -111,15 +108,19 @@ export class PlacementViews {
   }
 
   /**
-   * Memory held on a node by GPU processes that are not an engine — the speech services and
-   * anything else a placement there would not stop. vLLM titles its processes `VLLM::EngineCore`,
-   * `VLLM::Worker_TP0`, …, so an engine's memory (placed, leftover or loading) is left out: the
-   * job stops the llm container on its nodes before launching. Null when the node gave no list.
+   * Memory held on a node by processes that are not an engine — the speech services and anything
+   * else a placement there would not stop. On unified memory that is the pool's other share (the
+   * same figure the node card shows); otherwise the GPU processes not titled `VLLM::…`. An engine's
+   * memory (placed, leftover or loading) is left out: the job stops the llm container on its nodes
+   * before launching. Null when the node gave no list.
    */
   othersOn(node: NodeName, snapshot: HardwareSnapshot | null): number | null {
     const hw = nodeHardware(snapshot, node)
     if (hw?.status !== 'ok' || hw.gpu === null) return null
-    return hw.gpu.processes.filter((p) => !p.name.startsWith(ENGINE_PROCESS)).reduce((sum, p) => sum + p.used_bytes, 0)
+    if (hw.memory_pool) return hw.memory_pool.other_bytes
+    return hw.gpu.processes
+      .filter((p) => !p.name.startsWith(ENGINE_PROCESS_PREFIX))
+      .reduce((sum, p) => sum + p.used_bytes, 0)
   }
 
   private nodeRow(name: NodeName, snapshot: HardwareSnapshot | null): PlacementsView['nodes'][number] {
@@ -135,10 +136,15 @@ export class PlacementViews {
     }
   }
 
-  /** What the engine reserves on each node: gpu-memory-utilization × the head's RAM. */
+  /**
+   * What the engine reserves on each node: on unified memory with the engine running, what it holds
+   * there (the pool's engine part, so the card's figures agree); else gpu-memory-utilization × the
+   * head's RAM.
+   */
   private reservation(p: Placement, snapshot: HardwareSnapshot | null): number | null {
     const hw = nodeHardware(snapshot, p.head)
     if (hw?.status !== 'ok' || hw.ram === null) return null
+    if (hw.memory_pool && hw.memory_pool.engine_bytes > 0) return hw.memory_pool.engine_bytes
     const entry = p.key === null ? undefined : this.book.deps.catalog.list().find((e) => e.def.key === p.key)
     const util = entry?.effectiveKnobs['gpu-memory-utilization'] ?? DEFAULT_GPU_MEMORY_UTILIZATION
     return Math.floor(hw.ram.total_bytes * util)

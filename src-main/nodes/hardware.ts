@@ -22,6 +22,7 @@ import {
   num,
   parseUptime,
   sections,
+  unifiedPool,
 } from './probeOutput'
 
 /** Spec 1, section 8: hardware results are reused for 4 s. */
@@ -69,6 +70,7 @@ export function parseHardware(stdout: string): Parsed {
   const ram = memoryFromFree(sec.free)
   const disk = diskFromDf(sec.df)
   const { gpu, unified } = gpuFromNvidiaSmi(sec.gpu, sec.gpuapps, ram)
+  const memory_pool = unified ? unifiedPool(ram, gpu?.processes ?? []) : null
   const { interface: iface, mac } = networkFromIp(sec.route, sec.link)
   const cluster_ip = clusterAddress(sec.ibdev, sec.clusterinet)
   return {
@@ -80,6 +82,7 @@ export function parseHardware(stdout: string): Parsed {
     disk,
     gpu,
     gpu_unified_memory: unified,
+    memory_pool,
     interface: iface,
     mac,
     cluster_ip,
@@ -273,15 +276,17 @@ const NO_GPU: GpuFigures = {
 /** The figures of a reading the dashboard charts over time. */
 function sampleOf(parsed: Parsed, at: number): HardwareSample {
   const gpu = parsed.gpu ?? NO_GPU
+  const pool = parsed.memory_pool
   return {
     at,
     gpu_utilization_pct: gpu.utilization_pct,
     gpu_temperature_c: gpu.temperature_c,
     gpu_power_w: gpu.power_w,
     load1: parsed.load[0] ?? null,
-    ram_used_bytes: parsed.ram?.used_bytes ?? null,
+    ram_used_bytes: pool ? pool.total_bytes - pool.free_bytes : (parsed.ram?.used_bytes ?? null),
     ram_total_bytes: parsed.ram?.total_bytes ?? null,
     gpu_memory_used_bytes: gpu.memory_used_bytes,
     gpu_memory_total_bytes: gpu.memory_total_bytes,
+    engine_memory_bytes: pool?.engine_bytes ?? null,
   }
 }

@@ -1,5 +1,5 @@
 import { isIPv4 } from 'node:net'
-import type { HardwareOk } from '../contract/nodes'
+import { ENGINE_PROCESS_PREFIX, type HardwareOk, type MemoryPool } from '../contract/nodes'
 import { normalizeMac } from '../contract/schemas'
 
 /**
@@ -133,6 +133,25 @@ export function gpuFromNvidiaSmi(
     processes,
   }
   return { gpu, unified }
+}
+
+/**
+ * A unified-memory node's one pool from `free -b` and the GPU's processes. On GB10 the GPU's
+ * allocations are system memory, so `free` counts them as used: in use is total − available, or
+ * what the GPU processes hold when a reading is older than theirs (it never shows less). The
+ * engines' share is their processes' memory; the rest of what is in use is other processes'.
+ */
+export function unifiedPool(ram: Ram, processes: readonly GpuProcess[]): MemoryPool | null {
+  if (ram === null) return null
+  const sum = (ps: readonly GpuProcess[]): number => ps.reduce((a, p) => a + p.used_bytes, 0)
+  const engine = sum(processes.filter((p) => p.name.startsWith(ENGINE_PROCESS_PREFIX)))
+  const inUse = Math.min(ram.total_bytes, Math.max(ram.total_bytes - ram.available_bytes, sum(processes)))
+  return {
+    total_bytes: ram.total_bytes,
+    engine_bytes: Math.min(engine, inUse),
+    other_bytes: inUse - Math.min(engine, inUse),
+    free_bytes: ram.total_bytes - inUse,
+  }
 }
 
 /** The default route's interface (`ip route show default`) and its MAC (`ip -o link show dev …`). */

@@ -23,6 +23,8 @@ export interface Sample {
   ramTotal: number | null
   gpuMemUsed: number | null
   gpuMemTotal: number | null
+  /** On unified memory: the engines' share of the pool (ramUsed is then the pool in use). */
+  engineMem: number | null
 }
 
 /** How far back the charts reach (the daemon keeps the same window: nodes/hardwareHistory.ts). */
@@ -40,6 +42,12 @@ export function snapshotNodes(snap: Snapshot): NodeHardware[] {
   return rows.sort((a, b) => Number(a.node.slice(4)) - Number(b.node.slice(4)))
 }
 
+/** What is in use: the one pool on unified memory, else RAM. */
+function memoryInUse(hw: NodeReading): number | null {
+  const pool = hw.memory_pool
+  return pool ? pool.total_bytes - pool.free_bytes : (hw.ram?.used_bytes ?? null)
+}
+
 /** A live reading as a chart sample at `t` (seconds). */
 function sampleOf(hw: NodeReading, t: number): Sample {
   return {
@@ -47,10 +55,11 @@ function sampleOf(hw: NodeReading, t: number): Sample {
     util: hw.gpu?.utilization_pct ?? null,
     temp: hw.gpu?.temperature_c ?? null,
     load1: hw.load[0] ?? null,
-    ramUsed: hw.ram?.used_bytes ?? null,
+    ramUsed: memoryInUse(hw),
     ramTotal: hw.ram?.total_bytes ?? null,
     gpuMemUsed: hw.gpu?.memory_used_bytes ?? null,
     gpuMemTotal: hw.gpu?.memory_total_bytes ?? null,
+    engineMem: hw.memory_pool?.engine_bytes ?? null,
   }
 }
 
@@ -66,6 +75,7 @@ function savedSample(x: SavedReading): Sample {
     ramTotal: x.ram_total_bytes ?? null,
     gpuMemUsed: x.gpu_memory_used_bytes ?? null,
     gpuMemTotal: x.gpu_memory_total_bytes ?? null,
+    engineMem: x.engine_memory_bytes ?? null,
   }
 }
 

@@ -84,7 +84,7 @@ test(`places ${TARGET} on node2 from Place on…: node2's card shows it, node1's
     await expect(node2.locator('[data-test="placement-model"]')).toContainText(TARGET_SERVED)
     await expect(node2.locator('[data-test="placement-nodes"]')).toHaveText('node2, solo')
     await expect(node2.locator('[data-test="placement-state"]')).toHaveText('ready')
-    await expect(node2.locator('[data-test="placement-memory"]')).toContainText(/reserves \d+(\.\d)? GB of RAM here/)
+    await expect(node2.locator('[data-test="placement-memory"]')).toContainText(/reserves \d+(\.\d)? GB of memory here/)
     await expect(node2.locator('[data-test="placement-other"]')).toContainText(/other processes hold \d/)
     await expect(node2.getByRole('button', { name: 'Stop' })).toBeEnabled()
     await expect(placedOn(page, 'node1').locator('[data-test="placement-model"]')).toContainText(START_SERVED)

@@ -159,6 +159,7 @@ export function okRow(node: NodeName, clusterIp: string | null, uses: readonly G
       processes: uses.map((u, i) => ({ pid: 1000 + i, name: u.name, used_bytes: u.bytes })),
     },
     gpu_unified_memory: true,
+    memory_pool: null,
     interface: 'enP7s7',
     mac: null,
     cluster_ip: clusterIp,

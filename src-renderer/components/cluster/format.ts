@@ -1,15 +1,7 @@
-/** Formatting for the cluster view. */
-export function bytes(n: number | null | undefined): string {
-  if (n === null || n === undefined || !Number.isFinite(n)) return '—'
-  const units = ['B', 'KB', 'MB', 'GB', 'TB', 'PB']
-  let v = n
-  let i = 0
-  while (v >= 1000 && i < units.length - 1) {
-    v /= 1000
-    i++
-  }
-  return `${v >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`
-}
+import { formatBytes } from '../../format/bytes'
+
+/** Formatting for the cluster view. Sizes in decimal GB, the one unit of the console (format/bytes.ts). */
+export const bytes = formatBytes
 
 export function duration(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined) return '—'
@@ -26,16 +18,5 @@ export function pct(fraction: number | null | undefined): string {
   return fraction === null || fraction === undefined ? '—' : `${Math.round(fraction * 100)}%`
 }
 
-export function time(ms: number): string {
-  return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })
-}
-
-export function dateTime(ms: number): string {
-  return new Date(ms).toLocaleString([], {
-    month: 'short',
-    day: 'numeric',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  })
-}
+/** The console's one date format (format/when.ts), under the names the cluster view uses. */
+export { formatTime as time, formatDateTime as dateTime } from '../../format/when'

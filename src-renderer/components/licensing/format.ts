@@ -1,3 +1,4 @@
+import { formatDateTime } from '../../format/when'
 import { formatMoney } from '../../../src-shared/money'
 
 /** Formatting shared by the licensing panels. Amounts are integers in the smallest unit. */
@@ -31,8 +32,7 @@ export function moneyInput(currency: string, value: number | null | undefined): 
 }
 
 export function when(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return '—'
-  return new Date(ms).toLocaleString()
+  return formatDateTime(ms)
 }
 
 export function ago(ms: number | null | undefined, now = Date.now()): string {

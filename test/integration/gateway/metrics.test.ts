@@ -128,6 +128,7 @@ describe('/metrics', () => {
       disk: { mount: '/', total_bytes: 4e12, used_bytes: 1e12, available_bytes: 3e12 },
       gpu,
       gpu_unified_memory: true,
+      memory_pool: null,
       interface: 'eth0',
       mac: null,
       cluster_ip: null,

@@ -543,7 +543,7 @@ function run(args) {
       WorkingDir: workdir ?? '',
       Labels: flags.labels,
     },
-    GpuMiB: gpuUser ? Number(process.env.SIM_CONTAINER_GPU_MIB ?? (/vllm/.test(image) ? 98304 : 6144)) : 0,
+    GpuMiB: gpuUser ? gpuMiB(/vllm/.test(image), command.join(' ')) : 0,
     // vLLM titles its engine process `VLLM::EngineCore` (vllm.utils.system_utils.set_process_title):
     // in a vllm image the GPU user is the engine, whether run directly or dispatched into the container.
     GpuProcess: command[0] === 'vllm' || /vllm/.test(image) ? 'VLLM::EngineCore' : 'python3',
@@ -581,6 +581,20 @@ function run(args) {
 
 // ---- docker exec ----
 
+/**
+ * What a GPU user holds, in MiB: an engine what its --gpu-memory-utilization asks of the node's
+ * memory (vLLM takes that share of the total, weights and KV cache together; 0.9 when not given,
+ * 96 GiB before it is started), a speech service 6 GiB. SIM_CONTAINER_GPU_MIB overrides both.
+ */
+function gpuMiB(engine, commandText) {
+  if (process.env.SIM_CONTAINER_GPU_MIB !== undefined) return Number(process.env.SIM_CONTAINER_GPU_MIB)
+  if (!engine) return 6144
+  if (!/\bvllm\s+serve\b/.test(commandText)) return 98304
+  const util = Number(/--gpu-memory-utilization[= ]+([0-9.]+)/.exec(commandText)?.[1] ?? 0.9)
+  const total = Number(process.env.SIM_RAM_BYTES ?? 128849018880)
+  return Math.round((util * total) / 1048576)
+}
+
 function exec(args) {
   const { opts, rest } = leadingOptions(
     args,
@@ -601,6 +615,10 @@ function exec(args) {
     fs.appendFileSync(path.join(DIR, 'chowns.log'), `${name} ${what}\n`)
     appendLog(c, `chown ${what}`)
     return 0
+  }
+  if (c.GpuProcess === 'VLLM::EngineCore' && /\bvllm\s+serve\b/.test(rest.join(' '))) {
+    c.GpuMiB = gpuMiB(true, rest.join(' '))
+    save(c)
   }
   const { env, root } = containerEnv(c, envs)
   // File commands on the container's own paths (the speech patches): mapped under its directory.

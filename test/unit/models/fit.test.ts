@@ -41,6 +41,7 @@ const ok = (node: string, total: number): NodeHardware => ({
   disk: null,
   gpu: null,
   gpu_unified_memory: true,
+  memory_pool: null,
   interface: null,
   mac: null,
   cluster_ip: null,

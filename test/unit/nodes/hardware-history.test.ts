@@ -23,6 +23,7 @@ const sample = (at: number, load1 = 1): HardwareSample => ({
   ram_total_bytes: 128e9,
   gpu_memory_used_bytes: 40e9,
   gpu_memory_total_bytes: 128e9,
+  engine_memory_bytes: null,
 })
 
 beforeEach(() => {

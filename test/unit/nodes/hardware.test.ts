@@ -52,6 +52,37 @@ describe('parseHardware', () => {
     expect(h.mac).toBe('4c:bb:47:2e:91:0a')
   })
 
+  it('a GB10 node has one memory pool: engine, other processes and free add up to the total (issue 46, 8)', () => {
+    const total = 128849018880
+    const engine = 98304 * 1024 * 1024
+    // free -b that predates the GPU's allocations: the processes' own figures set the floor of what is in use.
+    const stale = parseHardware(GB10).memory_pool
+    expect(stale).toEqual({
+      total_bytes: total,
+      engine_bytes: engine,
+      other_bytes: 2048 * 1024 * 1024,
+      free_bytes: total - engine - 2048 * 1024 * 1024,
+    })
+    // As a GB10 reports it: used counts the GPU's allocations (the OS's 4.3 GB beside them).
+    const used = 4294967296 + (98304 + 2048) * 1024 * 1024
+    const counted = parseHardware(
+      GB10.replace(
+        'Mem:    128849018880  9663676416 97710505984   104857600 21474836480 119185342464',
+        `Mem:    128849018880 ${used} 1000 104857600 21474836480 ${total - used}`,
+      ),
+    ).memory_pool
+    expect(counted).toEqual({
+      total_bytes: total,
+      engine_bytes: engine,
+      other_bytes: used - engine,
+      free_bytes: total - used,
+    })
+    const p = counted!
+    expect(p.engine_bytes + p.other_bytes + p.free_bytes).toBe(p.total_bytes)
+    // A discrete GPU keeps RAM and GPU memory apart: no pool.
+    expect(parseHardware(GB10.replace('[N/A], [N/A]', '49140, 1024')).memory_pool).toBeNull()
+  })
+
   it('reads a discrete GPU with a real total', () => {
     const h = parseHardware(
       GB10.replace(

@@ -258,7 +258,9 @@ describe('Cluster view: what is placed on each node', () => {
     )
     expect(head.querySelector('[data-test="placement-state"]')?.textContent).toBe('lost')
     expect(head.textContent).toContain('node2 stopped answering')
-    expect(head.querySelector('[data-test="placement-memory"]')?.textContent).toContain('reserves 97.0 GB of RAM here')
+    expect(head.querySelector('[data-test="placement-memory"]')?.textContent).toContain(
+      'reserves 97.0 GB of memory here',
+    )
     const worker = el.querySelector('section[data-node="node2"]') as HTMLElement
     expect(worker.textContent).toContain('worker (head node1)')
     expect(worker.querySelector('[data-test="placement-other"]')?.textContent).toContain('other processes hold 12.0 GB')
