@@ -64,7 +64,16 @@ describe('the real launcher, its generations and vLLM checks, on the sim', () =>
     }
     fs.writeFileSync(path.join(roots, 'with-template', 'chat.jinja'), '{{ messages }}')
     await add({ key: 'first', name: 'First', repo: 'sim/first' })
-    await add({ key: 'big', name: 'Big', repo: 'sim/big', mode: 'both', engine_args: ['--max-model-len', '8192'] })
+    // node2 also runs asr and tts (12 GiB) beside the OS: 0.9 of its memory would not be free when vLLM
+    // starts, so the cluster models ask for 0.85, as an operator would.
+    const share = ['--gpu-memory-utilization', '0.85']
+    await add({
+      key: 'big',
+      name: 'Big',
+      repo: 'sim/big',
+      mode: 'both',
+      engine_args: ['--max-model-len', '8192', ...share],
+    })
     await add({ key: 'tpl', name: 'Tpl', local_path: path.join(roots, 'with-template'), chat_template: 'chat.jinja' })
     await add({
       key: 'notpl',
@@ -78,7 +87,7 @@ describe('the real launcher, its generations and vLLM checks, on the sim', () =>
       name: 'Json',
       repo: 'sim/json',
       mode: 'cluster',
-      engine_args: ['--hf-overrides', '{"rope_scaling": {"factor": 2}}'],
+      engine_args: ['--hf-overrides', '{"rope_scaling": {"factor": 2}}', ...share],
     })
   })
   afterAll(async () => {

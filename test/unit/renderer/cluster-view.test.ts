@@ -224,6 +224,7 @@ describe('Cluster view, live', () => {
         llm: service('llm', 'Healthy', 'org/model-a'),
         asr: service('asr', 'Healthy', null),
         tts: service('tts', 'Healthy', null),
+        placements: [],
         checked_at: T,
       }
       const el = await mountWith(ClusterView, fakeApi(unreachable(null), calls, subs, status))
