@@ -288,9 +288,12 @@ export class PlacementPlanner {
     }
     if (fit.verdict !== 'no_fit') return
     const gb = (b: number | null) => (b === null ? '?' : `${(b / 1e9).toFixed(1)} GB`)
+    // A node crowded out by other processes says so (its need may not even be known).
+    const crowded = (node: NodeName) =>
+      fit.notes.find((t) => t.startsWith(`${node}: `) && t.includes('held by other processes'))
     const numbers = fit.nodes
       .filter((n) => n.verdict === 'no_fit')
-      .map((n) => `${n.node} needs ${gb(n.need_bytes)} of a ${gb(n.budget_bytes)} budget`)
+      .map((n) => crowded(n.node) ?? `${n.node} needs ${gb(n.need_bytes)} of a ${gb(n.budget_bytes)} budget`)
     const why = numbers.length > 0 ? numbers.join(', ') : fit.notes[fit.notes.length - 1]
     throw conflict(
       `${entry.def.name} does not fit in ${modeOfNodes(nodes)} mode on ${nodes.join('+')} (${why}); send confirm_no_fit: true to place it anyway`,

@@ -61,7 +61,7 @@ describe('the connectivity timeline during a model swap', () => {
     await checkStatus()
 
     const [down, up] = await llmTransitions()
-    expect(down).toMatchObject({ state: 'down', planned: expect.stringMatching(/swap.*sim\/first.*second/i) })
+    expect(down).toMatchObject({ state: 'down', planned: 'planned swap: first → second' })
     expect(up).toMatchObject({ state: 'up', planned: (down as { planned?: string }).planned })
   })
 

@@ -47,7 +47,9 @@ describe('placements as services on the sim', () => {
     const add = async (def: Record<string, unknown>) =>
       expect((await daemon.admin('/api/models', { method: 'POST', body: JSON.stringify(def) })).status).toBe(200)
     await add({ key: 'first', name: 'First', repo: 'sim/first' })
-    await add({ key: 'second', name: 'Second', repo: 'sim/second' })
+    // node2 runs asr and tts (12 GiB) beside the OS: vLLM's default 0.9 would not be free there at start.
+    await add({ key: 'second', name: 'Second', repo: 'sim/second', engine_args: ['--gpu-memory-utilization', '0.85'] })
+    await add({ key: 'greedy', name: 'Greedy', repo: 'sim/second' })
     expect((await daemon.admin('/api/hardware?fresh=true')).status).toBe(200)
   })
   afterAll(async () => {
@@ -63,6 +65,19 @@ describe('placements as services on the sim', () => {
       ['tts', null],
     ])
     expect((await status()).placements).toEqual([])
+  })
+
+  it('a placement that other processes crowd out is refused with what holds the memory', async () => {
+    const r = await json(
+      await daemon.admin('/api/placements', {
+        method: 'POST',
+        body: JSON.stringify({ key: 'greedy', nodes: ['node2'] }),
+      }),
+    )
+    expect(r.status).toBe(409)
+    expect(r.body.detail).toMatch(
+      /node2: [\d.]+ GB is held by other processes .* 0\.9 × [\d.]+ GB = [\d.]+ GB cannot be reserved/,
+    )
   })
 
   it("node2's placement is the service llm@node2: its own row after the llm, in the list and the status", async () => {
@@ -138,9 +153,10 @@ describe('placements as services on the sim', () => {
     ).rejects.toThrow(/llm@node2 is a placement/)
   })
 
-  it('a placement that is not placed is no service: 404, and a malformed name is refused', async () => {
+  it('a placement that is not placed is no service, and a malformed name is no such name: 404 both', async () => {
     expect((await daemon.admin('/api/services/llm@node3/logs')).status).toBe(404)
-    expect((await daemon.admin('/api/services/llm@nodeX/logs')).status).toBe(400)
+    const bad = await json(await daemon.admin('/api/services/llm@nodeX/logs'))
+    expect(bad).toMatchObject({ status: 404, body: { code: 'not_found', detail: 'no such name: llm@nodeX' } })
   })
 
   function engineContainer(): string {
