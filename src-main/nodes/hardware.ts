@@ -25,6 +25,9 @@ import {
   unifiedPool,
 } from './probeOutput'
 
+/** When a probe that failed without a remembered connection failure is tried again. */
+export const BROKEN_PROBE_RETRY_MS = 10_000
+
 /** Spec 1, section 8: hardware results are reused for 4 s. */
 export const HARDWARE_CACHE_MS = 4000
 
@@ -203,8 +206,10 @@ export class HardwareService {
     // A cached failure is the last attempt's answer again, not a new look at the node.
     if (!(err instanceof SshError && err.cached)) this.lastFailed.set(node, probedAt)
     await connectivity.observe(node, false, message, probedAt)
-    const retryAt = this.deps.pool.retryAt(target)
-    if (retryAt !== null) this.retryWhenDue(node, retryAt)
+    // The pool remembers a failed connection for 25 s; a probe that failed on a live connection (the
+    // channel broke as the node went down, or the command failed) is tried again after a short wait.
+    const retryAt = this.deps.pool.retryAt(target) ?? this.deps.clock.now() + BROKEN_PROBE_RETRY_MS
+    this.retryWhenDue(node, retryAt)
     return {
       node,
       status: 'unreachable',

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger } from '../../../src-main/lib/logger'
 import { ConnectivityStore } from '../../../src-main/nodes/connectivity'
-import { HARDWARE_CACHE_MS, HARDWARE_PROBE, HardwareService, parseHardware } from '../../../src-main/nodes/hardware'
+import {
+  BROKEN_PROBE_RETRY_MS,
+  HARDWARE_CACHE_MS,
+  HARDWARE_PROBE,
+  HardwareService,
+  parseHardware,
+} from '../../../src-main/nodes/hardware'
 import { parseUptime } from '../../../src-main/nodes/probeOutput'
 import { startSimKit, type SimKit } from '../../sim/testkit'
 import { UNREACHABLE_TTL_MS } from '../../../src-main/ssh/pool'
@@ -243,6 +249,16 @@ describe('HardwareService against the sim', () => {
       down_seconds: 25,
       detail: 'back within 25 s after the last failed attempt',
     })
+    svc.stop()
+  })
+
+  it('a probe that fails on a live connection (the channel broke as the node went down) is tried again soon', async () => {
+    kit.sim.node2.failCommand('nvidia-smi', 255, 'connection lost')
+    clock.advance(HARDWARE_CACHE_MS)
+    const failedAt = clock.now()
+    const down = await svc.snapshot({ fresh: true })
+    expect(down.node2).toMatchObject({ status: 'unreachable', retry_at: failedAt + BROKEN_PROBE_RETRY_MS })
+    kit.sim.node2.clearFaults()
     svc.stop()
   })
 })
