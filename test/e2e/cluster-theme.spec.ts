@@ -46,10 +46,12 @@ test('toggling the theme on Cluster redraws the charts with visible axis labels'
   page.on('pageerror', (err) => errors.push(err.message))
   await logIn(page)
 
-  const canvas = page.locator('figure.chart canvas').first()
+  // The node history's first chart (a node card's engine strip is a chart too, and may come first).
+  const history = page.locator('.charts figure.chart')
+  const canvas = history.locator('canvas').first()
   // The charts appear once two readings exist (the demo probes every 15 s).
   await expect(canvas).toBeVisible({ timeout: 45_000 })
-  await expect(page.getByText('CPU load (1 min average)').first()).toBeVisible()
+  await expect(history.first()).toContainText('CPU load (1 min average)')
   const before = await axisTextPixels(canvas)
   expect(before.inkPixels).toBeGreaterThan(20)
   const oldCanvas = await canvas.elementHandle()
@@ -59,17 +61,17 @@ test('toggling the theme on Cluster redraws the charts with visible axis labels'
   // Cycle until the page's colour scheme actually flips (system → dark → light).
   for (let i = 0; i < 3; i++) {
     await toggle.click()
-    const now = await axisTextPixels(page.locator('figure.chart canvas').first())
+    const now = await axisTextPixels(canvas)
     if (now.color !== before.color) break
   }
   expect(await page.evaluate("document.documentElement.getAttribute('data-theme')")).not.toBe(startTheme)
   await expect.poll(() => oldCanvas!.evaluate((c) => (c as unknown as CanvasLike).isConnected)).toBe(false)
-  const after = await axisTextPixels(page.locator('figure.chart canvas').first())
+  const after = await axisTextPixels(canvas)
   expect(after.color).not.toBe(before.color)
   // Axis labels are drawn in the new theme's text colour.
   expect(after.inkPixels).toBeGreaterThan(20)
   // The legend shows while the pointer is over the plot.
-  await page.locator('figure.chart .u-over').first().hover()
-  await expect(page.locator('figure.chart .u-label').first()).toBeVisible()
+  await history.locator('.u-over').first().hover()
+  await expect(history.locator('.u-label').first()).toBeVisible()
   expect(errors).toEqual([])
 })

@@ -60,7 +60,13 @@ describe('the connectivity timeline during a model swap', () => {
     expect((await daemon.core.jobs.wait(job_id)).state).toBe('succeeded')
     await checkStatus()
 
-    const [down, up] = await llmTransitions()
+    // The job's end is recorded from its own last step, which the bus delivers a moment after the job settles.
+    let transitions = await llmTransitions()
+    for (let i = 0; i < 200 && transitions.length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 25))
+      transitions = await llmTransitions()
+    }
+    const [down, up] = transitions
     expect(down).toMatchObject({ state: 'down', planned: 'planned swap: first → second' })
     expect(up).toMatchObject({ state: 'up', planned: (down as { planned?: string }).planned })
   })
