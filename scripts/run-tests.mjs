@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: every check and suite in order, each run even if an earlier one failed, then one
 // plain closing line `N passed, N failed` with the totals (CI reads that line).
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 
 fs.mkdirSync('test-results', { recursive: true })
@@ -27,18 +27,46 @@ function readJson(file) {
 }
 
 const npx = 'npx'
-for (const [name, args] of [
-  ['lint', ['eslint', '.']],
-  ['format', ['prettier', '--check', '.']],
-  ['typecheck:main', ['tsc', '-p', 'tsconfig.node.json', '--noEmit']],
-  ['typecheck:renderer', ['vue-tsc', '-p', 'tsconfig.web.json', '--noEmit']],
-  // The StartOS package against @start9labs/start-sdk's types.
-  ['typecheck:startos', ['tsc', '-p', 'startos/tsconfig.json', '--noEmit']],
-  ['build', ['electron-vite', 'build']],
-]) {
-  const ok = run(name, npx, args)
-  results.push({ suite: name, passed: ok ? 1 : 0, failed: ok ? 0 : 1 })
+
+/** Runs a check with its output held back, then prints it whole; resolves to whether it passed. */
+function runQuiet(name, cmd, args) {
+  return new Promise((resolve) => {
+    const started = Date.now()
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    const out = []
+    child.stdout.on('data', (c) => out.push(c))
+    child.stderr.on('data', (c) => out.push(c))
+    child.on('close', (code, signal) => {
+      const ok = code === 0
+      const took = ((Date.now() - started) / 1000).toFixed(1)
+      process.stdout.write(`\n=== ${name}: ${cmd} ${args.join(' ')}\n${Buffer.concat(out).toString()}`)
+      process.stdout.write(`=== ${name}: ${ok ? 'ok' : `FAILED (exit ${code ?? signal})`} in ${took} s\n`)
+      resolve(ok)
+    })
+  })
 }
+
+// The static checks are each one process on one core: two lanes side by side halve their wall time
+// on a two-core machine. Each check's output is printed whole when it ends.
+const lanes = [
+  [['lint', ['eslint', '.']]],
+  [
+    ['format', ['prettier', '--check', '.']],
+    ['typecheck:main', ['tsc', '-p', 'tsconfig.node.json', '--noEmit']],
+    ['typecheck:renderer', ['vue-tsc', '-p', 'tsconfig.web.json', '--noEmit']],
+    // The StartOS package against @start9labs/start-sdk's types.
+    ['typecheck:startos', ['tsc', '-p', 'startos/tsconfig.json', '--noEmit']],
+    ['build', ['electron-vite', 'build']],
+  ],
+]
+const laneResults = await Promise.all(
+  lanes.map(async (lane) => {
+    const done = []
+    for (const [name, args] of lane) done.push({ name, ok: await runQuiet(name, npx, args) })
+    return done
+  }),
+)
+for (const { name, ok } of laneResults.flat()) results.push({ suite: name, passed: ok ? 1 : 0, failed: ok ? 0 : 1 })
 
 // hadolint lints the Dockerfile where it is installed (.ci/run installs it when Debian provides it).
 if (spawnSync('hadolint', ['--version'], { stdio: 'ignore' }).status === 0) {

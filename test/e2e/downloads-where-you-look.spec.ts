@@ -1,7 +1,7 @@
 import { expect, test, type Locator, type Page } from '@playwright/test'
 import { logIn } from './login'
 import { LOOKS, expectLook, lookName, openView, useLook } from './looks'
-import { startOwnDemo, type OwnDemo } from './ownDemo'
+import { useOwnDemo } from './ownDemo'
 
 // Issue 46 item 6, downloads from where you look: a card whose weights are not on node2 offers
 // "Download to node2" and shows that download's progress, rate and ETA mid-way; the Downloads form
@@ -12,19 +12,7 @@ const PORT = 24_001
 const TARGET = 'gpt-oss-120b'
 const OTHER_REPO = 'cyankiwi/GLM-4.7-Flash-AWQ-4bit'
 
-let demo: OwnDemo
-
-test.describe.configure({ mode: 'serial' })
-test.use({ baseURL: `http://127.0.0.1:${PORT}` })
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000)
-  demo = await startOwnDemo(PORT, 'e2e-downloads-data', { DEMO_DOWNLOAD_MBPS: '1000' })
-})
-
-test.afterAll(async () => {
-  await demo?.stop()
-})
+useOwnDemo(PORT, 'e2e-downloads-data', { DEMO_DOWNLOAD_MBPS: '1000' })
 
 const card = (page: Page, key: string): Locator => page.locator(`article.model[data-key="${key}"]`)
 

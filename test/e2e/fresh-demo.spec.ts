@@ -1,26 +1,14 @@
 import { expect, test, type Page } from '@playwright/test'
 import { logIn } from './login'
 import { LOOKS, expectLook, lookName, openView, useLook } from './looks'
-import { startOwnDemo, type OwnDemo } from './ownDemo'
+import { useOwnDemo } from './ownDemo'
 
 // Issue 46 #5: a fresh demo looks healthy. Its asr starts as a set-up cluster's does, with the
 // speech overlays applied, so the Services view opens without an alarm: nothing error-coloured,
 // the overlays read as in sync, and Restart asr is an ordinary button.
 const PORT = Number(process.env.E2E_FRESH_DEMO_PORT ?? 26_001)
 
-let demo: OwnDemo
-
-test.describe.configure({ mode: 'serial' })
-test.use({ baseURL: `http://127.0.0.1:${PORT}` })
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000)
-  demo = await startOwnDemo(PORT, 'e2e-fresh-demo-data')
-})
-
-test.afterAll(async () => {
-  await demo?.stop()
-})
+useOwnDemo(PORT, 'e2e-fresh-demo-data')
 
 /**
  * Runs in the page (passed as source): the visible elements of the main view painted in the

@@ -2,7 +2,7 @@ import { expect, test, type Locator, type Page } from '@playwright/test'
 import { placementsIdle } from './idle'
 import { logIn } from './login'
 import { LOOKS, expectLook, lookName, openView, useLook, type Look } from './looks'
-import { startOwnDemo, type OwnDemo } from './ownDemo'
+import { useOwnDemo } from './ownDemo'
 
 // Issue 46, items 2 and 7, and finding 10's card order: progress where the eye is after Confirm
 // swap, a disabled Confirm that says why, placing where the weights are not, and cards that keep
@@ -15,19 +15,7 @@ const WAITING_KEY = 'qwen3-vl-30b-a3b-fp8'
 /** A model the demo keeps on node1 only: node2 reads "not on disk" for it. */
 const NOT_ON_NODE2 = 'glm-4.7-flash-awq'
 
-let demo: OwnDemo
-
-test.describe.configure({ mode: 'serial' })
-test.use({ baseURL: `http://127.0.0.1:${PORT}` })
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000)
-  demo = await startOwnDemo(PORT, 'e2e-models-progress-data', { DEMO_LOAD_MS: '6000' })
-})
-
-test.afterAll(async () => {
-  await demo?.stop()
-})
+useOwnDemo(PORT, 'e2e-models-progress-data', { DEMO_LOAD_MS: '6000' })
 
 const card = (page: Page, key: string): Locator => page.locator(`article.model[data-key="${key}"]`)
 const cardOrder = (page: Page): Promise<string[]> =>

@@ -1,30 +1,18 @@
 import { expect, test, type Page } from '@playwright/test'
 import { logIn } from './login'
 import { LOOKS, WIDTHS, expectLook, looksAt, openView, useLook } from './looks'
-import { startOwnDemo, type OwnDemo } from './ownDemo'
+import { useOwnDemo } from './ownDemo'
 
 // Issue 31, findings 3 and 4, from the demo's own terminal commands, at both widths in both themes. This spec runs its own demo
 // (the shared one takes no commands) on another loopback port, typing into its stdin as an
 // operator would.
 const PORT = Number(process.env.E2E_NODE_DOWN_PORT ?? 19_987)
 
-let demo: OwnDemo
-
-test.describe.configure({ mode: 'serial' })
-test.use({ baseURL: `http://127.0.0.1:${PORT}` })
+const demo = useOwnDemo(PORT, 'e2e-node-down-data')
 
 async function refresh(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Refresh' }).first().click()
 }
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000)
-  demo = await startOwnDemo(PORT, 'e2e-node-down-data')
-})
-
-test.afterAll(async () => {
-  await demo?.stop()
-})
 
 test('a fault on asr, in every look: the card and the deep-health row fail together, recover together, and a probe agrees', async ({
   page,

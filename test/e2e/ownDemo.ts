@@ -1,3 +1,4 @@
+import { test } from '@playwright/test'
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -48,4 +49,36 @@ export async function startOwnDemo(port: number, dataDir: string, env: Record<st
   }
   await printed('Tandem demo is running')
   return { printed, command, stop }
+}
+
+/**
+ * A spec's own demo for all its tests: started once before them (and, when `ready` is given, until
+ * it has printed that), stopped after them. The spec's tests run in order against its port.
+ */
+export function useOwnDemo(
+  port: number,
+  dataDir: string,
+  env: Record<string, string> = {},
+  opts: { ready?: string; startTimeoutMs?: number } = {},
+): OwnDemo {
+  let demo: OwnDemo | undefined
+  test.describe.configure({ mode: 'serial' })
+  test.use({ baseURL: `http://127.0.0.1:${port}` })
+  test.beforeAll(async () => {
+    test.setTimeout(opts.startTimeoutMs ?? 90_000)
+    demo = await startOwnDemo(port, dataDir, env)
+    if (opts.ready !== undefined) await demo.printed(opts.ready)
+  })
+  test.afterAll(async () => {
+    await demo?.stop()
+  })
+  const started = (): OwnDemo => {
+    if (!demo) throw new Error(`the demo on port ${port} has not started`)
+    return demo
+  }
+  return {
+    printed: (text, from, timeoutMs) => started().printed(text, from, timeoutMs),
+    command: (line, answer) => started().command(line, answer),
+    stop: async () => demo?.stop(),
+  }
 }

@@ -3,7 +3,7 @@ import { E2E_TOKEN } from '../../playwright.config'
 import { placementsIdle } from './idle'
 import { logIn } from './login'
 import { LOOKS, expectLook, lookName, openView, useLook } from './looks'
-import { startOwnDemo, type OwnDemo } from './ownDemo'
+import { useOwnDemo } from './ownDemo'
 
 // Issue 34, the dashboard: "Place on…" in the Models view and what is placed on each node's card
 // in the Cluster view, at 390 and 1440 px, light and dark. This spec runs its own demo (a
@@ -17,19 +17,7 @@ const TARGET_SERVED = 'nvidia/Llama-3.3-70B-Instruct-FP8'
 /** The model the demo starts with on node1 (test/sim/demoState.ts). */
 const START_SERVED = 'Qwen/Qwen3-32B-FP8'
 
-let demo: OwnDemo
-
-test.describe.configure({ mode: 'serial' })
-test.use({ baseURL: `http://127.0.0.1:${PORT}` })
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000)
-  demo = await startOwnDemo(PORT, 'e2e-placements-data', { DEMO_LOAD_MS: '3000' })
-})
-
-test.afterAll(async () => {
-  await demo?.stop()
-})
+useOwnDemo(PORT, 'e2e-placements-data', { DEMO_LOAD_MS: '3000' })
 
 /** The "Placed here" part of a node's card in the Cluster view. */
 const placedOn = (page: Page, node: string): Locator => page.locator(`section[aria-label="Placed on ${node}"]`)

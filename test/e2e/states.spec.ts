@@ -5,7 +5,7 @@ import { E2E_TOKEN } from '../../playwright.config'
 import { placementsIdle, swapIdle } from './idle'
 import { logIn } from './login'
 import { LOOKS, expectLook, openView, useLook } from './looks'
-import { startOwnDemo, type OwnDemo } from './ownDemo'
+import { useOwnDemo } from './ownDemo'
 
 // Issue 31, "Screenshots": the console in the states an operator meets (a failed probe, a swap in
 // progress, two models placed at once, a node down), for the README. One demo of its own, with two
@@ -23,21 +23,13 @@ const DESKTOP = LOOKS.find((l) => l.width === 1440 && l.theme === 'light')!
 const DESKTOP_DARK = LOOKS.find((l) => l.width === 1440 && l.theme === 'dark')!
 const PHONE = LOOKS.find((l) => l.width === 390 && l.theme === 'light')!
 
-let demo: OwnDemo
-
-test.describe.configure({ mode: 'serial' })
-test.use({ baseURL: `http://127.0.0.1:${PORT}` })
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000)
-  // Loads long enough to catch a swap mid-load with its ETA counting down, short enough to wait out one.
-  demo = await startOwnDemo(PORT, 'e2e-states-data', { DEMO_PLACEMENTS: 'two', DEMO_LOAD_MS: '6000' })
-  await demo.printed('Placements:  placing')
-})
-
-test.afterAll(async () => {
-  await demo?.stop()
-})
+// Loads long enough to catch a swap mid-load with its ETA counting down, short enough to wait out one.
+const demo = useOwnDemo(
+  PORT,
+  'e2e-states-data',
+  { DEMO_PLACEMENTS: 'two', DEMO_LOAD_MS: '6000' },
+  { ready: 'Placements:  placing' },
+)
 
 /**
  * Pictures the page once `state` holds on screen, and checks it again after: a state that moved on

@@ -2,7 +2,7 @@ import { expect, test, type Page } from '@playwright/test'
 import { E2E_TOKEN } from '../../playwright.config'
 import { logIn } from './login'
 import { LOOKS, expectLook, openView, useLook } from './looks'
-import { startOwnDemo, type OwnDemo } from './ownDemo'
+import { useOwnDemo } from './ownDemo'
 
 // Issue 46, items 3 and 4 (findings 3, 4 and 9's first half), in a demo of its own: a short swap is on
 // the timeline from the job itself, in catalog keys; deep health probes at once after a restart, so the
@@ -12,23 +12,11 @@ const PORT = Number(process.env.E2E_TIMELINE_PORT ?? 25_001)
 const START = 'qwen3-32b-fp8'
 const TARGET = 'gemma4-26b-a4b-nvfp4'
 
-let demo: OwnDemo
-
-test.describe.configure({ mode: 'serial' })
-test.use({ baseURL: `http://127.0.0.1:${PORT}` })
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000)
-  // Probes far apart, as an unwatched daemon runs them: only the job itself can put the swap on the timeline.
-  demo = await startOwnDemo(PORT, 'e2e-timeline-data', {
-    DEMO_LOAD_MS: '4000',
-    MONITOR_INTERVAL_S: '120',
-    DEEP_HEALTH_INTERVAL_S: '900',
-  })
-})
-
-test.afterAll(async () => {
-  await demo?.stop()
+// Probes far apart, as an unwatched daemon runs them: only the job itself can put the swap on the timeline.
+const demo = useOwnDemo(PORT, 'e2e-timeline-data', {
+  DEMO_LOAD_MS: '4000',
+  MONITOR_INTERVAL_S: '120',
+  DEEP_HEALTH_INTERVAL_S: '900',
 })
 
 async function api(path: string, body: unknown): Promise<Response> {
