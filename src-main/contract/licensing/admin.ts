@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
 import {
+  AccessEntitlements,
   AuditEntry,
   Currency,
   DiscountKind,
@@ -81,6 +82,8 @@ export const PolicyFields = z.object({
   highlighted: z.boolean().default(false),
   public: z.boolean().default(true),
   active: z.boolean().default(true),
+  /** Access to the cluster (a gateway key for the buyer); null = none. */
+  access: AccessEntitlements.nullable().default(null),
 })
 export const PolicyInput = PolicyFields
 export type PolicyInput = z.infer<typeof PolicyInput>
