@@ -271,7 +271,12 @@ export const licensingAdminContract = {
       buyer_email: Email.nullish(),
       buyer_note: Note.nullish(),
     }),
-    output: z.object({ license: LicenseView, license_key: z.string() }),
+    output: z.object({
+      license: LicenseView,
+      license_key: z.string(),
+      /** The buyer's gateway key when the tier sells access: shown here once, kept only hashed. */
+      gateway_key: z.string().nullable(),
+    }),
   }),
   licAdminRevokeLicense: method({
     summary: 'Revoke a license (final)',
