@@ -25,6 +25,7 @@ import { createServicesModule } from './services/module'
 import { createUpdatesModule } from './updates/module'
 import { createGatewayModule, type GatewayOptions } from './gateway/module'
 import { ConsumerKeys } from './gateway/keys/consumerKeyStore'
+import { licenseAccessKeys } from './gateway/keys/licenseAccessKeys'
 import { DEEP_HEALTH_PROBES } from './gateway/deepHealthProbes'
 import { createLicensingModule } from './licensing/module'
 import { createMetricsModule } from './metrics/module'
@@ -95,7 +96,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     options: opts.gateway,
   })
   inFlightOf = gateway.inFlightOf
-  const licensing = await createLicensingModule(shared)
+  // A tier that sells access gets its buyer a gateway key: licensing asks through the platform interface.
+  const licensing = await createLicensingModule({ ...shared, accessKeys: licenseAccessKeys(consumerKeys) })
   const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
   const engines = () => models.engineMetrics.pages()
   const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb, engines })

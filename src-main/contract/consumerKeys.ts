@@ -39,6 +39,8 @@ export const ConsumerKey = z.object({
   last_used_at: z.number().nullable(),
   /** Requests running under the key now. */
   in_flight: z.number(),
+  /** The license that sold the key (a tier with access); null for a key made here. */
+  license_id: z.string().nullable(),
 })
 export type ConsumerKey = z.infer<typeof ConsumerKey>
 

@@ -49,6 +49,16 @@ export const GATEWAY_MIGRATIONS: readonly Migration[] = [
       `)
     },
   },
+  {
+    id: 2,
+    name: 'consumer keys bound to a license',
+    up(db) {
+      db.exec(`
+        ALTER TABLE consumer_keys ADD COLUMN license_id TEXT;
+        CREATE UNIQUE INDEX consumer_keys_license ON consumer_keys(license_id) WHERE license_id IS NOT NULL;
+      `)
+    },
+  },
 ]
 
 export function openGatewayDb(dataDir: string, now?: () => number): GatewayDb {

@@ -4,7 +4,7 @@
  */
 import type { Currency, PolicyInput, PolicyPatch, PolicyView, ProductView } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
-import { parseCatalog, parseStringList } from './json'
+import { parseAccess, parseCatalog, parseStringList } from './json'
 
 export interface ProductRow {
   id: string
@@ -42,6 +42,8 @@ export interface PolicyRow {
   highlighted: number
   public: number
   active: number
+  /** JSON access entitlements; NULL = none. */
+  access: string | null
   created_at: number
   updated_at: number
 }
@@ -101,6 +103,7 @@ export function policyView(r: PolicyRow, product: ProductRow): PolicyView {
     highlighted: flag(r.highlighted),
     public: flag(r.public),
     active: flag(r.active),
+    access: parseAccess(r.access),
     created_at: r.created_at,
     updated_at: r.updated_at,
   }
@@ -120,6 +123,7 @@ export function patchedPolicy(cur: PolicyRow, view: PolicyView, patch: PolicyPat
     trial_days: patch.trial_days ?? cur.trial_days,
     renewal_period_days: patch.renewal_period_days ?? cur.renewal_period_days,
     ...patchedSwitches(view, patch),
+    access: patch.access !== undefined ? patch.access : view.access,
   }
 }
 

@@ -12,6 +12,8 @@ import { iso, parseStringList } from './json'
 import { CURRENT_KEY_VERSION, FLAG_TRIAL, type LicensePayload } from './keys/keyFormat'
 import type { Issuer } from './keys/issuer'
 import { DAY_MS, licenseView, type LicenseRow } from './licenseRecords'
+import type { AccessKeys } from '../platform/accessKeys'
+import { parseAccess } from './json'
 import { emitEvent } from './outboundEvents'
 import type { Catalog, PolicyRow, ProductRow } from './productCatalog'
 import type { EventOutbox } from './settlement'
@@ -25,6 +27,8 @@ export interface IssuingDeps {
   catalog: Catalog
   issuer: Issuer
   outbox: EventOutbox
+  /** Issues the buyer's gateway key for a tier that sells access; absent: no keys are issued. */
+  accessKeys?: AccessKeys
 }
 
 export class LicenseIssuing {
@@ -138,6 +142,7 @@ export class LicenseIssuing {
   }): {
     license: LicenseView
     license_key: string
+    gateway_key: string | null
   } {
     const { catalog, db } = this.deps
     const product = catalog.productRow(a.productId)
@@ -152,6 +157,30 @@ export class LicenseIssuing {
     const { license, key } = immediate(db, () =>
       this.issue({ product, policy, source: 'complimentary', buyerEmail: a.buyerEmail, buyerNote: a.buyerNote }),
     )
-    return { license: licenseView(db, license.id), license_key: key }
+    const gatewayKey = this.grantAccess(license.id, policy)
+    return { license: licenseView(db, license.id), license_key: key, gateway_key: gatewayKey }
+  }
+
+  /**
+   * The buyer's gateway key when the license's tier sells access: its secret, shown once (only
+   * its hash is kept). Called after the license's transaction commits, so a license rolled back
+   * never has a key. Null when the tier sells no access or no gateway is wired.
+   */
+  grantAccess(licenseId: string, policy: PolicyRow): string | null {
+    const access = parseAccess(policy.access)
+    if (access === null || !this.deps.accessKeys) return null
+    const { secret, prefix } = this.deps.accessKeys.issue(licenseId, `license ${licenseId.slice(0, 8)}`, {
+      models: access.models,
+      requestsPerMinute: access.requests_per_minute,
+      concurrentStreams: access.concurrent_streams,
+    })
+    this.deps.audit.record({
+      actor: 'system',
+      action: 'license.gateway_key',
+      targetType: 'license',
+      targetId: licenseId,
+      details: { prefix },
+    })
+    return secret
   }
 }

@@ -9,6 +9,7 @@ import type { LicensingDb } from './db'
 import type { Discounts } from './discounts'
 import { FreeLicenseRedeem } from './freeLicenseRedeem'
 import type { Issuer } from './keys/issuer'
+import type { AccessKeys } from '../platform/accessKeys'
 import { LicenseIssuing } from './licenseIssuing'
 import { LicenseKeys } from './licenseKeys'
 import { LicenseLookup } from './licenseLookup'
@@ -37,6 +38,8 @@ export interface LicenseDeps {
   validations?: ValidationRecorder
   /** Heartbeats allowed per license per minute (a burst of as many, then one per 60/n seconds). */
   heartbeatsPerMinute?: number
+  /** Issues the buyer's gateway key for a tier that sells access to the cluster. */
+  accessKeys?: AccessKeys
 }
 
 /** The license use cases, built over one database. */
@@ -59,7 +62,7 @@ export function createLicenses(deps: LicenseDeps): Licenses {
   const { db, clock, audit, catalog, discounts, issuer } = deps
   const outbox = deps.outbox ?? dbOutbox(db)
   const keys = new LicenseKeys({ db, issuer, validations: deps.validations })
-  const issuing = new LicenseIssuing({ db, clock, audit, catalog, issuer, outbox })
+  const issuing = new LicenseIssuing({ db, clock, audit, catalog, issuer, outbox, accessKeys: deps.accessKeys })
   const lookup = new LicenseLookup(db)
   const machines = new MachineSeats({
     db,

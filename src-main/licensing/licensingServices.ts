@@ -3,6 +3,7 @@
  * catalog, discounts, rates, pricing, licenses, analytics. module.ts wires them to the contract,
  * and the payment services are built from the same object.
  */
+import type { AccessKeys } from '../platform/accessKeys'
 import type { CoreDeps } from '../platform/domainModule'
 import { Analytics } from './analytics'
 import { AuditLog } from './audit'
@@ -33,7 +34,7 @@ export interface LicensingServices {
 }
 
 export function createLicensingServices(
-  deps: CoreDeps,
+  deps: CoreDeps & { accessKeys?: AccessKeys },
   opts: { fetch?: ConstructorParameters<typeof RateService>[0]['fetch'] } = {},
 ): LicensingServices {
   const { config, clock } = deps
@@ -64,7 +65,16 @@ export function createLicensingServices(
     maxRows: config.validationLog.maxRows,
     dataDir: config.paths.dataDir,
   })
-  const licenses = createLicenses({ db, clock, audit, catalog, discounts, issuer, validations: validationLog })
+  const licenses = createLicenses({
+    db,
+    clock,
+    audit,
+    catalog,
+    discounts,
+    issuer,
+    validations: validationLog,
+    accessKeys: deps.accessKeys,
+  })
   const analytics = new Analytics(db, clock)
   return {
     deps: { ...deps, logger },

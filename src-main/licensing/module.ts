@@ -10,6 +10,7 @@
 import type { Router } from 'express'
 import type { licensingContract } from '../contract/licensing'
 import type { ComponentHealth } from '../contract/system'
+import type { AccessKeys } from '../platform/accessKeys'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import { adminHandlers } from './adminApi'
 import { LicensingBackups, newestBackup } from './backups'
@@ -38,7 +39,8 @@ export type LicensingModule = DomainModule<typeof licensingContract> & {
   readonly dbWatch?: LicensingDbWatch
 }
 
-export async function createLicensingModule(deps: CoreDeps): Promise<LicensingModule> {
+/** `accessKeys`: the gateway's side of a tier that sells access (issue 45). */
+export async function createLicensingModule(deps: CoreDeps & { accessKeys?: AccessKeys }): Promise<LicensingModule> {
   let services: LicensingServices | null = null
   try {
     services = createLicensingServices(deps)

@@ -284,8 +284,8 @@ export class Catalog {
         .prepare(
           `INSERT INTO policies (id, product_id, slug, name, description, tier_rank, price_currency_override, price_value_override,
              price_sats_override, entitlements, max_machines, duration_days, grace_period_days, is_trial, trial_days, is_recurring,
-             renewal_period_days, highlighted, public, active, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             renewal_period_days, highlighted, public, active, access, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           id,
@@ -308,6 +308,7 @@ export class Catalog {
           +input.highlighted,
           +input.public,
           +input.active,
+          accessText(input),
           now,
           now,
         )
@@ -336,7 +337,7 @@ export class Catalog {
         .prepare(
           `UPDATE policies SET slug = ?, name = ?, description = ?, tier_rank = ?, price_currency_override = ?, price_value_override = ?,
              price_sats_override = ?, entitlements = ?, max_machines = ?, duration_days = ?, grace_period_days = ?, is_trial = ?,
-             trial_days = ?, is_recurring = ?, renewal_period_days = ?, highlighted = ?, public = ?, active = ?, updated_at = ?
+             trial_days = ?, is_recurring = ?, renewal_period_days = ?, highlighted = ?, public = ?, active = ?, access = ?, updated_at = ?
            WHERE id = ?`,
         )
         .run(
@@ -358,6 +359,7 @@ export class Catalog {
           +next.highlighted,
           +next.public,
           +next.active,
+          accessText(next),
           this.clock.now(),
           id,
         )
@@ -447,4 +449,9 @@ export class Catalog {
     const set = this.db.prepare('UPDATE policies SET price_sats_override = ? WHERE id = ?')
     for (const r of this.policyRows(productId)) set.run(overrideSats(product, r), r.id)
   }
+}
+
+/** A tier's access entitlements as stored: JSON, or NULL for none. */
+function accessText(p: PolicyInput): string | null {
+  return p.access === null ? null : JSON.stringify(p.access)
 }

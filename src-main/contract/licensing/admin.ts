@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
 import {
+  AccessEntitlements,
   AuditEntry,
   Currency,
   DiscountKind,
@@ -81,6 +82,8 @@ export const PolicyFields = z.object({
   highlighted: z.boolean().default(false),
   public: z.boolean().default(true),
   active: z.boolean().default(true),
+  /** Access to the cluster (a gateway key for the buyer); null = none. */
+  access: AccessEntitlements.nullable().default(null),
 })
 export const PolicyInput = PolicyFields
 export type PolicyInput = z.infer<typeof PolicyInput>
@@ -268,7 +271,12 @@ export const licensingAdminContract = {
       buyer_email: Email.nullish(),
       buyer_note: Note.nullish(),
     }),
-    output: z.object({ license: LicenseView, license_key: z.string() }),
+    output: z.object({
+      license: LicenseView,
+      license_key: z.string(),
+      /** The buyer's gateway key when the tier sells access: shown here once, kept only hashed. */
+      gateway_key: z.string().nullable(),
+    }),
   }),
   licAdminRevokeLicense: method({
     summary: 'Revoke a license (final)',

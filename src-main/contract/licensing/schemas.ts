@@ -68,6 +68,27 @@ export const ProductView = z.object({
 })
 export type ProductView = z.infer<typeof ProductView>
 
+/** A served model's name as clients send it, or a catalog key. */
+const AccessModel = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\w.:/@+-]+$/, 'a model id: letters, digits and . : / @ + - _')
+const AccessLimit = z.number().int().min(1)
+
+/**
+ * What a tier sells of the cluster: the buyer's gateway key gets these models and limits. Every
+ * limit is null for none; `models` null means every model.
+ */
+export const AccessEntitlements = z.strictObject({
+  models: z.array(AccessModel).min(1).max(200).nullable().default(null),
+  /** Tokens (prompt + completion) per period: the subscription's cycle, else a calendar month from issue. */
+  tokens_per_period: AccessLimit.max(1e15).nullable().default(null),
+  requests_per_minute: AccessLimit.max(1_000_000).nullable().default(null),
+  concurrent_streams: AccessLimit.max(10_000).nullable().default(null),
+})
+export type AccessEntitlements = z.infer<typeof AccessEntitlements>
+
 export const PolicyView = z.object({
   id: z.string(),
   product_id: z.string(),
@@ -92,6 +113,8 @@ export const PolicyView = z.object({
   highlighted: z.boolean(),
   public: z.boolean(),
   active: z.boolean(),
+  /** Access to the cluster the tier sells; null = none. */
+  access: AccessEntitlements.nullable(),
   created_at: z.number(),
   updated_at: z.number(),
 })

@@ -126,6 +126,8 @@ interface KeyRow {
   requests_per_minute: number | null
   max_concurrent: number | null
   last_used_at: number | null
+  /** The license that sold this key (issue 45); null for a key the operator made. */
+  license_id: string | null
 }
 
 interface HeldKey {
@@ -231,12 +233,10 @@ export class ConsumerKeys {
     return [...this.byPrefix.values()].sort((a, b) => a.row.created_at - b.row.created_at).map((h) => this.view(h))
   }
 
-  create(input: ConsumerKeyCreate): ConsumerKey & { secret: string } {
+  /** A new key; `licenseId` binds it to the license that sold it (at most one key per license). */
+  create(input: ConsumerKeyCreate, licenseId: string | null = null): ConsumerKey & { secret: string } {
     const db = this.writable()
-    let prefix: string
-    do prefix = randomBytes(4).toString('hex')
-    while (this.byPrefix.has(prefix))
-    const secret = `tdm_${prefix}_${randomBytes(32).toString('base64url')}`
+    const { prefix, secret } = this.freshSecret()
     const row: KeyRow = {
       id: randomBytes(8).toString('hex'),
       name: input.name,
@@ -249,14 +249,43 @@ export class ConsumerKeys {
       requests_per_minute: input.requests_per_minute ?? null,
       max_concurrent: input.max_concurrent ?? null,
       last_used_at: null,
+      license_id: licenseId,
     }
+    if (licenseId !== null && this.forLicense(licenseId))
+      throw new ApiError('conflict', `license ${licenseId} already has a gateway key`)
     db.prepare(
       `INSERT INTO consumer_keys (id, name, prefix, secret_sha256, created_at, expires_at, disabled, models,
-         requests_per_minute, max_concurrent, last_used_at)
+         requests_per_minute, max_concurrent, last_used_at, license_id)
        VALUES (@id, @name, @prefix, @secret_sha256, @created_at, @expires_at, @disabled, @models,
-         @requests_per_minute, @max_concurrent, @last_used_at)`,
+         @requests_per_minute, @max_concurrent, @last_used_at, @license_id)`,
     ).run(row)
     return { ...this.view(this.hold(row)), secret }
+  }
+
+  /** The key bound to a license, if any. */
+  forLicense(licenseId: string): ConsumerKey | null {
+    for (const h of this.byId.values()) if (h.row.license_id === licenseId) return this.view(h)
+    return null
+  }
+
+  /** A new secret for a key, the old one refused from now on; its id, limits and usage stay. */
+  rotate(id: string): ConsumerKey & { secret: string } {
+    const db = this.writable()
+    const held = this.find(id)
+    const { prefix, secret } = this.freshSecret()
+    const row: KeyRow = { ...held.row, prefix, secret_sha256: sha256(secret).toString('hex') }
+    db.prepare('UPDATE consumer_keys SET prefix = @prefix, secret_sha256 = @secret_sha256 WHERE id = @id').run(row)
+    this.byPrefix.delete(held.row.prefix)
+    const next = this.hold(row, held.rate)
+    next.inFlight = held.inFlight
+    return { ...this.view(next), secret }
+  }
+
+  private freshSecret(): { prefix: string; secret: string } {
+    let prefix: string
+    do prefix = randomBytes(4).toString('hex')
+    while (this.byPrefix.has(prefix))
+    return { prefix, secret: `tdm_${prefix}_${randomBytes(32).toString('base64url')}` }
   }
 
   update(id: string, patch: ConsumerKeyPatch): ConsumerKey {
@@ -357,6 +386,7 @@ export class ConsumerKeys {
       max_concurrent: r.max_concurrent,
       last_used_at: r.last_used_at,
       in_flight: h.inFlight,
+      license_id: r.license_id,
     }
   }
 

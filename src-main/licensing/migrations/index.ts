@@ -15,6 +15,7 @@ import { m009ValidationLog } from './009_validation_log'
 import { m010AdminListIndexes } from './010_admin_list_indexes'
 import { m011SubscriptionDueDate } from './011_subscription_due_date'
 import { m012PaymentFlags } from './012_payment_flags'
+import { m013PolicyAccess } from './013_policy_access'
 
 export type { Migration } from '../../lib/sqlite'
 import type { Migration } from '../../lib/sqlite'
@@ -32,4 +33,5 @@ export const MIGRATIONS: readonly Migration[] = [
   m010AdminListIndexes,
   m011SubscriptionDueDate,
   m012PaymentFlags,
+  m013PolicyAccess,
 ]

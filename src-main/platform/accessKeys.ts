@@ -1,0 +1,21 @@
+/**
+ * The buyer's gateway key for a license whose tier sells access to the cluster (issue 45).
+ * Licensing issues it through this interface and the gateway implements it, so neither domain
+ * imports the other; compose.ts wires them.
+ */
+
+/** What a key may do: the tier's models (null = all) and limits (null = none). */
+export interface AccessGrant {
+  readonly models: readonly string[] | null
+  readonly requestsPerMinute: number | null
+  readonly concurrentStreams: number | null
+}
+
+export interface AccessKeys {
+  /** A new key bound to the license; its secret is returned once and stored hashed. */
+  issue(licenseId: string, name: string, grant: AccessGrant): { secret: string; prefix: string }
+  /** A new secret for the license's key (the old one stops working); null when it has none. */
+  rotate(licenseId: string): { secret: string; prefix: string } | null
+  /** The tier's models or limits changed: the license's key follows. False when it has none. */
+  setGrant(licenseId: string, grant: AccessGrant): boolean
+}
