@@ -98,6 +98,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   inFlightOf = gateway.inFlightOf
   // A tier that sells access gets its buyer a gateway key: licensing asks through the platform interface.
   const licensing = await createLicensingModule({ ...shared, accessKeys: licenseAccessKeys(consumerKeys) })
+  consumerKeys.followLicenses(licensing.standing ?? null)
   const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
   const engines = () => models.engineMetrics.pages()
   const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb, engines })

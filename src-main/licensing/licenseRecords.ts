@@ -115,7 +115,7 @@ export interface Expiry {
 }
 
 /** Expiry with grace: expired once past expires_at + grace days; in grace between the two. */
-export function expiryOf(r: LicenseRow, now: number): Expiry {
+export function expiryOf(r: Pick<LicenseRow, 'expires_at' | 'grace_period_days'>, now: number): Expiry {
   if (r.expires_at === null) return { expired: false, inGrace: false, graceUntil: null }
   const graceUntil = r.expires_at + r.grace_period_days * DAY_MS
   return { expired: now >= graceUntil, inGrace: now >= r.expires_at && now < graceUntil, graceUntil }

@@ -10,7 +10,7 @@
 import type { Router } from 'express'
 import type { licensingContract } from '../contract/licensing'
 import type { ComponentHealth } from '../contract/system'
-import type { AccessKeys } from '../platform/accessKeys'
+import type { AccessKeys, LicenseStanding } from '../platform/accessKeys'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import { adminHandlers } from './adminApi'
 import { LicensingBackups, newestBackup } from './backups'
@@ -30,6 +30,7 @@ import { subscriptionHandlers } from './subscriptionHandlers'
 import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './licensingServices'
 import { validationHandlers } from './validationHandlers'
+import { licenseStanding } from './licenseStanding'
 
 export type LicensingModule = DomainModule<typeof licensingContract> & {
   health(): ComponentHealth
@@ -37,6 +38,8 @@ export type LicensingModule = DomainModule<typeof licensingContract> & {
   database?(): LicensingDb
   /** The periodic check and backups; absent while licensing is off. */
   readonly dbWatch?: LicensingDbWatch
+  /** Whether a license's gateway key may be used now; absent while licensing is off (keys then refuse). */
+  readonly standing?: LicenseStanding
 }
 
 /** `accessKeys`: the gateway's side of a tier that sells access (issue 45). */
@@ -60,6 +63,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
   const backupDir = config.paths.licensingBackupDir
   // Set when the running database fails its periodic check: every route then refuses, as at start.
   let outage: LicensingOutage | null = null
+  const standing = licenseStanding(services.db, clock)
   const dbWatch = new LicensingDbWatch({
     file,
     backups: new LicensingBackups({ db: services.db, dir: backupDir, keep: config.licensingBackups, clock, logger }),
@@ -84,6 +88,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
     health: () => outage?.health ?? { state: 'ok', reason: null, remedy: null },
     database: () => services.db,
     dbWatch,
+    standing: { refusal: (id) => (outage ? 'cannot be checked now (licensing is off)' : standing.refusal(id)) },
     handlers: guardedHandlers(
       {
         ...buyer,

@@ -281,12 +281,7 @@ export class Catalog {
     const id = randomUUID()
     try {
       this.db
-        .prepare(
-          `INSERT INTO policies (id, product_id, slug, name, description, tier_rank, price_currency_override, price_value_override,
-             price_sats_override, entitlements, max_machines, duration_days, grace_period_days, is_trial, trial_days, is_recurring,
-             renewal_period_days, highlighted, public, active, access, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
+        .prepare(INSERT_POLICY)
         .run(
           id,
           productId,
@@ -450,6 +445,11 @@ export class Catalog {
     for (const r of this.policyRows(productId)) set.run(overrideSats(product, r), r.id)
   }
 }
+
+const INSERT_POLICY = `INSERT INTO policies (id, product_id, slug, name, description, tier_rank, price_currency_override,
+    price_value_override, price_sats_override, entitlements, max_machines, duration_days, grace_period_days, is_trial,
+    trial_days, is_recurring, renewal_period_days, highlighted, public, active, access, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 /** A tier's access entitlements as stored: JSON, or NULL for none. */
 function accessText(p: PolicyInput): string | null {

@@ -19,3 +19,11 @@ export interface AccessKeys {
   /** The tier's models or limits changed: the license's key follows. False when it has none. */
   setGrant(licenseId: string, grant: AccessGrant): boolean
 }
+
+/**
+ * Whether a license's gateway key may be used now, asked on every request the key makes: null
+ * when it may, else why not ("is revoked", "expired on …"). Licensing answers, from its database.
+ */
+export interface LicenseStanding {
+  refusal(licenseId: string): string | null
+}

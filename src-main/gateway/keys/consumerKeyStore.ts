@@ -6,6 +6,7 @@ import type { Logger } from '../../lib/logger'
 import { RateLimiter } from '../../lib/rateLimit'
 import { openGatewayDb, type GatewayDb } from '../gatewayDb'
 import type { ConsumerIdentity } from '../../platform/callerIdentity'
+import type { LicenseStanding } from '../../platform/accessKeys'
 
 /**
  * Named consumer keys and their admission (issue 16): who a bearer key belongs to, whether it may
@@ -149,6 +150,8 @@ export class ConsumerKeys {
   private readonly byPrefix = new Map<string, HeldKey>()
   private readonly byId = new Map<string, HeldKey>()
   private dirtyLastUsed = new Set<HeldKey>()
+  /** Licensing's answer for keys bound to a license; until it is wired such keys are refused. */
+  private standing: LicenseStanding | null = null
 
   private constructor(
     private readonly db: GatewayDb | null,
@@ -198,13 +201,20 @@ export class ConsumerKeys {
     return held.identity
   }
 
+  /** Keys bound to a license ask licensing on every request whether it still stands (issue 45). */
+  followLicenses(standing: LicenseStanding | null): void {
+    this.standing = standing
+  }
+
   /**
-   * Lets one request of `who` run: 429 with Retry-After over its rate or its concurrency cap.
+   * Lets one request of `who` run: 403 when the license that sold the key no longer stands, 429
+   * with Retry-After over its rate or its concurrency cap.
    * Returns the release to call when the request ends.
    */
   admit(who: ConsumerIdentity & { kind: 'key' }): () => void {
     const held = this.byId.get(who.id)
     if (!held) throw new ApiError('unauthorized', 'this consumer key was deleted')
+    if (held.row.license_id !== null) this.checkLicense(held.row.name, held.row.license_id)
     const cap = held.row.max_concurrent
     if (cap !== null && held.inFlight >= cap)
       throw new ApiError('rate_limited', `key '${held.row.name}' already has ${cap} requests running (its limit)`, {
@@ -279,6 +289,11 @@ export class ConsumerKeys {
     const next = this.hold(row, held.rate)
     next.inFlight = held.inFlight
     return { ...this.view(next), secret }
+  }
+
+  private checkLicense(name: string, licenseId: string): void {
+    const why = this.standing ? this.standing.refusal(licenseId) : 'cannot be checked now (licensing is off)'
+    if (why !== null) throw new ApiError('forbidden', `key '${name}' no longer works: its license ${why}`)
   }
 
   private freshSecret(): { prefix: string; secret: string } {

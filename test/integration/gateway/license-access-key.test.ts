@@ -21,20 +21,23 @@ function chat(secret: string, model: string): Promise<Response> {
   })
 }
 
+/** A product with one tier selling `access`, through the admin API. */
+async function accessTier(slug: string, access: object): Promise<{ product: { id: string }; tier: { id: string } }> {
+  const product = (await (await send('/v1/admin/products', { slug, name: slug, price_value: 500 })).json()) as {
+    id: string
+  }
+  const policy = { slug: 'tier', name: 'Tier', access }
+  const tier = (await (await send(`/v1/admin/products/${product.id}/policies`, policy)).json()) as { id: string }
+  return { product, tier }
+}
+
 describe('the buyer’s gateway key', () => {
   it('is issued with an admin’s license on a tier with access, bound to it and held to its models', async () => {
-    const product = (await (
-      await send('/v1/admin/products', { slug: 'gpu', name: 'GPU', price_value: 500 })
-    ).json()) as {
-      id: string
-    }
-    const tier = (await (
-      await send(`/v1/admin/products/${product.id}/policies`, {
-        slug: 'chat',
-        name: 'Chat',
-        access: { models: [MODEL], requests_per_minute: 100, concurrent_streams: 3 },
-      })
-    ).json()) as { id: string }
+    const { product, tier } = await accessTier('gpu', {
+      models: [MODEL],
+      requests_per_minute: 100,
+      concurrent_streams: 3,
+    })
     const res = await send('/v1/admin/licenses', { product_id: product.id, policy_id: tier.id })
     expect(res.status).toBe(200)
     const issued = (await res.json()) as { license: { id: string }; gateway_key: string | null }
@@ -50,6 +53,31 @@ describe('the buyer’s gateway key', () => {
     expect((await chat(secret, MODEL)).status).toBe(200)
     const other = await chat(secret, 'some/other-model')
     expect(other.status).toBe(403)
+  })
+
+  it('stops at the next request once its license is suspended or revoked, and works again on reinstate', async () => {
+    const { product, tier } = await accessTier('gpu2', {})
+    const issued = (await (
+      await send('/v1/admin/licenses', { product_id: product.id, policy_id: tier.id })
+    ).json()) as {
+      license: { id: string }
+      gateway_key: string
+    }
+    const id = issued.license.id
+    expect((await chat(issued.gateway_key, MODEL)).status).toBe(200)
+
+    expect((await send(`/v1/admin/licenses/${id}/suspend`, { reason: 'unpaid' })).status).toBe(200)
+    const suspended = await chat(issued.gateway_key, MODEL)
+    expect(suspended.status).toBe(403)
+    expect(JSON.stringify(await suspended.json())).toContain('its license is suspended')
+
+    expect((await send(`/v1/admin/licenses/${id}/reinstate`, {})).status).toBe(200)
+    expect((await chat(issued.gateway_key, MODEL)).status).toBe(200)
+
+    expect((await send(`/v1/admin/licenses/${id}/revoke`, { reason: 'abuse' })).status).toBe(200)
+    const revoked = await chat(issued.gateway_key, MODEL)
+    expect(revoked.status).toBe(403)
+    expect(JSON.stringify(await revoked.json())).toContain('its license is revoked')
   })
 
   it('is not issued for a tier without access', async () => {
