@@ -11,10 +11,14 @@ function run(name, cmd, args, env = {}) {
   const started = Date.now()
   process.stdout.write(`\n=== ${name}: ${cmd} ${args.join(' ')}\n`)
   const res = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } })
-  const ok = res.status === 0
-  process.stdout.write(
-    `=== ${name}: ${ok ? 'ok' : `FAILED (exit ${res.status ?? res.signal})`} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
-  )
+  return ended(name, started, res.status, res.signal)
+}
+
+/** Prints a check's closing `=== name: ok / FAILED in N s` line; returns whether it passed. */
+function ended(name, started, code, signal) {
+  const ok = code === 0
+  const took = ((Date.now() - started) / 1000).toFixed(1)
+  process.stdout.write(`=== ${name}: ${ok ? 'ok' : `FAILED (exit ${code ?? signal})`} in ${took} s\n`)
   return ok
 }
 
@@ -37,11 +41,8 @@ function runQuiet(name, cmd, args) {
     child.stdout.on('data', (c) => out.push(c))
     child.stderr.on('data', (c) => out.push(c))
     child.on('close', (code, signal) => {
-      const ok = code === 0
-      const took = ((Date.now() - started) / 1000).toFixed(1)
       process.stdout.write(`\n=== ${name}: ${cmd} ${args.join(' ')}\n${Buffer.concat(out).toString()}`)
-      process.stdout.write(`=== ${name}: ${ok ? 'ok' : `FAILED (exit ${code ?? signal})`} in ${took} s\n`)
-      resolve(ok)
+      resolve(ended(name, started, code, signal))
     })
   })
 }
@@ -106,10 +107,7 @@ results.push({
       return null
     }
   })()
-  const ok = res.status === 0
-  process.stdout.write(
-    `=== python (asr overlays): ${ok ? 'ok' : `FAILED (exit ${res.status ?? res.error?.message ?? res.signal})`} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
-  )
+  const ok = ended('python (asr overlays)', started, res.status, res.error?.message ?? res.signal)
   results.push({
     suite: 'python (asr overlays)',
     passed: counts?.passed ?? 0,
@@ -129,6 +127,35 @@ results.push({
   skipped: stats?.skipped ?? 0,
 })
 
+/** The names of vitest's failed tests (or failed files, when a file failed before its tests ran). */
+function vitestFailures(report) {
+  const names = []
+  for (const file of report?.testResults ?? []) {
+    const rel = String(file.name ?? '').replace(`${process.cwd()}/`, '')
+    const failedTests = (file.assertionResults ?? []).filter((t) => t.status === 'failed')
+    for (const t of failedTests) names.push(`${rel} › ${t.fullName ?? t.title}`)
+    if (failedTests.length === 0 && file.status === 'failed')
+      names.push(`${rel}: ${String(file.message ?? '').split('\n')[0]}`)
+  }
+  return names
+}
+
+/** The names of Playwright's failed or flaky tests, walking its nested suites. */
+function playwrightFailures(report) {
+  const names = []
+  const walk = (suite) => {
+    for (const spec of suite.specs ?? []) {
+      for (const t of spec.tests ?? []) {
+        if (t.status === 'unexpected' || t.status === 'flaky')
+          names.push(`${spec.file}:${spec.line} › ${spec.title} (${t.status})`)
+      }
+    }
+    for (const child of suite.suites ?? []) walk(child)
+  }
+  for (const suite of report?.suites ?? []) walk(suite)
+  return names
+}
+
 let passed = 0
 let failed = 0
 let skipped = 0
@@ -141,6 +168,9 @@ for (const r of results) {
     `${r.suite.padEnd(30)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(4)} failed${r.skipped ? ` ${r.skipped} skipped` : ''}\n`,
   )
 }
+// Named here, at the end, so a failure is found without scrolling back through the suites' output.
+const failures = [...vitestFailures(v), ...playwrightFailures(p)]
+if (failures.length > 0) process.stdout.write(`\nfailed:\n${failures.map((f) => `  ${f}`).join('\n')}\n`)
 const line = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`
 fs.writeFileSync('test-results/summary.txt', line + '\n')
 process.stdout.write(`\n${line}\n`)
