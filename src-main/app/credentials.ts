@@ -9,7 +9,7 @@ export interface NamedConsumerKeys {
   readonly required: boolean
   identify(secret: string): (ConsumerIdentity & { kind: 'key' }) | null
   /** Throws 429 over the key's rate or concurrency; returns the release for when the request ends. */
-  admit(who: ConsumerIdentity & { kind: 'key' }): () => void
+  admit(who: ConsumerIdentity & { kind: 'key' }, spendsQuota?: boolean): () => void
 }
 
 const LEGACY: ConsumerIdentity = { kind: 'legacy' }
@@ -80,9 +80,12 @@ export class Credentials {
     return this.isConsumerKey(candidate) ? LEGACY : null
   }
 
-  /** Admits one request of a named key (429 over its limits); the returned release ends it. */
-  admitConsumer(who: ConsumerIdentity): () => void {
-    return who.kind === 'key' && this.opts.namedKeys ? this.opts.namedKeys.admit(who) : () => undefined
+  /**
+   * Admits one request of a named key (429 over its limits; `spendsQuota`: also once a license's
+   * tokens are spent); the returned release ends it.
+   */
+  admitConsumer(who: ConsumerIdentity, spendsQuota = true): () => void {
+    return who.kind === 'key' && this.opts.namedKeys ? this.opts.namedKeys.admit(who, spendsQuota) : () => undefined
   }
 
   isMetricsToken(candidate: string): boolean {

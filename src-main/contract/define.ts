@@ -66,6 +66,8 @@ export interface CallContext {
   readonly clientIp?: string
   /** What per-address limits count under (the address, or its IPv6 /64); undefined over IPC. */
   readonly limitKey?: string
+  /** On the consumer surface: the id of the named consumer key the request came with; else undefined. */
+  readonly consumerKeyId?: string
   /** The caller's User-Agent header, for the logs that record who called; undefined over IPC. */
   readonly userAgent?: string
   /** Response headers the pipeline adds over HTTP (RateLimit-*); ignored over IPC. */

@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'rate_limited'
+  | 'insufficient_quota'
   | 'upstream_unreachable'
   | 'upstream_error'
   | 'unavailable'
@@ -27,6 +28,8 @@ const statusByCode: Record<string, number> = {
   conflict: 409,
   payload_too_large: 413,
   rate_limited: 429,
+  /** A gateway key's token quota for its period is spent (OpenAI's code for it). */
+  insufficient_quota: 429,
   internal: 500,
   upstream_unreachable: 502,
   upstream_error: 502,

@@ -105,7 +105,40 @@ export const PlaygroundChatEvent = z.discriminatedUnion('type', [
   }),
 ])
 
+/** What `GET /v1/usage` answers a license's gateway key: its tokens this period, per model. */
+export const KeyPeriodUsage = z.object({
+  object: z.literal('usage'),
+  license_id: z.string(),
+  period_start: z.string(),
+  resets_at: z.string(),
+  tokens: z.object({
+    /** The tier's quota plus this period's top-ups; null: no quota. */
+    allowed: z.number().nullable(),
+    used: z.number(),
+    remaining: z.number().nullable(),
+  }),
+  /** Most tokens first; `model` is the name the requests used (a voice for speech). */
+  models: z.array(
+    z.object({
+      model: z.string(),
+      requests: z.number(),
+      prompt_tokens: z.number(),
+      completion_tokens: z.number(),
+      audio_seconds: z.number(),
+    }),
+  ),
+})
+export type KeyPeriodUsage = z.infer<typeof KeyPeriodUsage>
+
 export const gatewayContract = {
+  keyPeriodUsage: method({
+    summary: "A license's gateway key: its tokens this period (used, remaining, when they reset) per model",
+    http: 'GET /v1/usage',
+    httpOnly: true,
+    errorStyle: 'openai',
+    input: z.object({}),
+    output: KeyPeriodUsage,
+  }),
   scrub: method({
     summary:
       'Replace personal data and secrets with stable placeholders ([EMAIL_1]); pass session_id to keep numbering',

@@ -2,7 +2,8 @@ import path from 'node:path'
 import { openSqlite, type Migration, type SqliteDb } from '../lib/sqlite'
 
 /**
- * The gateway's own SQLite file (DATA_DIR/gateway.db): named consumer keys and their hourly usage.
+ * The gateway's own SQLite file (DATA_DIR/gateway.db): named consumer keys, their hourly usage and
+ * a license key's usage per access period and model.
  * Kept apart from the licensing database so a busy gateway never contends with a settlement's
  * write lock; opened with the same migration runner (its own numbering, from 1).
  */
@@ -56,6 +57,24 @@ export const GATEWAY_MIGRATIONS: readonly Migration[] = [
       db.exec(`
         ALTER TABLE consumer_keys ADD COLUMN license_id TEXT;
         CREATE UNIQUE INDEX consumer_keys_license ON consumer_keys(license_id) WHERE license_id IS NOT NULL;
+      `)
+    },
+  },
+  {
+    id: 3,
+    name: 'license keys usage per period and model',
+    up(db) {
+      db.exec(`
+        CREATE TABLE key_period_usage (
+          key_id TEXT NOT NULL REFERENCES consumer_keys(id) ON DELETE CASCADE,
+          period_start INTEGER NOT NULL,
+          model TEXT NOT NULL,
+          requests INTEGER NOT NULL DEFAULT 0,
+          prompt_tokens INTEGER NOT NULL DEFAULT 0,
+          completion_tokens INTEGER NOT NULL DEFAULT 0,
+          audio_seconds REAL NOT NULL DEFAULT 0,
+          PRIMARY KEY (key_id, period_start, model)
+        ) WITHOUT ROWID;
       `)
     },
   },

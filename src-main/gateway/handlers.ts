@@ -34,6 +34,7 @@ export interface InfoHandlerDeps {
 /** Redaction, search, and what the Gateway view shows: addresses, endpoints, requests, voices. */
 export function infoHandlers(d: InfoHandlerDeps): InfoHandlers {
   return {
+    keyPeriodUsage: async (_in, ctx) => d.keys.periodUsage(ctx.consumerKeyId),
     scrub: async ({ text, session_id }) => inSession(() => d.scrubber.scrub(text, session_id)),
     rehydrate: async ({ text, session_id }) => inSession(() => d.scrubber.rehydrate(text, session_id)),
     search: async (input, ctx) => ({
@@ -74,7 +75,7 @@ export function infoHandlers(d: InfoHandlerDeps): InfoHandlers {
 }
 
 /** The consumer methods LAN clients call beside the relays. */
-const CONSUMER_METHODS = ['scrub', 'rehydrate', 'search'] as const
+const CONSUMER_METHODS = ['keyPeriodUsage', 'scrub', 'rehydrate', 'search'] as const
 
 /** What the Gateway view lists: each relay and consumer method with the summary it is documented with. */
 export function gatewayEndpoints(): { method: string; path: string; summary: string }[] {

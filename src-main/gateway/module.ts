@@ -121,7 +121,12 @@ function keyUsageStore(keys: ConsumerKeys, clock: Clock, logger: Logger, dataDir
     what: 'consumer key usage',
     meanwhile: 'usage and last-used times are kept in memory and written when there is room',
   })
-  return new KeyUsageStore(db, clock, () => keys.persistLastUsed(), outage)
+  // One batch for the hourly usage, the license keys' period usage and last-used times.
+  const beforeFlush = () => {
+    keys.persistLastUsed()
+    keys.licenses.periods?.write()
+  }
+  return new KeyUsageStore(db, clock, beforeFlush, outage)
 }
 
 /** Composition of the /v1 proxy, speech, transcription, diarization, redaction, embeddings and search. */
@@ -150,7 +155,10 @@ export async function createGatewayModule(deps: GatewayDeps): Promise<GatewayMod
   const usage = keyUsageStore(keys, clock, logger, config.paths.dataDir)
   if (usage && opts.usageAccounting)
     log.observe((entry, used, who) => {
-      if (who?.kind === 'key') usage.record(who.id, usageCounts(entry, used))
+      if (who?.kind !== 'key') return
+      const counts = usageCounts(entry, used)
+      usage.record(who.id, counts)
+      keys.countPeriod(who.id, used?.model ?? `(default) ${entry.path}`, counts)
     })
   const scrubber = new ScrubSessions(clock, config.scrubTerms, opts.scrubTtlMs, opts.scrubCap)
   let scrubSweep: NodeJS.Timeout | undefined

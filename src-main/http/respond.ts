@@ -16,10 +16,12 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 
 /**
  * OpenAI's error `type` for a status, so the official clients pick the right exception class; an
- * unknown model is OpenAI's own `invalid_request_error` with code `model_not_found`.
+ * unknown model is OpenAI's own `invalid_request_error` with code `model_not_found`, a spent quota
+ * its `insufficient_quota`.
  */
 function openAiType(status: number, code: string): string {
   if (code === 'model_not_found') return 'invalid_request_error'
+  if (code === 'insufficient_quota') return 'insufficient_quota'
   if (status === 401) return 'authentication_error'
   if (status === 403) return 'permission_error'
   if (status === 404) return 'not_found_error'

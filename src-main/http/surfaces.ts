@@ -18,6 +18,7 @@ const CONSUMER_EXACT = new Set([
   '/v1/chat/completions',
   '/v1/completions',
   '/v1/embeddings',
+  '/v1/usage',
   '/scrub',
   '/rehydrate',
   '/api/search',
@@ -25,6 +26,13 @@ const CONSUMER_EXACT = new Set([
   '/api/endpoints',
 ])
 const CONSUMER_PREFIX = ['/v1/audio/', '/api/audio/']
+
+/** Consumer routes that spend no tokens: a license's key reaches them even with its quota spent. */
+const QUOTA_FREE = new Set(['/v1/models', '/v1/usage', '/api/endpoints'])
+
+export function spendsQuota(path: string): boolean {
+  return !QUOTA_FREE.has(path)
+}
 
 const LICENSING_PUBLIC_EXACT = new Set([
   '/healthz',

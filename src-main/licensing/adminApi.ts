@@ -26,7 +26,11 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
     },
     licAdminLicenses: async (q) => licenses.lookup.search(q),
     licAdminExportLicenses: async (q) => licensesCsv((max) => licenses.lookup.matching(q, max), s.deps.clock.now()),
-    licAdminLicense: async ({ id }) => licenses.lookup.detail(id),
+    licAdminLicense: async ({ id }) => ({ ...licenses.lookup.detail(id), access: licenses.quotas.quota(id) }),
+    licAdminTopUp: async ({ id, tokens }) => {
+      if (!licenses.lookup.row(id)) throw new ApiError('not_found', `no license ${id}`)
+      return licenses.quotas.addTopUp({ licenseId: id, tokens, source: 'admin' })
+    },
     licAdminIssueLicense: async (a) =>
       licenses.issuing.issueComplimentary({
         productId: a.product_id,

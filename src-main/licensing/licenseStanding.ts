@@ -1,31 +1,67 @@
 import type { Clock } from '../lib/clock'
-import type { LicenseStanding } from '../platform/accessKeys'
+import type { LicenseCheck, LicenseStanding } from '../platform/accessKeys'
+import { subscriptionCycle, monthFromIssue, type AccessPeriod } from './accessPeriod'
 import type { LicensingDb } from './db'
-import { iso } from './json'
+import { iso, parseAccess } from './json'
 import { expiryOf, type LicenseRow } from './licenseRecords'
 
-type StandingRow = Pick<LicenseRow, 'status' | 'expires_at' | 'grace_period_days'>
+type StandingRow = Pick<LicenseRow, 'status' | 'expires_at' | 'grace_period_days' | 'issued_at'> & {
+  access: string | null
+  due_at: number | null
+  period_days: number | null
+}
+
+/** The period a license's quota counts in now: its subscription's cycle, else a month from issue. */
+export function accessPeriodOf(
+  r: Pick<StandingRow, 'issued_at' | 'due_at' | 'period_days'>,
+  now: number,
+): AccessPeriod {
+  return r.due_at !== null && r.period_days !== null
+    ? subscriptionCycle(r.due_at, r.period_days)
+    : monthFromIssue(r.issued_at, now)
+}
 
 /**
  * The gateway's question about a license's key (issue 45), answered from the license's row on each
  * request: a revoked or suspended license, or one past its expiry and grace (a subscription that
- * lapsed or was cancelled past its cycle), stops its key at the next request. One indexed read.
+ * lapsed or was cancelled past its cycle), stops its key at the next request; a standing one gets
+ * its tier's token quota (plus the period's top-ups) and the period it counts in, so an upgrade's
+ * quota applies at once. One indexed read, and one more for top-ups when the tier has a quota.
  */
 export function licenseStanding(db: LicensingDb, clock: Clock): LicenseStanding {
-  const read = db.prepare('SELECT status, expires_at, grace_period_days FROM licenses WHERE id = ?')
+  const read = db.prepare(
+    `SELECT l.status, l.expires_at, l.grace_period_days, l.issued_at, p.access, s.due_at, s.period_days
+       FROM licenses l LEFT JOIN policies p ON p.id = l.policy_id LEFT JOIN subscriptions s ON s.license_id = l.id
+      WHERE l.id = ?`,
+  )
+  const topUps = db.prepare(
+    'SELECT COALESCE(SUM(tokens), 0) AS n FROM access_top_ups WHERE license_id = ? AND created_at >= ? AND created_at < ?',
+  )
   return {
-    refusal(licenseId) {
-      let row: StandingRow | undefined
+    check(licenseId): LicenseCheck {
+      const now = clock.now()
       try {
-        row = read.get(licenseId) as StandingRow | undefined
+        const row = read.get(licenseId) as StandingRow | undefined
+        if (!row) return { refusal: 'no longer exists' }
+        if (row.status !== 'active') return { refusal: `is ${row.status}` }
+        if (expiryOf(row, now).expired) return { refusal: `expired on ${iso(row.expires_at!)}` }
+        const access = parseAccess(row.access)
+        if (access === null) return { refusal: 'is on a tier that no longer includes API access' }
+        const period = accessPeriodOf(row, now)
+        const quota = access.tokens_per_period
+        const added = quota === null ? 0 : (topUps.get(licenseId, period.start, period.end) as { n: number }).n
+        return {
+          refusal: null,
+          allowance: {
+            tokens: quota === null ? null : quota + added,
+            topUpTokens: added,
+            periodStart: period.start,
+            resetsAt: period.end,
+          },
+        }
       } catch {
-        return 'cannot be checked now (the licensing database is unavailable)'
+        return { refusal: 'cannot be checked now (the licensing database is unavailable)' }
       }
-      if (!row) return 'no longer exists'
-      if (row.status !== 'active') return `is ${row.status}`
-      const exp = expiryOf(row, clock.now())
-      if (exp.expired) return `expired on ${iso(row.expires_at!)}`
-      return null
     },
   }
 }

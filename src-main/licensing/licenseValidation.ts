@@ -4,6 +4,7 @@
  */
 import type { ValidateInput, ValidateResponse } from '../contract/licensing'
 import type { Clock } from '../lib/clock'
+import type { AccessQuotas } from './accessQuotas'
 import type { LicensingDb } from './db'
 import { iso, parseStringList } from './json'
 import { hashFingerprint, isFingerprintBound, type LicensePayload } from './keys/keyFormat'
@@ -44,6 +45,8 @@ export class LicenseValidation {
       issuer: Issuer
       keys: LicenseKeys
       seats: MachineSeats
+      /** An access license's tokens this period, reported as `access`. */
+      quotas?: AccessQuotas
     },
   ) {
     this.productSlug = deps.db.prepare('SELECT slug FROM products WHERE id = ?').pluck()
@@ -78,7 +81,14 @@ export class LicenseValidation {
       }
     const seat = fp === null ? null : this.validateSeat(r, v.payload, fp, input, clientIp)
     if (seat && !seat.ok) return seat.refusal
-    return validAnswer(r, slug, exp, seat?.machineId)
+    return this.withAccess(validAnswer(r, slug, exp, seat?.machineId))
+  }
+
+  /** A license whose tier sells access reports its tokens this period. */
+  private withAccess(res: ValidateResponse): ValidateResponse {
+    const access = res.license_id === undefined ? null : (this.deps.quotas?.quota(res.license_id) ?? null)
+    if (access !== null) res.access = access
+    return res
   }
 
   /**

@@ -9,10 +9,12 @@ import type { LicensingDb } from './db'
 import type { Discounts } from './discounts'
 import { FreeLicenseRedeem } from './freeLicenseRedeem'
 import type { Issuer } from './keys/issuer'
-import type { AccessKeys } from '../platform/accessKeys'
+import type { AccessKeys, LicenseStanding } from '../platform/accessKeys'
+import { AccessQuotas } from './accessQuotas'
 import { LicenseIssuing } from './licenseIssuing'
 import { LicenseKeys } from './licenseKeys'
 import { LicenseLookup } from './licenseLookup'
+import { licenseStanding } from './licenseStanding'
 import { LicenseStatus } from './licenseStatus'
 import { LicenseValidation } from './licenseValidation'
 import { MachineSeats } from './machineSeats'
@@ -56,6 +58,10 @@ export interface Licenses {
   readonly validation: LicenseValidation
   readonly recovery: LicenseRecovery
   readonly redemption: FreeLicenseRedeem
+  /** Whether a license's gateway key may be used, and within what (the gateway asks on each request). */
+  readonly standing: LicenseStanding
+  /** An access license's tokens this period and its top-ups. */
+  readonly quotas: AccessQuotas
 }
 
 export function createLicenses(deps: LicenseDeps): Licenses {
@@ -72,14 +78,18 @@ export function createLicenses(deps: LicenseDeps): Licenses {
     keys,
     heartbeatsPerMinute: deps.heartbeatsPerMinute,
   })
+  const standing = licenseStanding(db, clock)
+  const quotas = new AccessQuotas({ db, clock, audit, standing, accessKeys: deps.accessKeys })
   return {
     keys,
     issuing,
     lookup,
     status: new LicenseStatus({ db, clock, audit, outbox, lookup }),
     machines,
-    validation: new LicenseValidation({ db, clock, issuer, keys, seats: machines }),
+    validation: new LicenseValidation({ db, clock, issuer, keys, seats: machines, quotas }),
     recovery: new LicenseRecovery({ db, clock, audit, catalog, keys, issuing }),
     redemption: new FreeLicenseRedeem({ db, clock, audit, catalog, discounts, issuing }),
+    standing,
+    quotas,
   }
 }

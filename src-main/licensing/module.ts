@@ -30,7 +30,6 @@ import { subscriptionHandlers } from './subscriptionHandlers'
 import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './licensingServices'
 import { validationHandlers } from './validationHandlers'
-import { licenseStanding } from './licenseStanding'
 
 export type LicensingModule = DomainModule<typeof licensingContract> & {
   health(): ComponentHealth
@@ -63,7 +62,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
   const backupDir = config.paths.licensingBackupDir
   // Set when the running database fails its periodic check: every route then refuses, as at start.
   let outage: LicensingOutage | null = null
-  const standing = licenseStanding(services.db, clock)
+  const standing = services.licenses.standing
   const dbWatch = new LicensingDbWatch({
     file,
     backups: new LicensingBackups({ db: services.db, dir: backupDir, keep: config.licensingBackups, clock, logger }),
@@ -88,7 +87,9 @@ function licensingModule(services: LicensingServices): LicensingModule {
     health: () => outage?.health ?? { state: 'ok', reason: null, remedy: null },
     database: () => services.db,
     dbWatch,
-    standing: { refusal: (id) => (outage ? 'cannot be checked now (licensing is off)' : standing.refusal(id)) },
+    standing: {
+      check: (id) => (outage ? { refusal: 'cannot be checked now (licensing is off)' } : standing.check(id)),
+    },
     handlers: guardedHandlers(
       {
         ...buyer,

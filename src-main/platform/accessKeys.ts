@@ -18,12 +18,30 @@ export interface AccessKeys {
   rotate(licenseId: string): { secret: string; prefix: string } | null
   /** The tier's models or limits changed: the license's key follows. False when it has none. */
   setGrant(licenseId: string, grant: AccessGrant): boolean
+  /** Tokens the license's key has used in the period that began at `periodStart`; null when it has no key. */
+  tokensUsed(licenseId: string, periodStart: number): number | null
 }
 
+/** A license's current access period and what its key may spend in it. */
+export interface AccessAllowance {
+  /** Tokens (prompt + completion) for the period: the tier's quota plus top-ups; null = no quota. */
+  readonly tokens: number | null
+  /** Of `tokens`, what top-ups added this period. */
+  readonly topUpTokens: number
+  readonly periodStart: number
+  /** When the quota resets: the period's end (a subscription's renewal due, even while it is late). */
+  readonly resetsAt: number
+}
+
+/** Null refusal: the key may be used, within `allowance`. Otherwise why not ("is revoked", "expired on …"). */
+export type LicenseCheck =
+  | { readonly refusal: string; readonly allowance?: undefined }
+  | { readonly refusal: null; readonly allowance: AccessAllowance }
+
 /**
- * Whether a license's gateway key may be used now, asked on every request the key makes: null
- * when it may, else why not ("is revoked", "expired on …"). Licensing answers, from its database.
+ * Whether a license's gateway key may be used now and within what, asked on every request the key
+ * makes. Licensing answers, from its database.
  */
 export interface LicenseStanding {
-  refusal(licenseId: string): string | null
+  check(licenseId: string): LicenseCheck
 }

@@ -226,6 +226,7 @@ async function metricsRender(): Promise<void> {
           audio_seconds: 0,
           speech_characters: 0,
           generation_s: 2.5,
+          model: null,
         }
         observe(entry as never, usage, undefined)
       }

@@ -3,6 +3,7 @@ import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
 import {
   AccessEntitlements,
+  AccessQuota,
   AuditEntry,
   Currency,
   DiscountKind,
@@ -24,6 +25,7 @@ import {
   ReturnUrlPrefix,
   Slug,
   patchOf,
+  TopUpTokens,
 } from './schemas'
 
 /** The licensing admin API under /v1/admin (control error style, times as epoch milliseconds). */
@@ -257,10 +259,16 @@ export const licensingAdminContract = {
     output: CsvExport,
   }),
   licAdminLicense: method({
-    summary: 'One license with its machines',
+    summary: 'One license with its machines (and, on a tier that sells access, its tokens this period)',
     http: 'GET /v1/admin/licenses/:id',
     input: z.object({ id: Id }),
-    output: z.object({ license: LicenseView, machines: z.array(MachineView) }),
+    output: z.object({ license: LicenseView, machines: z.array(MachineView), access: AccessQuota.nullable() }),
+  }),
+  licAdminTopUp: method({
+    summary: "Add tokens to an access license's current period (works at once, even over quota)",
+    http: 'POST /v1/admin/licenses/:id/top-ups',
+    input: z.object({ id: Id, tokens: TopUpTokens }),
+    output: AccessQuota,
   }),
   licAdminIssueLicense: method({
     summary: 'Issue a complimentary license',

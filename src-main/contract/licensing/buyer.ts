@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { method, type ContractTable } from '../define'
 import {
+  AccessQuota,
   buyerSurface as pub,
   Currency,
   Email,
@@ -71,6 +72,8 @@ export const ValidateResponse = z.object({
   status: z.string().optional(),
   machine_id: z.string().optional(),
   max_machines: z.number().optional(),
+  /** A license whose tier sells access to the cluster: its tokens this period (extra to Keysat's answer). */
+  access: AccessQuota.optional(),
 })
 export type ValidateResponse = z.infer<typeof ValidateResponse>
 

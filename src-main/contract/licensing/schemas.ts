@@ -89,6 +89,23 @@ export const AccessEntitlements = z.strictObject({
 })
 export type AccessEntitlements = z.infer<typeof AccessEntitlements>
 
+/** An access license's tokens this period: what its tier and top-ups allow, what its key used, when it resets. */
+export const AccessQuota = z.object({
+  /** The tier's tokens per period; null: no quota. */
+  tokens_per_period: z.number().nullable(),
+  /** Tokens added by top-ups bought or granted in this period. */
+  top_up_tokens: z.number(),
+  tokens_used: z.number(),
+  /** null: no quota. Never below zero; a stream that crossed the quota shows in `tokens_used`. */
+  tokens_remaining: z.number().nullable(),
+  period_start: z.string(),
+  resets_at: z.string(),
+})
+export type AccessQuota = z.infer<typeof AccessQuota>
+
+/** Tokens an operator adds to a license's current period (or a top-up bought). */
+export const TopUpTokens = z.number().int().min(1).max(1e12)
+
 export const PolicyView = z.object({
   id: z.string(),
   product_id: z.string(),

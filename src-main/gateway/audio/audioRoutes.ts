@@ -44,6 +44,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
       // The tts's models are its voices (as /v1/models lists them): the voice, or the name it was asked by.
       checkKeyService(requestState(res).consumer, [sp.voice, asked.voice], 'voice')
       usageMeterOf(res)?.addSpeechCharacters(sp.input.length)
+      usageMeterOf(res)?.nameModel(sp.voice)
       const ac = new AbortController()
       res.once('close', () => ac.abort(new ClientGone()))
       const wav = await synthesize(d.need('tts'), sp, ac.signal, d.probe('tts'))

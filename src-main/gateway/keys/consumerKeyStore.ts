@@ -7,6 +7,9 @@ import { RateLimiter } from '../../lib/rateLimit'
 import { openGatewayDb, type GatewayDb } from '../gatewayDb'
 import type { ConsumerIdentity } from '../../platform/callerIdentity'
 import type { LicenseStanding } from '../../platform/accessKeys'
+import type { KeyPeriodUsage } from '../../contract/gateway'
+import { LicenseGate } from './licenseGate'
+import { PeriodUsage, type PeriodCounts } from './periodUsage'
 
 /**
  * Named consumer keys and their admission (issue 16): who a bearer key belongs to, whether it may
@@ -137,6 +140,8 @@ interface HeldKey {
   hash: Buffer
   rate: RateLimiter | null
   inFlight: number
+  /** Where a license key's requests count: the period its last admitted request began in. */
+  periodStart: number | null
   identity: ConsumerIdentity & { kind: 'key' }
 }
 
@@ -150,8 +155,8 @@ export class ConsumerKeys {
   private readonly byPrefix = new Map<string, HeldKey>()
   private readonly byId = new Map<string, HeldKey>()
   private dirtyLastUsed = new Set<HeldKey>()
-  /** Licensing's answer for keys bound to a license; until it is wired such keys are refused. */
-  private standing: LicenseStanding | null = null
+  /** The license keys' gate: standing, quota and usage per period. */
+  readonly licenses: LicenseGate
 
   private constructor(
     private readonly db: GatewayDb | null,
@@ -159,6 +164,7 @@ export class ConsumerKeys {
     /** Why the database is unavailable; named keys then fail closed. */
     readonly outage: string | null,
   ) {
+    this.licenses = new LicenseGate(db ? new PeriodUsage(db) : null)
     if (db) for (const row of db.prepare('SELECT * FROM consumer_keys').all() as KeyRow[]) this.hold(row)
   }
 
@@ -203,18 +209,39 @@ export class ConsumerKeys {
 
   /** Keys bound to a license ask licensing on every request whether it still stands (issue 45). */
   followLicenses(standing: LicenseStanding | null): void {
-    this.standing = standing
+    this.licenses.follow(standing)
+  }
+
+  /** `GET /v1/usage` for the key a request came with: only a license's key has a period. */
+  periodUsage(keyId: string | undefined): KeyPeriodUsage {
+    const held = keyId === undefined ? undefined : this.byId.get(keyId)
+    if (!held)
+      throw new ApiError(
+        'not_found',
+        'GET /v1/usage answers the gateway key of a license (as the Bearer token); none came',
+      )
+    if (held.row.license_id === null)
+      throw new ApiError('not_found', `key '${held.row.name}' is not bound to a license: it has no period or quota`)
+    return this.licenses.usage(held.row.name, held.row.id, held.row.license_id)
+  }
+
+  /** A license key's finished request counts in the period it was admitted in. */
+  countPeriod(keyId: string, model: string, counts: PeriodCounts): void {
+    const held = this.byId.get(keyId)
+    if (held?.periodStart == null) return
+    this.licenses.periods?.add(keyId, held.periodStart, model, counts)
   }
 
   /**
    * Lets one request of `who` run: 403 when the license that sold the key no longer stands, 429
-   * with Retry-After over its rate or its concurrency cap.
+   * once its period's tokens are spent, 429 with Retry-After over its rate or its concurrency cap.
    * Returns the release to call when the request ends.
    */
-  admit(who: ConsumerIdentity & { kind: 'key' }): () => void {
+  admit(who: ConsumerIdentity & { kind: 'key' }, spendsQuota = true): () => void {
     const held = this.byId.get(who.id)
     if (!held) throw new ApiError('unauthorized', 'this consumer key was deleted')
-    if (held.row.license_id !== null) this.checkLicense(held.row.name, held.row.license_id)
+    if (held.row.license_id !== null)
+      held.periodStart = this.licenses.admit(held.row.name, held.row.id, held.row.license_id, spendsQuota).periodStart
     const cap = held.row.max_concurrent
     if (cap !== null && held.inFlight >= cap)
       throw new ApiError('rate_limited', `key '${held.row.name}' already has ${cap} requests running (its limit)`, {
@@ -288,12 +315,8 @@ export class ConsumerKeys {
     this.byPrefix.delete(held.row.prefix)
     const next = this.hold(row, held.rate)
     next.inFlight = held.inFlight
+    next.periodStart = held.periodStart
     return { ...this.view(next), secret }
-  }
-
-  private checkLicense(name: string, licenseId: string): void {
-    const why = this.standing ? this.standing.refusal(licenseId) : 'cannot be checked now (licensing is off)'
-    if (why !== null) throw new ApiError('forbidden', `key '${name}' no longer works: its license ${why}`)
   }
 
   private freshSecret(): { prefix: string; secret: string } {
@@ -325,12 +348,12 @@ export class ConsumerKeys {
       `UPDATE consumer_keys SET name = @name, expires_at = @expires_at, disabled = @disabled, models = @models,
          requests_per_minute = @requests_per_minute, max_concurrent = @max_concurrent WHERE id = @id`,
     ).run(row)
-    const inFlight = held.inFlight
     const next = this.hold(
       row,
       held.rate && row.requests_per_minute === held.row.requests_per_minute ? held.rate : null,
     )
-    next.inFlight = inFlight
+    next.inFlight = held.inFlight
+    next.periodStart = held.periodStart
     return this.view(next)
   }
 
@@ -341,6 +364,7 @@ export class ConsumerKeys {
     this.byPrefix.delete(held.row.prefix)
     this.byId.delete(id)
     this.dirtyLastUsed.delete(held)
+    this.licenses.periods?.forget(id)
     return true
   }
 
@@ -369,6 +393,7 @@ export class ConsumerKeys {
         rate ??
         (rpm === null ? null : new RateLimiter({ capacity: rpm, refillPerSecond: rpm / 60, clock: this.clock })),
       inFlight: 0,
+      periodStart: null,
       identity: { kind: 'key', id: row.id, name: row.name, models },
     }
     this.byPrefix.set(row.prefix, held)

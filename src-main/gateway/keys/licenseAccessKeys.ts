@@ -19,6 +19,11 @@ export function licenseAccessKeys(keys: ConsumerKeys): AccessKeys {
       const k = keys.rotate(cur.id)
       return { secret: k.secret, prefix: k.prefix }
     },
+    tokensUsed(licenseId, periodStart) {
+      const cur = keys.forLicense(licenseId)
+      if (!cur) return null
+      return keys.licenses.used(cur.id, periodStart)
+    },
     setGrant(licenseId, grant) {
       const cur = keys.forLicense(licenseId)
       if (!cur) return false

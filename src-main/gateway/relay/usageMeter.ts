@@ -21,6 +21,8 @@ export interface RequestUsage {
   readonly generation_s: number
   readonly audio_seconds: number
   readonly speech_characters: number
+  /** The model the request named (a string `model`, a tts voice); null when it named none. */
+  readonly model: string | null
 }
 
 /** A non-streamed answer body is read for `usage`/`duration` up to this size; larger ones are not parsed. */
@@ -62,6 +64,7 @@ export class UsageMeter {
   private lastTextAt: number | null = null
   private audio = 0
   private characters = 0
+  private model: string | null = null
   private streamed = false
   private stripUsage = false
   private readonly parser: EventSourceParser
@@ -93,7 +96,13 @@ export class UsageMeter {
    * that usage is kept from the client.
    */
   readRequest(request: RelayRequest): void {
+    this.model = request.model
     if (request.stream && !asksStreamUsage(request)) this.stripUnaskedUsage()
+  }
+
+  /** The model a request that is not relayed as JSON named (speech's voice, a transcription's model). */
+  nameModel(model: string | null): void {
+    this.model = model
   }
 
   /** Reads one event-stream chunk; returns what to forward to the client. */
@@ -188,6 +197,7 @@ export class UsageMeter {
       generation_s: span,
       audio_seconds: this.audio,
       speech_characters: this.characters,
+      model: this.model,
     }
   }
 

@@ -29,6 +29,7 @@ function httpContext(core: Core, req: IncomingMessage, res: ServerResponse): Cal
     via: 'http',
     clientIp: st.client.ip,
     limitKey: st.client.limitKey,
+    consumerKeyId: st.consumer?.kind === 'key' ? st.consumer.id : undefined,
     userAgent: req.headers['user-agent'],
     setHeaders: (headers) => {
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v)

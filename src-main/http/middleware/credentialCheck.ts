@@ -5,7 +5,7 @@ import type { SessionStore } from '../../app/sessions'
 import type { ConsumerIdentity } from '../../platform/callerIdentity'
 import { isAdmin, type AdminCheck, type RequestState } from '../requestState'
 import { readCookie, SESSION_COOKIE } from '../session'
-import { isPlaygroundUpload, type Surface } from '../surfaces'
+import { isPlaygroundUpload, spendsQuota, type Surface } from '../surfaces'
 import { isCrossOrigin } from './originGuard'
 
 const OPEN: ConsumerIdentity = { kind: 'open' }
@@ -40,9 +40,14 @@ export type ConsumerSessionCheck = (req: IncomingMessage, st: RequestState) => b
  */
 export function playgroundSessionCheck(sessions: SessionStore): ConsumerSessionCheck {
   return (req, st) =>
-    isPlaygroundUpload((req.url ?? '').split('?')[0] as string) &&
+    isPlaygroundUpload(pathOf(req)) &&
     !isCrossOrigin(req, st.client.secure) &&
     sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE))
+}
+
+/** The request's path, without its query. */
+function pathOf(req: IncomingMessage): string {
+  return (req.url ?? '/').split('?', 1)[0]!
 }
 
 /** The credential a surface needs; null when it is open. */
@@ -87,7 +92,7 @@ function admitConsumer(credentials: Credentials, session: ConsumerSessionCheck |
   const who = a.token === undefined ? null : credentials.consumerIdentity(a.token)
   if (who === null) return false
   try {
-    a.res.once('close', credentials.admitConsumer(who))
+    a.res.once('close', credentials.admitConsumer(who, spendsQuota(pathOf(a.req))))
   } catch (err) {
     if (err instanceof ApiError) return err
     throw err

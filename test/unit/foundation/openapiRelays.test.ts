@@ -166,11 +166,11 @@ describe('the Gateway view lists the same routes', () => {
       const { verb, path: p } = splitRoute(route as `POST /${string}`)
       expect(rows, route).toContainEqual({ method: verb, path: p, summary: def.summary })
     }
-    for (const name of ['scrub', 'rehydrate', 'search'] as const) {
+    for (const name of ['keyPeriodUsage', 'scrub', 'rehydrate', 'search'] as const) {
       const { verb, path: p } = splitRoute(gatewayContract[name].http)
       expect(rows, name).toContainEqual({ method: verb, path: p, summary: gatewayContract[name].summary })
     }
-    expect(rows).toHaveLength(Object.keys(gatewayRelays).length + 3)
+    expect(rows).toHaveLength(Object.keys(gatewayRelays).length + 4)
   })
 })
 

@@ -83,6 +83,7 @@ describe('KeyUsageStore', () => {
       generation_s: 0.4,
       audio_seconds: 0,
       speech_characters: 0,
+      model: null,
     }
     usage.record(k.id, usageCounts(entry(), used))
     usage.record(k.id, usageCounts(entry(502), null))

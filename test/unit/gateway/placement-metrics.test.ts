@@ -35,6 +35,7 @@ const usage = {
   generation_s: 0.3,
   audio_seconds: 0,
   speech_characters: 0,
+  model: null,
 }
 
 describe('gateway metrics by placement', () => {
