@@ -5,8 +5,8 @@ import type { Migration } from './index'
  * top-up. A top-up counts in the period its `created_at` falls in; `invoice_id` is unique so a
  * settlement replayed adds it once.
  */
-export const m014AccessTopUps: Migration = {
-  id: 14,
+export const m015AccessTopUps: Migration = {
+  id: 15,
   name: 'access_top_ups',
   up(db) {
     db.exec(`
