@@ -31,6 +31,7 @@ import { tierChangeHandlers } from './tierChangeHandlers'
 import { createLicensingServices, type LicensingServices } from './licensingServices'
 import { validationHandlers } from './validationHandlers'
 import { licenseStanding } from './licenseStanding'
+import { tierAccessStanding } from './gatewayAccess'
 
 export type LicensingModule = DomainModule<typeof licensingContract> & {
   health(): ComponentHealth
@@ -63,7 +64,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
   const backupDir = config.paths.licensingBackupDir
   // Set when the running database fails its periodic check: every route then refuses, as at start.
   let outage: LicensingOutage | null = null
-  const standing = licenseStanding(services.db, clock)
+  const standing = tierAccessStanding(services.db, licenseStanding(services.db, clock))
   const dbWatch = new LicensingDbWatch({
     file,
     backups: new LicensingBackups({ db: services.db, dir: backupDir, keep: config.licensingBackups, clock, logger }),
