@@ -119,12 +119,13 @@ export class GatewayAccess {
   /**
    * The thank-you page's view of a settled purchase's license: on the first view a new secret
    * (the key rotated, or issued if it has none), later the time it was shown; null when the tier
-   * sells no access. Two views at once: one wins the claim, the other reads "shown".
+   * sells no access or no gateway runs here. Two views at once: one wins the claim, the other
+   * reads "shown".
    */
   revealOnce(licenseId: string): KeyReveal | null {
     const r = this.license(licenseId)
     const access = r ? this.access(r.policy_id) : null
-    if (!r || access === null) return null
+    if (!r || access === null || !this.deps.accessKeys) return null
     const now = this.deps.clock.now()
     const claimed =
       this.deps.db

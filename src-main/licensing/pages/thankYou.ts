@@ -117,7 +117,7 @@ function gatewaySection(g: KeyReveal | null): SafeHtml | string {
     </div>`
   if (g.kind === 'shown')
     return html`<div id="gateway" class="card">
-      <p>Your gateway key was shown on this page on ${new Date(g.at).toISOString()} and is not shown again.</p>
+      <p>Your gateway key was handed out on ${new Date(g.at).toISOString()} and is not shown again.</p>
       <p class="muted">${NEW_GATEWAY_KEY}</p>
     </div>`
   return html`<div id="gateway" class="card">

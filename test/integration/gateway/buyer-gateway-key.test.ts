@@ -131,4 +131,11 @@ describe('the buyer’s gateway key from a purchase', () => {
     expect((await chat(secret)).status).toBe(200)
     expect((await chat(secret)).status).toBe(429)
   })
+
+  it('POST /v1/gateway-key is rate-limited per address like /v1/recover', async () => {
+    const answers: number[] = []
+    for (let i = 0; i < 12; i++) answers.push((await buyer('/v1/gateway-key', { license_key: 'LIC1-x' })).status)
+    expect(answers).toContain(429)
+    expect((await buyer('/v1/recover', { license_key: 'LIC1-x' })).status).toBe(429)
+  })
 })

@@ -88,6 +88,7 @@ describe('a purchase issues the buyer’s gateway key', () => {
       requests_per_minute: 30,
       max_concurrent: 2,
     })
+    expect(h.services.db.prepare('SELECT count(*) FROM webhook_deliveries').pluck().get()).toBeGreaterThan(0)
     expect(everythingStored()).not.toMatch(SECRET)
   })
 
