@@ -269,4 +269,24 @@ describe('a tier’s changed access reaches existing keys', () => {
     await h.payments.tierChanges.adminChange({ id: licenseId, to_policy_slug: 'gpu', skip_payment: true, reason: '' })
     expect(keys.forLicense(licenseId)?.requests_per_minute).toBe(30)
   })
+
+  it('a downgrade deferred to the cycle end applies the lower tier’s limits when it applies', async () => {
+    const { licenseId } = await buy('gpu-pro')
+    h.services.db
+      .prepare("UPDATE policies SET is_recurring = 1, renewal_period_days = 30 WHERE slug IN ('gpu', 'gpu-pro')")
+      .run()
+    const now = h.clock.now()
+    h.services.db.prepare('UPDATE licenses SET expires_at = ? WHERE id = ?').run(now + 5 * 86_400_000, licenseId)
+    h.services.db
+      .prepare(
+        `INSERT INTO subscriptions (id, license_id, policy_id, status, listed_currency, listed_value, period_days,
+           next_renewal_at, created_at, updated_at) VALUES ('sub-1', ?, ?, 'active', 'SAT', 3000, 30, ?, ?, ?)`,
+      )
+      .run(licenseId, policyId('gpu-pro'), now + 5 * 86_400_000, now, now)
+    await h.payments.tierChanges.adminChange({ id: licenseId, to_policy_slug: 'gpu', skip_payment: true, reason: '' })
+    expect(keys.forLicense(licenseId)?.requests_per_minute).toBe(90)
+    h.clock.set(now + 5 * 86_400_000)
+    expect(h.payments.tierChanges.applyDueDowngrades(h.clock.now())).toBe(1)
+    expect(keys.forLicense(licenseId)?.requests_per_minute).toBe(30)
+  })
 })
