@@ -43,6 +43,7 @@ const LICENSING_PUBLIC_EXACT = new Set([
   '/v1/redeem',
   '/v1/validate',
   '/v1/recover',
+  '/v1/gateway-key',
   '/v1/discount-codes/preview',
   '/v1/upgrade-quote',
   '/v1/upgrade',

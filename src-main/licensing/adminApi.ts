@@ -19,7 +19,12 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
     },
     licAdminPolicies: async ({ product_id }) => catalog.listPolicies(product_id),
     licAdminCreatePolicy: async ({ product_id, ...input }) => catalog.createPolicy(product_id, input),
-    licAdminUpdatePolicy: async ({ id, ...patch }) => catalog.updatePolicy(id, patch),
+    licAdminUpdatePolicy: async ({ id, ...patch }) => {
+      const view = catalog.updatePolicy(id, patch)
+      // The licenses' gateway keys take the tier's new access at their next request.
+      if (patch.access !== undefined) licenses.access.followPolicy(id)
+      return view
+    },
     licAdminDeletePolicy: async ({ id }) => {
       catalog.deletePolicy(id)
       return { ok: true }

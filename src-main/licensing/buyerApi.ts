@@ -23,6 +23,13 @@ export function recoverBy(s: LicensingServices, a: RecoverInput): RecoverRespons
 
 const DAY_S = 86_400
 
+/** A product the shop sells now, by slug (404 otherwise). */
+function activeProductOf(s: LicensingServices, slug: string): ProductRow {
+  const p = s.catalog.productBySlug(slug)
+  if (!p || p.active !== 1) throw new ApiError('not_found', `no product ${slug}`)
+  return p
+}
+
 /** The caller as the validation log records it. */
 const clientOf = (ctx: CallContext): ClientInfo => ({ ip: ctx.clientIp, userAgent: ctx.userAgent })
 
@@ -43,11 +50,7 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
     }
   }
 
-  const activeProduct = (slug: string): ProductRow => {
-    const p = catalog.productBySlug(slug)
-    if (!p || p.active !== 1) throw new ApiError('not_found', `no product ${slug}`)
-    return p
-  }
+  const activeProduct = (slug: string): ProductRow => activeProductOf(s, slug)
 
   /** `price_sats` is the listed currency's smallest unit (sats, or cents for USD/EUR), as the SDKs document it. */
   const publicPolicy = (p: ProductRow, r: PolicyRow): PublicPolicy => {
@@ -131,6 +134,7 @@ export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBu
     licMachineHeartbeat: async (a, ctx) => licenses.machines.heartbeat(a, clientOf(ctx)),
     licMachineDeactivate: async (a, ctx) => licenses.machines.deactivate(a, clientOf(ctx)),
     licRecover: async (a) => recoverBy(s, a),
+    licGatewayKey: async (a) => licenses.access.recover(a.license_key),
     licDiscountPreview: async (a) =>
       s.pricing.preview({ productSlug: a.product, policy: a.policy_slug ?? a.policy, code: a.code }),
   }

@@ -5,6 +5,7 @@ import type { Clock } from '../lib/clock'
 import type { AuditLog } from './audit'
 import { immediate, type LicensingDb } from './db'
 import type { Discounts } from './discounts'
+import type { GatewayAccess } from './gatewayAccess'
 import type { LicenseIssuing } from './licenseIssuing'
 import type { Catalog } from './productCatalog'
 
@@ -17,6 +18,7 @@ export class FreeLicenseRedeem {
       catalog: Catalog
       discounts: Discounts
       issuing: LicenseIssuing
+      access: GatewayAccess
     },
   ) {}
 
@@ -26,7 +28,13 @@ export class FreeLicenseRedeem {
     policy?: string | null
     buyerEmail?: string | null
     buyerNote?: string | null
-  }): { license_id: string; license_key: string; invoice_id: string; redemption_id: string } {
+  }): {
+    license_id: string
+    license_key: string
+    invoice_id: string
+    redemption_id: string
+    gateway_key: string | null
+  } {
     const { catalog, discounts, db } = this.deps
     const product = catalog.productBySlug(a.product)
     if (!product || product.active !== 1) throw new ApiError('not_found', `no product ${a.product}`)
@@ -39,7 +47,7 @@ export class FreeLicenseRedeem {
         `code ${pre.code} is a discount, not a free license: use it at checkout`,
         { status: 400 },
       )
-    return immediate(db, () => {
+    const redeemed = immediate(db, () => {
       const d = discounts.check(a.code, product, policy) // again, under the write lock: the cap is exact
       const now = this.deps.clock.now()
       const invoiceId = randomUUID()
@@ -75,5 +83,8 @@ export class FreeLicenseRedeem {
       })
       return { license_id: license.id, license_key: key, invoice_id: invoiceId, redemption_id: redemptionId }
     })
+    // After the commit (the gateway's database is another): the answer that carries the license key shows it.
+    const gatewayKey = this.deps.access.issueAfterSale(redeemed.license_id, policy, true)
+    return { ...redeemed, gateway_key: gatewayKey }
   }
 }

@@ -8,11 +8,11 @@ import { ApiError } from '../contract/errors'
 import type { Clock } from '../lib/clock'
 import type { AuditLog } from './audit'
 import { immediate, type LicensingDb } from './db'
-import { iso, parseAccess, parseStringList } from './json'
+import { iso, parseStringList } from './json'
 import { CURRENT_KEY_VERSION, FLAG_TRIAL, type LicensePayload } from './keys/keyFormat'
 import type { Issuer } from './keys/issuer'
 import { DAY_MS, licenseView, type LicenseRow } from './licenseRecords'
-import type { AccessKeys } from '../platform/accessKeys'
+import type { GatewayAccess } from './gatewayAccess'
 import { emitEvent } from './outboundEvents'
 import type { Catalog, PolicyRow, ProductRow } from './productCatalog'
 import type { EventOutbox } from './settlement'
@@ -26,8 +26,8 @@ export interface IssuingDeps {
   catalog: Catalog
   issuer: Issuer
   outbox: EventOutbox
-  /** Issues the buyer's gateway key for a tier that sells access; absent: no keys are issued. */
-  accessKeys?: AccessKeys
+  /** The buyer's gateway key for a tier that sells access. */
+  access: GatewayAccess
 }
 
 export class LicenseIssuing {
@@ -166,20 +166,6 @@ export class LicenseIssuing {
    * never has a key. Null when the tier sells no access or no gateway is wired.
    */
   grantAccess(licenseId: string, policy: PolicyRow): string | null {
-    const access = parseAccess(policy.access)
-    if (access === null || !this.deps.accessKeys) return null
-    const { secret, prefix } = this.deps.accessKeys.issue(licenseId, `license ${licenseId.slice(0, 8)}`, {
-      models: access.models,
-      requestsPerMinute: access.requests_per_minute,
-      concurrentStreams: access.concurrent_streams,
-    })
-    this.deps.audit.record({
-      actor: 'system',
-      action: 'license.gateway_key',
-      targetType: 'license',
-      targetId: licenseId,
-      details: { prefix },
-    })
-    return secret
+    return this.deps.access.issue(licenseId, policy, true)
   }
 }

@@ -4,10 +4,12 @@
  * free-license redemption. Each takes what it needs; this file only builds them together.
  */
 import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
 import type { AuditLog } from './audit'
 import type { LicensingDb } from './db'
 import type { Discounts } from './discounts'
 import { FreeLicenseRedeem } from './freeLicenseRedeem'
+import { GatewayAccess } from './gatewayAccess'
 import type { Issuer } from './keys/issuer'
 import type { AccessKeys, LicenseStanding } from '../platform/accessKeys'
 import { AccessQuotas } from './accessQuotas'
@@ -42,6 +44,8 @@ export interface LicenseDeps {
   heartbeatsPerMinute?: number
   /** Issues the buyer's gateway key for a tier that sells access to the cluster. */
   accessKeys?: AccessKeys
+  /** Where a gateway key that could not be issued is reported (beside the audit log). */
+  logger?: Logger
 }
 
 /** The license use cases, built over one database. */
@@ -62,13 +66,24 @@ export interface Licenses {
   readonly standing: LicenseStanding
   /** An access license's tokens this period and its top-ups. */
   readonly quotas: AccessQuotas
+  /** The buyer's gateway key: issued after a sale, shown once, recovered, following its tier. */
+  readonly access: GatewayAccess
 }
 
 export function createLicenses(deps: LicenseDeps): Licenses {
   const { db, clock, audit, catalog, discounts, issuer } = deps
   const outbox = deps.outbox ?? dbOutbox(db)
   const keys = new LicenseKeys({ db, issuer, validations: deps.validations })
-  const issuing = new LicenseIssuing({ db, clock, audit, catalog, issuer, outbox, accessKeys: deps.accessKeys })
+  const access = new GatewayAccess({
+    db,
+    clock,
+    audit,
+    catalog,
+    keys,
+    logger: deps.logger,
+    accessKeys: deps.accessKeys,
+  })
+  const issuing = new LicenseIssuing({ db, clock, audit, catalog, issuer, outbox, access })
   const lookup = new LicenseLookup(db)
   const machines = new MachineSeats({
     db,
@@ -88,8 +103,9 @@ export function createLicenses(deps: LicenseDeps): Licenses {
     machines,
     validation: new LicenseValidation({ db, clock, issuer, keys, seats: machines, quotas }),
     recovery: new LicenseRecovery({ db, clock, audit, catalog, keys, issuing }),
-    redemption: new FreeLicenseRedeem({ db, clock, audit, catalog, discounts, issuing }),
+    redemption: new FreeLicenseRedeem({ db, clock, audit, catalog, discounts, issuing, access }),
     standing,
     quotas,
+    access,
   }
 }

@@ -74,6 +74,7 @@ export function createLicensingServices(
     issuer,
     validations: validationLog,
     accessKeys: deps.accessKeys,
+    logger: logger.child('licenses'),
   })
   const analytics = new Analytics(db, clock)
   return {

@@ -115,6 +115,12 @@ function settlementOver(
       },
       release: (invoiceId) => discounts.release(invoiceId),
     },
+    // The buyer's gateway key lives in the gateway's database: issued, or moved to the new tier, once this commits.
+    afterCommit: (o) => {
+      if (o.kind === 'issued') licenses.access.afterPurchase(o.licenseId)
+      else if (o.kind === 'handled' && o.branch === 'tier_change' && o.licenseId)
+        licenses.access.followTier(o.licenseId)
+    },
   })
 }
 
@@ -361,6 +367,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
       quote: (input) => p.tierChanges.quote(input),
       upgrade: (input) => p.tierChanges.upgrade(input),
     },
+    gatewayKey: (licenseId) => p.services.licenses.access.revealOnce(licenseId),
     invoiceExtras: (id) => {
       const v = p.invoices.view(id)
       return {

@@ -161,6 +161,11 @@ export class Settlement {
       outbox: EventOutbox
       discounts: DiscountReservations
       audit: AuditLog
+      /**
+       * Runs once the settle transaction committed, with what it did: the work on another
+       * database (the buyer's gateway key) that a rolled-back settle must never have done.
+       */
+      afterCommit?: (outcome: SettleOutcome) => void
     },
   ) {}
 
@@ -258,7 +263,18 @@ export class Settlement {
         via: by.via,
       })
     }
+    this.runAfterCommit(invoiceId, outcome)
     return outcome
+  }
+
+  /** The after-commit work never undoes or fails a settle that committed. */
+  private runAfterCommit(invoiceId: string, outcome: SettleOutcome): void {
+    if (outcome.kind !== 'issued' && outcome.kind !== 'handled') return
+    try {
+      this.deps.afterCommit?.(outcome)
+    } catch (err) {
+      this.deps.logger.error('work after a settle failed', { invoice: invoiceId, error: err })
+    }
   }
 
   /**

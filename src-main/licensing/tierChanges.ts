@@ -387,6 +387,7 @@ export class TierChanges {
         })
         applyTierChange(this.deps, tierChangeRow(this.db, id), now, 'admin')
       })
+      this.deps.services.licenses.access.followTier(license.id)
       return { tier_change: tierChangeView(this.db, id), invoice_id: null, checkout_url: null }
     }
     const opened = await this.openChangeInvoice(s, priced, { actor: 'admin', reason: input.reason }, signal)
@@ -422,12 +423,14 @@ export class TierChanges {
       .all(now) as string[]
     let applied = 0
     for (const id of due) {
-      immediate(this.db, () => {
+      const licenseId = immediate(this.db, () => {
         const row = tierChangeRow(this.db, id)
-        if (row.applied_at !== null) return
+        if (row.applied_at !== null) return null
         applyTierChange(this.deps, row, now, 'system')
         applied++
+        return row.license_id
       })
+      if (licenseId !== null) this.deps.services.licenses.access.followTier(licenseId)
     }
     return applied
   }

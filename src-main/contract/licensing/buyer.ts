@@ -123,6 +123,23 @@ export const RecoverInput = z
   })
 export type RecoverInput = z.infer<typeof RecoverInput>
 
+/**
+ * The buyer's gateway key for a license whose tier sells access to the cluster (issue 45): a new
+ * secret, shown in this answer only (the old one is refused from the next request), and the
+ * tier's limits it carries.
+ */
+export const GatewayKeyResponse = z.object({
+  ok: z.literal(true),
+  license_id: z.string(),
+  gateway_key: z.string(),
+  key_prefix: z.string(),
+  models: z.array(z.string()).nullable(),
+  tokens_per_period: z.number().nullable(),
+  requests_per_minute: z.number().nullable(),
+  concurrent_streams: z.number().nullable(),
+})
+export type GatewayKeyResponse = z.infer<typeof GatewayKeyResponse>
+
 export const DiscountPreviewInput = z.object({
   product: Slug,
   code: z.string().trim().min(1).max(64),
@@ -234,6 +251,8 @@ export const licensingBuyerContract = {
       license_key: z.string(),
       invoice_id: z.string(),
       redemption_id: z.string(),
+      /** The buyer's gateway key when the tier sells access (shown here only), else null. */
+      gateway_key: z.string().nullable(),
     }),
   }),
   licValidate: method({
@@ -280,6 +299,15 @@ export const licensingBuyerContract = {
     limit: 'recover',
     input: RecoverInput,
     output: RecoverResponse,
+  }),
+  licGatewayKey: method({
+    ...pub,
+    summary:
+      'A new secret for the gateway key of a license whose tier sells access to the cluster, by its license key (issued if it has none; the old secret stops at its next request)',
+    http: 'POST /v1/gateway-key',
+    limit: 'recover',
+    input: z.object({ license_key: KeyText }),
+    output: GatewayKeyResponse,
   }),
   licDiscountPreview: method({
     ...pub,

@@ -16,6 +16,7 @@ import { m010AdminListIndexes } from './010_admin_list_indexes'
 import { m011SubscriptionDueDate } from './011_subscription_due_date'
 import { m012PaymentFlags } from './012_payment_flags'
 import { m013PolicyAccess } from './013_policy_access'
+import { m014GatewayKeyShown } from './014_gateway_key_shown'
 import { m015AccessTopUps } from './015_access_top_ups'
 
 export type { Migration } from '../../lib/sqlite'
@@ -35,5 +36,6 @@ export const MIGRATIONS: readonly Migration[] = [
   m011SubscriptionDueDate,
   m012PaymentFlags,
   m013PolicyAccess,
+  m014GatewayKeyShown,
   m015AccessTopUps,
 ]

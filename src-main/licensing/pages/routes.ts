@@ -27,7 +27,8 @@ import { isSatsCurrency } from '../productCatalog'
 import type { FiatCurrency } from '../rates'
 import { PAGES_CSS, PAGES_ICON, PAGES_JS } from './assets'
 import { PAGES_CSP } from './html'
-import { thankYouPage } from './thankYou'
+import type { KeyReveal } from '../gatewayAccess'
+import { thankYouPage, thankYouState } from './thankYou'
 import {
   buyPage,
   checkoutRedirectPage,
@@ -70,6 +71,8 @@ export interface PagesDeps {
   limits: Limits
   /** The subscription state and upgrade path under a license. */
   account: BuyerAccountDeps
+  /** The thank-you page's gateway key: a new secret on the first view, later when it was shown. */
+  gatewayKey(licenseId: string): KeyReveal | null
 }
 
 type TierTarget = { license_key: string; target_policy_slug: string }
@@ -400,7 +403,10 @@ export function mountPages(router: Router, deps: PagesDeps): void {
     } catch {
       return send(res, 404, unknownPurchasePage(given))
     }
-    send(res, 200, thankYouPage({ ...status, ...deps.invoiceExtras(given) }, accountModel(deps, status)))
+    const model = { ...status, ...deps.invoiceExtras(given) }
+    const issued = thankYouState(model) === 'issued' && status.license_id !== null
+    const gateway = issued ? deps.gatewayKey(status.license_id!) : null
+    send(res, 200, thankYouPage(model, accountModel(deps, status), gateway))
   })
 
   router.get('/recover', (req, res) => {

@@ -1,4 +1,5 @@
 import type { PurchaseStatus } from '../../contract/licensing'
+import type { KeyReveal } from '../gatewayAccess'
 import { formatMoney } from '../../../src-shared/money'
 import { html, page, type SafeHtml } from './html'
 import { accountSection, type AccountModel } from './views'
@@ -99,7 +100,33 @@ function paid(p: ThankYouModel): SafeHtml {
     <p class="muted"><a href="/recover">See your license's current state</a>.</p>`
 }
 
-function issued(p: ThankYouModel, account: AccountModel | null): SafeHtml {
+const NEW_GATEWAY_KEY = html`To get a new one (the old one then stops working), send your license key to
+  <code>POST /v1/gateway-key</code> as <code>{"license_key": "…"}</code>.`
+
+/** The buyer's gateway key for the cluster's API: shown on this page once, then only said to have been. */
+function gatewaySection(g: KeyReveal | null): SafeHtml | string {
+  if (g === null) return ''
+  if (g.kind === 'secret')
+    return html`<div id="gateway" class="card">
+      <p>
+        Your gateway key for the cluster's API. It is shown this once: copy it now and keep it with your license key.
+      </p>
+      <pre id="gateway-key" class="key">${g.secret}</pre>
+      <button type="button" id="copy-gateway" data-copy="gateway-key">Copy key</button>
+      <p class="muted">${NEW_GATEWAY_KEY}</p>
+    </div>`
+  if (g.kind === 'shown')
+    return html`<div id="gateway" class="card">
+      <p>Your gateway key was handed out on ${new Date(g.at).toISOString()} and is not shown again.</p>
+      <p class="muted">${NEW_GATEWAY_KEY}</p>
+    </div>`
+  return html`<div id="gateway" class="card">
+    <p>Your gateway key could not be prepared just now. Reload this page in a moment.</p>
+    <p class="muted">${NEW_GATEWAY_KEY}</p>
+  </div>`
+}
+
+function issued(p: ThankYouModel, account: AccountModel | null, gateway: KeyReveal | null): SafeHtml {
   return html`<h1>Thank you${p.product_name ? html` for buying ${p.product_name}` : ''}</h1>
     ${statusBox(
       p,
@@ -108,7 +135,7 @@ function issued(p: ThankYouModel, account: AccountModel | null): SafeHtml {
       html`<pre id="license-key" class="key">${p.license_key}</pre>
         <button type="button" id="copy" data-copy="license-key">Copy key</button>`,
     )}
-    ${details(p)} ${accountSection(account)}
+    ${gatewaySection(gateway)} ${details(p)} ${accountSection(account)}
     <p class="muted">
       Keep your key somewhere safe. If you lose it, <a href="/recover">recover it</a> with any copy of it, or with this
       invoice id and your e-mail address.
@@ -145,7 +172,11 @@ const TITLES: Record<ThankYouState, string> = {
 }
 
 /** The page a buyer returns to after checkout, worded for where the purchase stands. */
-export function thankYouPage(p: ThankYouModel, account: AccountModel | null = null): string {
+export function thankYouPage(
+  p: ThankYouModel,
+  account: AccountModel | null = null,
+  gateway: KeyReveal | null = null,
+): string {
   const state = thankYouState(p)
   const body =
     state === 'waiting'
@@ -153,7 +184,7 @@ export function thankYouPage(p: ThankYouModel, account: AccountModel | null = nu
       : state === 'issuing'
         ? issuing(p)
         : state === 'issued'
-          ? issued(p, account)
+          ? issued(p, account, gateway)
           : state === 'paid'
             ? paid(p)
             : closed(p)

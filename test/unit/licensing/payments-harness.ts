@@ -11,6 +11,7 @@ import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger
 import { testCoreDeps } from '../../helpers/coreDeps'
 import { createPayments, type Payments, type PaymentsOptions } from '../../../src-main/licensing/payments'
 import { createLicensingServices, type LicensingServices } from '../../../src-main/licensing/licensingServices'
+import type { AccessKeys } from '../../../src-main/platform/accessKeys'
 
 export interface Harness {
   clock: ManualClock
@@ -22,7 +23,9 @@ export interface Harness {
 }
 
 /** Real licensing services and payments over a temp DATA_DIR, on a manual clock, without HTTP. */
-export function paymentsHarness(opts: Partial<PaymentsOptions> & { env?: Record<string, string> } = {}): Harness {
+export function paymentsHarness(
+  opts: Partial<PaymentsOptions> & { env?: Record<string, string>; accessKeys?: AccessKeys } = {},
+): Harness {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-pay-'))
   const config = loadConfig({
     env: { DATA_DIR: dataDir, RATE_SOURCES: 'http://127.0.0.1:9', LICENSING_RATE_LIMIT: '0', ...opts.env },
@@ -30,7 +33,7 @@ export function paymentsHarness(opts: Partial<PaymentsOptions> & { env?: Record<
   const clock = new ManualClock(Date.UTC(2026, 0, 1))
   const logs = new MemorySink()
   const logger = createLogger({ redactor: new Redactor(), sink: logs, level: 'debug', now: () => clock.now() })
-  const services = createLicensingServices(testCoreDeps({ config, clock, logger }))
+  const services = createLicensingServices({ ...testCoreDeps({ config, clock, logger }), accessKeys: opts.accessKeys })
   const payments = createPayments(services, opts)
   return {
     clock,
