@@ -3,12 +3,30 @@ import { defineConfig } from '@playwright/test'
 const PORT = Number(process.env.E2E_PORT ?? 19_998)
 export const E2E_TOKEN = 'e2e-admin-token-0123456789'
 
+/** The specs that run a demo of their own on their own port (useOwnDemo). */
+export const OWN_DEMO_SPECS = [
+  'downloads-where-you-look',
+  'fresh-demo',
+  'models-progress',
+  'node-down',
+  'placements',
+  'states',
+  'timeline-truth',
+  'two-placements',
+].map((name) => `**/${name}.spec.ts`)
+
 // Debian's Chromium, never a downloaded browser; flags keep it off the network (STACK.md).
 export default defineConfig({
   testDir: 'test/e2e',
   timeout: 60_000,
   fullyParallel: false,
-  workers: 1,
+  // Two lanes: the specs that share the one demo run one after another, and beside them, one after
+  // another, the specs that start a demo of their own (ownDemo.ts) and never touch the shared one.
+  workers: 2,
+  projects: [
+    { name: 'shared-demo', testIgnore: OWN_DEMO_SPECS, workers: 1 },
+    { name: 'own-demo', testMatch: OWN_DEMO_SPECS, workers: 1 },
+  ],
   reporter: [['list'], ['json', { outputFile: 'test-results/playwright.json' }]],
   outputDir: 'test-results/playwright',
   use: {

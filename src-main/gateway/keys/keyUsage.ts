@@ -8,6 +8,8 @@ import type { RequestUsage } from '../relay/usageMeter'
 /** Usage rows are kept this long (issue 16: per key per hour for 90 days). */
 export const USAGE_RETENTION_MS = 90 * 24 * 3600_000
 const HOUR_MS = 3600_000
+/** How often the tally is written: what a kill -9 can lose at most. */
+export const KEY_USAGE_FLUSH_MS = 5000
 
 type Counts = Omit<KeyUsageHour, 'key_id' | 'hour'>
 const FIELDS = [
@@ -139,7 +141,7 @@ export class KeyUsageStore {
     return { hours, totals }
   }
 
-  start(intervalMs = 5000): void {
+  start(intervalMs = KEY_USAGE_FLUSH_MS): void {
     this.timer = setInterval(() => this.flush(), intervalMs)
     this.timer.unref()
   }
