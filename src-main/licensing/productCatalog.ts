@@ -54,6 +54,8 @@ export class Catalog {
     private readonly db: LicensingDb,
     private readonly clock: Clock,
     private readonly audit: AuditLog,
+    /** Called after a tier was created, changed or deleted (the access sales record reads again). */
+    private readonly tiersChanged: () => void = () => undefined,
   ) {}
 
   // ---- rows ----
@@ -260,6 +262,7 @@ export class Catalog {
         details: { slug: p.slug },
       })
     })()
+    this.tiersChanged()
   }
 
   // ---- policies ----
@@ -319,6 +322,7 @@ export class Catalog {
       targetId: id,
       details: { product: product.slug, slug: input.slug },
     })
+    this.tiersChanged()
     return this.getPolicy(id)
   }
 
@@ -370,6 +374,7 @@ export class Catalog {
       targetId: id,
       details: { changed: Object.keys(patch) },
     })
+    this.tiersChanged()
     return this.getPolicy(id)
   }
 
@@ -394,6 +399,7 @@ export class Catalog {
       targetId: id,
       details: { slug: cur.slug },
     })
+    this.tiersChanged()
   }
 
   /**
