@@ -7,16 +7,19 @@ import { startRig, waitFor, type GatewayRig } from '../integration/gateway/setup
  * budget, so two buyers sending the largest bodies they can never starve a third. The budget is
  * 24 MiB (a body costs twice its size): a sold key may hold 8 MiB of it, the operator's keys and
  * each address 12 MiB. Buyers reach the daemon through the trusted proxy on 127.0.0.1 and are
- * named by X-Forwarded-For (documentation addresses, never contacted).
+ * named by X-Forwarded-For (documentation addresses, never contacted). The upload spool is 64 MiB:
+ * a sold key may hold a third of it.
  */
 const MiB = 1024 * 1024
 const MODEL = 'sim/Qwen3-8B-Instruct'
 let rig: GatewayRig
 
 beforeAll(async () => {
-  rig = await startRig({ TRUSTED_PROXIES: '127.0.0.1', GATEWAY_BODY_BUDGET_MB: '24' })
+  rig = await startRig({ TRUSTED_PROXIES: '127.0.0.1', GATEWAY_BODY_BUDGET_MB: '24', GATEWAY_SPOOL_MB: '64' })
 })
 afterAll(() => rig.stop())
+
+let products = 0
 
 /** Three licenses on a tier that sells access: their gateway keys. */
 async function soldKeys(): Promise<string[]> {
@@ -26,7 +29,9 @@ async function soldKeys(): Promise<string[]> {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     })
-  const product = (await (await send('/v1/admin/products', { slug: 'gpu', name: 'GPU', price_value: 1 })).json()) as {
+  const product = (await (
+    await send('/v1/admin/products', { slug: `gpu-${++products}`, name: 'GPU', price_value: 1 })
+  ).json()) as {
     id: string
   }
   const tier = (await (
@@ -90,5 +95,27 @@ describe('a buyer’s key has its own share of the body budget', () => {
       expect(held.received()).toContain('one client may hold 8 MiB')
       held.close()
     }
+  })
+})
+
+describe('a buyer’s key has its own share of the upload spool', () => {
+  it('refuses a buyer’s upload larger than a third of the spool before it is read; the operator’s is taken', async () => {
+    const [key] = (await soldKeys()) as [string]
+    const upload = (bearer: string) => {
+      const form = new FormData()
+      form.append('model', 'whisper-1')
+      form.append('file', new Blob([Buffer.alloc(24 * MiB)], { type: 'audio/wav' }), 'long.wav')
+      return fetch(`${rig.daemon.url}/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${bearer}`, 'x-forwarded-for': '203.0.113.9' },
+        body: form,
+      })
+    }
+    const refused = await upload(key)
+    expect(refused.status).toBe(413)
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+      'larger than one key may hold in the upload spool (22 MiB)',
+    )
+    expect((await upload(rig.daemon.adminToken)).status).not.toBe(413)
   })
 })
