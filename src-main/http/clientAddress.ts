@@ -85,6 +85,8 @@ export function clientAddressResolver(
     const ip = forwardedClient(peer, req.headers['x-forwarded-for'], trusted)
     const proto = headerValues(req.headers['x-forwarded-proto']).at(-1)?.toLowerCase()
     const secure = proto === undefined ? direct : proto === 'https'
-    return { ip, limitKey: limitKeyOf(ip), secure, onLan: isLanAddress(ip) }
+    // Only X-Forwarded-For is read: a trusted proxy that names its client in `Forwarded` alone leaves it unknown.
+    const unread = req.headers['x-forwarded-for'] === undefined && req.headers.forwarded !== undefined
+    return { ip, limitKey: limitKeyOf(ip), secure, onLan: !unread && isLanAddress(ip) }
   }
 }

@@ -87,6 +87,8 @@ describe('whether a request came from the LAN, after the trusted-proxy rule', ()
     // A client cannot claim the LAN by naming a LAN address to the left of what the proxy saw.
     expect(resolve(req('127.0.0.1', { 'x-forwarded-for': '10.0.0.1, 203.0.113.7' })).onLan).toBe(false)
     expect(resolve(req('127.0.0.1')).onLan).toBe(true)
+    // Tandem reads X-Forwarded-For only: a client named in `Forwarded` alone is not known to be on the LAN.
+    expect(resolve(req('127.0.0.1', { forwarded: 'for=192.168.1.20' })).onLan).toBe(false)
   })
 
   it('counts a request forwarded by a peer outside TRUSTED_PROXIES as from outside', () => {
