@@ -1,3 +1,6 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startRig, waitFor, type GatewayRig } from './setup'
 
@@ -117,5 +120,33 @@ describe('exposing the consumer endpoints while a tier sells access', () => {
     held.abort()
     await first
     await rig.llm.setFault('none')
+  })
+})
+
+describe('while licensing is off', () => {
+  it('takes the shop to sell access: the outside needs a key, the LAN does not', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-sells-off-'))
+    // Not a database at all: licensing goes degraded at start and cannot say whether a tier sells access.
+    fs.writeFileSync(path.join(dataDir, 'licensing.sqlite'), Buffer.alloc(8192, 0x5a))
+    const off = await startRig({ TRUSTED_PROXIES: '127.0.0.1' }, { dataDir })
+    try {
+      const health = (await (await fetch(`${off.daemon.url}/api/health`)).json()) as {
+        components: { licensing: { state: string } }
+      }
+      expect(health.components.licensing.state).toBe('degraded')
+      const ask = (client: string) =>
+        fetch(`${off.daemon.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-forwarded-for': client },
+          body: JSON.stringify(chatBody),
+        })
+      const refused = await ask(OUTSIDE)
+      expect(refused.status).toBe(401)
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(SELLS)
+      expect((await ask('192.168.1.20')).status).toBe(200)
+    } finally {
+      await off.stop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
   })
 })
