@@ -27,9 +27,10 @@ import { createGatewayModule, type GatewayOptions } from './gateway/module'
 import { ConsumerKeys } from './gateway/keys/consumerKeyStore'
 import { licenseAccessKeys } from './gateway/keys/licenseAccessKeys'
 import { DEEP_HEALTH_PROBES } from './gateway/deepHealthProbes'
-import { createLicensingModule } from './licensing/module'
+import { createLicensingModule, type LicensingModule } from './licensing/module'
 import { createMetricsModule } from './metrics/module'
 import type { LicensingDb } from './licensing/db'
+import { ACCESS_SALES_UNKNOWN } from './platform/accessKeys'
 
 export interface CoreOptions {
   config: Config
@@ -98,7 +99,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   inFlightOf = gateway.inFlightOf
   // A tier that sells access gets its buyer a gateway key: licensing asks through the platform interface.
   const licensing = await createLicensingModule({ ...shared, accessKeys: licenseAccessKeys(consumerKeys) })
-  consumerKeys.followLicenses(licensing.standing ?? null)
+  followLicensing(licensing, consumerKeys, credentials)
   const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
   const engines = () => models.engineMetrics.pages()
   const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb, engines })
@@ -151,6 +152,17 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     untrustedProxies,
     ...lifecycle(modules, jobs, events, logger),
   }
+}
+
+/**
+ * The gateway's two questions to licensing, through the platform interfaces: whether a license's
+ * key may still be used (LicenseStanding), and whether a tier sells access, when keyless requests
+ * from outside the LAN are refused (AccessSales). While licensing is off, keys of licenses are
+ * refused and the shop is taken to sell.
+ */
+function followLicensing(licensing: LicensingModule, consumerKeys: ConsumerKeys, credentials: Credentials): void {
+  consumerKeys.followLicenses(licensing.standing ?? null)
+  credentials.followSales(licensing.sales ?? ACCESS_SALES_UNKNOWN)
 }
 
 /** Starts the modules in order; stops them in reverse, and keeps going when one fails. */

@@ -1,4 +1,5 @@
 import { ApiError } from '../contract/errors'
+import type { AccessSales } from '../platform/accessKeys'
 import type { ConsumerIdentity } from '../platform/callerIdentity'
 import { ADMIN_TOKEN_FIX, secretEquals } from './adminToken'
 import { rateLimitedError, type Limits } from '../platform/limits'
@@ -32,13 +33,29 @@ export class Credentials {
       namedKeys?: NamedConsumerKeys
       /** METRICS_TOKEN: a bearer that may read /metrics and nothing else. */
       metricsToken?: string | null
+      /** Licensing's answer to whether a tier sells access (or followSales); absent: none does. */
+      accessSales?: AccessSales
       limits: Limits
       logger: Logger
     },
-  ) {}
+  ) {
+    this.sales = opts.accessSales ?? null
+  }
+
+  /** Licensing's answer, wired once licensing is built (compose.ts). */
+  private sales: AccessSales | null
+
+  followSales(sales: AccessSales): void {
+    this.sales = sales
+  }
 
   get consumerKeysRequired(): boolean {
     return this.opts.consumerKeys.length > 0 || (this.opts.namedKeys?.required ?? false)
+  }
+
+  /** While a tier sells access, a consumer request without a key from outside the LAN is refused. */
+  sellsAccess(): boolean {
+    return this.sales?.sellsAccess() ?? false
   }
 
   /** The 429 for an address that has used up its failed credentials, or null. */

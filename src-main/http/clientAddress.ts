@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import net from 'node:net'
-import { addressMatcher, forwardedAddress, limitKeyOf, unmapIpv4 } from '../lib/netAddress'
+import { addressMatcher, forwardedAddress, isLanAddress, limitKeyOf, unmapIpv4 } from '../lib/netAddress'
 
 /** Who sent a request, as rate limits, logs and the session cookie see it. */
 export interface ClientAddress {
@@ -11,6 +11,11 @@ export interface ClientAddress {
   readonly limitKey: string
   /** The request reached the first hop over https (directly, or as a trusted proxy says). */
   readonly secure: boolean
+  /**
+   * The client is on the local network (isLanAddress). A request that a peer outside
+   * TRUSTED_PROXIES forwarded is not: whoever it forwarded for is unknown, maybe the internet.
+   */
+  readonly onLan: boolean
 }
 
 function headerValues(value: string | string[] | undefined): string[] {
@@ -68,15 +73,20 @@ export function clientAddressResolver(
     const peer = unmapIpv4(req.socket.remoteAddress ?? '')
     const direct = Boolean((req.socket as TLSSocket).encrypted)
     if (peer === '' || !trusted(peer)) {
-      const client = { ip: peer || 'unknown', limitKey: limitKeyOf(peer || 'unknown'), secure: direct }
+      const forwarded = isForwarded(req)
+      const ip = peer || 'unknown'
+      const client = { ip, limitKey: limitKeyOf(ip), secure: direct, onLan: !forwarded && isLanAddress(ip) }
       // Before the connection is up the peer is not known yet: not cached.
       if (peer === '') return client
       perSocket.set(req.socket, client)
-      if (isForwarded(req)) onUntrustedForwarder(peer)
+      if (forwarded) onUntrustedForwarder(peer)
       return client
     }
     const ip = forwardedClient(peer, req.headers['x-forwarded-for'], trusted)
     const proto = headerValues(req.headers['x-forwarded-proto']).at(-1)?.toLowerCase()
-    return { ip, limitKey: limitKeyOf(ip), secure: proto === undefined ? direct : proto === 'https' }
+    const secure = proto === undefined ? direct : proto === 'https'
+    // Only X-Forwarded-For is read: a trusted proxy that names its client in `Forwarded` alone leaves it unknown.
+    const unread = req.headers['x-forwarded-for'] === undefined && req.headers.forwarded !== undefined
+    return { ip, limitKey: limitKeyOf(ip), secure, onLan: !unread && isLanAddress(ip) }
   }
 }

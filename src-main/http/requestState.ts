@@ -25,7 +25,7 @@ export interface RequestState {
   consumer?: ConsumerIdentity
 }
 
-const NO_CLIENT: ClientAddress = { ip: 'unknown', limitKey: 'unknown', secure: false }
+const NO_CLIENT: ClientAddress = { ip: 'unknown', limitKey: 'unknown', secure: false, onLan: false }
 
 /**
  * The request's state, kept in `res.locals` (Express's place for it). It starts with every field,

@@ -79,6 +79,33 @@ const UNIQUE_LOCAL = new net.BlockList()
 UNIQUE_LOCAL.addSubnet('fc00::', 7, 'ipv6')
 
 /**
+ * The local network: loopback, the RFC 1918 blocks, link-local, CGNAT (100.64.0.0/10: Tailscale's
+ * addresses, and a carrier's NAT is not reachable from the internet either), IPv6 loopback, unique
+ * local (fc00::/7) and link-local (fe80::/10). Node's BlockList matches the IPv4-mapped IPv6
+ * spellings of the IPv4 blocks (`::ffff:10.0.0.1`, `::ffff:a00:1`) too.
+ */
+const LAN = new net.BlockList()
+for (const [addr, bits] of [
+  ['127.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+  ['169.254.0.0', 16],
+  ['100.64.0.0', 10],
+] as const)
+  LAN.addSubnet(addr, bits, 'ipv4')
+LAN.addAddress('::1', 'ipv6')
+LAN.addSubnet('fc00::', 7, 'ipv6')
+LAN.addSubnet('fe80::', 10, 'ipv6')
+
+/** Whether `ip` is on the local network (see LAN); anything that is not an address is not. */
+export function isLanAddress(ip: string): boolean {
+  const family = net.isIP(ip)
+  if (family === 0) return false
+  return LAN.check(ip, family === 4 ? 'ipv4' : 'ipv6')
+}
+
+/**
  * Why a TRUSTED_PROXIES entry trusts far more than a proxy, or null when it does not. Trusting an
  * address lets it name any client, so a range that holds strangers lets anyone forge their
  * address past every per-address limit. The floor is the largest private block of each family:

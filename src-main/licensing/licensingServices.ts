@@ -5,6 +5,7 @@
  */
 import type { AccessKeys } from '../platform/accessKeys'
 import type { CoreDeps } from '../platform/domainModule'
+import { AccessSalesRecord } from './accessSales'
 import { Analytics } from './analytics'
 import { AuditLog } from './audit'
 import { Catalog } from './productCatalog'
@@ -30,6 +31,8 @@ export interface LicensingServices {
   readonly licenses: Licenses
   readonly analytics: Analytics
   readonly validationLog: ValidationLog
+  /** Whether any tier sells access, for the gateway (issue 45). */
+  readonly accessSales: AccessSalesRecord
   close(): void
 }
 
@@ -48,7 +51,8 @@ export function createLicensingServices(
   const callers = deps.callers
   const audit = new AuditLog(db, clock, callers ? () => callers.current() : undefined)
   const issuer = Issuer.loadOrCreate(config.paths.licensingKeyDir, logger)
-  const catalog = new Catalog(db, clock, audit)
+  const accessSales = new AccessSalesRecord(db)
+  const catalog = new Catalog(db, clock, audit, () => accessSales.refresh())
   const discounts = new Discounts(db, clock, audit, undefined, config.discountReservationMs)
   const rates = new RateService({
     baseUrls: config.rateSources,
@@ -89,6 +93,7 @@ export function createLicensingServices(
     licenses,
     analytics,
     validationLog,
+    accessSales,
     close: () => {
       validationLog.close()
       db.close()

@@ -10,7 +10,7 @@
 import type { Router } from 'express'
 import type { licensingContract } from '../contract/licensing'
 import type { ComponentHealth } from '../contract/system'
-import type { AccessKeys, LicenseStanding } from '../platform/accessKeys'
+import { ACCESS_SALES_UNKNOWN, type AccessKeys, type AccessSales, type LicenseStanding } from '../platform/accessKeys'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
 import { adminHandlers } from './adminApi'
 import { LicensingBackups, newestBackup } from './backups'
@@ -39,6 +39,8 @@ export type LicensingModule = DomainModule<typeof licensingContract> & {
   readonly dbWatch?: LicensingDbWatch
   /** Whether a license's gateway key may be used now; absent while licensing is off (keys then refuse). */
   readonly standing?: LicenseStanding
+  /** Whether any tier sells access; absent while licensing is off (the gateway then acts as if one did). */
+  readonly sales?: AccessSales
 }
 
 /** `accessKeys`: the gateway's side of a tier that sells access (issue 45). */
@@ -90,6 +92,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
     standing: {
       check: (id) => (outage ? { refusal: 'cannot be checked now (licensing is off)' } : standing.check(id)),
     },
+    sales: { sellsAccess: () => (outage ? ACCESS_SALES_UNKNOWN.sellsAccess() : services.accessSales.sellsAccess()) },
     handlers: guardedHandlers(
       {
         ...buyer,

@@ -54,6 +54,8 @@ export class Catalog {
     private readonly db: LicensingDb,
     private readonly clock: Clock,
     private readonly audit: AuditLog,
+    /** Called after a tier was created, changed or deleted (the access sales record reads again). */
+    private readonly tiersChanged: () => void = () => undefined,
   ) {}
 
   // ---- rows ----
@@ -209,7 +211,7 @@ export class Catalog {
             this.clock.now(),
             id,
           )
-        const pinned = this.pinOverrides(cur, next.price_currency)
+        const pinned = pinOverrides(this.db, this.clock.now(), cur, next.price_currency)
         this.syncPolicySats(id)
         this.audit.record({
           actor: 'admin',
@@ -260,6 +262,7 @@ export class Catalog {
         details: { slug: p.slug },
       })
     })()
+    this.tiersChanged()
   }
 
   // ---- policies ----
@@ -319,6 +322,7 @@ export class Catalog {
       targetId: id,
       details: { product: product.slug, slug: input.slug },
     })
+    this.tiersChanged()
     return this.getPolicy(id)
   }
 
@@ -370,6 +374,7 @@ export class Catalog {
       targetId: id,
       details: { changed: Object.keys(patch) },
     })
+    this.tiersChanged()
     return this.getPolicy(id)
   }
 
@@ -394,6 +399,7 @@ export class Catalog {
       targetId: id,
       details: { slug: cur.slug },
     })
+    this.tiersChanged()
   }
 
   /**
@@ -424,26 +430,26 @@ export class Catalog {
     })
   }
 
-  /**
-   * On a currency change, tiers whose value override inherited the old currency get that currency
-   * pinned, so a 5,000-sat tier stays 5,000 sats instead of becoming $50.00. Returns their slugs.
-   */
-  private pinOverrides(cur: ProductRow, nextCurrency: Currency): string[] {
-    if (nextCurrency === cur.price_currency) return []
-    const rows = this.db
-      .prepare(
-        `UPDATE policies SET price_currency_override = ?, updated_at = ?
-         WHERE product_id = ? AND price_currency_override IS NULL AND price_value_override IS NOT NULL RETURNING slug`,
-      )
-      .all(cur.price_currency, this.clock.now(), cur.id) as { slug: string }[]
-    return rows.map((r) => r.slug)
-  }
-
   private syncPolicySats(productId: string): void {
     const product = this.mustProduct(productId)
     const set = this.db.prepare('UPDATE policies SET price_sats_override = ? WHERE id = ?')
     for (const r of this.policyRows(productId)) set.run(overrideSats(product, r), r.id)
   }
+}
+
+/**
+ * On a currency change, tiers whose value override inherited the old currency get that currency
+ * pinned, so a 5,000-sat tier stays 5,000 sats instead of becoming $50.00. Returns their slugs.
+ */
+function pinOverrides(db: LicensingDb, now: number, cur: ProductRow, nextCurrency: Currency): string[] {
+  if (nextCurrency === cur.price_currency) return []
+  const rows = db
+    .prepare(
+      `UPDATE policies SET price_currency_override = ?, updated_at = ?
+       WHERE product_id = ? AND price_currency_override IS NULL AND price_value_override IS NOT NULL RETURNING slug`,
+    )
+    .all(cur.price_currency, now, cur.id) as { slug: string }[]
+  return rows.map((r) => r.slug)
 }
 
 const INSERT_POLICY = `INSERT INTO policies (id, product_id, slug, name, description, tier_rank, price_currency_override,

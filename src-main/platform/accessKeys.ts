@@ -45,3 +45,18 @@ export type LicenseCheck =
 export interface LicenseStanding {
   check(licenseId: string): LicenseCheck
 }
+
+/**
+ * Whether any tier sells access to the cluster (issue 45, "safe on the internet"): while one does,
+ * the gateway refuses consumer requests without a key from outside the local network. Asked on
+ * such requests, so licensing answers from memory, read again whenever a tier changes.
+ */
+export interface AccessSales {
+  sellsAccess(): boolean
+}
+
+/**
+ * The answer while licensing is off (its database could not be read): it might sell access, so
+ * the gateway acts as if it did. Only keyless requests from outside the LAN are refused by it.
+ */
+export const ACCESS_SALES_UNKNOWN: AccessSales = { sellsAccess: () => true }

@@ -10,7 +10,7 @@ import { checkKeyService, keyRestricted } from '../keys/consumerKeyStore'
 import type { ModelLists } from '../relay/modelLists'
 import type { RawRoute } from '../relay/rawRoute'
 import { answerSpeech, parseSpeech, synthesize, type VoiceAliases } from './speech'
-import type { UploadSpool } from './spool'
+import { spoolHolder, type UploadSpool } from './spool'
 import { relaySpooled, relayUpload, transcribeWithSpeakers } from './transcribe'
 import { receiveForm, tooLarge, type FormFieldLimits, type ReceivedForm, type UploadLimits } from './uploads'
 import { readDiarizedAsk, REFERENCE_MAX_CHARS } from './diarizedAsk'
@@ -75,12 +75,14 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
   /** Receives an upload into the spool, runs `use` on it, and removes it whatever happens. */
   const withUpload = async (
     req: IncomingMessage,
+    res: ServerResponse,
     limits: FormFieldLimits | undefined,
     use: (form: ReceivedForm) => Promise<void>,
   ): Promise<void> => {
     const declared = Number(req.headers['content-length'] ?? NaN)
     if (declared > d.uploads.maxBytes) throw tooLarge(d.uploads.maxBytes)
-    const lease = await d.spool.lease(Number.isFinite(declared) ? declared : 0)
+    const holder = spoolHolder(requestState(res).consumer)
+    const lease = await d.spool.lease(Number.isFinite(declared) ? declared : 0, holder)
     try {
       await use(await receiveForm(req, lease, d.uploads, 'file', limits))
     } finally {
@@ -105,7 +107,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
     d.route('/v1/audio/transcriptions', async (req, res) => {
       await checkAsr(res)
       const asr = d.need('asr')
-      await withUpload(req, TRANSCRIPTION_FORM, async (form) => {
+      await withUpload(req, res, TRANSCRIPTION_FORM, async (form) => {
         const ask = readDiarizedAsk(form.entries)
         const base = { onWedged: d.probe('asr'), usage: usageMeterOf(res) }
         if (ask === null)
@@ -130,7 +132,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
     d.route('/api/audio/transcribe-with-speakers', async (req, res) => {
       const asr = d.need('asr')
       await checkAsr(res)
-      await withUpload(req, undefined, async (form) => {
+      await withUpload(req, res, undefined, async (form) => {
         const lang = form.fields.get('language')
         const out = await transcribeWithSpeakers(asr, form.file, {
           language: lang !== undefined && /^[a-z]{2,3}(-[A-Z]{2})?$/.test(lang) ? lang : undefined,

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { ApiError } from '../../contract/errors'
 import type { Logger } from '../../lib/logger'
+import type { ConsumerIdentity } from '../keys/consumerKeyStore'
 import { MiB } from '../relay/wire'
 
 export interface SpoolLimits {
@@ -17,6 +18,15 @@ const DISK_CHECK_EVERY = 64 * MiB
 const mib = (n: number): string => `${Math.ceil(n / MiB)} MiB`
 
 /**
+ * Whom an upload is charged to beside the spool: a key sold with a license (issue 45), which may
+ * hold a third of the spool, so two buyers uploading all they can leave a third's room for the
+ * next; null for everyone else (the operator's keys and the LAN), held only to the spool's total.
+ */
+export function spoolHolder(who: ConsumerIdentity | undefined): string | null {
+  return who?.kind === 'key' && who.licensed ? `key ${who.id}` : null
+}
+
+/**
  * The folder where uploads wait while the asr reads them (under DATA_DIR: /tmp is often RAM, and an
  * upload can be gigabytes). It holds at most `budgetBytes` across all uploads in progress and never
  * fills the disk below `diskFloorBytes`. Each upload takes a lease; releasing it removes its file.
@@ -24,6 +34,8 @@ const mib = (n: number): string => `${Math.ceil(n / MiB)} MiB`
 export class UploadSpool {
   private reserved = 0
   private seq = 0
+  /** Bytes held per holder (spoolHolder); a holder is removed when it holds nothing. */
+  private readonly byHolder = new Map<string, number>()
 
   private constructor(
     readonly dir: string,
@@ -44,17 +56,30 @@ export class UploadSpool {
     return new UploadSpool(fs.mkdtempSync(path.join(root, 'uploads-')), limits)
   }
 
-  /** Reserves room for an upload of `expectedBytes` (0 when unknown): 413, 503 or 507 when there is none. */
-  async lease(expectedBytes: number): Promise<SpoolLease> {
-    this.take(expectedBytes, expectedBytes)
+  /**
+   * Reserves room for an upload of `expectedBytes` (0 when unknown), charged to `holder` too when
+   * it has one: 413, 503 or 507 when there is none.
+   */
+  async lease(expectedBytes: number, holder: string | null = null): Promise<SpoolLease> {
+    this.take(expectedBytes, expectedBytes, holder)
     try {
       await this.checkDisk(expectedBytes)
     } catch (err) {
-      this.reserved -= expectedBytes
+      this.give(expectedBytes, holder)
       throw err
     }
     this.seq += 1
-    return new SpoolLease(this, path.join(this.dir, `upload-${process.pid}-${this.seq}`), expectedBytes)
+    return new SpoolLease(this, path.join(this.dir, `upload-${process.pid}-${this.seq}`), expectedBytes, holder)
+  }
+
+  /** What one holder's uploads may hold together: a third of the spool. */
+  get holderShare(): number {
+    return Math.floor(this.limits.budgetBytes / 3)
+  }
+
+  /** Bytes held by one holder's uploads in progress. */
+  heldBy(holder: string): number {
+    return this.byHolder.get(holder) ?? 0
   }
 
   /** Writes a buffer to a new spool file (the playground's uploads arrive whole). */
@@ -79,11 +104,16 @@ export class UploadSpool {
   }
 
   /** @internal Charges `more` bytes for a lease that will then hold `total`. */
-  take(more: number, total: number): void {
+  take(more: number, total: number, holder: string | null): void {
     if (total > this.limits.budgetBytes)
       throw new ApiError(
         'payload_too_large',
         `upload is larger than the upload spool (${mib(this.limits.budgetBytes)})`,
+      )
+    if (holder !== null && total > this.holderShare)
+      throw new ApiError(
+        'payload_too_large',
+        `upload is larger than one key may hold in the upload spool (${mib(this.holderShare)})`,
       )
     if (this.reserved + more > this.limits.budgetBytes)
       throw new ApiError(
@@ -91,12 +121,23 @@ export class UploadSpool {
         `the upload spool is full (${mib(this.reserved)} of ${mib(this.limits.budgetBytes)} held by uploads in progress); retry shortly`,
         { headers: { 'Retry-After': '30' } },
       )
+    if (holder !== null && this.heldBy(holder) + more > this.holderShare)
+      throw new ApiError(
+        'unavailable',
+        `this key's uploads in progress hold ${mib(this.heldBy(holder))} of the ${mib(this.holderShare)} it may hold in the upload spool; retry shortly`,
+        { headers: { 'Retry-After': '30' } },
+      )
     this.reserved += more
+    if (holder !== null) this.byHolder.set(holder, this.heldBy(holder) + more)
   }
 
   /** @internal */
-  give(bytes: number): void {
+  give(bytes: number, holder: string | null): void {
     this.reserved = Math.max(0, this.reserved - bytes)
+    if (holder === null) return
+    const left = this.heldBy(holder) - bytes
+    if (left > 0) this.byHolder.set(holder, left)
+    else this.byHolder.delete(holder)
   }
 
   /** @internal Refuses (507) when writing `bytes` more would leave DATA_DIR below the floor. */
@@ -124,6 +165,7 @@ export class SpoolLease {
     private readonly spool: UploadSpool,
     readonly path: string,
     expectedBytes: number,
+    private readonly holder: string | null = null,
   ) {
     this.held = expectedBytes
   }
@@ -136,7 +178,7 @@ export class SpoolLease {
   async grow(n: number): Promise<void> {
     this.written += n
     if (this.written > this.held) {
-      this.spool.take(this.written - this.held, this.written)
+      this.spool.take(this.written - this.held, this.written, this.holder)
       this.held = this.written
     }
     if (this.written - this.checkedAt >= DISK_CHECK_EVERY) {
@@ -165,7 +207,7 @@ export class SpoolLease {
   async release(): Promise<void> {
     if (this.released) return
     this.released = true
-    this.spool.give(this.held)
+    this.spool.give(this.held, this.holder)
     await this.writer
     await fs.promises.rm(this.path, { force: true })
   }

@@ -394,7 +394,7 @@ export class ConsumerKeys {
         (rpm === null ? null : new RateLimiter({ capacity: rpm, refillPerSecond: rpm / 60, clock: this.clock })),
       inFlight: 0,
       periodStart: null,
-      identity: { kind: 'key', id: row.id, name: row.name, models },
+      identity: { kind: 'key', id: row.id, name: row.name, models, licensed: row.license_id !== null },
     }
     this.byPrefix.set(row.prefix, held)
     this.byId.set(row.id, held)

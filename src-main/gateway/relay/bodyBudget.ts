@@ -8,13 +8,16 @@ import { MiB } from './wire'
  * are read, checked and sent upstream, charged as their bytes arrive (a declared length reserves
  * nothing: an idle socket holds no room). Each body is also charged to its client address and, when
  * it came with one, its consumer key; neither may hold more than a share of the budget, so one
- * client can never take all of it and the next client always finds room.
+ * client can never take all of it and the next client always finds room. A key sold with a license
+ * (issue 45) may hold a third: two buyers holding all they may leave a whole share to a third.
  */
 export interface BodyBudgetLimits {
   /** Bytes all bodies in progress may hold together. */
   readonly totalBytes: number
-  /** Bytes the bodies of one address, or of one key, may hold together. */
+  /** Bytes the bodies of one address, or of one of the operator's keys, may hold together. */
   readonly shareBytes: number
+  /** Bytes the bodies of one key sold with a license may hold together. */
+  readonly soldKeyShareBytes: number
 }
 
 /** How long a client refused for want of room is asked to wait: bodies are held for one relayed call. */
@@ -30,14 +33,17 @@ export function bodyCost(bytes: number): number {
   return 2 * bytes
 }
 
-/** The budget as a setting gives it: one address or key may hold half of it. */
+/** The budget as a setting gives it: one address or key may hold half of it, a sold key a third. */
 export function bodyBudgetLimits(totalBytes: number): BodyBudgetLimits {
-  return { totalBytes, shareBytes: Math.floor(totalBytes / 2) }
+  return { totalBytes, shareBytes: Math.floor(totalBytes / 2), soldKeyShareBytes: Math.floor(totalBytes / 3) }
 }
+
+/** The holder name of a key sold with a license: its share is `soldKeyShareBytes`. */
+const SOLD_KEY = 'sold key '
 
 /** Whom a body is charged to: its address (always) and its consumer key (a named or legacy key). */
 export function bodyHolders(limitKey: string, who: ConsumerIdentity | undefined): readonly string[] {
-  if (who?.kind === 'key') return [`address ${limitKey}`, `key ${who.id}`]
+  if (who?.kind === 'key') return [`address ${limitKey}`, `${who.licensed ? SOLD_KEY : 'key '}${who.id}`]
   if (who?.kind === 'legacy') return [`address ${limitKey}`, 'key (legacy)']
   return [`address ${limitKey}`]
 }
@@ -70,9 +76,14 @@ export class BodyBudget {
     return this.held.get(holder) ?? 0
   }
 
-  /** @internal 413 when one body of `total` bytes could never fit in what one client may hold. */
-  bound(total: number): void {
-    const shareBytes = this.limits.shareBytes
+  /** What one holder's bodies may hold together. */
+  shareOf(holder: string): number {
+    return holder.startsWith(SOLD_KEY) ? this.limits.soldKeyShareBytes : this.limits.shareBytes
+  }
+
+  /** @internal 413 when one body of `total` bytes could never fit in what its holders may hold. */
+  bound(holders: readonly string[], total: number): void {
+    const shareBytes = Math.min(...holders.map((h) => this.shareOf(h)))
     if (total > shareBytes)
       throw new ApiError(
         'payload_too_large',
@@ -82,14 +93,14 @@ export class BodyBudget {
 
   /** @internal Charges `bytes` to every holder, or throws (413, 503) and charges nothing. */
   take(holders: readonly string[], bytes: number, total: number): void {
-    const { totalBytes, shareBytes } = this.limits
-    this.bound(total)
+    const { totalBytes } = this.limits
+    this.bound(holders, total)
     if (this.used + bytes > totalBytes)
       throw full(`request bodies in progress hold ${mib(this.used)} of ${mib(totalBytes)}`)
     for (const h of holders)
-      if (this.heldBy(h) + bytes > shareBytes)
+      if (this.heldBy(h) + bytes > this.shareOf(h))
         throw full(
-          `this ${h.split(' ')[0]}'s bodies in progress hold ${mib(this.heldBy(h))} of the ${mib(shareBytes)} one client may hold`,
+          `this ${h.startsWith('address ') ? 'address' : 'key'}'s bodies in progress hold ${mib(this.heldBy(h))} of the ${mib(this.shareOf(h))} it may hold`,
         )
     this.used += bytes
     for (const h of holders) this.held.set(h, this.heldBy(h) + bytes)
@@ -147,7 +158,7 @@ export class BodyReservation {
 
   /** 413 when a body declaring `total` (its cost) could never fit; charges nothing (bytes are charged as they arrive). */
   bound(total: number): void {
-    this.budget.bound(total)
+    this.budget.bound(this.holders, total)
   }
 
   /** Charges `n` more bytes as they arrive; throws 413 or 503 when they do not fit. */

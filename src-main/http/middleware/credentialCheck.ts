@@ -71,12 +71,26 @@ const REQUIRED: Record<Need, string> = {
   metrics: 'a METRICS_TOKEN bearer or the admin credential is required',
 }
 
+/** The consumer surface's 401 for a client outside the LAN while a tier sells access (issue 45). */
+const SELLS_ACCESS =
+  'this gateway sells access; requests from outside the local network need a key (Authorization: Bearer <key>)'
+
+/**
+ * A consumer request from outside the local network while a tier sells access: it needs a key even
+ * where the LAN needs none. The address is the one the trusted-proxy rule gave (clientAddress.ts).
+ */
+function awayWhileSelling(credentials: Credentials, st: RequestState): boolean {
+  return st.surface === 'consumer' && !st.client.onLan && credentials.sellsAccess()
+}
+
 /** One request as the steps of the check see it. */
 interface Asked {
   readonly req: IncomingMessage
   readonly res: ServerResponse
   readonly st: RequestState
   readonly token: string | undefined
+  /** From outside the LAN while a tier sells access. */
+  readonly away: boolean
 }
 
 /**
@@ -121,12 +135,13 @@ function refuse(need: Need, credentials: Credentials, a: Asked): ApiError {
   const locked = credentials.lockout(a.st.client.limitKey)
   if (locked) return locked
   if (a.token !== undefined) credentials.failed(a.st.client.limitKey, FAILED[need], a.st.client.ip)
-  return new ApiError('unauthorized', REQUIRED[need])
+  return new ApiError('unauthorized', need === 'consumer' && a.away ? SELLS_ACCESS : REQUIRED[need])
 }
 
 /**
  * Credentials per surface: the control API and `/v1/admin/*` need the admin session or token;
- * the consumer surface needs a consumer key (or the admin token as a Bearer) when keys exist;
+ * the consumer surface needs a consumer key (or the admin token as a Bearer) when keys exist, and
+ * from outside the LAN while a tier sells access;
  * `/metrics` needs the metrics token or the admin credential. A valid credential is checked first
  * and admitted even while its address is locked out, so failures from a shared address (a LAN's
  * IPv6 /64, an untrusted proxy) cannot lock the operator out; only failures meet the limiter. A
@@ -143,10 +158,11 @@ export function checkCredentials(
   consumerSession: ConsumerSessionCheck | null = null,
 ): ApiError | null {
   st.adminCheck = admin
-  const need = needOf(st.surface, credentials.consumerKeysRequired)
+  const away = awayWhileSelling(credentials, st)
+  const need = needOf(st.surface, credentials.consumerKeysRequired || away)
   if (st.surface === 'consumer') st.consumer = need === null ? OPEN : undefined
   if (need === null) return null
-  const asked: Asked = { req, res, st, token: bearer(req) }
+  const asked: Asked = { req, res, st, token: bearer(req), away }
   const admitted = admitValid(need, credentials, consumerSession, asked)
   if (admitted === true) return null
   return admitted === false ? refuse(need, credentials, asked) : admitted

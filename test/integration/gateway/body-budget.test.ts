@@ -127,7 +127,7 @@ describe('the relayed body budget', () => {
     app.use(router)
     // What the edge records first: every request here comes from one address.
     server = http.createServer((req, res) => {
-      requestState(res).client = { ip: '127.0.0.1', limitKey: '127.0.0.1', secure: false }
+      requestState(res).client = { ip: '127.0.0.1', limitKey: '127.0.0.1', secure: false, onLan: true }
       void app(req, res)
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

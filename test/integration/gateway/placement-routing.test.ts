@@ -79,7 +79,7 @@ beforeAll(async () => {
     // A named key whose models the test sets in a header (the edge's credential check, in short).
     const models = req.headers['x-key-models']
     if (typeof models === 'string')
-      requestState(res).consumer = { kind: 'key', id: 'k1', name: 'team', models: models.split(',') }
+      requestState(res).consumer = { kind: 'key', id: 'k1', name: 'team', models: models.split(','), licensed: false }
     const relay = relayed.get(req.url ?? '')
     if (relay) return relay(req, res)
     void lists.openAiList().then((list) => res.end(JSON.stringify(list)))

@@ -38,7 +38,7 @@ describe('the client address (trusted-proxy rule)', () => {
 
   it('ignores X-Forwarded-* from a peer that is not a trusted proxy', () => {
     const c = resolve(req('192.0.2.9', { 'x-forwarded-for': '198.51.100.1', 'x-forwarded-proto': 'https' }))
-    expect(c).toEqual({ ip: '192.0.2.9', limitKey: '192.0.2.9', secure: false })
+    expect(c).toEqual({ ip: '192.0.2.9', limitKey: '192.0.2.9', secure: false, onLan: false })
   })
 
   it('takes the right-most hop that is not a trusted proxy, so a client cannot forge its address', () => {

@@ -47,7 +47,7 @@ describe('the relayed body budget', () => {
   })
 
   it('refuses with 503 and Retry-After when the whole budget is held, charging nothing', () => {
-    const budget = new BodyBudget({ totalBytes: 1000 * KiB, shareBytes: 600 * KiB })
+    const budget = new BodyBudget({ totalBytes: 1000 * KiB, shareBytes: 600 * KiB, soldKeyShareBytes: 300 * KiB })
     budget.open(['address a']).charge(500 * KiB)
     budget.open(['address b']).charge(400 * KiB)
     const c = budget.open(['address c'])
@@ -72,13 +72,32 @@ describe('the relayed body budget', () => {
     // Another address still finds room.
     budget.open(bodyHolders('10.0.0.2', undefined)).charge(300 * KiB)
 
-    const key = { kind: 'key', id: 'k1', name: 'app', models: null } as const
+    const key = { kind: 'key', id: 'k1', name: 'app', models: null, licensed: false } as const
     const fresh = new BodyBudget(bodyBudgetLimits(1000 * KiB))
     fresh.open(bodyHolders('10.0.0.1', key)).charge(300 * KiB)
     fresh.open(bodyHolders('10.0.0.2', key)).charge(200 * KiB)
     const sameKey = refusal(() => fresh.open(bodyHolders('10.0.0.3', key)).charge(1 * KiB))
     expect(sameKey.status).toBe(503)
     expect(sameKey.message).toMatch(/this key's bodies in progress/)
+  })
+
+  it('lets a key sold with a license hold a third, so two such keys never starve a third (issue 45)', () => {
+    const sold = (id: string) => ({ kind: 'key', id, name: id, models: null, licensed: true }) as const
+    const budget = new BodyBudget(bodyBudgetLimits(900 * KiB))
+    // Two buyers each hold all they may, from their own addresses.
+    budget.open(bodyHolders('203.0.113.1', sold('a'))).charge(300 * KiB)
+    budget.open(bodyHolders('203.0.113.2', sold('b'))).charge(300 * KiB)
+    const over = refusal(() => budget.open(bodyHolders('203.0.113.4', sold('a'))).charge(1 * KiB))
+    expect(over.status).toBe(503)
+    expect(over.message).toMatch(/this key's bodies in progress hold 300 KiB|this key's bodies in progress/)
+    // A third buyer still finds its whole share.
+    const third = budget.open(bodyHolders('203.0.113.3', sold('c')))
+    third.charge(300 * KiB)
+    expect(budget.heldBy('sold key c')).toBe(300 * KiB)
+    // A body one sold key could never hold is 413 before a byte is read; the operator's keys keep half.
+    expect(refusal(() => budget.open(bodyHolders('203.0.113.5', sold('d'))).bound(301 * KiB)).status).toBe(413)
+    const own = { kind: 'key', id: 'lan', name: 'lan', models: null, licensed: false } as const
+    expect(() => budget.open(bodyHolders('192.168.1.2', own)).bound(450 * KiB)).not.toThrow()
   })
 
   it('refuses with 413 a body larger than one client may ever hold', () => {
