@@ -9,6 +9,8 @@ import type { Logger } from '../lib/logger'
 export interface NamedConsumerKeys {
   readonly required: boolean
   identify(secret: string): (ConsumerIdentity & { kind: 'key' }) | null
+  /** The secret is shaped like a named key's (`tdm_…`), whether or not it is one now. */
+  claims(secret: string): boolean
   /** Throws 429 over the key's rate or concurrency; returns the release for when the request ends. */
   admit(who: ConsumerIdentity & { kind: 'key' }, spendsQuota?: boolean): () => void
 }
@@ -88,6 +90,11 @@ export class Credentials {
     let ok = false
     for (const k of this.opts.consumerKeys) ok = secretEquals(candidate, k) || ok
     return ok
+  }
+
+  /** The bearer is shaped like a named key: a client that sends one means it, so it is checked even where none is needed. */
+  claimsNamedKey(candidate: string): boolean {
+    return this.opts.namedKeys?.claims(candidate) ?? false
   }
 
   /** Who a consumer bearer key belongs to: a named key, a legacy CONSUMER_API_KEYS entry, or null (wrong, disabled, expired). */

@@ -157,6 +157,7 @@ export class ConsumerKeys {
   private dirtyLastUsed = new Set<HeldKey>()
   /** The license keys' gate: standing, quota and usage per period. */
   readonly licenses: LicenseGate
+  private operatorKeys = 0
 
   private constructor(
     private readonly db: GatewayDb | null,
@@ -166,6 +167,7 @@ export class ConsumerKeys {
   ) {
     this.licenses = new LicenseGate(db ? new PeriodUsage(db) : null)
     if (db) for (const row of db.prepare('SELECT * FROM consumer_keys').all() as KeyRow[]) this.hold(row)
+    this.countOperatorKeys()
   }
 
   /** Opens DATA_DIR/gateway.db; a file that cannot be opened is reported, and the consumer surface then needs a key. */
@@ -188,9 +190,16 @@ export class ConsumerKeys {
     return this.db
   }
 
-  /** Any named key exists (or the key database is unreadable: fail closed, never open). */
+  /** Any key the operator made exists (or the key database is unreadable: fail closed, never open). */
   get required(): boolean {
-    return this.byPrefix.size > 0 || this.outage !== null
+    return this.operatorKeys > 0 || this.outage !== null
+  }
+
+  /** Keys the operator made (not sold with a license): only these close the LAN to keyless clients. */
+  private countOperatorKeys(): void {
+    let n = 0
+    for (const h of this.byId.values()) if (h.row.license_id === null) n++
+    this.operatorKeys = n
   }
 
   get count(): number {
@@ -205,6 +214,10 @@ export class ConsumerKeys {
     if (held.row.disabled === 1) return null
     if (held.row.expires_at !== null && held.row.expires_at <= this.clock.now()) return null
     return held.identity
+  }
+
+  claims(secret: string): boolean {
+    return secret.startsWith('tdm_')
   }
 
   /** Keys bound to a license ask licensing on every request whether it still stands (issue 45). */
@@ -296,7 +309,9 @@ export class ConsumerKeys {
        VALUES (@id, @name, @prefix, @secret_sha256, @created_at, @expires_at, @disabled, @models,
          @requests_per_minute, @max_concurrent, @last_used_at, @license_id)`,
     ).run(row)
-    return { ...this.view(this.hold(row)), secret }
+    const held = this.hold(row)
+    this.countOperatorKeys()
+    return { ...this.view(held), secret }
   }
 
   /** The key bound to a license, if any. */
@@ -365,6 +380,7 @@ export class ConsumerKeys {
     this.byId.delete(id)
     this.dirtyLastUsed.delete(held)
     this.licenses.periods?.forget(id)
+    this.countOperatorKeys()
     return true
   }
 

@@ -105,6 +105,11 @@ function admitConsumer(credentials: Credentials, session: ConsumerSessionCheck |
   }
   const who = a.token === undefined ? null : credentials.consumerIdentity(a.token)
   if (who === null) return false
+  return holdTo(credentials, a, who) ?? true
+}
+
+/** Lets the request run as `who`, held to its limits until the response closes; the refusal otherwise. */
+function holdTo(credentials: Credentials, a: Asked, who: ConsumerIdentity): ApiError | null {
   try {
     a.res.once('close', credentials.admitConsumer(who, spendsQuota(pathOf(a.req))))
   } catch (err) {
@@ -112,7 +117,20 @@ function admitConsumer(credentials: Credentials, session: ConsumerSessionCheck |
     throw err
   }
   a.st.consumer = who
-  return true
+  return null
+}
+
+/**
+ * On an open consumer surface (no key needed here), a named key that comes anyway is still held to
+ * its limits and counted: a buyer's key on the LAN spends its own quota. A `tdm_…` secret that is
+ * no key now (rotated, deleted, disabled, expired) is refused as anywhere else; any other bearer
+ * (an OpenAI client's placeholder) is ignored, as on any open gateway.
+ */
+function admitOfferedKey(credentials: Credentials, a: Asked): ApiError | null {
+  if (a.token === undefined) return null
+  const who = credentials.consumerIdentity(a.token)
+  if (who?.kind === 'key') return holdTo(credentials, a, who)
+  return credentials.claimsNamedKey(a.token) ? refuse('consumer', credentials, a) : null
 }
 
 /** True when the request carries a valid credential for `need`; a key over its own limits is its 429. */
@@ -161,8 +179,8 @@ export function checkCredentials(
   const away = awayWhileSelling(credentials, st)
   const need = needOf(st.surface, credentials.consumerKeysRequired || away)
   if (st.surface === 'consumer') st.consumer = need === null ? OPEN : undefined
-  if (need === null) return null
   const asked: Asked = { req, res, st, token: bearer(req), away }
+  if (need === null) return st.surface === 'consumer' ? admitOfferedKey(credentials, asked) : null
   const admitted = admitValid(need, credentials, consumerSession, asked)
   if (admitted === true) return null
   return admitted === false ? refuse(need, credentials, asked) : admitted
