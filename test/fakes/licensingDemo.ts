@@ -23,6 +23,32 @@ export interface LicensingSim {
   close(): Promise<void>
 }
 
+type AdminCall = <T>(method: string, path: string, body?: unknown) => Promise<T>
+
+/**
+ * The demo's access product (issue 45): a monthly tier selling the demo's engines with a small
+ * token quota, so a key bought through the demo checkout works with any OpenAI client until the
+ * quota runs out, then says why. Seeded once, also into a demo data dir from before it existed.
+ */
+async function seedAccessProduct(call: AdminCall): Promise<void> {
+  const existing = await call<{ products: { slug: string }[] }>('GET', '/v1/admin/products?q=cluster-api')
+  if (existing.products.some((p) => p.slug === 'cluster-api')) return
+  const api = await call<{ id: string }>('POST', '/v1/admin/products', {
+    slug: 'cluster-api',
+    name: 'Cluster API',
+    description: 'The demo cluster’s models through any OpenAI client: 2,000 tokens a month.',
+    price_currency: 'SAT',
+    price_value: 21_000,
+  })
+  const [monthly] = await call<{ id: string }[]>('GET', `/v1/admin/products/${api.id}/policies`)
+  await call('PATCH', `/v1/admin/policies/${monthly!.id}`, {
+    name: 'Monthly',
+    is_recurring: true,
+    renewal_period_days: 30,
+    access: { tokens_per_period: 2000, requests_per_minute: 30, concurrent_streams: 2 },
+  })
+}
+
 export async function startLicensingSim(): Promise<LicensingSim> {
   const btcpay = await new FakeBtcpay().start()
   const zaprite = await new FakeZaprite().start()
@@ -52,6 +78,7 @@ export async function startLicensingSim(): Promise<LicensingSim> {
       api_key: btcpay.apiKey,
       webhook_secret: btcpay.webhookSecret,
     })
+    await seedAccessProduct(call)
     const existing = await call<{ products: { slug: string }[] }>('GET', '/v1/admin/products?q=notes')
     if (existing.products.some((p) => p.slug === 'notes')) {
       const found = await call<{ endpoints: { id: string; description: string }[] }>(

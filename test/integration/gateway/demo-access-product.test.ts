@@ -1,0 +1,65 @@
+import OpenAI from 'openai'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startLicensingSim, type LicensingSim } from '../../fakes/licensingDemo'
+import { startRig, type GatewayRig } from './setup'
+
+/**
+ * Issue 45, item 6: the demo's shop sells access. Bought and paid through the demo's checkout, the
+ * Cluster API tier's key works with the OpenAI client against the engines until its monthly tokens
+ * run out, then the client gets OpenAI's insufficient_quota error saying when they reset.
+ */
+const SECRET = /tdm_[a-f0-9]{8}_[A-Za-z0-9_-]{43}/
+let shop: LicensingSim
+let rig: GatewayRig
+
+beforeAll(async () => {
+  shop = await startLicensingSim()
+  rig = await startRig({ ...shop.env, LICENSING_RATE_LIMIT: '0' })
+  await shop.seed(rig.daemon.url, rig.daemon.adminToken)
+})
+afterAll(async () => {
+  await rig?.stop()
+  await shop?.close()
+})
+
+describe('the demo’s access product', () => {
+  it('sells a monthly key that answers the OpenAI client until its quota is spent, then says why', async () => {
+    const res = await fetch(`${rig.daemon.url}/v1/purchase`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ product: 'cluster-api', buyer_email: 'ada@example.com' }),
+    })
+    expect(res.status).toBe(200)
+    const bought = (await res.json()) as { invoice_id: string; provider_invoice_id: string }
+    expect((await shop.btcpay.pay(bought.provider_invoice_id)).status).toBe(200)
+    const page = await (await fetch(`${rig.daemon.url}/thank-you?invoice=${bought.invoice_id}`)).text()
+    const secret = SECRET.exec(page)?.[0]
+    expect(secret).toBeDefined()
+
+    const client = new OpenAI({ apiKey: secret!, baseURL: `${rig.daemon.url}/v1`, maxRetries: 0 })
+    const first = await client.chat.completions.create({
+      model: 'sim/Qwen3-8B-Instruct',
+      messages: [{ role: 'user', content: 'hello from the demo' }],
+    })
+    expect(first.usage?.total_tokens).toBeGreaterThan(0)
+
+    // 2,000 tokens a month: a few long answers spend them (bounded).
+    let refused: unknown = null
+    for (let i = 0; i < 200 && refused === null; i++) {
+      try {
+        await client.chat.completions.create({
+          model: 'sim/Qwen3-8B-Instruct',
+          max_tokens: 64,
+          messages: [{ role: 'user', content: 'tell me a long story about the cluster '.repeat(10) }],
+        })
+        await new Promise((r) => setTimeout(r, 10))
+      } catch (err) {
+        refused = err
+      }
+    }
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError)
+    const e = refused as InstanceType<typeof OpenAI.RateLimitError>
+    expect(e.code).toBe('insufficient_quota')
+    expect(e.message).toMatch(/2000 tokens for this period.*resets at \d{4}-\d\d-\d\dT/)
+  })
+})
