@@ -102,7 +102,7 @@ export function createLicenses(deps: LicenseDeps): Licenses {
     status: new LicenseStatus({ db, clock, audit, outbox, lookup }),
     machines,
     validation: new LicenseValidation({ db, clock, issuer, keys, seats: machines, quotas }),
-    recovery: new LicenseRecovery({ db, clock, audit, catalog, keys, issuing }),
+    recovery: new LicenseRecovery({ db, clock, audit, catalog, keys, issuing, quotas }),
     redemption: new FreeLicenseRedeem({ db, clock, audit, catalog, discounts, issuing, access }),
     standing,
     quotas,

@@ -7,6 +7,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { RecoverResponse } from '../contract/licensing'
+import type { AccessQuotas } from './accessQuotas'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../lib/clock'
 import type { AuditLog } from './audit'
@@ -26,6 +27,8 @@ export class LicenseRecovery {
       catalog: Catalog
       keys: LicenseKeys
       issuing: LicenseIssuing
+      /** An access license's tokens this period, shown to the buyer with the license. */
+      quotas?: AccessQuotas
     },
   ) {}
 
@@ -62,6 +65,7 @@ export class LicenseRecovery {
       entitlements: v.entitlements,
       max_machines: r.max_machines,
       active_machines: v.active_machines,
+      access: this.deps.quotas?.quota(r.id) ?? null,
     }
   }
 }

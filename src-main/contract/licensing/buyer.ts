@@ -104,6 +104,8 @@ export const RecoverResponse = z.object({
   entitlements: z.array(z.string()),
   max_machines: z.number(),
   active_machines: z.number(),
+  /** On a tier that sells access: the tokens this period (the recover page shows them). */
+  access: AccessQuota.nullable().optional(),
 })
 export type RecoverResponse = z.infer<typeof RecoverResponse>
 

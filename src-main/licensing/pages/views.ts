@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import type {
+  AccessQuota,
   Currency,
   DiscountPreview,
   RecoverResponse,
@@ -283,6 +284,19 @@ export function unknownPurchasePage(given: string): string {
   return page('Purchase not found', body)
 }
 
+/** An access license's tokens this period, in the recover page's list. */
+function accessRows(a: AccessQuota | null | undefined): SafeHtml | '' {
+  if (!a) return ''
+  const allowed = a.tokens_per_period === null ? null : a.tokens_per_period + a.top_up_tokens
+  const n = (x: number) => x.toLocaleString('en')
+  return html`<dt>API tokens</dt>
+    <dd id="access-tokens">
+      ${allowed === null ? `${n(a.tokens_used)} used, no quota` : `${n(a.tokens_used)} of ${n(allowed)} used, ${n(a.tokens_remaining ?? 0)} left`}
+    </dd>
+    <dt>Tokens reset</dt>
+    <dd>${a.resets_at}</dd>`
+}
+
 export function recoverPage(m: {
   error?: string
   key?: string
@@ -318,6 +332,7 @@ export function recoverPage(m: {
                 <dd>${r.active_machines} of ${r.max_machines === 0 ? 'unlimited' : r.max_machines}</dd>
                 <dt>Entitlements</dt>
                 <dd>${r.entitlements.length ? r.entitlements.join(', ') : 'none'}</dd>
+                ${accessRows(r.access)}
               </dl>
               ${
                 r.license_key

@@ -63,3 +63,35 @@ describe('the demo’s access product', () => {
     expect(e.message).toMatch(/2000 tokens for this period.*resets at \d{4}-\d\d-\d\dT/)
   })
 })
+
+describe('the recover page of an access license', () => {
+  it('shows the buyer the tokens used and left this period, and when they reset', async () => {
+    const product = (await (await rig.daemon.admin('/v1/admin/products?q=cluster-api')).json()) as {
+      products: { id: string }[]
+    }
+    const issued = (await (
+      await rig.daemon.admin('/v1/admin/licenses', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ product_id: product.products[0]!.id }),
+      })
+    ).json()) as { license_key: string; gateway_key: string }
+    const chat = await fetch(`${rig.daemon.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${issued.gateway_key}` },
+      body: JSON.stringify({ model: 'sim/Qwen3-8B-Instruct', messages: [{ role: 'user', content: 'one two three' }] }),
+    })
+    const used = ((await chat.json()) as { usage: { total_tokens: number } }).usage.total_tokens
+    await new Promise((r) => setTimeout(r, 50))
+    const page = await (
+      await fetch(`${rig.daemon.url}/recover`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ key: issued.license_key }).toString(),
+      })
+    ).text()
+    const shown = /<dd id="access-tokens">\s*([^<]*?)\s*<\/dd>/.exec(page)?.[1]
+    expect(shown).toBe(`${used} of 2,000 used, ${(2000 - used).toLocaleString('en')} left`)
+    expect(page).toContain('Tokens reset')
+  })
+})
