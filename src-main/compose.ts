@@ -27,7 +27,7 @@ import { createGatewayModule, type GatewayOptions } from './gateway/module'
 import { ConsumerKeys } from './gateway/keys/consumerKeyStore'
 import { licenseAccessKeys } from './gateway/keys/licenseAccessKeys'
 import { DEEP_HEALTH_PROBES } from './gateway/deepHealthProbes'
-import { createLicensingModule } from './licensing/module'
+import { createLicensingModule, type LicensingModule } from './licensing/module'
 import { createMetricsModule } from './metrics/module'
 import type { LicensingDb } from './licensing/db'
 
@@ -42,6 +42,14 @@ export interface CoreOptions {
 }
 
 export type { Core }
+
+/** What metrics reads of licensing at scrape time: its database, and the access licenses by tier. */
+function shopReads(licensing: LicensingModule) {
+  return {
+    licensingDb: (): LicensingDb | null => licensing.database?.() ?? null,
+    access: () => licensing.accessByTier?.() ?? [],
+  }
+}
 
 export async function createCore(opts: CoreOptions): Promise<Core> {
   const { config } = opts
@@ -99,9 +107,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // A tier that sells access gets its buyer a gateway key: licensing asks through the platform interface.
   const licensing = await createLicensingModule({ ...shared, accessKeys: licenseAccessKeys(consumerKeys) })
   consumerKeys.followLicenses(licensing.standing ?? null)
-  const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
   const engines = () => models.engineMetrics.pages()
-  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb, engines })
+  const shop = shopReads(licensing)
+  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, ...shop, engines })
   const modules = [nodes, models, servicesModule, gateway, licensing, metrics] as DomainModule<Partial<Contract>>[]
   const storage = storageHealth({ dataDir: config.paths.dataDir, clock })
 

@@ -12,6 +12,7 @@ import type { licensingContract } from '../contract/licensing'
 import type { ComponentHealth } from '../contract/system'
 import type { AccessKeys, LicenseStanding } from '../platform/accessKeys'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
+import type { AccessTierTotals } from './accessReport'
 import { adminHandlers } from './adminApi'
 import { LicensingBackups, newestBackup } from './backups'
 import { buyerHandlers } from './buyerApi'
@@ -39,6 +40,8 @@ export type LicensingModule = DomainModule<typeof licensingContract> & {
   readonly dbWatch?: LicensingDbWatch
   /** Whether a license's gateway key may be used now; absent while licensing is off (keys then refuse). */
   readonly standing?: LicenseStanding
+  /** The access licenses' current periods by tier, for metrics; absent while licensing is off. */
+  accessByTier?(): AccessTierTotals[]
 }
 
 /** `accessKeys`: the gateway's side of a tier that sells access (issue 45). */
@@ -90,6 +93,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
     standing: {
       check: (id) => (outage ? { refusal: 'cannot be checked now (licensing is off)' } : standing.check(id)),
     },
+    accessByTier: () => (outage ? [] : services.licenses.report.byTier()),
     handlers: guardedHandlers(
       {
         ...buyer,
