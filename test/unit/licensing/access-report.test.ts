@@ -156,6 +156,56 @@ describe('the access report', () => {
   })
 })
 
+/** `licenseId` on a subscription whose cycle ends at `dueAt`, with a settled invoice of `sats` per listed cycle. */
+function subscribed(licenseId: string, dueAt: number, cycles: { sats: number; settled: boolean }[]): void {
+  const db = h.services.db
+  const at = h.clock.now()
+  db.prepare(
+    `INSERT INTO subscriptions (id, license_id, policy_id, status, listed_currency, listed_value, period_days,
+       next_renewal_at, due_at, created_at, updated_at)
+     VALUES (?, ?, ?, 'active', 'SAT', 1000, 30, ?, ?, ?, ?)`,
+  ).run(`sub-${licenseId}`, licenseId, quotaTier, dueAt, dueAt, at, at)
+  cycles.forEach((c, i) => {
+    const id = `inv-${licenseId}-cycle-${i + 1}`
+    db.prepare(
+      `INSERT INTO invoices (id, kind, product_id, amount_sats, status, created_at, updated_at, settled_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      id,
+      i === 0 ? 'purchase' : 'renewal',
+      productId,
+      c.sats,
+      c.settled ? 'settled' : 'pending',
+      at,
+      at,
+      c.settled ? at : null,
+    )
+    db.prepare(
+      'INSERT INTO subscription_invoices (subscription_id, invoice_id, cycle_number, created_at) VALUES (?, ?, ?, ?)',
+    ).run(`sub-${licenseId}`, id, i + 1, at)
+    if (i === 0) db.prepare('UPDATE licenses SET invoice_id = ? WHERE id = ?').run(id, licenseId)
+  })
+}
+
+describe("a subscription's period", () => {
+  it('earns its newest settled cycle invoice once (not the first purchase again, not an unpaid renewal)', () => {
+    const sub = issue(quotaTier, 'sub@example.com')
+    subscribed(sub, h.clock.now() + 10 * DAY, [
+      { sats: 1000, settled: true },
+      { sats: 800, settled: true },
+      { sats: 900, settled: false },
+    ])
+    use(sub, A, 30)
+    use(sub, B, 10)
+    const r = h.services.licenses.report.report({ limit: 50, offset: 0 })
+    expect(r.licenses[0]).toMatchObject({ license_id: sub, revenue_sats: 800, resets_at: h.clock.now() + 10 * DAY })
+    expect(r.revenue.map((m) => [m.model, m.revenue_sats])).toEqual([
+      [A, 600],
+      [B, 200],
+    ])
+  })
+})
+
 describe('splitting sats over models', () => {
   it('keeps whole sats that add up to the amount, the remainder to the largest fractions', () => {
     expect(splitSats(100, [1, 1, 1])).toEqual([34, 33, 33])
