@@ -150,7 +150,8 @@ export class AccessReport {
     const out = new Map<string, number>()
     const add = (p: Paid) => out.set(p.license_id, (out.get(p.license_id) ?? 0) + p.amount_sats)
     for (const p of this.cycleInvoices.all() as Paid[]) if (periods.has(p.license_id)) add(p)
-    const since = Math.min(...[...periods.values()].map((p) => p.start))
+    let since = Infinity
+    for (const p of periods.values()) since = Math.min(since, p.start)
     for (const p of this.otherInvoices.all(since) as Paid[]) {
       const period = periods.get(p.license_id)
       if (period && p.settled_at >= period.start && p.settled_at < period.end) add(p)
