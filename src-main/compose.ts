@@ -44,6 +44,14 @@ export interface CoreOptions {
 
 export type { Core }
 
+/** What metrics reads of licensing at scrape time: its database, and the access licenses by tier. */
+function shopReads(licensing: LicensingModule) {
+  return {
+    licensingDb: (): LicensingDb | null => licensing.database?.() ?? null,
+    access: () => licensing.accessByTier?.() ?? [],
+  }
+}
+
 export async function createCore(opts: CoreOptions): Promise<Core> {
   const { config } = opts
   const clock = opts.clock ?? systemClock
@@ -100,9 +108,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // A tier that sells access gets its buyer a gateway key: licensing asks through the platform interface.
   const licensing = await createLicensingModule({ ...shared, accessKeys: licenseAccessKeys(consumerKeys) })
   followLicensing(licensing, consumerKeys, credentials)
-  const licensingDb = (): LicensingDb | null => licensing.database?.() ?? null
   const engines = () => models.engineMetrics.pages()
-  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, licensingDb, engines })
+  const shop = shopReads(licensing)
+  const metrics = createMetricsModule({ events, clock, logger, requestLog: gateway.requestLog, ...shop, engines })
   const modules = [nodes, models, servicesModule, gateway, licensing, metrics] as DomainModule<Partial<Contract>>[]
   const storage = storageHealth({ dataDir: config.paths.dataDir, clock })
 

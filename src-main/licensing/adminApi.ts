@@ -36,6 +36,7 @@ export function adminHandlers(s: LicensingServices): Handlers<typeof licensingAd
       if (!licenses.lookup.row(id)) throw new ApiError('not_found', `no license ${id}`)
       return licenses.quotas.addTopUp({ licenseId: id, tokens, source: 'admin' })
     },
+    licAdminAccess: async (q) => licenses.report.report(q),
     licAdminIssueLicense: async (a) =>
       licenses.issuing.issueComplimentary({
         productId: a.product_id,

@@ -13,6 +13,7 @@ import { GatewayAccess } from './gatewayAccess'
 import type { Issuer } from './keys/issuer'
 import type { AccessKeys, LicenseStanding } from '../platform/accessKeys'
 import { AccessQuotas } from './accessQuotas'
+import { AccessReport } from './accessReport'
 import { LicenseIssuing } from './licenseIssuing'
 import { LicenseKeys } from './licenseKeys'
 import { LicenseLookup } from './licenseLookup'
@@ -66,6 +67,8 @@ export interface Licenses {
   readonly standing: LicenseStanding
   /** An access license's tokens this period and its top-ups. */
   readonly quotas: AccessQuotas
+  /** The operator's view of the access licenses this period (and /metrics by tier). */
+  readonly report: AccessReport
   /** The buyer's gateway key: issued after a sale, shown once, recovered, following its tier. */
   readonly access: GatewayAccess
 }
@@ -106,6 +109,7 @@ export function createLicenses(deps: LicenseDeps): Licenses {
     redemption: new FreeLicenseRedeem({ db, clock, audit, catalog, discounts, issuing, access }),
     standing,
     quotas,
+    report: new AccessReport({ db, standing, accessKeys: deps.accessKeys }),
     access,
   }
 }

@@ -12,6 +12,7 @@ import type { licensingContract } from '../contract/licensing'
 import type { ComponentHealth } from '../contract/system'
 import { ACCESS_SALES_UNKNOWN, type AccessKeys, type AccessSales, type LicenseStanding } from '../platform/accessKeys'
 import type { CoreDeps, DomainModule } from '../platform/domainModule'
+import type { AccessTierTotals } from './accessReport'
 import { adminHandlers } from './adminApi'
 import { LicensingBackups, newestBackup } from './backups'
 import { buyerHandlers } from './buyerApi'
@@ -41,6 +42,8 @@ export type LicensingModule = DomainModule<typeof licensingContract> & {
   readonly standing?: LicenseStanding
   /** Whether any tier sells access; absent while licensing is off (the gateway then acts as if one did). */
   readonly sales?: AccessSales
+  /** The access licenses' current periods by tier, for metrics; absent while licensing is off. */
+  accessByTier?(): AccessTierTotals[]
 }
 
 /** `accessKeys`: the gateway's side of a tier that sells access (issue 45). */
@@ -93,6 +96,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
       check: (id) => (outage ? { refusal: 'cannot be checked now (licensing is off)' } : standing.check(id)),
     },
     sales: { sellsAccess: () => (outage ? ACCESS_SALES_UNKNOWN.sellsAccess() : services.accessSales.sellsAccess()) },
+    accessByTier: () => (outage ? [] : services.licenses.report.byTier()),
     handlers: guardedHandlers(
       {
         ...buyer,

@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Clock } from '../lib/clock'
-import type { LicensingDb } from '../licensing/types'
+import type { AccessTierTotals, LicensingDb } from '../licensing/types'
 
 /**
  * Shop metrics read from the licensing database at scrape time (one grouped query each), and
@@ -120,4 +120,47 @@ function validationCounter(registers: Registry[]): { countValidation(ok: boolean
       validations.inc({ result })
     },
   }
+}
+
+/**
+ * The access licenses' current periods by product and tier (never by buyer), as gauges: tokens sold
+ * (quotas plus top-ups), tokens used, revenue and licenses. One read of the licenses per scrape,
+ * shared by the four gauges.
+ */
+export function accessMetrics(registers: Registry[], access: () => readonly AccessTierTotals[]): void {
+  let held: readonly AccessTierTotals[] | null = null
+  const tiers = (): readonly AccessTierTotals[] => {
+    if (held === null) {
+      held = access()
+      setImmediate(() => (held = null))
+    }
+    return held
+  }
+  const gauge = (name: string, help: string, value: (t: AccessTierTotals) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['product', 'tier'],
+      registers,
+      collect() {
+        this.reset()
+        for (const t of tiers()) this.set({ product: t.product, tier: t.tier }, value(t))
+      },
+    })
+  gauge(
+    'tandem_access_tokens_sold',
+    "Tokens the standing access licenses may use this period (their tier's quota plus top-ups), by tier",
+    (t) => t.tokens_sold,
+  )
+  gauge(
+    'tandem_access_tokens_used',
+    "Tokens the access licenses' gateway keys used this period, by tier",
+    (t) => t.tokens_used,
+  )
+  gauge(
+    'tandem_access_revenue_sats',
+    "Sats paid for the access licenses' current periods, by tier",
+    (t) => t.revenue_sats,
+  )
+  gauge('tandem_access_licenses', 'Standing access licenses, by tier', (t) => t.licenses)
 }

@@ -7,12 +7,12 @@ import type { EventBus } from '../platform/eventBus'
 import type { Logger } from '../lib/logger'
 import type { DomainModule } from '../platform/domainModule'
 import type { RequestLog } from '../gateway/types'
-import type { LicensingDb } from '../licensing/types'
+import type { AccessTierTotals, LicensingDb } from '../licensing/types'
 import { sendError } from '../http/respond'
 import { ApiError } from '../contract/errors'
 import { clusterMetrics } from './clusterMetrics'
 import { gatewayMetrics } from './gatewayMetrics'
-import { licensingMetrics } from './licensing'
+import { accessMetrics, licensingMetrics } from './licensing'
 import { federate, type EnginePage } from './federation'
 
 type ValidateHandler = Handler<(typeof licensingContract)['licValidate']>
@@ -30,6 +30,8 @@ export interface MetricsDeps {
   readonly requestLog: RequestLog
   /** The licensing database, or null while licensing is off. */
   readonly licensingDb: () => LicensingDb | null
+  /** The access licenses' current periods by tier (licensing answers); absent: none. */
+  readonly access?: () => readonly AccessTierTotals[]
   /** Each placement engine's last page (the models domain reads them); absent: none federated. */
   readonly engines?: () => readonly EnginePage[]
 }
@@ -45,6 +47,7 @@ export function createMetricsModule(deps: MetricsDeps): MetricsModule {
   const unsubscribe = deps.events.subscribe(clusterMetrics(registers))
   deps.requestLog.observe(gatewayMetrics(registers, () => deps.requestLog.openStreams))
   const shop = licensingMetrics(registers, deps.licensingDb, deps.clock)
+  accessMetrics(registers, deps.access ?? (() => []))
   const logger = deps.logger.child('metrics')
   /** The engine families left out, each logged once. */
   const said = new Set<string>()

@@ -20,6 +20,20 @@ export interface AccessKeys {
   setGrant(licenseId: string, grant: AccessGrant): boolean
   /** Tokens the license's key has used in the period that began at `periodStart`; null when it has no key. */
   tokensUsed(licenseId: string, periodStart: number): number | null
+  /**
+   * Tokens per model that each license's key used in the period asked for it, in one call however
+   * many licenses (the operator's view); a license whose key used nothing, or has none, is absent.
+   */
+  periodModels(
+    periods: readonly { licenseId: string; periodStart: number }[],
+  ): Map<string, readonly AccessModelTokens[]>
+}
+
+/** What a license's key used on one model in a period: tokens are prompt + completion. */
+export interface AccessModelTokens {
+  readonly model: string
+  readonly requests: number
+  readonly tokens: number
 }
 
 /** A license's current access period and what its key may spend in it. */

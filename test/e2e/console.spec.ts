@@ -9,6 +9,7 @@ const LICENSING_TABS = [
   'overview',
   'products',
   'licenses',
+  'access',
   'subscriptions',
   'machines',
   'discounts',

@@ -3,7 +3,10 @@ import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
 import {
   AccessEntitlements,
+  AccessLicenseRow,
+  AccessModelRevenue,
   AccessQuota,
+  AccessTotals,
   AuditEntry,
   Currency,
   DiscountKind,
@@ -269,6 +272,17 @@ export const licensingAdminContract = {
     http: 'POST /v1/admin/licenses/:id/top-ups',
     input: z.object({ id: Id, tokens: TopUpTokens }),
     output: AccessQuota,
+  }),
+  licAdminAccess: method({
+    summary:
+      'The access licenses this period: totals (tokens sold vs used), revenue per model, top consumers, and the licenses (paged, most tokens used first)',
+    http: 'GET /v1/admin/access',
+    input: z.object(pageOf(50, 500)),
+    output: page('licenses', AccessLicenseRow).extend({
+      totals: AccessTotals,
+      revenue: z.array(AccessModelRevenue),
+      top_consumers: z.array(AccessLicenseRow),
+    }),
   }),
   licAdminIssueLicense: method({
     summary: 'Issue a complimentary license',

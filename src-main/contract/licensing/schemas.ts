@@ -103,6 +103,45 @@ export const AccessQuota = z.object({
 })
 export type AccessQuota = z.infer<typeof AccessQuota>
 
+/** One standing access license in the operator's view: its tokens this period (times in epoch ms). */
+export const AccessLicenseRow = z.object({
+  license_id: z.string(),
+  product_slug: z.string(),
+  tier_slug: z.string(),
+  buyer_email: z.string().nullable(),
+  /** The tier's quota plus this period's top-ups; null: no quota. */
+  tokens_allowed: z.number().nullable(),
+  top_up_tokens: z.number(),
+  tokens_used: z.number(),
+  tokens_remaining: z.number().nullable(),
+  /** Sats paid for this period (the cycle's invoice, or a purchase, upgrade or top-up settled in it). */
+  revenue_sats: z.number(),
+  period_start: z.number(),
+  resets_at: z.number(),
+})
+export type AccessLicenseRow = z.infer<typeof AccessLicenseRow>
+
+/** A model's share of the access licenses' current periods; `model` null: paid for, no tokens used yet. */
+export const AccessModelRevenue = z.object({
+  model: z.string().nullable(),
+  tokens: z.number(),
+  requests: z.number(),
+  revenue_sats: z.number(),
+})
+export type AccessModelRevenue = z.infer<typeof AccessModelRevenue>
+
+/** The access licenses' current periods added up. */
+export const AccessTotals = z.object({
+  licenses: z.number(),
+  /** Of `licenses`, those whose tier has no token quota (their tokens count as used, not as sold). */
+  unlimited_licenses: z.number(),
+  /** Quotas plus top-ups of the licenses with a quota. */
+  tokens_sold: z.number(),
+  tokens_used: z.number(),
+  revenue_sats: z.number(),
+})
+export type AccessTotals = z.infer<typeof AccessTotals>
+
 /** Tokens an operator adds to a license's current period (or a top-up bought). */
 export const TopUpTokens = z.number().int().min(1).max(1e12)
 

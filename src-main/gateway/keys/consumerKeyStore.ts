@@ -320,6 +320,11 @@ export class ConsumerKeys {
     return null
   }
 
+  /** The license a key is bound to, if any. */
+  licenseOf(keyId: string): string | null {
+    return this.byId.get(keyId)?.row.license_id ?? null
+  }
+
   /** A new secret for a key, the old one refused from now on; its id, limits and usage stay. */
   rotate(id: string): ConsumerKey & { secret: string } {
     const db = this.writable()

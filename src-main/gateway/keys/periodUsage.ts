@@ -12,6 +12,13 @@ export interface PeriodModelUsage extends PeriodCounts {
   readonly model: string
 }
 
+/** A license key's tokens (prompt + completion) and requests on one model in a period. */
+export interface LicenseModelTokens {
+  readonly model: string
+  readonly requests: number
+  readonly tokens: number
+}
+
 interface PendingRow {
   key_id: string
   period_start: number
@@ -42,6 +49,7 @@ export class PeriodUsage {
   private readonly upsert
   private readonly storedTokens
   private readonly byModel
+  private readonly byLicenseModel
 
   constructor(private readonly db: GatewayDb) {
     // A key deleted meanwhile takes its unwritten usage with it.
@@ -63,6 +71,43 @@ export class PeriodUsage {
       `SELECT model, requests, prompt_tokens, completion_tokens, audio_seconds FROM key_period_usage
         WHERE key_id = ? AND period_start = ?`,
     )
+    // Many licenses' periods in one read: the key bound to each license, in the period asked for it.
+    this.byLicenseModel = db.prepare(
+      `SELECT c.license_id AS license_id, u.model AS model, SUM(u.requests) AS requests,
+              SUM(u.prompt_tokens + u.completion_tokens) AS tokens
+         FROM json_each(?) q
+         JOIN consumer_keys c ON c.license_id = json_extract(q.value, '$.l')
+         JOIN key_period_usage u ON u.key_id = c.id AND u.period_start = json_extract(q.value, '$.s')
+        GROUP BY c.license_id, u.model`,
+    )
+  }
+
+  /**
+   * Tokens per model of many licenses' keys, each in its own period, stored and not yet written:
+   * one query however many licenses. `licenseOf` names the license a pending key's row is bound to.
+   */
+  licenseModels(
+    periods: ReadonlyMap<string, number>,
+    licenseOf: (keyId: string) => string | null,
+  ): Map<string, LicenseModelTokens[]> {
+    const out = new Map<string, Map<string, LicenseModelTokens>>()
+    const add = (licenseId: string, model: string, requests: number, tokens: number) => {
+      let models = out.get(licenseId)
+      if (!models) out.set(licenseId, (models = new Map()))
+      const cur = models.get(model)
+      if (cur) models.set(model, { model, requests: cur.requests + requests, tokens: cur.tokens + tokens })
+      else models.set(model, { model, requests, tokens })
+    }
+    if (periods.size === 0) return new Map()
+    const asked = JSON.stringify([...periods].map(([l, s]) => ({ l, s })))
+    for (const r of this.byLicenseModel.all(asked) as (LicenseModelTokens & { license_id: string })[])
+      add(r.license_id, r.model, r.requests, r.tokens)
+    for (const p of this.pending.values()) {
+      const licenseId = licenseOf(p.key_id)
+      if (licenseId === null || periods.get(licenseId) !== p.period_start) continue
+      add(licenseId, p.model, p.requests, p.prompt_tokens + p.completion_tokens)
+    }
+    return new Map([...out].map(([l, models]) => [l, [...models.values()]]))
   }
 
   /** Tokens (prompt + completion) the key has used in the period that began at `start`. */

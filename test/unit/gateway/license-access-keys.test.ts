@@ -70,4 +70,37 @@ describe('license access keys', () => {
     expect(access.setGrant('nobody', grant)).toBe(false)
     keys.close()
   })
+
+  it("answers many licenses' tokens per model in their own periods, written and pending, in one call", () => {
+    const keys = ConsumerKeys.open(tmp(), new ManualClock(), logger)
+    const access = licenseAccessKeys(keys)
+    access.issue('lic-1', 'a', grant)
+    access.issue('lic-2', 'b', grant)
+    const k1 = keys.forLicense('lic-1')!.id
+    const k2 = keys.forLicense('lic-2')!.id
+    const ops = keys.create({ name: 'ops' }).id
+    const n = (tokens: number) => ({ requests: 1, prompt_tokens: tokens, completion_tokens: 1, audio_seconds: 0 })
+    const periods = keys.licenses.periods!
+    periods.add(k1, 100, 'm-a', n(9))
+    periods.add(k1, 100, 'm-b', n(4))
+    periods.add(k1, 50, 'm-a', n(1000)) // an earlier period: not asked for
+    periods.add(k2, 200, 'm-a', n(19))
+    periods.add(ops, 100, 'm-a', n(77)) // no license
+    periods.write()
+    periods.add(k1, 100, 'm-a', n(0)) // still pending
+    const got = access.periodModels([
+      { licenseId: 'lic-1', periodStart: 100 },
+      { licenseId: 'lic-2', periodStart: 200 },
+      { licenseId: 'lic-3', periodStart: 100 },
+    ])
+    const sorted = (l: string) => [...(got.get(l) ?? [])].sort((a, b) => a.model.localeCompare(b.model))
+    expect(sorted('lic-1')).toEqual([
+      { model: 'm-a', requests: 2, tokens: 11 },
+      { model: 'm-b', requests: 1, tokens: 5 },
+    ])
+    expect(sorted('lic-2')).toEqual([{ model: 'm-a', requests: 1, tokens: 20 }])
+    expect(got.has('lic-3')).toBe(false)
+    expect(access.periodModels([])).toEqual(new Map())
+    keys.close()
+  })
 })

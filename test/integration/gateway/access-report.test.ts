@@ -1,0 +1,134 @@
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import parsePrometheusTextFormat from 'parse-prometheus-text-format'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AccessLicenseRow, AccessModelRevenue, AccessTotals } from '../../../src-main/contract/licensing'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { startRig, type GatewayRig } from './setup'
+
+/** The operator's view of the access licenses over HTTP, and the same counters by tier on /metrics (issue 45). */
+const MODEL = 'sim/Qwen3-8B-Instruct'
+const clock = new ManualClock(Date.UTC(2026, 0, 10, 12))
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-access-view-'))
+let rig: GatewayRig
+
+beforeAll(async () => {
+  rig = await startRig({}, { clock, dataDir })
+})
+afterAll(async () => {
+  await rig.stop()
+  fs.rmSync(dataDir, { recursive: true, force: true })
+})
+
+const send = async (p: string, body: unknown): Promise<Response> =>
+  rig.daemon.admin(p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+
+async function chat(secret: string): Promise<void> {
+  const res = await fetch(`${rig.daemon.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello there' }] }),
+  })
+  expect(res.status).toBe(200)
+  await res.arrayBuffer()
+}
+
+/** Waits until the key's usage (as /v1/usage counts it) reaches `chats` requests. */
+async function counted(secret: string, chats: number): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${rig.daemon.url}/v1/usage`, { headers: { authorization: `Bearer ${secret}` } })
+    const u = (await res.json()) as { tokens: { used: number }; models: { requests: number }[] }
+    if (u.models.reduce((n, m) => n + m.requests, 0) >= chats) return u.tokens.used
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  throw new Error('usage never counted')
+}
+
+async function accessTier(product: string, tokens: number): Promise<{ productId: string; tierId: string }> {
+  const p = (await (await send('/v1/admin/products', { slug: product, name: product })).json()) as { id: string }
+  const tier = (await (
+    await send(`/v1/admin/products/${p.id}/policies`, {
+      slug: 'api',
+      name: 'API',
+      access: { tokens_per_period: tokens },
+    })
+  ).json()) as { id: string }
+  return { productId: p.id, tierId: tier.id }
+}
+
+async function issue(t: { productId: string; tierId: string }, email: string) {
+  const res = await send('/v1/admin/licenses', { product_id: t.productId, policy_id: t.tierId, buyer_email: email })
+  expect(res.status).toBe(200)
+  const issued = (await res.json()) as { license: { id: string }; gateway_key: string }
+  return { id: issued.license.id, secret: issued.gateway_key }
+}
+
+interface AccessView {
+  total: number
+  licenses: AccessLicenseRow[]
+  totals: AccessTotals
+  revenue: AccessModelRevenue[]
+  top_consumers: AccessLicenseRow[]
+}
+
+describe('GET /v1/admin/access', () => {
+  it('shows each access license against its quota, most used first, with totals, and /metrics by tier', async () => {
+    const tier = await accessTier('gpu', 100_000)
+    const big = await issue(tier, 'big@example.com')
+    const small = await issue(tier, 'small@example.com')
+    for (let i = 0; i < 3; i++) await chat(big.secret)
+    await chat(small.secret)
+    const bigUsed = await counted(big.secret, 3)
+    const smallUsed = await counted(small.secret, 1)
+    expect(bigUsed).toBeGreaterThan(smallUsed)
+
+    const res = await rig.daemon.admin('/v1/admin/access?limit=10')
+    expect(res.status).toBe(200)
+    const view = (await res.json()) as AccessView
+    expect(view.total).toBe(2)
+    expect(view.licenses.map((l) => l.license_id)).toEqual([big.id, small.id])
+    expect(view.licenses[0]).toMatchObject({
+      product_slug: 'gpu',
+      tier_slug: 'api',
+      buyer_email: 'big@example.com',
+      tokens_allowed: 100_000,
+      tokens_used: bigUsed,
+      tokens_remaining: 100_000 - bigUsed,
+    })
+    expect(view.totals).toMatchObject({ licenses: 2, tokens_sold: 200_000, tokens_used: bigUsed + smallUsed })
+    expect(view.revenue).toEqual([{ model: MODEL, tokens: bigUsed + smallUsed, requests: 4, revenue_sats: 0 }])
+    expect(view.top_consumers[0]!.license_id).toBe(big.id)
+
+    const text = await (await rig.daemon.admin('/metrics')).text()
+    const family = (name: string) => parsePrometheusTextFormat(text).find((f) => f.name === name)
+    const sample = (name: string) => family(name)?.metrics.find((m) => m.labels?.product === 'gpu')
+    expect(sample('tandem_access_tokens_used')).toEqual({
+      labels: { product: 'gpu', tier: 'api' },
+      value: String(bigUsed + smallUsed),
+    })
+    expect(sample('tandem_access_tokens_sold')?.value).toBe('200000')
+    expect(sample('tandem_access_licenses')?.value).toBe('2')
+    // By tier, never by buyer: no license id or e-mail reaches /metrics.
+    expect(text).not.toContain('big@example.com')
+    expect(text).not.toContain(big.id)
+    const promtool = spawnSync('promtool', ['check', 'metrics'], {
+      input:
+        text
+          .split('\n')
+          .filter((l) => l.includes('tandem_access_'))
+          .join('\n') + '\n',
+      encoding: 'utf8',
+    })
+    if (promtool.error === undefined) expect(`${promtool.stdout}${promtool.stderr}`.trim()).toBe('')
+  })
+
+  it('pages and refuses a bad limit with 400', async () => {
+    const page = (await (await rig.daemon.admin('/v1/admin/access?limit=1&offset=1')).json()) as AccessView
+    expect(page.total).toBe(2)
+    expect(page.licenses).toHaveLength(1)
+    expect(page.top_consumers).toHaveLength(2)
+    expect((await rig.daemon.admin('/v1/admin/access?limit=0')).status).toBe(400)
+  })
+})
