@@ -2,22 +2,13 @@
 // built headless daemon. Prints figures; asserts nothing (targets: < 1 s, < 120 MB).
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { freePort } from '../helpers/builtDaemon'
 
 const RUNS = Number(process.env.RUNS ?? 5)
 const bundle = path.resolve('out/main/index.js')
 if (!fs.existsSync(bundle)) throw new Error('build first: npm run build')
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 function rssKb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')

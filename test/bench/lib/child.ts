@@ -2,21 +2,13 @@
 // process that prints one JSON line when ready (so the load generator never shares its event loop).
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
-import http from 'node:http'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import ts from 'typescript'
 import { startDaemon } from '../../../src-main/headless'
+import { freePort } from '../../helpers/builtDaemon'
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = http.createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
-}
+export { freePort }
 
 /** The daemon's environment for a bench, on loopback in front of the fake upstreams. */
 export async function benchDaemonEnv(

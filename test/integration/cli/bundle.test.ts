@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { VERSION } from '../../../src-main/lib/version'
+import { freePort } from '../../helpers/builtDaemon'
 
 const root = path.resolve(__dirname, '../../..')
 const bin = path.join(root, 'bin/tandem.mjs')
@@ -33,7 +34,13 @@ describe('the built `tandem` command (bin/tandem.mjs → out/main/cli.js)', () =
     const dataDir = tempDir()
     const child = spawn(process.execPath, [bin, '--data-dir', dataDir, 'serve'], {
       cwd: tempDir(),
-      env: { PATH: process.env.PATH, HOME: dataDir, PORT: '0', BIND: '127.0.0.1', RATE_SOURCES: 'http://127.0.0.1:9' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: dataDir,
+        PORT: String(await freePort()),
+        BIND: '127.0.0.1',
+        RATE_SOURCES: 'http://127.0.0.1:9',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     children.push(child)

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ensureServiceKey } from '../../../src-main/ssh/keys'
 import { startFullSim, type FullSim } from '../../sim/full'
+import { freePort, waitForListening } from '../../helpers/builtDaemon'
 
 /**
  * The built daemon (out/main/index.js), run as its own process on the Node that runs the tests,
@@ -24,18 +25,6 @@ afterAll(async () => {
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-function waitForListening(proc: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let seen = ''
-    proc.stderr!.on('data', (b: Buffer) => {
-      seen += b.toString()
-      const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(seen)
-      if (m?.[1]) resolve(m[1])
-    })
-    proc.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${seen}`)))
-  })
-}
-
 describe("the built daemon's own calls out", () => {
   it('answers status and probes asr, tts and llm, one request to asr', async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-built-daemon-'))
@@ -48,7 +37,7 @@ describe("the built daemon's own calls out", () => {
         HOME: dataDir,
         ...sim.env(),
         DATA_DIR: dataDir,
-        PORT: '0',
+        PORT: String(await freePort()),
         BIND: '127.0.0.1',
         RATE_SOURCES: 'http://127.0.0.1:9',
         MONITOR_INTERVAL_S: '0',

@@ -3,6 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { freePort, waitForListening } from '../../helpers/builtDaemon'
 
 const root = path.resolve(__dirname, '../../..')
 const bundle = path.join(root, 'out/main/index.js')
@@ -12,18 +13,6 @@ afterAll(() => {
 })
 
 /** Waits for the line the daemon logs once it listens, and returns the URL in it. */
-function waitForListening(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let seen = ''
-    const onData = (b: Buffer): void => {
-      seen += b.toString()
-      const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(seen)
-      if (m?.[1]) resolve(m[1])
-    }
-    child.stderr?.on('data', onData)
-    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${seen}`)))
-  })
-}
 
 describe('the built headless daemon', () => {
   it('is built (npm test builds before running the suites)', () => {
@@ -38,7 +27,14 @@ describe('the built headless daemon', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-bundle-'))
     const child = spawn(process.execPath, [bundle], {
       cwd: root,
-      env: { PATH: process.env.PATH, HOME: dataDir, DATA_DIR: dataDir, PORT: '0', BIND: '127.0.0.1', LLM_PORT: 'abc' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: dataDir,
+        DATA_DIR: dataDir,
+        PORT: String(await freePort()),
+        BIND: '127.0.0.1',
+        LLM_PORT: 'abc',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     children.push(child)

@@ -6,10 +6,10 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AccessLicenseRow, AccessModelRevenue, AccessTotals } from '../../../src-main/contract/licensing'
 import { ManualClock } from '../../../src-main/lib/clock'
+import { ACCESS_MODEL, accessTier, chatAs, issueAccess } from './accessRig'
 import { startRig, type GatewayRig } from './setup'
 
 /** The operator's view of the access licenses over HTTP, and the same counters by tier on /metrics (issue 45). */
-const MODEL = 'sim/Qwen3-8B-Instruct'
 const clock = new ManualClock(Date.UTC(2026, 0, 10, 12))
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-access-view-'))
 let rig: GatewayRig
@@ -22,15 +22,8 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-const send = async (p: string, body: unknown): Promise<Response> =>
-  rig.daemon.admin(p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-
 async function chat(secret: string): Promise<void> {
-  const res = await fetch(`${rig.daemon.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello there' }] }),
-  })
+  const res = await chatAs(rig, secret)
   expect(res.status).toBe(200)
   await res.arrayBuffer()
 }
@@ -46,25 +39,6 @@ async function counted(secret: string, chats: number): Promise<number> {
   throw new Error('usage never counted')
 }
 
-async function accessTier(product: string, tokens: number): Promise<{ productId: string; tierId: string }> {
-  const p = (await (await send('/v1/admin/products', { slug: product, name: product })).json()) as { id: string }
-  const tier = (await (
-    await send(`/v1/admin/products/${p.id}/policies`, {
-      slug: 'api',
-      name: 'API',
-      access: { tokens_per_period: tokens },
-    })
-  ).json()) as { id: string }
-  return { productId: p.id, tierId: tier.id }
-}
-
-async function issue(t: { productId: string; tierId: string }, email: string) {
-  const res = await send('/v1/admin/licenses', { product_id: t.productId, policy_id: t.tierId, buyer_email: email })
-  expect(res.status).toBe(200)
-  const issued = (await res.json()) as { license: { id: string }; gateway_key: string }
-  return { id: issued.license.id, secret: issued.gateway_key }
-}
-
 interface AccessView {
   total: number
   licenses: AccessLicenseRow[]
@@ -75,9 +49,9 @@ interface AccessView {
 
 describe('GET /v1/admin/access', () => {
   it('shows each access license against its quota, most used first, with totals, and /metrics by tier', async () => {
-    const tier = await accessTier('gpu', 100_000)
-    const big = await issue(tier, 'big@example.com')
-    const small = await issue(tier, 'small@example.com')
+    const tier = await accessTier(rig, 'gpu', { tokens_per_period: 100_000 })
+    const big = await issueAccess(rig, tier, 'big@example.com')
+    const small = await issueAccess(rig, tier, 'small@example.com')
     for (let i = 0; i < 3; i++) await chat(big.secret)
     await chat(small.secret)
     const bigUsed = await counted(big.secret, 3)
@@ -98,7 +72,7 @@ describe('GET /v1/admin/access', () => {
       tokens_remaining: 100_000 - bigUsed,
     })
     expect(view.totals).toMatchObject({ licenses: 2, tokens_sold: 200_000, tokens_used: bigUsed + smallUsed })
-    expect(view.revenue).toEqual([{ model: MODEL, tokens: bigUsed + smallUsed, requests: 4, revenue_sats: 0 }])
+    expect(view.revenue).toEqual([{ model: ACCESS_MODEL, tokens: bigUsed + smallUsed, requests: 4, revenue_sats: 0 }])
     expect(view.top_consumers[0]!.license_id).toBe(big.id)
 
     const text = await (await rig.daemon.admin('/metrics')).text()

@@ -3,10 +3,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
+import { ACCESS_MODEL, accessTier, adminPost, chatAs, issueAccess } from './accessRig'
 import { startRig, type GatewayRig } from './setup'
 
 /** A license's token quota, counted by the gateway and enforced on the key's next request (issue 45). */
-const MODEL = 'sim/Qwen3-8B-Instruct'
 const DAY = 86_400_000
 const clock = new ManualClock(Date.UTC(2026, 0, 10, 12))
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-quota-'))
@@ -20,16 +20,7 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-const send = async (p: string, body: unknown, verb = 'POST'): Promise<Response> =>
-  rig.daemon.admin(p, { method: verb, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-
-function chat(secret: string, stream = false): Promise<Response> {
-  return fetch(`${rig.daemon.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
-    body: JSON.stringify({ model: MODEL, stream, messages: [{ role: 'user', content: 'hello there' }] }),
-  })
-}
+const chat = (secret: string, stream = false): Promise<Response> => chatAs(rig, secret, stream)
 
 interface Usage {
   period_start: string
@@ -44,24 +35,9 @@ async function usage(secret: string): Promise<Usage> {
   return (await res.json()) as Usage
 }
 
-/** A license on a fresh tier with `tokens` per period, issued by the admin: its id, license key and gateway key. */
+/** A license on a fresh tier with `tokens` per period, issued by the admin. */
 async function accessLicense(slug: string, tokens: number) {
-  const product = (await (await send('/v1/admin/products', { slug, name: slug, price_value: 500 })).json()) as {
-    id: string
-  }
-  const tier = (await (
-    await send(`/v1/admin/products/${product.id}/policies`, {
-      slug: 'api',
-      name: 'API',
-      access: { tokens_per_period: tokens },
-    })
-  ).json()) as { id: string }
-  const issued = (await (await send('/v1/admin/licenses', { product_id: product.id, policy_id: tier.id })).json()) as {
-    license: { id: string }
-    license_key: string
-    gateway_key: string
-  }
-  return { id: issued.license.id, licenseKey: issued.license_key, secret: issued.gateway_key, slug }
+  return issueAccess(rig, await accessTier(rig, slug, { tokens_per_period: tokens }))
 }
 
 /** Chats until the key is refused (bounded); the answers' statuses in order. */
@@ -92,14 +68,14 @@ describe("a license's token quota", () => {
     expect(u.tokens.remaining).toBe(0)
     expect(u.resets_at).toBe('2026-02-10T12:00:00.000Z')
     expect(u.models).toHaveLength(1)
-    expect(u.models[0]).toMatchObject({ model: MODEL })
+    expect(u.models[0]).toMatchObject({ model: ACCESS_MODEL })
     expect(u.models[0]!.prompt_tokens + u.models[0]!.completion_tokens).toBe(u.tokens.used)
   })
 
   it('a top-up bought while over quota works at once, and /v1/validate reports what is left', async () => {
     const lic = await accessLicense('quota-b', 20)
     expect((await chatUntilRefused(lic.secret)).status).toBe(429)
-    const top = await send(`/v1/admin/licenses/${lic.id}/top-ups`, { tokens: 1000 })
+    const top = await adminPost(rig, `/v1/admin/licenses/${lic.id}/top-ups`, { tokens: 1000 })
     expect(top.status).toBe(200)
     expect(await top.json()).toMatchObject({ tokens_per_period: 20, top_up_tokens: 1000 })
     const again = await chat(lic.secret)

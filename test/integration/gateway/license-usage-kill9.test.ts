@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEY_USAGE_FLUSH_MS } from '../../../src-main/gateway/keys/keyUsage'
+import { freePort, waitForListening } from '../../helpers/builtDaemon'
 import { startFakeLlm, type FakeLlm } from '../../sim/http'
 
 /**
@@ -35,7 +36,7 @@ async function daemon(): Promise<{ child: ChildProcess; url: string }> {
     PATH: process.env.PATH ?? '',
     HOME: dataDir,
     DATA_DIR: dataDir,
-    PORT: '0',
+    PORT: String(await freePort()),
     BIND: '127.0.0.1',
     ADMIN_TOKEN: TOKEN,
     MONITOR_INTERVAL_S: '0',
@@ -46,15 +47,7 @@ async function daemon(): Promise<{ child: ChildProcess; url: string }> {
   }
   const child = spawn(process.execPath, [bundle, '--headless'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(child)
-  const url = await new Promise<string>((resolve, reject) => {
-    let seen = ''
-    child.stderr?.on('data', (b: Buffer) => {
-      seen += b.toString()
-      const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(seen)
-      if (m?.[1]) resolve(m[1])
-    })
-    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${seen.slice(-2000)}`)))
-  })
+  const url = await waitForListening(child)
   return { child, url }
 }
 

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureServiceKey } from '../../../src-main/ssh/keys'
 import { startFullSim, type FullSim } from '../../sim/full'
+import { freePort, waitForListening } from '../../helpers/builtDaemon'
 
 /**
  * Issue 47 with a real kill -9: the built headless daemon (out/main/index.js, which `npm test`
@@ -16,18 +17,6 @@ const root = path.resolve(__dirname, '../../..')
 const bundle = path.join(root, 'out/main/index.js')
 const TOKEN = 'kill9-admin-token-0123456789abcdef'
 const children: ChildProcess[] = []
-
-function waitForListening(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let seen = ''
-    child.stderr?.on('data', (b: Buffer) => {
-      seen += b.toString()
-      const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(seen)
-      if (m?.[1]) resolve(m[1])
-    })
-    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${seen.slice(-2000)}`)))
-  })
-}
 
 async function until<T>(what: string, look: () => Promise<T | null>): Promise<T> {
   for (let i = 0; i < 600; i++) {
@@ -64,7 +53,7 @@ describe('a kill -9 of the headless daemon while a placement loads', () => {
       PATH: process.env.PATH ?? '',
       HOME: dataDir,
       DATA_DIR: dataDir,
-      PORT: '0',
+      PORT: String(await freePort()),
       BIND: '127.0.0.1',
       ADMIN_TOKEN: TOKEN,
       MONITOR_INTERVAL_S: '0',

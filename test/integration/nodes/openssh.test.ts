@@ -14,6 +14,7 @@ import { ensureServiceKey, generateEd25519PrivateKey } from '../../../src-main/s
 import { SshPool, type SshTarget } from '../../../src-main/ssh/pool'
 import { shq } from '../../../src-main/ssh/quote'
 import { nastyStrings } from '../../sim/testkit'
+import { freePort } from '../../helpers/builtDaemon'
 
 /**
  * The same probes against Debian's OpenSSH server on a loopback port (its own host key and an
@@ -22,14 +23,6 @@ import { nastyStrings } from '../../sim/testkit'
  */
 const SSHD = '/usr/sbin/sshd'
 const haveSshd = fs.existsSync(SSHD)
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>((r) => srv.close(() => r()))
-  return port
-}
 
 async function waitForPort(port: number, proc: ChildProcess, log: () => string): Promise<void> {
   for (let i = 0; i < 100; i++) {
