@@ -20,12 +20,13 @@ export default defineConfig({
   testDir: 'test/e2e',
   timeout: 60_000,
   fullyParallel: false,
-  // Two lanes: the specs that share the one demo run one after another, and beside them, one after
-  // another, the specs that start a demo of their own (ownDemo.ts) and never touch the shared one.
+  // Two workers: the specs that share the one demo run one after another in one of them, and the
+  // specs that start a demo of their own (ownDemo.ts, each on its own port) take whichever is free,
+  // so both stay busy until the end.
   workers: 2,
   projects: [
     { name: 'shared-demo', testIgnore: OWN_DEMO_SPECS, workers: 1 },
-    { name: 'own-demo', testMatch: OWN_DEMO_SPECS, workers: 1 },
+    { name: 'own-demo', testMatch: OWN_DEMO_SPECS, workers: 2 },
   ],
   reporter: [['list'], ['json', { outputFile: 'test-results/playwright.json' }]],
   outputDir: 'test-results/playwright',

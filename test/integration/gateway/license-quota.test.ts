@@ -119,6 +119,36 @@ describe("a license's token quota", () => {
     clock.advance(31 * DAY)
   })
 
+  it('a license lapsing mid-stream: the stream finishes and is counted, the next request is refused', async () => {
+    const tier = await accessTier(rig, 'quota-lapse', { tokens_per_period: 1_000_000 })
+    // A 30-day tier with no grace, so the license lapses the moment the clock passes its 30 days.
+    await rig.daemon.admin(`/v1/admin/policies/${tier.tierId}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ duration_days: 30, grace_period_days: 0 }),
+    })
+    const lic = await issueAccess(rig, tier)
+    await rig.llm.setFault({ kind: 'slow', delayMs: 100 })
+    try {
+      const streaming = await chat(lic.secret, true)
+      expect(streaming.status).toBe(200)
+      const reader = streaming.body!.getReader()
+      expect((await reader.read()).done).toBe(false)
+      clock.advance(31 * DAY)
+      let rest = ''
+      for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value)
+      expect(rest).toContain('[DONE]')
+    } finally {
+      await rig.llm.setFault('none')
+    }
+    const refused = await chat(lic.secret)
+    expect(refused.status).toBe(403)
+    expect(JSON.stringify(await refused.json())).toMatch(/its license expired on/)
+    clock.advance(-31 * DAY)
+    // Counted in the period it began in, though it ended after the lapse.
+    expect((await usage(lic.secret)).models[0]?.requests).toBe(1)
+  })
+
   it('survives a restart: the period usage is written and read back, never counted twice', async () => {
     const lic = await accessLicense('quota-e', 1_000_000)
     for (let i = 0; i < 3; i++) await (await chat(lic.secret)).arrayBuffer()
