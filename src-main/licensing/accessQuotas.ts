@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto'
 import type { AccessQuota } from '../contract/licensing'
 import { ApiError } from '../contract/errors'
 import type { Clock } from '../lib/clock'
-import type { AccessKeys, LicenseStanding } from '../platform/accessKeys'
+import { remainingOf, type AccessKeys, type LicenseStanding } from '../platform/accessKeys'
 import type { AuditLog } from './audit'
 import type { LicensingDb } from './db'
 import { iso } from './json'
@@ -41,7 +41,7 @@ export class AccessQuotas {
       tokens_per_period: a.tokens === null ? null : a.tokens - a.topUpTokens,
       top_up_tokens: a.topUpTokens,
       tokens_used: used,
-      tokens_remaining: a.tokens === null ? null : Math.max(0, a.tokens - used),
+      tokens_remaining: remainingOf(a.tokens, used),
       period_start: iso(a.periodStart),
       resets_at: iso(a.resetsAt),
     }

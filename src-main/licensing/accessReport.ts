@@ -11,7 +11,7 @@
  * its revenue under no model.
  */
 import type { AccessLicenseRow, AccessModelRevenue, AccessTotals } from '../contract/licensing'
-import type { AccessKeys, AccessModelTokens, LicenseStanding } from '../platform/accessKeys'
+import { remainingOf, type AccessKeys, type AccessModelTokens, type LicenseStanding } from '../platform/accessKeys'
 import type { LicensingDb } from './db'
 
 export interface AccessReportDeps {
@@ -111,7 +111,7 @@ export class AccessReport {
           tokens_allowed: tokens,
           top_up_tokens: topUps,
           tokens_used: spent,
-          tokens_remaining: tokens === null ? null : Math.max(0, tokens - spent),
+          tokens_remaining: remainingOf(tokens, spent),
           revenue_sats: revenue.get(c.id) ?? 0,
           period_start: start,
           resets_at: end,

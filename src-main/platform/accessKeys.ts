@@ -47,6 +47,11 @@ export interface AccessAllowance {
   readonly resetsAt: number
 }
 
+/** What is left of an allowance (null = no quota); never below zero, as a stream may cross it. */
+export function remainingOf(allowed: number | null, used: number): number | null {
+  return allowed === null ? null : Math.max(0, allowed - used)
+}
+
 /** Null refusal: the key may be used, within `allowance`. Otherwise why not ("is revoked", "expired on …"). */
 export type LicenseCheck =
   | { readonly refusal: string; readonly allowance?: undefined }

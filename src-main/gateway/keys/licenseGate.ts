@@ -1,6 +1,6 @@
 import { ApiError } from '../../contract/errors'
 import type { KeyPeriodUsage } from '../../contract/gateway'
-import type { AccessAllowance, LicenseStanding } from '../../platform/accessKeys'
+import { remainingOf, type AccessAllowance, type LicenseStanding } from '../../platform/accessKeys'
 import type { PeriodUsage } from './periodUsage'
 
 /**
@@ -41,7 +41,7 @@ export class LicenseGate {
       license_id: licenseId,
       period_start: new Date(a.periodStart).toISOString(),
       resets_at: new Date(a.resetsAt).toISOString(),
-      tokens: { allowed: a.tokens, used, remaining: a.tokens === null ? null : Math.max(0, a.tokens - used) },
+      tokens: { allowed: a.tokens, used, remaining: remainingOf(a.tokens, used) },
       models: this.periods?.models(keyId, a.periodStart) ?? [],
     }
   }
