@@ -117,6 +117,7 @@ describe('1,000 access licenses with usage', () => {
       expect(report.counts[1]).toBeLessThanOrEqual(10)
       expect(usage.counts).toHaveLength(2)
       expect(usage.counts[1]).toBe(usage.counts[0])
+      expect(usage.counts[1]).toBeLessThanOrEqual(5)
     } finally {
       report.restore()
       usage.restore()
