@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { method, type ContractTable } from './define'
+import { page, pageOf } from './page'
 
 /**
  * Named consumer API keys (the gateway's LAN clients) and their usage. A key's secret is shown
@@ -81,10 +82,12 @@ export type KeyUsageHour = z.infer<typeof KeyUsageHour>
 
 export const consumerKeysContract = {
   consumerKeysList: method({
-    summary: 'Named consumer API keys (never their secrets) and whether legacy CONSUMER_API_KEYS are set',
+    summary:
+      'Named consumer API keys (never their secrets; paged, oldest first) and whether legacy CONSUMER_API_KEYS are set',
     http: 'GET /api/consumer-keys',
-    input: z.object({}),
-    output: z.object({ keys: z.array(ConsumerKey), legacy_keys: z.number(), key_required: z.boolean() }),
+    // Each license that sells access has a key: a page, not every key, however many were sold.
+    input: z.object(pageOf(100, 500)),
+    output: page('keys', ConsumerKey, 'rows-first').extend({ legacy_keys: z.number(), key_required: z.boolean() }),
   }),
   consumerKeyCreate: method({
     summary: 'Create a named consumer key; the answer holds its secret, shown this once',
@@ -116,6 +119,12 @@ export const consumerKeysContract = {
         .default(24),
       key_id: KeyId.optional(),
     }),
-    output: z.object({ from: z.number(), hours: z.array(KeyUsageHour), totals: z.array(KeyUsageHour) }),
+    output: z.object({
+      from: z.number(),
+      hours: z.array(KeyUsageHour),
+      totals: z.array(KeyUsageHour),
+      /** The name of each key in `totals`, by id (the key list is paged, so it may not hold them all). */
+      names: z.record(z.string(), z.string()),
+    }),
   }),
 } satisfies ContractTable

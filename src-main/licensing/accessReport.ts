@@ -11,12 +11,15 @@
  * its revenue under no model.
  */
 import type { AccessLicenseRow, AccessModelRevenue, AccessTotals } from '../contract/licensing'
-import { remainingOf, type AccessKeys, type AccessModelTokens, type LicenseStanding } from '../platform/accessKeys'
+import type { Clock } from '../lib/clock'
+import { remainingOf, type AccessKeys, type AccessModelTokens } from '../platform/accessKeys'
+import type { AccessPeriod } from './accessPeriod'
 import type { LicensingDb } from './db'
+import { accessPeriodOf, STANDING_COLUMNS, standingOf, type StandingRow } from './licenseStanding'
 
 export interface AccessReportDeps {
   db: LicensingDb
-  standing: LicenseStanding
+  clock: Clock
   /** The gateway's side: the licenses' keys' usage per model. Absent: no usage. */
   accessKeys?: AccessKeys
 }
@@ -36,11 +39,17 @@ export interface AccessTierTotals {
   readonly revenue_sats: number
 }
 
-interface Candidate {
+interface Candidate extends StandingRow {
   id: string
   product_slug: string
   tier_slug: string
   buyer_email: string | null
+}
+
+interface TopUp {
+  license_id: string
+  tokens: number
+  created_at: number
 }
 
 interface Paid {
@@ -53,15 +62,21 @@ const TOP_CONSUMERS = 5
 
 export class AccessReport {
   private readonly candidates
+  private readonly topUpsSince
   private readonly cycleInvoices
   private readonly otherInvoices
 
   constructor(private readonly deps: AccessReportDeps) {
-    // Active licenses on a tier that sells access; the standing says which of them stand now.
+    // Active licenses on a tier that sells access, with what their standing is read from (the
+    // same columns the gateway's check reads), so the report reads them all in one statement.
     this.candidates = deps.db.prepare(
-      `SELECT l.id, pr.slug AS product_slug, p.slug AS tier_slug, l.buyer_email
+      `SELECT l.id, pr.slug AS product_slug, p.slug AS tier_slug, l.buyer_email, ${STANDING_COLUMNS}
          FROM licenses l JOIN policies p ON p.id = l.policy_id JOIN products pr ON pr.id = l.product_id
+         LEFT JOIN subscriptions s ON s.license_id = l.id
         WHERE l.status = 'active' AND p.access IS NOT NULL`,
+    )
+    this.topUpsSince = deps.db.prepare(
+      'SELECT license_id, tokens, created_at FROM access_top_ups WHERE created_at >= ?',
     )
     // Each subscription's newest settled cycle invoice: what paid for the cycle its period is.
     this.cycleInvoices = deps.db.prepare(
@@ -85,11 +100,17 @@ export class AccessReport {
     )
   }
 
-  /** Every standing access license this period, most tokens used first. */
+  /**
+   * Every standing access license this period, most tokens used first: a fixed number of
+   * statements however many licenses (their rows, their top-ups, their usage, the invoices).
+   */
   licenses(): AccessLicenseUse[] {
+    const now = this.deps.clock.now()
+    const candidates = this.candidates.all() as Candidate[]
+    const topUps = this.topUpsOf(candidates, now)
     const standing: { c: Candidate; tokens: number | null; topUps: number; start: number; end: number }[] = []
-    for (const c of this.candidates.all() as Candidate[]) {
-      const checked = this.deps.standing.check(c.id)
+    for (const c of candidates) {
+      const checked = standingOf(c, now, (p) => topUpsIn(topUps.get(c.id), p))
       if (checked.refusal !== null) continue
       const a = checked.allowance
       standing.push({ c, tokens: a.tokens, topUps: a.topUpTokens, start: a.periodStart, end: a.resetsAt })
@@ -145,6 +166,20 @@ export class AccessReport {
     return accessByTier(this.licenses())
   }
 
+  /** The top-ups of the candidates since the earliest of their periods began, by license. */
+  private topUpsOf(candidates: readonly Candidate[], now: number): Map<string, TopUp[]> {
+    const out = new Map<string, TopUp[]>()
+    if (candidates.length === 0) return out
+    let since = Infinity
+    for (const c of candidates) since = Math.min(since, accessPeriodOf(c, now).start)
+    for (const t of this.topUpsSince.all(since) as TopUp[]) {
+      const mine = out.get(t.license_id)
+      if (mine) mine.push(t)
+      else out.set(t.license_id, [t])
+    }
+    return out
+  }
+
   /** Sats paid for each license's current period (see the file's note). */
   private revenue(periods: ReadonlyMap<string, { start: number; end: number }>): Map<string, number> {
     const out = new Map<string, number>()
@@ -158,6 +193,13 @@ export class AccessReport {
     }
     return out
   }
+}
+
+/** Tokens the top-ups added inside `period`. */
+function topUpsIn(topUps: readonly TopUp[] | undefined, period: AccessPeriod): number {
+  let n = 0
+  for (const t of topUps ?? []) if (t.created_at >= period.start && t.created_at < period.end) n += t.tokens
+  return n
 }
 
 export interface AccessTotalsView {

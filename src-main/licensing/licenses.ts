@@ -109,7 +109,7 @@ export function createLicenses(deps: LicenseDeps): Licenses {
     redemption: new FreeLicenseRedeem({ db, clock, audit, catalog, discounts, issuing, access }),
     standing,
     quotas,
-    report: new AccessReport({ db, standing, accessKeys: deps.accessKeys }),
+    report: new AccessReport({ db, clock, accessKeys: deps.accessKeys }),
     access,
   }
 }

@@ -28,3 +28,25 @@ export function waitForListening(child: ChildProcess): Promise<string> {
     child.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${seen.slice(-2000)}`)))
   })
 }
+
+/**
+ * The environment of a spawned headless daemon (the built bundle) on a free loopback port: its own
+ * DATA_DIR (and HOME), the admin token given, monitoring off; `extra` adds the test's own
+ * (the nodes, the engines' ports).
+ */
+export async function builtDaemonEnv(
+  dataDir: string,
+  adminToken: string,
+  extra: Record<string, string> = {},
+): Promise<NodeJS.ProcessEnv> {
+  return {
+    ...extra,
+    PATH: process.env.PATH ?? '',
+    HOME: dataDir,
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    BIND: '127.0.0.1',
+    ADMIN_TOKEN: adminToken,
+    MONITOR_INTERVAL_S: '0',
+  }
+}

@@ -279,8 +279,31 @@ export class ConsumerKeys {
     }
   }
 
+  /** Every key, oldest first (ties by id, so pages never overlap). */
   list(): ConsumerKey[] {
-    return [...this.byPrefix.values()].sort((a, b) => a.row.created_at - b.row.created_at).map((h) => this.view(h))
+    return this.ordered().map((h) => this.view(h))
+  }
+
+  /** `limit` keys from `offset`, oldest first, and how many there are. */
+  page(q: { limit: number; offset: number }): { keys: ConsumerKey[]; total: number } {
+    const all = this.ordered()
+    return { keys: all.slice(q.offset, q.offset + q.limit).map((h) => this.view(h)), total: all.length }
+  }
+
+  /** The names of the keys among `ids` that exist, by id. */
+  names(ids: readonly string[]): Record<string, string> {
+    const out: Record<string, string> = {}
+    for (const id of ids) {
+      const held = this.byId.get(id)
+      if (held) out[id] = held.row.name
+    }
+    return out
+  }
+
+  private ordered(): HeldKey[] {
+    return [...this.byId.values()].sort(
+      (a, b) => a.row.created_at - b.row.created_at || (a.row.id < b.row.id ? -1 : a.row.id > b.row.id ? 1 : 0),
+    )
   }
 
   /** A new key; `licenseId` binds it to the license that sold it (at most one key per license). */

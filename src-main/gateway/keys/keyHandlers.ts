@@ -19,8 +19,8 @@ export function consumerKeyHandlers(d: KeyHandlerDeps): Handlers<typeof consumer
     return d.usage
   }
   return {
-    consumerKeysList: async () => ({
-      keys: d.keys.list(),
+    consumerKeysList: async (q) => ({
+      ...d.keys.page(q),
       legacy_keys: d.legacyKeys,
       key_required: d.legacyKeys > 0 || d.keys.required,
     }),
@@ -29,7 +29,8 @@ export function consumerKeyHandlers(d: KeyHandlerDeps): Handlers<typeof consumer
     consumerKeyDelete: async ({ id }) => ({ deleted: d.keys.remove(id) }),
     consumerKeyUsage: async ({ hours, key_id }) => {
       const from = Math.floor(d.clock.now() / 3600_000) * 3600_000 - (hours - 1) * 3600_000
-      return { from, ...usage().query(from, key_id) }
+      const used = usage().query(from, key_id)
+      return { from, ...used, names: d.keys.names(used.totals.map((t) => t.key_id)) }
     },
   }
 }

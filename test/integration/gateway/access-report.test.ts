@@ -1,25 +1,17 @@
 import { spawnSync } from 'node:child_process'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AccessLicenseRow, AccessModelRevenue, AccessTotals } from '../../../src-main/contract/licensing'
-import { ManualClock } from '../../../src-main/lib/clock'
-import { ACCESS_MODEL, accessTier, chatAs, issueAccess } from './accessRig'
-import { startRig, type GatewayRig } from './setup'
+import { ACCESS_MODEL, accessTier, chatAs, issueAccess, startAccessRig, type AccessRig } from './accessRig'
 
 /** The operator's view of the access licenses over HTTP, and the same counters by tier on /metrics (issue 45). */
-const clock = new ManualClock(Date.UTC(2026, 0, 10, 12))
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-access-view-'))
-let rig: GatewayRig
+let rig: AccessRig
 
 beforeAll(async () => {
-  rig = await startRig({}, { clock, dataDir })
+  rig = await startAccessRig('tandem-access-view-')
 })
 afterAll(async () => {
   await rig.stop()
-  fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
 async function chat(secret: string): Promise<void> {

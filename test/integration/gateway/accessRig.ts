@@ -1,8 +1,41 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { expect } from 'vitest'
-import type { GatewayRig } from './setup'
+import { ManualClock } from '../../../src-main/lib/clock'
+import { startRig, type GatewayRig } from './setup'
 
 /** Selling access over a gateway rig (issue 45): the admin calls and chats the tests share. */
 export const ACCESS_MODEL = 'sim/Qwen3-8B-Instruct'
+
+/** A gateway rig on a manual clock and its own data directory, which `stop` removes. */
+export interface AccessRig extends GatewayRig {
+  readonly clock: ManualClock
+  /** The daemon stopped and started again on the same clock and data. */
+  restart(): Promise<AccessRig>
+}
+
+/** The rig the selling-access tests run on: its clock starts at 2026-01-10T12:00Z. */
+export function startAccessRig(dirPrefix: string): Promise<AccessRig> {
+  const clock = new ManualClock(Date.UTC(2026, 0, 10, 12))
+  return accessRigOn(clock, fs.mkdtempSync(path.join(os.tmpdir(), dirPrefix)))
+}
+
+async function accessRigOn(clock: ManualClock, dataDir: string): Promise<AccessRig> {
+  const rig = await startRig({}, { clock, dataDir })
+  return {
+    ...rig,
+    clock,
+    async restart() {
+      await rig.stop()
+      return accessRigOn(clock, dataDir)
+    },
+    async stop() {
+      await rig.stop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
 
 /** A JSON POST with the admin token. */
 export function adminPost(rig: GatewayRig, p: string, body: unknown): Promise<Response> {

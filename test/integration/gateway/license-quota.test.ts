@@ -1,23 +1,15 @@
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../../src-main/lib/clock'
-import { ACCESS_MODEL, accessTier, adminPost, chatAs, issueAccess } from './accessRig'
-import { startRig, type GatewayRig } from './setup'
+import { ACCESS_MODEL, accessTier, adminPost, chatAs, issueAccess, startAccessRig, type AccessRig } from './accessRig'
 
 /** A license's token quota, counted by the gateway and enforced on the key's next request (issue 45). */
 const DAY = 86_400_000
-const clock = new ManualClock(Date.UTC(2026, 0, 10, 12))
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tandem-quota-'))
-let rig: GatewayRig
+let rig: AccessRig
 
 beforeAll(async () => {
-  rig = await startRig({}, { clock, dataDir })
+  rig = await startAccessRig('tandem-quota-')
 })
 afterAll(async () => {
   await rig.stop()
-  fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
 const chat = (secret: string, stream = false): Promise<Response> => chatAs(rig, secret, stream)
@@ -110,13 +102,13 @@ describe("a license's token quota", () => {
   it('resets when the period ends, and the clock going back finds the spent period again', async () => {
     const lic = await accessLicense('quota-d', 20)
     expect((await chatUntilRefused(lic.secret)).status).toBe(429)
-    clock.advance(31 * DAY)
+    rig.clock.advance(31 * DAY)
     const next = await chat(lic.secret)
     expect(next.status).toBe(200)
     await next.arrayBuffer()
-    clock.advance(-31 * DAY)
+    rig.clock.advance(-31 * DAY)
     expect((await chat(lic.secret)).status).toBe(429)
-    clock.advance(31 * DAY)
+    rig.clock.advance(31 * DAY)
   })
 
   it('a license lapsing mid-stream: the stream finishes and is counted, the next request is refused', async () => {
@@ -134,7 +126,7 @@ describe("a license's token quota", () => {
       expect(streaming.status).toBe(200)
       const reader = streaming.body!.getReader()
       expect((await reader.read()).done).toBe(false)
-      clock.advance(31 * DAY)
+      rig.clock.advance(31 * DAY)
       let rest = ''
       for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value)
       expect(rest).toContain('[DONE]')
@@ -144,7 +136,7 @@ describe("a license's token quota", () => {
     const refused = await chat(lic.secret)
     expect(refused.status).toBe(403)
     expect(JSON.stringify(await refused.json())).toMatch(/its license expired on/)
-    clock.advance(-31 * DAY)
+    rig.clock.advance(-31 * DAY)
     // Counted in the period it began in, though it ended after the lapse.
     expect((await usage(lic.secret)).models[0]?.requests).toBe(1)
   })
@@ -155,8 +147,7 @@ describe("a license's token quota", () => {
     await new Promise((r) => setTimeout(r, 50))
     const before = await usage(lic.secret)
     expect(before.models[0]!.requests).toBe(3)
-    await rig.stop()
-    rig = await startRig({}, { clock, dataDir })
+    rig = await rig.restart()
     const after = await usage(lic.secret)
     expect(after.tokens.used).toBe(before.tokens.used)
     expect(after.models).toEqual(before.models)

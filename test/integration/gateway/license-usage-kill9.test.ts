@@ -4,7 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEY_USAGE_FLUSH_MS } from '../../../src-main/gateway/keys/keyUsage'
-import { freePort, waitForListening } from '../../helpers/builtDaemon'
+import { builtDaemonEnv, waitForListening } from '../../helpers/builtDaemon'
 import { startFakeLlm, type FakeLlm } from '../../sim/http'
 
 /**
@@ -32,19 +32,12 @@ afterAll(async () => {
 })
 
 async function daemon(): Promise<{ child: ChildProcess; url: string }> {
-  const env = {
-    PATH: process.env.PATH ?? '',
-    HOME: dataDir,
-    DATA_DIR: dataDir,
-    PORT: String(await freePort()),
-    BIND: '127.0.0.1',
-    ADMIN_TOKEN: TOKEN,
-    MONITOR_INTERVAL_S: '0',
+  const env = await builtDaemonEnv(dataDir, TOKEN, {
     NODE1_HOST: '127.0.0.1',
     NODE1_USER: 'sim',
     LLM_PORT: String(llm.port),
     RATE_SOURCES: 'http://127.0.0.1:9',
-  }
+  })
   const child = spawn(process.execPath, [bundle, '--headless'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(child)
   const url = await waitForListening(child)

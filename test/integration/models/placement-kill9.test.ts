@@ -5,7 +5,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureServiceKey } from '../../../src-main/ssh/keys'
 import { startFullSim, type FullSim } from '../../sim/full'
-import { freePort, waitForListening } from '../../helpers/builtDaemon'
+import { builtDaemonEnv, waitForListening } from '../../helpers/builtDaemon'
 
 /**
  * Issue 47 with a real kill -9: the built headless daemon (out/main/index.js, which `npm test`
@@ -48,16 +48,7 @@ describe('a kill -9 of the headless daemon while a placement loads', () => {
   })
 
   const daemon = async () => {
-    const env = {
-      ...sim.env(),
-      PATH: process.env.PATH ?? '',
-      HOME: dataDir,
-      DATA_DIR: dataDir,
-      PORT: String(await freePort()),
-      BIND: '127.0.0.1',
-      ADMIN_TOKEN: TOKEN,
-      MONITOR_INTERVAL_S: '0',
-    }
+    const env = await builtDaemonEnv(dataDir, TOKEN, sim.env())
     const child = spawn(process.execPath, [bundle, '--headless'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
     children.push(child)
     const url = await waitForListening(child)

@@ -72,7 +72,12 @@ describe('Consumer keys', () => {
   it('says legacy keys are accepted, lists keys with limits, and shows a new secret once', async () => {
     const calls: { method: string; input: unknown }[] = []
     const answers: Record<string, unknown> = {
-      consumerKeysList: { keys: [key({ disabled: true, models: ['m1'] })], legacy_keys: 2, key_required: true },
+      consumerKeysList: {
+        keys: [key({ disabled: true, models: ['m1'] })],
+        total: 1,
+        legacy_keys: 2,
+        key_required: true,
+      },
       consumerKeyCreate: { ...key({ name: 'batch' }), secret: 'tdm_1a2b3c4d_' + 'x'.repeat(43) },
     }
     const el = await mountWith(ConsumerKeys, fakeApi(calls, answers))
@@ -106,13 +111,29 @@ describe('Consumer keys', () => {
       disabled: false,
     })
   })
+
+  it('pages the keys when there are more than a page (each sold license has one)', async () => {
+    const calls: { method: string; input: unknown }[] = []
+    const keys = Array.from({ length: 100 }, (_, i) => key({ id: i.toString(16).padStart(16, '0'), name: `k${i}` }))
+    const answers = { consumerKeysList: { keys, total: 250, legacy_keys: 0, key_required: true } }
+    const el = await mountWith(ConsumerKeys, fakeApi(calls, answers))
+    expect(calls[0]).toEqual({ method: 'consumerKeysList', input: { limit: 100, offset: 0 } })
+    expect(el.querySelector('.pager')!.textContent).toContain('1–100 of 250')
+    button(el, 'Next').click()
+    await flush()
+    expect(calls.at(-1)).toEqual({ method: 'consumerKeysList', input: { limit: 100, offset: 100 } })
+  })
 })
 
 describe('Usage per key', () => {
   it('shows totals with estimates apart, mean TTFT, tokens/s, and a chart per key', async () => {
     const answers: Record<string, unknown> = {
-      consumerKeysList: { keys: [key({})], legacy_keys: 0, key_required: true },
-      consumerKeyUsage: { from: HOUR - 23 * 3600_000, hours: [usageRow({})], totals: [usageRow({})] },
+      consumerKeyUsage: {
+        from: HOUR - 23 * 3600_000,
+        hours: [usageRow({})],
+        totals: [usageRow({})],
+        names: { '0123456789abcdef': 'chat ui' },
+      },
     }
     const el = await mountWith(KeyUsage, fakeApi([], answers))
     const row = el.querySelector('.ku-table tbody tr')!.textContent ?? ''
