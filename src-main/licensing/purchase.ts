@@ -39,13 +39,15 @@ function freeTrial(q: PricedQuote): PricedQuote {
   }
 }
 
-/** What an invoice is opened for: a purchase, a tier change, a renewal. */
+/** What an invoice is opened for: a purchase, a tier change, a renewal, a top-up. */
 export interface InvoiceOrder {
-  kind: 'purchase' | 'upgrade' | 'renewal'
+  kind: 'purchase' | 'upgrade' | 'renewal' | 'top_up'
   quote: Quote
   buyerEmail: string | null
   buyerNote: string | null
   redirectUrl: string | null
+  /** What the provider's checkout names; default: the product and the tier. */
+  label?: string
   /** More rows written in the invoice's own transaction (a tier_changes row, a cycle row). */
   alsoInTransaction?: (invoiceId: string, now: number) => void
 }
@@ -250,7 +252,7 @@ export class Purchases {
           amountSats: quote.amount_sats,
           listed: { currency: quote.listed_currency, value: quote.listed_value },
           redirectUrl: o.redirectUrl ?? this.thankYouUrl(id),
-          label: `${product?.name ?? quote.product_slug} (${policy?.name ?? quote.policy_slug})`,
+          label: o.label ?? `${product?.name ?? quote.product_slug} (${policy?.name ?? quote.policy_slug})`,
           buyerEmail: o.buyerEmail,
         },
         signal,

@@ -6,7 +6,8 @@ import { startRig, type GatewayRig } from './setup'
 /**
  * Issue 45, item 6: the demo's shop sells access. Bought and paid through the demo's checkout, the
  * Cluster API tier's key works with the OpenAI client against the engines until its monthly tokens
- * run out, then the client gets OpenAI's insufficient_quota error saying when they reset.
+ * run out, then the client gets OpenAI's insufficient_quota error saying when they reset; a top-up
+ * bought and paid through the same checkout makes the same key work again at once.
  */
 const SECRET = /tdm_[a-f0-9]{8}_[A-Za-z0-9_-]{43}/
 let shop: LicensingSim
@@ -23,7 +24,7 @@ afterAll(async () => {
 })
 
 describe('the demo’s access product', () => {
-  it('sells a monthly key that answers the OpenAI client until its quota is spent, then says why', async () => {
+  it('sells a monthly key that answers the OpenAI client until its quota is spent, then says why, and a top-up revives it', async () => {
     const res = await fetch(`${rig.daemon.url}/v1/purchase`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -35,6 +36,8 @@ describe('the demo’s access product', () => {
     const page = await (await fetch(`${rig.daemon.url}/thank-you?invoice=${bought.invoice_id}`)).text()
     const secret = SECRET.exec(page)?.[0]
     expect(secret).toBeDefined()
+    const licenseKey = /<pre id="license-key" class="key">([^<]+)<\/pre>/.exec(page)?.[1]
+    expect(licenseKey).toBeDefined()
 
     const client = new OpenAI({ apiKey: secret!, baseURL: `${rig.daemon.url}/v1`, maxRetries: 0 })
     const first = await client.chat.completions.create({
@@ -61,6 +64,22 @@ describe('the demo’s access product', () => {
     const e = refused as InstanceType<typeof OpenAI.RateLimitError>
     expect(e.code).toBe('insufficient_quota')
     expect(e.message).toMatch(/2000 tokens for this period.*resets at \d{4}-\d\d-\d\dT/)
+
+    // The demo's top-up: 2,000 more tokens, bought with the license key and paid at the demo checkout.
+    const top = await fetch(`${rig.daemon.url}/v1/top-ups`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ license_key: licenseKey }),
+    })
+    expect(top.status).toBe(200)
+    const topUp = (await top.json()) as { provider_invoice_id: string; tokens: number; amount_sats: number }
+    expect(topUp).toMatchObject({ tokens: 2000, amount_sats: 5000 })
+    expect((await shop.btcpay.pay(topUp.provider_invoice_id)).status).toBe(200)
+    const revived = await client.chat.completions.create({
+      model: 'sim/Qwen3-8B-Instruct',
+      messages: [{ role: 'user', content: 'hello again' }],
+    })
+    expect(revived.usage?.total_tokens).toBeGreaterThan(0)
   })
 })
 

@@ -16,7 +16,13 @@ import { FakeBtcpay } from '../../fakes/btcpay'
 import { paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
 
 /** The buyer's gateway key (issue 45): issued by a sale, shown once, recovered, following its tier. */
-const ACCESS = { models: ['llm'], tokens_per_period: null, requests_per_minute: 30, concurrent_streams: 2 }
+const ACCESS = {
+  models: ['llm'],
+  tokens_per_period: null,
+  requests_per_minute: 30,
+  concurrent_streams: 2,
+  top_up: null,
+}
 let h: Harness
 let btcpay: FakeBtcpay
 let keys: ConsumerKeys
