@@ -13,7 +13,8 @@ import type { Catalog } from './productCatalog'
 import type { Discounts } from './discounts'
 import { invoiceRateColumns, type PricedQuote, type Pricing } from './pricing'
 import { assertRedirectAllowed } from './redirects'
-import type { Settlement } from './settlement'
+import type { EventOutbox, Settlement } from './settlement'
+import type { LicensingServices } from './licensingServices'
 import { startsTrial } from './subscriptions'
 
 /** How long a local invoice waits for payment before reconciliation expires it. */
@@ -50,6 +51,15 @@ export interface InvoiceOrder {
   label?: string
   /** More rows written in the invoice's own transaction (a tier_changes row, a cycle row). */
   alsoInTransaction?: (invoiceId: string, now: number) => void
+}
+
+/** What a service selling to an existing license (a tier change, a top-up) opens its invoices with. */
+export interface LicenseChargeDeps {
+  services: LicensingServices
+  purchases: Purchases
+  outbox: EventOutbox
+  /** Public base URL for the poll link. */
+  publicUrl: () => string
 }
 
 /**

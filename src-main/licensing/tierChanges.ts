@@ -19,9 +19,8 @@ import { immediate } from './db'
 import type { InvoiceRow } from './invoices'
 import { iso } from './json'
 import type { LicenseRow } from './licenses'
-import type { Purchases } from './purchase'
-import type { LicensingServices } from './licensingServices'
-import type { EventOutbox, SettleBranch } from './settlement'
+import type { LicenseChargeDeps } from './purchase'
+import type { SettleBranch } from './settlement'
 import type { SubscriptionRow } from './subscriptions'
 import {
   applyTierChange,
@@ -88,15 +87,7 @@ export class TierChanges {
    */
   private readonly opening = new Set<string>()
 
-  constructor(
-    private readonly deps: {
-      services: LicensingServices
-      purchases: Purchases
-      outbox: EventOutbox
-      /** Public base URL for the poll link. */
-      publicUrl: () => string
-    },
-  ) {}
+  constructor(private readonly deps: LicenseChargeDeps) {}
 
   private get db() {
     return this.deps.services.db

@@ -11,11 +11,10 @@ import { ApiError } from '../contract/errors'
 import { parseAccess } from './json'
 import type { InvoiceRow } from './invoices'
 import type { LicenseRow } from './licenses'
-import type { LicensingServices } from './licensingServices'
 import { emitEvent } from './outboundEvents'
 import { effectivePrice, type PolicyRow, type ProductRow } from './productCatalog'
-import type { Purchases } from './purchase'
-import type { EventOutbox, SettleBranch } from './settlement'
+import type { LicenseChargeDeps } from './purchase'
+import type { SettleBranch } from './settlement'
 
 /** The pack a license may buy now, with its price in the tier's currency. */
 export interface TopUpOffer {
@@ -37,15 +36,7 @@ interface OrderRow {
 }
 
 export class TopUpSales {
-  constructor(
-    private readonly deps: {
-      services: LicensingServices
-      purchases: Purchases
-      outbox: EventOutbox
-      /** Public base URL for the poll link. */
-      publicUrl: () => string
-    },
-  ) {}
+  constructor(private readonly deps: LicenseChargeDeps) {}
 
   private get db() {
     return this.deps.services.db

@@ -1,29 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startLicensingSim, type LicensingSim } from '../../fakes/licensingDemo'
-import { accessTier, adminPost, chatAs, issueAccess } from './accessRig'
-import { startRig, type GatewayRig } from './setup'
+import { describe, expect, it } from 'vitest'
+import { accessTier, adminPost, chatAs, demoShopRig, issueAccess } from './accessRig'
 
 /**
  * Issue 45: the buyer buys a top-up with the license key (`POST /v1/top-ups`), pays it like any
  * purchase (here the loopback BTCPay), and the tokens count at once, even over quota.
  */
-let shop: LicensingSim
-let rig: GatewayRig
-
-beforeAll(async () => {
-  shop = await startLicensingSim()
-  rig = await startRig({ ...shop.env, LICENSING_RATE_LIMIT: '0' })
-  await shop.seed(rig.daemon.url, rig.daemon.adminToken)
-})
-afterAll(async () => {
-  await rig?.stop()
-  await shop?.close()
-})
+const demo = demoShopRig()
 
 const PACK = { tokens: 1000, price_value: 700 }
 
 function post(path: string, body: unknown): Promise<Response> {
-  return fetch(`${rig.daemon.url}${path}`, {
+  return fetch(`${demo.rig.daemon.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -31,7 +18,7 @@ function post(path: string, body: unknown): Promise<Response> {
 }
 
 function form(path: string, fields: Record<string, string>): Promise<Response> {
-  return fetch(`${rig.daemon.url}${path}`, {
+  return fetch(`${demo.rig.daemon.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams(fields).toString(),
@@ -58,7 +45,7 @@ async function access(licenseKey: string): Promise<{ top_up_tokens: number; toke
 
 async function chatUntilRefused(secret: string): Promise<Response> {
   for (let i = 0; i < 20; i++) {
-    const res = await chatAs(rig, secret)
+    const res = await chatAs(demo.rig, secret)
     if (res.status !== 200) return res
     await res.arrayBuffer()
     await new Promise((r) => setTimeout(r, 20))
@@ -68,7 +55,10 @@ async function chatUntilRefused(secret: string): Promise<Response> {
 
 describe('a bought top-up', () => {
   it('bought while over quota works at once; its settlement replayed adds once; revenue counts it', async () => {
-    const lic = await issueAccess(rig, await accessTier(rig, 'topup-a', { tokens_per_period: 20, top_up: PACK }))
+    const lic = await issueAccess(
+      demo.rig,
+      await accessTier(demo.rig, 'topup-a', { tokens_per_period: 20, top_up: PACK }),
+    )
     expect((await chatUntilRefused(lic.secret)).status).toBe(429)
 
     const res = await post('/v1/top-ups', { license_key: lic.licenseKey })
@@ -78,20 +68,20 @@ describe('a bought top-up', () => {
     expect(started.amount_sats).toBe(700)
     expect((await access(lic.licenseKey)).top_up_tokens).toBe(0)
 
-    expect((await shop.btcpay.pay(started.provider_invoice_id)).status).toBe(200)
-    const again = await chatAs(rig, lic.secret)
+    expect((await demo.shop.btcpay.pay(started.provider_invoice_id)).status).toBe(200)
+    const again = await chatAs(demo.rig, lic.secret)
     expect(again.status).toBe(200)
     await again.arrayBuffer()
     expect((await access(lic.licenseKey)).top_up_tokens).toBe(1000)
 
     // BTCPay delivers the same settlement again: the tokens are added once.
-    expect((await shop.btcpay.sendEvent('InvoiceSettled', started.provider_invoice_id)).status).toBe(200)
+    expect((await demo.shop.btcpay.sendEvent('InvoiceSettled', started.provider_invoice_id)).status).toBe(200)
     expect((await access(lic.licenseKey)).top_up_tokens).toBe(1000)
 
-    const thanks = await (await fetch(`${rig.daemon.url}/thank-you?invoice=${started.invoice_id}`)).text()
+    const thanks = await (await fetch(`${demo.rig.daemon.url}/thank-you?invoice=${started.invoice_id}`)).text()
     expect(thanks).toContain('1,000 tokens were added to this period of your license')
 
-    const report = (await (await rig.daemon.admin('/v1/admin/access?limit=500')).json()) as {
+    const report = (await (await demo.rig.daemon.admin('/v1/admin/access?limit=500')).json()) as {
       licenses: { license_id: string; revenue_sats: number; top_up_tokens: number }[]
     }
     expect(report.licenses.find((l) => l.license_id === lic.id)).toMatchObject({
@@ -102,7 +92,7 @@ describe('a bought top-up', () => {
 
   it('is priced in the tier’s currency through the same rates as a purchase', async () => {
     const p = (await (
-      await adminPost(rig, '/v1/admin/products', {
+      await adminPost(demo.rig, '/v1/admin/products', {
         slug: 'topup-usd',
         name: 'USD API',
         price_currency: 'USD',
@@ -110,7 +100,7 @@ describe('a bought top-up', () => {
       })
     ).json()) as { id: string }
     const tier = (await (
-      await adminPost(rig, `/v1/admin/products/${p.id}/policies`, {
+      await adminPost(demo.rig, `/v1/admin/products/${p.id}/policies`, {
         slug: 'api',
         name: 'API',
         price_value_override: 250,
@@ -120,7 +110,7 @@ describe('a bought top-up', () => {
     const bought = (await (await post('/v1/purchase', { product: 'topup-usd', policy: 'api' })).json()) as {
       amount_sats: number
     }
-    const lic = await issueAccess(rig, { productId: p.id, tierId: tier.id })
+    const lic = await issueAccess(demo.rig, { productId: p.id, tierId: tier.id })
     const started = (await (await post('/v1/top-ups', { license_key: lic.licenseKey })).json()) as Started
     expect(started).toMatchObject({ listed_currency: 'USD', listed_value: 250 })
     expect(bought.amount_sats).toBeGreaterThan(0)
@@ -128,16 +118,16 @@ describe('a bought top-up', () => {
   })
 
   it('is refused for a revoked license, a tier without a pack, and a request without a key', async () => {
-    const noPack = await issueAccess(rig, await accessTier(rig, 'topup-none', { tokens_per_period: 20 }))
+    const noPack = await issueAccess(demo.rig, await accessTier(demo.rig, 'topup-none', { tokens_per_period: 20 }))
     const refused = await post('/v1/top-ups', { license_key: noPack.licenseKey })
     expect(refused.status).toBe(409)
     expect(JSON.stringify(await refused.json())).toContain('tier api sells no top-up')
 
     const revoked = await issueAccess(
-      rig,
-      await accessTier(rig, 'topup-revoked', { tokens_per_period: 20, top_up: PACK }),
+      demo.rig,
+      await accessTier(demo.rig, 'topup-revoked', { tokens_per_period: 20, top_up: PACK }),
     )
-    expect((await adminPost(rig, `/v1/admin/licenses/${revoked.id}/revoke`, { reason: 'test' })).status).toBe(200)
+    expect((await adminPost(demo.rig, `/v1/admin/licenses/${revoked.id}/revoke`, { reason: 'test' })).status).toBe(200)
     expect((await post('/v1/top-ups', { license_key: revoked.licenseKey })).status).toBe(401)
 
     const missing = await post('/v1/top-ups', {})
@@ -146,11 +136,11 @@ describe('a bought top-up', () => {
   })
 
   it('a pack that is no pack is refused with 400 naming the field', async () => {
-    const p = (await (await adminPost(rig, '/v1/admin/products', { slug: 'topup-bad', name: 'Bad' })).json()) as {
+    const p = (await (await adminPost(demo.rig, '/v1/admin/products', { slug: 'topup-bad', name: 'Bad' })).json()) as {
       id: string
     }
     const tierWith = (top_up: unknown, extra: object = { tokens_per_period: 100 }) =>
-      adminPost(rig, `/v1/admin/products/${p.id}/policies`, {
+      adminPost(demo.rig, `/v1/admin/products/${p.id}/policies`, {
         slug: 'api',
         name: 'API',
         access: { ...extra, top_up },
@@ -169,16 +159,19 @@ describe('a bought top-up', () => {
   })
 
   it('is offered on the buyer’s /recover page, whose button opens the checkout', async () => {
-    const lic = await issueAccess(rig, await accessTier(rig, 'topup-page', { tokens_per_period: 20, top_up: PACK }))
+    const lic = await issueAccess(
+      demo.rig,
+      await accessTier(demo.rig, 'topup-page', { tokens_per_period: 20, top_up: PACK }),
+    )
     const page = await (await form('/recover', { key: lic.licenseKey })).text()
     expect(page).toContain('Buy 1,000 more tokens for 700 sats')
     const res = await form('/buy/top-up/pay', { key: lic.licenseKey })
     expect(res.status).toBe(200)
     const checkout = await res.text()
-    expect(checkout).toContain(`${shop.btcpay.url}/i/`)
+    expect(checkout).toContain(`${demo.shop.btcpay.url}/i/`)
     expect(checkout).toMatch(/\/thank-you\?invoice=[0-9a-f-]{36}/)
 
-    const plain = await issueAccess(rig, await accessTier(rig, 'topup-page-none', { tokens_per_period: 20 }))
+    const plain = await issueAccess(demo.rig, await accessTier(demo.rig, 'topup-page-none', { tokens_per_period: 20 }))
     expect(await (await form('/recover', { key: plain.licenseKey })).text()).not.toContain('more tokens for')
   })
 })

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { AccessEntitlementsInput, PolicyPatch, WebhookEndpointInput } from '../../../src-main/contract/licensing'
+import { AccessEntitlementsInput, PolicyPatch } from '../../../src-main/contract/licensing'
 import type { InvoiceRow } from '../../../src-main/licensing/invoices'
 import { m016TopUpInvoices } from '../../../src-main/licensing/migrations/016_top_up_invoices'
 import { FakeBtcpay } from '../../fakes/btcpay'
-import { paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
+import { connectShop, paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
 
 /** A bought top-up (issue 45): an invoice aimed at the license, whose settlement adds the pack once. */
 const DAY = 86_400_000
@@ -21,15 +21,7 @@ beforeEach(async () => {
     { slug: 'api', rank: 1, price: 1000 },
     { access: AccessEntitlementsInput.parse({ tokens_per_period: 100, top_up: PACK }) },
   )
-  await h.payments.providers.connectBtcpay({
-    baseUrl: btcpay.url,
-    storeId: btcpay.storeId,
-    apiKey: btcpay.apiKey,
-    webhookSecret: btcpay.webhookSecret,
-  })
-  h.payments.outbox.createEndpoint(
-    WebhookEndpointInput.parse({ url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(16) }),
-  )
+  await connectShop(h, btcpay)
 })
 
 afterEach(async () => {
