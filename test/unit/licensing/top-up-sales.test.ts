@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { AccessEntitlementsInput, PolicyPatch } from '../../../src-main/contract/licensing'
 import type { InvoiceRow } from '../../../src-main/licensing/invoices'
-import { m016TopUpInvoices } from '../../../src-main/licensing/migrations/016_top_up_invoices'
 import { FakeBtcpay } from '../../fakes/btcpay'
 import { connectShop, paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
 
@@ -96,22 +95,6 @@ describe('a bought top-up', () => {
       message: 'tier api sells no top-up: ask the seller',
     })
     expect(count('SELECT count(*) AS n FROM invoices')).toBe(invoices)
-  })
-
-  it('the invoices table takes kind top_up and still refuses an unknown kind; the migration runs again harmlessly', () => {
-    m016TopUpInvoices.up(h.services.db)
-    const sql = (
-      h.services.db.prepare("SELECT sql FROM sqlite_master WHERE name = 'invoices'").get() as { sql: string }
-    ).sql
-    expect(sql).toContain("'top_up'")
-    expect(() =>
-      h.services.db
-        .prepare(
-          `INSERT INTO invoices (id, kind, product_id, amount_sats, created_at, updated_at)
-           VALUES ('x', 'gift', (SELECT id FROM products LIMIT 1), 0, 0, 0)`,
-        )
-        .run(),
-    ).toThrow(/CHECK/)
   })
 })
 
