@@ -272,7 +272,8 @@ async function submitTopUp(deps: PagesDeps, req: Request, res: Response): Promis
   try {
     const f = await readForm(req)
     const started = await deps.account.buyTopUp((f.get('key') ?? '').trim().slice(0, 16_384))
-    send(res, 200, checkoutRedirectPage(usableCheckoutUrl(started.checkout_url), started.invoice_id))
+    const there = 'which says when the tokens were added'
+    send(res, 200, checkoutRedirectPage(usableCheckoutUrl(started.checkout_url), started.invoice_id, there))
   } catch (err) {
     const e = pageError(deps, 'top-up page failed', err, 'Your top-up')
     send(res, e.status, errorPage('Top-up', e.message))

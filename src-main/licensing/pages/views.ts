@@ -284,12 +284,15 @@ export function buyPage(m: BuyPageModel): string {
 }
 
 /** Between the form and the provider: a page that moves on by itself (no script, CSP-friendly). */
-export function checkoutRedirectPage(checkoutUrl: string, invoiceId: string): string {
+export function checkoutRedirectPage(
+  checkoutUrl: string,
+  invoiceId: string,
+  there = 'where your license key appears',
+): string {
   const body = html`<h1>Taking you to the payment page…</h1>
     <p><a class="button" href="${checkoutUrl}">Continue to payment</a></p>
     <p class="muted">
-      After paying you come back to <a href="/thank-you?invoice=${invoiceId}">your thank-you page</a>, where your
-      license key appears.
+      After paying you come back to <a href="/thank-you?invoice=${invoiceId}">your thank-you page</a>, ${there}.
     </p>`
   return page('Checkout', body, { refresh: `0;url=${checkoutUrl}` })
 }

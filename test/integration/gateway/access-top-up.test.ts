@@ -170,6 +170,7 @@ describe('a bought top-up', () => {
     const checkout = await res.text()
     expect(checkout).toContain(`${demo.shop.btcpay.url}/i/`)
     expect(checkout).toMatch(/\/thank-you\?invoice=[0-9a-f-]{36}/)
+    expect(checkout).toContain('which says when the tokens were added')
 
     const plain = await issueAccess(demo.rig, await accessTier(demo.rig, 'topup-page-none', { tokens_per_period: 20 }))
     expect(await (await form('/recover', { key: plain.licenseKey })).text()).not.toContain('more tokens for')
