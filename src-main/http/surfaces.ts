@@ -47,6 +47,7 @@ const LICENSING_PUBLIC_EXACT = new Set([
   '/v1/discount-codes/preview',
   '/v1/upgrade-quote',
   '/v1/upgrade',
+  '/v1/top-ups',
   '/v1/subscriptions/cancel',
   '/v1/openapi.json',
   '/thank-you',

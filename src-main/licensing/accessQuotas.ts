@@ -25,9 +25,10 @@ export class AccessQuotas {
   private readonly insertTopUp
 
   constructor(private readonly deps: AccessQuotaDeps) {
+    // A paid top-up's invoice_id is unique: the same invoice settled again adds nothing.
     this.insertTopUp = deps.db.prepare(
       `INSERT INTO access_top_ups (id, license_id, tokens, source, invoice_id, created_at)
-       VALUES (@id, @license_id, @tokens, @source, @invoice_id, @created_at)`,
+       VALUES (@id, @license_id, @tokens, @source, @invoice_id, @created_at) ON CONFLICT (invoice_id) DO NOTHING`,
     )
   }
 
@@ -58,21 +59,44 @@ export class AccessQuotas {
       throw new ApiError('conflict', `license ${a.licenseId} does not stand on a tier that sells access`)
     if (before.tokens_per_period === null)
       throw new ApiError('conflict', `license ${a.licenseId}'s tier has no token quota to top up`)
-    this.insertTopUp.run({
-      id: randomUUID(),
-      license_id: a.licenseId,
-      tokens: a.tokens,
-      source: a.source,
-      invoice_id: a.invoiceId ?? null,
-      created_at: this.deps.clock.now(),
-    })
+    this.record({ ...a, invoiceId: a.invoiceId ?? null, at: this.deps.clock.now() })
+    return this.quota(a.licenseId)!
+  }
+
+  /**
+   * A bought top-up, inside its invoice's settlement: counts in the period `at` (the settlement)
+   * falls in. Recorded even when the license stopped standing since the invoice opened (it was
+   * paid for, and counts should it stand again this period). False when this invoice's top-up was
+   * recorded already.
+   */
+  addPaidTopUp(a: { licenseId: string; tokens: number; invoiceId: string; at: number }): boolean {
+    return this.record({ ...a, source: 'paid' })
+  }
+
+  private record(a: {
+    licenseId: string
+    tokens: number
+    source: 'admin' | 'paid'
+    invoiceId: string | null
+    at: number
+  }): boolean {
+    const added =
+      this.insertTopUp.run({
+        id: randomUUID(),
+        license_id: a.licenseId,
+        tokens: a.tokens,
+        source: a.source,
+        invoice_id: a.invoiceId,
+        created_at: a.at,
+      }).changes === 1
+    if (!added) return false
     this.deps.audit.record({
       actor: a.source === 'admin' ? 'admin' : 'system',
       action: 'license.top_up',
       targetType: 'license',
       targetId: a.licenseId,
-      details: { tokens: a.tokens, invoice_id: a.invoiceId ?? null },
+      details: { tokens: a.tokens, source: a.source, invoice_id: a.invoiceId },
     })
-    return this.quota(a.licenseId)!
+    return true
   }
 }

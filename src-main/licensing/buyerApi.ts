@@ -33,7 +33,8 @@ function activeProductOf(s: LicensingServices, slug: string): ProductRow {
 /** The caller as the validation log records it. */
 const clientOf = (ctx: CallContext): ClientInfo => ({ ip: ctx.clientIp, userAgent: ctx.userAgent })
 
-export function buyerHandlers(s: LicensingServices): Handlers<typeof licensingBuyerContract> {
+/** All buyer methods but the top-up (topUpSales.ts: it opens an invoice, so it lives with the payments). */
+export function buyerHandlers(s: LicensingServices): Handlers<Omit<typeof licensingBuyerContract, 'licBuyTopUp'>> {
   const { catalog, licenses } = s
 
   /** Sats for a listed price, at a rate fetched on demand when none is cached (503 rate_unavailable when no source answers). */

@@ -2,10 +2,10 @@ import type { InvoiceFilter, InvoiceQuery, InvoiceView } from '../contract/licen
 import { equals, likeContains, orderBy, whereAll, type LicensingDb, type SqlArg } from './db'
 import type { PaymentFlag } from './settlement'
 
-/** An invoice row as stored (migrations 001–002). */
+/** An invoice row as stored (migrations 001–002; kind 'top_up' since 016). */
 export interface InvoiceRow {
   id: string
-  kind: 'purchase' | 'redeem' | 'renewal' | 'upgrade'
+  kind: 'purchase' | 'redeem' | 'renewal' | 'upgrade' | 'top_up'
   product_id: string
   policy_id: string | null
   provider: 'btcpay' | 'zaprite' | 'free' | null

@@ -29,6 +29,7 @@ import {
 import { createPayments } from './payments'
 import { subscriptionHandlers } from './subscriptionHandlers'
 import { tierChangeHandlers } from './tierChangeHandlers'
+import { topUpHandlers } from './topUpSales'
 import { createLicensingServices, type LicensingServices } from './licensingServices'
 import { validationHandlers } from './validationHandlers'
 
@@ -104,6 +105,7 @@ function licensingModule(services: LicensingServices): LicensingModule {
         ...payments.handlers,
         ...subscriptionHandlers(payments.subscriptions, services.deps.clock),
         ...tierChangeHandlers(payments.tierChanges),
+        ...topUpHandlers(payments.topUps),
         ...validationHandlers(services.validationLog),
       },
       () => outage,

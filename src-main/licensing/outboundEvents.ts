@@ -43,6 +43,16 @@ export interface EventData {
     expires_at: string | null
     buyer_email: string | null
   }
+  'license.topped_up': {
+    license_id: string
+    product_id: string
+    invoice_id: string
+    tokens: number
+    amount_sats: number
+    listed_currency: string | null
+    listed_value: number | null
+    buyer_email: string | null
+  }
   'machine.activated': { machine_id: string; license_id: string; hostname: string | null; platform: string | null }
   'machine.deactivated': { machine_id: string; license_id: string; reason: string; actor: Actor }
   'code.redeemed': {

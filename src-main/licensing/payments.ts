@@ -23,6 +23,7 @@ import type { LicensingServices } from './licensingServices'
 import { Settlement, type LicenseIssuer } from './settlement'
 import { isRecurring, Subscriptions } from './subscriptions'
 import { tierChangeSettleBranch, TierChanges } from './tierChanges'
+import { topUpSettleBranch, TopUpSales } from './topUpSales'
 import { OutboundWebhooks, type Poster } from './webhooksOut'
 
 const WEBHOOK_BODY_LIMIT = 256 * 1024
@@ -49,6 +50,7 @@ export interface Payments {
   readonly subscriptions: Subscriptions
   readonly renewals: RenewalWorker
   readonly tierChanges: TierChanges
+  readonly topUps: TopUpSales
   readonly btcpayAuth: BtcpayAuthorizations
   mountRoutes(router: Router): void
   start(): void
@@ -71,6 +73,7 @@ interface PaymentParts {
   readonly subscriptions: Subscriptions
   readonly renewals: RenewalWorker
   readonly tierChanges: TierChanges
+  readonly topUps: TopUpSales
   readonly btcpayAuth: BtcpayAuthorizations
 }
 
@@ -158,6 +161,8 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
   // Spec 001 §4.3: the tier-change check first, then the subscription renewal; issuance stays last.
   settlement.addBranch(tierChangeSettleBranch(tierChanges))
   settlement.addBranch(subscriptions.renewalBranch())
+  const topUps = new TopUpSales({ services, purchases, outbox, publicUrl })
+  settlement.addBranch(topUpSettleBranch(topUps))
   const renewals = new RenewalWorker({
     db,
     clock,
@@ -201,6 +206,7 @@ function wirePayments(services: LicensingServices, opts: PaymentsOptions): Payme
     subscriptions,
     renewals,
     tierChanges,
+    topUps,
     btcpayAuth,
   }
 }
@@ -366,6 +372,8 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
       subscriptionOf: (licenseId) => p.subscriptions.forLicense(licenseId),
       quote: (input) => p.tierChanges.quote(input),
       upgrade: (input) => p.tierChanges.upgrade(input),
+      topUpOffer: (licenseId) => p.topUps.offerFor(licenseId),
+      buyTopUp: (licenseKey) => p.topUps.start({ license_key: licenseKey }),
     },
     gatewayKey: (licenseId) => p.services.licenses.access.revealOnce(licenseId),
     invoiceExtras: (id) => {
@@ -375,6 +383,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
         buyer_email: v?.buyer_email ?? null,
         buyer_note: v?.buyer_note ?? null,
         kind: v?.kind ?? null,
+        top_up_tokens: p.topUps.tokensOf(id),
       }
     },
   })
@@ -387,8 +396,7 @@ function mountPaymentRoutes(router: Router, p: PaymentParts): void {
  */
 export function createPayments(services: LicensingServices, opts: PaymentsOptions = {}): Payments {
   const parts = wirePayments(services, opts)
-  const { providers, settlement, outbox, reconciler, purchases, subscriptions, renewals, tierChanges, btcpayAuth } =
-    parts
+  const { providers, settlement, outbox, reconciler, purchases, subscriptions, renewals, tierChanges, topUps } = parts
   return {
     handlers: paymentsHandlers(parts),
     providers,
@@ -399,7 +407,8 @@ export function createPayments(services: LicensingServices, opts: PaymentsOption
     subscriptions,
     renewals,
     tierChanges,
-    btcpayAuth,
+    topUps,
+    btcpayAuth: parts.btcpayAuth,
     mountRoutes: (router) => mountPaymentRoutes(router, parts),
     start() {
       outbox.start()

@@ -35,6 +35,31 @@ export class Pricing {
     private readonly rates: RateService,
   ) {}
 
+  /**
+   * The quote of a charge against a license's tier, in the tier's listed currency, converted to
+   * sats at the current rate (rounded up); no code applies. Tier changes and bought top-ups.
+   */
+  async charge(product: ProductRow, policy: PolicyRow, charge: number): Promise<Quote> {
+    const currency = effectivePrice(product, policy).currency
+    const sats = await this.convert(charge, currency, 'SAT', 'up')
+    return {
+      product_id: product.id,
+      product_slug: product.slug,
+      policy_id: policy.id,
+      policy_slug: policy.slug,
+      listed_currency: currency,
+      base_value: charge,
+      discount_code_id: null,
+      discount_code: null,
+      discount_value: 0,
+      listed_value: charge,
+      amount_sats: sats.value,
+      exchange_rate_centibps: sats.rate?.centibps ?? null,
+      exchange_rate_source: sats.rate?.source ?? null,
+      free: charge === 0,
+    }
+  }
+
   /** Converts an amount between currencies (minor units); fiat↔fiat goes through sats. */
   async convert(
     value: number,

@@ -13,7 +13,8 @@ import type { Catalog } from './productCatalog'
 import type { Discounts } from './discounts'
 import { invoiceRateColumns, type PricedQuote, type Pricing } from './pricing'
 import { assertRedirectAllowed } from './redirects'
-import type { Settlement } from './settlement'
+import type { EventOutbox, Settlement } from './settlement'
+import type { LicensingServices } from './licensingServices'
 import { startsTrial } from './subscriptions'
 
 /** How long a local invoice waits for payment before reconciliation expires it. */
@@ -39,15 +40,26 @@ function freeTrial(q: PricedQuote): PricedQuote {
   }
 }
 
-/** What an invoice is opened for: a purchase, a tier change, a renewal. */
+/** What an invoice is opened for: a purchase, a tier change, a renewal, a top-up. */
 export interface InvoiceOrder {
-  kind: 'purchase' | 'upgrade' | 'renewal'
+  kind: 'purchase' | 'upgrade' | 'renewal' | 'top_up'
   quote: Quote
   buyerEmail: string | null
   buyerNote: string | null
   redirectUrl: string | null
+  /** What the provider's checkout names; default: the product and the tier. */
+  label?: string
   /** More rows written in the invoice's own transaction (a tier_changes row, a cycle row). */
   alsoInTransaction?: (invoiceId: string, now: number) => void
+}
+
+/** What a service selling to an existing license (a tier change, a top-up) opens its invoices with. */
+export interface LicenseChargeDeps {
+  services: LicensingServices
+  purchases: Purchases
+  outbox: EventOutbox
+  /** Public base URL for the poll link. */
+  publicUrl: () => string
 }
 
 /**
@@ -250,7 +262,7 @@ export class Purchases {
           amountSats: quote.amount_sats,
           listed: { currency: quote.listed_currency, value: quote.listed_value },
           redirectUrl: o.redirectUrl ?? this.thankYouUrl(id),
-          label: `${product?.name ?? quote.product_slug} (${policy?.name ?? quote.policy_slug})`,
+          label: o.label ?? `${product?.name ?? quote.product_slug} (${policy?.name ?? quote.policy_slug})`,
           buyerEmail: o.buyerEmail,
         },
         signal,

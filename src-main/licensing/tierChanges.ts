@@ -19,9 +19,8 @@ import { immediate } from './db'
 import type { InvoiceRow } from './invoices'
 import { iso } from './json'
 import type { LicenseRow } from './licenses'
-import type { Purchases } from './purchase'
-import type { LicensingServices } from './licensingServices'
-import type { EventOutbox, SettleBranch } from './settlement'
+import type { LicenseChargeDeps } from './purchase'
+import type { SettleBranch } from './settlement'
 import type { SubscriptionRow } from './subscriptions'
 import {
   applyTierChange,
@@ -88,15 +87,7 @@ export class TierChanges {
    */
   private readonly opening = new Set<string>()
 
-  constructor(
-    private readonly deps: {
-      services: LicensingServices
-      purchases: Purchases
-      outbox: EventOutbox
-      /** Public base URL for the poll link. */
-      publicUrl: () => string
-    },
-  ) {}
+  constructor(private readonly deps: LicenseChargeDeps) {}
 
   private get db() {
     return this.deps.services.db
@@ -174,28 +165,6 @@ export class TierChanges {
       cycleEnd: sub.due_at,
     })
     return { direction, charge, recurring: true, effectiveAt: now, ...next }
-  }
-
-  /** The invoice quote for a charge: the target tier, its listed currency, converted at the current rate. */
-  private async invoiceQuote(s: Situation, charge: number): Promise<Quote> {
-    const currency = effectivePrice(s.product, s.to).currency
-    const sats = await this.deps.services.pricing.convert(charge, currency, 'SAT', 'up')
-    return {
-      product_id: s.product.id,
-      product_slug: s.product.slug,
-      policy_id: s.to.id,
-      policy_slug: s.to.slug,
-      listed_currency: currency,
-      base_value: charge,
-      discount_code_id: null,
-      discount_code: null,
-      discount_value: 0,
-      listed_value: charge,
-      amount_sats: sats.value,
-      exchange_rate_centibps: sats.rate?.centibps ?? null,
-      exchange_rate_source: sats.rate?.source ?? null,
-      free: charge === 0,
-    }
   }
 
   // ---- buyer ----
@@ -285,7 +254,7 @@ export class TierChanges {
       throw new ApiError('conflict', 'a tier change of this license is being opened already; try again in a moment')
     this.opening.add(licenseId)
     try {
-      const quote = await this.invoiceQuote(s, priced.charge)
+      const quote = await this.deps.services.pricing.charge(s.product, s.to, priced.charge)
       const tierChangeId = randomUUID()
       const { actor, reason } = by
       const opened = await this.deps.purchases.openAtProviderFirst(

@@ -25,18 +25,23 @@ export interface LicensingSim {
 
 type AdminCall = <T>(method: string, path: string, body?: unknown) => Promise<T>
 
+/** The demo tier's top-up pack: 2,000 more tokens this month for 5,000 sats. */
+const DEMO_TOP_UP = { tokens: 2000, price_value: 5000 }
+
 /**
  * The demo's access product (issue 45): a monthly tier selling the demo's engines with a small
- * token quota, so a key bought through the demo checkout works with any OpenAI client until the
- * quota runs out, then says why. Seeded once, also into a demo data dir from before it existed.
+ * token quota and a top-up pack, so a key bought through the demo checkout works with any OpenAI
+ * client until the quota runs out, then says why, and works again once a top-up is bought. Seeded
+ * once, also into a demo data dir from before it existed (one seeded before the pack gets it).
  */
 async function seedAccessProduct(call: AdminCall): Promise<void> {
-  const existing = await call<{ products: { slug: string }[] }>('GET', '/v1/admin/products?q=cluster-api')
-  if (existing.products.some((p) => p.slug === 'cluster-api')) return
+  const existing = await call<{ products: { id: string; slug: string }[] }>('GET', '/v1/admin/products?q=cluster-api')
+  const found = existing.products.find((p) => p.slug === 'cluster-api')
+  if (found) return addTopUpPack(call, found.id)
   const api = await call<{ id: string }>('POST', '/v1/admin/products', {
     slug: 'cluster-api',
     name: 'Cluster API',
-    description: 'The demo cluster’s models through any OpenAI client: 2,000 tokens a month.',
+    description: 'The demo cluster’s models through any OpenAI client: 2,000 tokens a month, more when you need them.',
     price_currency: 'SAT',
     price_value: 21_000,
   })
@@ -45,8 +50,17 @@ async function seedAccessProduct(call: AdminCall): Promise<void> {
     name: 'Monthly',
     is_recurring: true,
     renewal_period_days: 30,
-    access: { tokens_per_period: 2000, requests_per_minute: 30, concurrent_streams: 2 },
+    access: { tokens_per_period: 2000, requests_per_minute: 30, concurrent_streams: 2, top_up: DEMO_TOP_UP },
   })
+}
+
+/** A demo seeded before the top-up pack existed: its quota tiers get the pack. */
+async function addTopUpPack(call: AdminCall, productId: string): Promise<void> {
+  type Tier = { id: string; access: { tokens_per_period: number | null; top_up?: unknown } | null }
+  for (const tier of await call<Tier[]>('GET', `/v1/admin/products/${productId}/policies`)) {
+    if (tier.access?.tokens_per_period == null || tier.access.top_up) continue
+    await call('PATCH', `/v1/admin/policies/${tier.id}`, { access: { ...tier.access, top_up: DEMO_TOP_UP } })
+  }
 }
 
 export async function startLicensingSim(): Promise<LicensingSim> {

@@ -201,7 +201,9 @@ for (const line of demoDataLines(data)) console.log(line)
 console.log(`  Doctor:      ${demoDoctorCommand(dataDir)}`)
 console.log('')
 console.log(`  Shop:        ${url}/buy/notes   (also ${url}/buy/studio, priced in dollars)`)
-console.log(`  API access:  ${url}/buy/cluster-api   (a gateway key with 2,000 tokens a month)`)
+console.log(
+  `  API access:  ${url}/buy/cluster-api   (a gateway key with 2,000 tokens a month; 2,000 more from /recover)`,
+)
 console.log('  To buy:      pick a tier, "Continue to payment", then on the demo BTCPay checkout press "Pay"')
 console.log('               (or "Expire" to see a lapsed invoice). You land on the thank-you page with')
 console.log(`               your license key; it validates at POST ${url}/v1/validate.`)

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { page, pageOf } from '../page'
 import { method, type ContractTable } from '../define'
 import {
-  AccessEntitlements,
+  AccessEntitlementsInput,
   AccessLicenseRow,
   AccessModelRevenue,
   AccessQuota,
@@ -88,7 +88,7 @@ export const PolicyFields = z.object({
   public: z.boolean().default(true),
   active: z.boolean().default(true),
   /** Access to the cluster (a gateway key for the buyer); null = none. */
-  access: AccessEntitlements.nullable().default(null),
+  access: AccessEntitlementsInput.nullable().default(null),
 })
 export const PolicyInput = PolicyFields
 export type PolicyInput = z.infer<typeof PolicyInput>

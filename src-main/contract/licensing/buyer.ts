@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { method, type ContractTable } from '../define'
+import { blankToUndefined, HttpUrl } from './payments'
 import {
   AccessQuota,
   buyerSurface as pub,
@@ -141,6 +142,29 @@ export const GatewayKeyResponse = z.object({
   concurrent_streams: z.number().nullable(),
 })
 export type GatewayKeyResponse = z.infer<typeof GatewayKeyResponse>
+
+/** `POST /v1/top-ups`: the license to top up by its key; `redirect_url` is checked like a purchase's. */
+export const TopUpInput = z.object({
+  license_key: KeyText,
+  redirect_url: blankToUndefined(HttpUrl).or(z.null().transform(() => undefined)),
+})
+export type TopUpInput = z.infer<typeof TopUpInput>
+
+/** A bought top-up's invoice: pay it at `checkout_url`; the tokens count once it settles. */
+export const TopUpStarted = z.object({
+  ok: z.literal(true),
+  license_id: z.string(),
+  invoice_id: z.string(),
+  provider_invoice_id: z.string(),
+  checkout_url: z.string(),
+  /** Tokens added to the license's current period when paid. */
+  tokens: z.number(),
+  listed_currency: Currency,
+  listed_value: z.number(),
+  amount_sats: z.number(),
+  poll_url: z.string(),
+})
+export type TopUpStarted = z.infer<typeof TopUpStarted>
 
 export const DiscountPreviewInput = z.object({
   product: Slug,
@@ -310,6 +334,14 @@ export const licensingBuyerContract = {
     limit: 'recover',
     input: z.object({ license_key: KeyText }),
     output: GatewayKeyResponse,
+  }),
+  licBuyTopUp: method({
+    ...pub,
+    summary:
+      "Buy the top-up pack of an access license's tier: an invoice that adds its tokens to the current period once paid (works at once, even over quota)",
+    http: 'POST /v1/top-ups',
+    input: TopUpInput,
+    output: TopUpStarted,
   }),
   licDiscountPreview: method({
     ...pub,

@@ -168,6 +168,7 @@ export const WebhookEventName = z.enum([
   'license.suspended',
   'license.reinstated',
   'license.tier_changed',
+  'license.topped_up',
   'machine.activated',
   'machine.deactivated',
   'code.redeemed',

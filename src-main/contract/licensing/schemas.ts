@@ -76,6 +76,19 @@ const AccessModel = z
   .regex(/^[\w.:/@+-]+$/, 'a model id: letters, digits and . : / @ + - _')
 const AccessLimit = z.number().int().min(1)
 
+/** Tokens an operator adds to a license's current period (or a top-up bought). */
+export const TopUpTokens = z.number().int().min(1).max(1e12)
+
+/**
+ * A one-off top-up a buyer may buy on a tier with a token quota: `tokens` more in the current
+ * period, for `price_value` in the tier's currency (its smallest unit).
+ */
+export const AccessTopUpPack = z.strictObject({
+  tokens: TopUpTokens,
+  price_value: MinorUnits.min(1),
+})
+export type AccessTopUpPack = z.infer<typeof AccessTopUpPack>
+
 /**
  * What a tier sells of the cluster: the buyer's gateway key gets these models and limits. Every
  * limit is null for none; `models` null means every model.
@@ -86,8 +99,19 @@ export const AccessEntitlements = z.strictObject({
   tokens_per_period: AccessLimit.max(1e15).nullable().default(null),
   requests_per_minute: AccessLimit.max(1_000_000).nullable().default(null),
   concurrent_streams: AccessLimit.max(10_000).nullable().default(null),
+  /** The top-up a buyer may buy; null: none on sale. Only a tier with a token quota has one. */
+  top_up: AccessTopUpPack.nullable().default(null),
 })
 export type AccessEntitlements = z.infer<typeof AccessEntitlements>
+
+/** An access block as the operator sets it: a top-up pack only beside a token quota. */
+export const AccessEntitlementsInput = AccessEntitlements.refine(
+  (a) => a.top_up === null || a.tokens_per_period !== null,
+  {
+    path: ['top_up'],
+    message: 'a top-up pack needs tokens_per_period: without a token quota there is nothing to top up',
+  },
+)
 
 /** An access license's tokens this period: what its tier and top-ups allow, what its key used, when it resets. */
 export const AccessQuota = z.object({
@@ -141,9 +165,6 @@ export const AccessTotals = z.object({
   revenue_sats: z.number(),
 })
 export type AccessTotals = z.infer<typeof AccessTotals>
-
-/** Tokens an operator adds to a license's current period (or a top-up bought). */
-export const TopUpTokens = z.number().int().min(1).max(1e12)
 
 export const PolicyView = z.object({
   id: z.string(),

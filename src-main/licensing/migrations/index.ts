@@ -18,6 +18,7 @@ import { m012PaymentFlags } from './012_payment_flags'
 import { m013PolicyAccess } from './013_policy_access'
 import { m014GatewayKeyShown } from './014_gateway_key_shown'
 import { m015AccessTopUps } from './015_access_top_ups'
+import { m016TopUpInvoices } from './016_top_up_invoices'
 
 export type { Migration } from '../../lib/sqlite'
 import type { Migration } from '../../lib/sqlite'
@@ -38,4 +39,5 @@ export const MIGRATIONS: readonly Migration[] = [
   m013PolicyAccess,
   m014GatewayKeyShown,
   m015AccessTopUps,
+  m016TopUpInvoices,
 ]

@@ -9,6 +9,7 @@ import {
   type PurchaseStatus,
   type RecoverResponse,
   type SubscriptionView,
+  type TopUpStarted,
   type UpgradeQuote,
   type UpgradeStarted,
 } from '../../contract/licensing'
@@ -28,6 +29,7 @@ import type { FiatCurrency } from '../rates'
 import { PAGES_CSS, PAGES_ICON, PAGES_JS } from './assets'
 import { PAGES_CSP } from './html'
 import type { KeyReveal } from '../gatewayAccess'
+import type { TopUpOffer } from '../topUpSales'
 import { thankYouPage, thankYouState } from './thankYou'
 import {
   buyPage,
@@ -58,6 +60,8 @@ export interface PagesDeps {
     buyer_email: string | null
     buyer_note: string | null
     kind: string | null
+    /** A top-up invoice's tokens; null for any other invoice. */
+    top_up_tokens: number | null
   }
   recover(key: string): Promise<RecoverResponse>
   /** Recover by the invoice id and the e-mail given at checkout (same 404 for every mismatch). */
@@ -82,6 +86,9 @@ export interface BuyerAccountDeps {
   subscriptionOf(licenseId: string): z.infer<typeof SubscriptionView> | null
   quote(input: TierTarget): Promise<z.infer<typeof UpgradeQuote>>
   upgrade(input: TierTarget): Promise<z.infer<typeof UpgradeStarted>>
+  /** The top-up pack the license may buy now (`POST /v1/top-ups` sells it); null: none. */
+  topUpOffer(licenseId: string): TopUpOffer | null
+  buyTopUp(licenseKey: string): Promise<TopUpStarted>
 }
 
 function send(res: Response, status: number, body: string): void {
@@ -235,6 +242,7 @@ function accountModel(
     key: l.license_key,
     subscription: deps.account.subscriptionOf(l.license_id),
     upgrades: upgradeOptions(deps.catalog, l.product_id, l.policy_slug),
+    topUp: deps.account.topUpOffer(l.license_id),
   }
 }
 
@@ -256,6 +264,19 @@ async function submitUpgrade(deps: PagesDeps, step: 'quote' | 'pay', req: Reques
   } catch (err) {
     const e = pageError(deps, 'upgrade page failed', err, 'Your upgrade')
     send(res, e.status, errorPage('Upgrade', e.message))
+  }
+}
+
+/** The top-up form: the same service call as `POST /v1/top-ups`, then on to the checkout. */
+async function submitTopUp(deps: PagesDeps, req: Request, res: Response): Promise<void> {
+  try {
+    const f = await readForm(req)
+    const started = await deps.account.buyTopUp((f.get('key') ?? '').trim().slice(0, 16_384))
+    const there = 'which says when the tokens were added'
+    send(res, 200, checkoutRedirectPage(usableCheckoutUrl(started.checkout_url), started.invoice_id, there))
+  } catch (err) {
+    const e = pageError(deps, 'top-up page failed', err, 'Your top-up')
+    send(res, e.status, errorPage('Top-up', e.message))
   }
 }
 
@@ -353,7 +374,7 @@ async function recoverFromForm(deps: PagesDeps, form: RecoverForm): Promise<Reco
   return deps.recoverByInvoice(input.data.invoice_id, input.data.email)
 }
 
-/** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, the upgrade forms under `/buy/upgrade/`, and their one stylesheet and script. */
+/** Public pages: `/buy/:slug`, `/thank-you`, `/recover`, the upgrade forms under `/buy/upgrade/`, the top-up form `/buy/top-up/pay`, and their one stylesheet and script. */
 export function mountPages(router: Router, deps: PagesDeps): void {
   const limited = (req: Request, res: Response): boolean => {
     const state = deps.limits.take('public', requestState(res).client.limitKey)
@@ -447,5 +468,10 @@ export function mountPages(router: Router, deps: PagesDeps): void {
   router.post('/buy/upgrade/pay', async (req, res) => {
     if (limited(req, res)) return
     await submitUpgrade(deps, 'pay', req, res)
+  })
+
+  router.post('/buy/top-up/pay', async (req, res) => {
+    if (limited(req, res)) return
+    await submitTopUp(deps, req, res)
   })
 }

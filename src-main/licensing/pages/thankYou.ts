@@ -9,8 +9,10 @@ export type ThankYouModel = PurchaseStatus & {
   product_name: string | null
   buyer_email: string | null
   buyer_note: string | null
-  /** The invoice's kind: purchase, redeem, renewal or upgrade. */
+  /** The invoice's kind: purchase, redeem, renewal, upgrade or top_up. */
   kind: string | null
+  /** A top-up invoice's tokens; null for any other invoice. */
+  top_up_tokens?: number | null
 }
 
 /**
@@ -92,9 +94,11 @@ function issuing(p: ThankYouModel): SafeHtml {
 
 function paid(p: ThankYouModel): SafeHtml {
   const text =
-    p.kind === 'upgrade' || p.kind === 'renewal'
-      ? 'Your payment is confirmed. It applies to the license you already hold: your key stays the same.'
-      : 'Your payment is confirmed, but the license from this purchase is not active now. Please contact the seller.'
+    p.kind === 'top_up'
+      ? `Your payment is confirmed: ${(p.top_up_tokens ?? 0).toLocaleString('en')} tokens were added to this period of your license. They work now; your keys stay the same.`
+      : p.kind === 'upgrade' || p.kind === 'renewal'
+        ? 'Your payment is confirmed. It applies to the license you already hold: your key stays the same.'
+        : 'Your payment is confirmed, but the license from this purchase is not active now. Please contact the seller.'
   return html`<h1>Payment received</h1>
     ${statusBox(p, 'paid', text)} ${details(p)}
     <p class="muted"><a href="/recover">See your license's current state</a>.</p>`

@@ -11,6 +11,7 @@ import { priceLine } from '../../../src-shared/priceLine'
 import { formatMoney } from '../../../src-shared/money'
 import { isSatsCurrency } from '../productCatalog'
 import { satsToFiat, type FiatCurrency } from '../rates'
+import type { TopUpOffer } from '../topUpSales'
 import { html, page, type SafeHtml } from './html'
 
 export interface BuyTier {
@@ -77,6 +78,8 @@ export interface AccountModel {
   key: string
   subscription: SubscriptionView | null
   upgrades: UpgradeOption[]
+  /** The top-up pack the license may buy now; null: none. */
+  topUp: TopUpOffer | null
 }
 
 const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
@@ -132,10 +135,26 @@ function upgradeForm(a: AccountModel): SafeHtml {
   </section>`
 }
 
-/** The subscription state and the upgrade path shown under a license. */
+/** "Buy N more tokens": starts the top-up's checkout (the price is recomputed on the server). */
+function topUpForm(a: AccountModel): SafeHtml {
+  if (!a.topUp) return html``
+  const t = a.topUp
+  return html`<section class="card" id="top-up">
+    <h2>More tokens</h2>
+    <p>They count in this period at once, even when its tokens are spent, and do not carry over.</p>
+    <form method="post" action="/buy/top-up/pay">
+      <input type="hidden" name="key" value="${a.key}" />
+      <button type="submit">
+        Buy ${t.tokens.toLocaleString('en')} more tokens for ${formatMoney(t.currency, t.value)}
+      </button>
+    </form>
+  </section>`
+}
+
+/** The subscription state, the upgrade path and the top-up shown under a license. */
 export function accountSection(a: AccountModel | null): SafeHtml {
   if (!a) return html``
-  return html`${a.subscription ? subscriptionState(a.subscription) : ''}${upgradeForm(a)}`
+  return html`${a.subscription ? subscriptionState(a.subscription) : ''}${upgradeForm(a)}${topUpForm(a)}`
 }
 
 /** The quote for a tier change, then one button to pay it (the amount is recomputed on the server). */
@@ -265,12 +284,15 @@ export function buyPage(m: BuyPageModel): string {
 }
 
 /** Between the form and the provider: a page that moves on by itself (no script, CSP-friendly). */
-export function checkoutRedirectPage(checkoutUrl: string, invoiceId: string): string {
+export function checkoutRedirectPage(
+  checkoutUrl: string,
+  invoiceId: string,
+  there = 'where your license key appears',
+): string {
   const body = html`<h1>Taking you to the payment page…</h1>
     <p><a class="button" href="${checkoutUrl}">Continue to payment</a></p>
     <p class="muted">
-      After paying you come back to <a href="/thank-you?invoice=${invoiceId}">your thank-you page</a>, where your
-      license key appears.
+      After paying you come back to <a href="/thank-you?invoice=${invoiceId}">your thank-you page</a>, ${there}.
     </p>`
   return page('Checkout', body, { refresh: `0;url=${checkoutUrl}` })
 }

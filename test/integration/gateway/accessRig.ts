@@ -1,8 +1,9 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { expect } from 'vitest'
+import { afterAll, beforeAll, expect } from 'vitest'
 import { ManualClock } from '../../../src-main/lib/clock'
+import { startLicensingSim, type LicensingSim } from '../../fakes/licensingDemo'
 import { startRig, type GatewayRig } from './setup'
 
 /** Selling access over a gateway rig (issue 45): the admin calls and chats the tests share. */
@@ -84,4 +85,22 @@ export function chatAs(rig: GatewayRig, secret?: string, stream = false): Promis
     headers: { 'content-type': 'application/json', ...(secret ? { authorization: `Bearer ${secret}` } : {}) },
     body: JSON.stringify({ model: ACCESS_MODEL, stream, messages: [{ role: 'user', content: 'hello there' }] }),
   })
+}
+
+/**
+ * The demo's shop (loopback BTCPay and rates, seeded) over a gateway rig, for the file's tests:
+ * started before them and stopped after; its fields are set once the tests run.
+ */
+export function demoShopRig(): { shop: LicensingSim; rig: GatewayRig } {
+  const ctx = {} as { shop: LicensingSim; rig: GatewayRig }
+  beforeAll(async () => {
+    ctx.shop = await startLicensingSim()
+    ctx.rig = await startRig({ ...ctx.shop.env, LICENSING_RATE_LIMIT: '0' })
+    await ctx.shop.seed(ctx.rig.daemon.url, ctx.rig.daemon.adminToken)
+  })
+  afterAll(async () => {
+    await ctx.rig?.stop()
+    await ctx.shop?.close()
+  })
+  return ctx
 }

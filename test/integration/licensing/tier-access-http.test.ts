@@ -30,6 +30,7 @@ describe('tier access over HTTP', () => {
       tokens_per_period: 100_000,
       requests_per_minute: null,
       concurrent_streams: 2,
+      top_up: null,
     })
 
     const bad = await send(`/v1/admin/policies/${tier.id}`, { access: { tokens_per_period: -1 } }, 'PATCH')
@@ -42,6 +43,7 @@ describe('tier access over HTTP', () => {
       tokens_per_period: null,
       requests_per_minute: 60,
       concurrent_streams: null,
+      top_up: null,
     })
     const list = (await (await d.admin(`/v1/admin/products/${product.id}/policies`)).json()) as {
       slug: string

@@ -18,6 +18,7 @@ const access = (tokens: number | null) => ({
   tokens_per_period: tokens,
   requests_per_minute: null,
   concurrent_streams: null,
+  top_up: null,
 })
 let h: Harness
 let keys: ConsumerKeys

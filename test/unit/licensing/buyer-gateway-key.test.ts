@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { DiscountInput, PolicyPatch, TierTargetInput, WebhookEndpointInput } from '../../../src-main/contract/licensing'
+import { DiscountInput, PolicyPatch, TierTargetInput } from '../../../src-main/contract/licensing'
 import { ConsumerKeys } from '../../../src-main/gateway/keys/consumerKeyStore'
 import { licenseAccessKeys } from '../../../src-main/gateway/keys/licenseAccessKeys'
 import { adminHandlers } from '../../../src-main/licensing/adminApi'
@@ -13,10 +13,16 @@ import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger, MemorySink } from '../../../src-main/lib/logger'
 import type { AccessKeys } from '../../../src-main/platform/accessKeys'
 import { FakeBtcpay } from '../../fakes/btcpay'
-import { paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
+import { connectShop, paymentsHarness, satProduct, tierOn, type Harness } from './payments-harness'
 
 /** The buyer's gateway key (issue 45): issued by a sale, shown once, recovered, following its tier. */
-const ACCESS = { models: ['llm'], tokens_per_period: null, requests_per_minute: 30, concurrent_streams: 2 }
+const ACCESS = {
+  models: ['llm'],
+  tokens_per_period: null,
+  requests_per_minute: 30,
+  concurrent_streams: 2,
+  top_up: null,
+}
 let h: Harness
 let btcpay: FakeBtcpay
 let keys: ConsumerKeys
@@ -42,16 +48,7 @@ beforeEach(async () => {
   tierOn(h, productId, { slug: 'gpu', rank: 1, price: 1000 }, { access: ACCESS })
   tierOn(h, productId, { slug: 'gpu-pro', rank: 2, price: 3000 }, { access: { ...ACCESS, requests_per_minute: 90 } })
   tierOn(h, productId, { slug: 'plain', rank: 3, price: 5000 })
-  await h.payments.providers.connectBtcpay({
-    baseUrl: btcpay.url,
-    storeId: btcpay.storeId,
-    apiKey: btcpay.apiKey,
-    webhookSecret: btcpay.webhookSecret,
-  })
-  // Every outbound event is queued for this endpoint, so the deliveries show what left the shop.
-  h.payments.outbox.createEndpoint(
-    WebhookEndpointInput.parse({ url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(16) }),
-  )
+  await connectShop(h, btcpay)
   failIssue = false
 })
 

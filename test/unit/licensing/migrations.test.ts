@@ -7,6 +7,7 @@ import { MIGRATIONS } from '../../../src-main/licensing/migrations'
 import { m004ProductPriceChecks } from '../../../src-main/licensing/migrations/004_product_price_checks'
 import { m011SubscriptionDueDate } from '../../../src-main/licensing/migrations/011_subscription_due_date'
 import { m012PaymentFlags } from '../../../src-main/licensing/migrations/012_payment_flags'
+import { m016TopUpInvoices } from '../../../src-main/licensing/migrations/016_top_up_invoices'
 
 function tmpFile(): string {
   return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lic-db-')), 'licensing.sqlite')
@@ -275,6 +276,36 @@ describe('licensing migrations', () => {
       .all() as { detail: string }[]
     expect(plan.some((p) => p.detail.includes('invoices_flagged'))).toBe(true)
     m012PaymentFlags.up(migrated) // already widened: a no-op
+    expect(checkDatabase(migrated)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
+    migrated.close()
+  })
+
+  it('level 16 keeps every invoice kind, takes top_up and its order, and still refuses an unknown kind', () => {
+    const file = tmpFile()
+    const db = openLicensingDb(file, { upTo: m016TopUpInvoices.id - 1 })
+    db.exec(`INSERT INTO products (id, slug, name, created_at, updated_at) VALUES ('p', 's', 'n', 0, 0);
+             INSERT INTO invoices (id, kind, product_id, amount_sats, created_at, updated_at)
+             VALUES ('i1', 'purchase', 'p', 10, 0, 0), ('i2', 'upgrade', 'p', 10, 0, 0), ('i3', 'renewal', 'p', 10, 0, 0);
+             INSERT INTO licenses (id, product_id, invoice_id, source, license_key, issued_at, updated_at)
+             VALUES ('l1', 'p', 'i1', 'purchase', 'K', 0, 0)`)
+    db.close()
+
+    const migrated = openLicensingDb(file)
+    expect(appliedMigrations(migrated)).toContain(m016TopUpInvoices.id)
+    const kinds = () => migrated.prepare('SELECT id, kind FROM invoices ORDER BY id').all()
+    expect(kinds()).toEqual([
+      { id: 'i1', kind: 'purchase' },
+      { id: 'i2', kind: 'upgrade' },
+      { id: 'i3', kind: 'renewal' },
+    ])
+    migrated.exec(`INSERT INTO invoices (id, kind, product_id, amount_sats, created_at, updated_at)
+                   VALUES ('i4', 'top_up', 'p', 10, 0, 0);
+                   INSERT INTO access_top_up_orders (invoice_id, license_id, tokens, created_at) VALUES ('i4', 'l1', 5, 0);
+                   INSERT INTO invoices (id, product_id, amount_sats, created_at, updated_at) VALUES ('i5', 'p', 1, 0, 0)`)
+    expect(migrated.prepare("SELECT kind FROM invoices WHERE id = 'i5'").get()).toEqual({ kind: 'purchase' })
+    expect(() => migrated.exec("UPDATE invoices SET kind = 'gift' WHERE id = 'i1'")).toThrow(/CHECK/)
+    m016TopUpInvoices.up(migrated) // already widened: a no-op
+    expect(kinds()).toHaveLength(5)
     expect(checkDatabase(migrated)).toEqual({ foreignKeyViolations: 0, integrity: 'ok' })
     migrated.close()
   })

@@ -5,13 +5,14 @@ import express from 'express'
 import os from 'node:os'
 import path from 'node:path'
 import { loadConfig } from '../../../src-main/config/load'
-import { PolicyInput } from '../../../src-main/contract/licensing'
+import { PolicyInput, WebhookEndpointInput } from '../../../src-main/contract/licensing'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
 import { testCoreDeps } from '../../helpers/coreDeps'
 import { createPayments, type Payments, type PaymentsOptions } from '../../../src-main/licensing/payments'
 import { createLicensingServices, type LicensingServices } from '../../../src-main/licensing/licensingServices'
 import type { AccessKeys } from '../../../src-main/platform/accessKeys'
+import type { FakeBtcpay } from '../../fakes/btcpay'
 
 export interface Harness {
   clock: ManualClock
@@ -85,4 +86,20 @@ export async function servePaymentRoutes(h: Harness): Promise<{ server: Server; 
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
   })
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+/**
+ * Connects the loopback BTCPay as the active provider, and an outbound endpoint subscribed to
+ * every event, so the deliveries show what left the shop.
+ */
+export async function connectShop(h: Harness, btcpay: FakeBtcpay): Promise<void> {
+  await h.payments.providers.connectBtcpay({
+    baseUrl: btcpay.url,
+    storeId: btcpay.storeId,
+    apiKey: btcpay.apiKey,
+    webhookSecret: btcpay.webhookSecret,
+  })
+  h.payments.outbox.createEndpoint(
+    WebhookEndpointInput.parse({ url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(16) }),
+  )
 }

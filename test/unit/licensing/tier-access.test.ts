@@ -22,6 +22,7 @@ describe('a tier’s access entitlements', () => {
       tokens_per_period: 1_000_000,
       requests_per_minute: 30,
       concurrent_streams: null,
+      top_up: null,
     })
     expect(f.catalog.getPolicy(created.id).access).toEqual(created.access)
   })
@@ -47,6 +48,7 @@ describe('a tier’s access entitlements', () => {
       tokens_per_period: null,
       requests_per_minute: null,
       concurrent_streams: 2,
+      top_up: null,
     })
     expect(f.catalog.updatePolicy(id, PolicyPatch.parse({ access: null })).access).toBeNull()
   })

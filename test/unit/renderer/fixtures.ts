@@ -50,3 +50,29 @@ export const stepEvent = (seq: number, at: number, step: Record<string, unknown>
 })
 
 const noPlacements = { placements: [], nodes: [], changing: null, job: null }
+
+/** A product's monthly USD tier as GET /v1/admin/products/:id/policies lists it (prod-1's p-1). */
+export const monthlyTier = (over: Record<string, unknown> = {}) => ({
+  id: 'p-1',
+  product_id: 'prod-1',
+  slug: 'monthly',
+  name: 'Monthly',
+  description: '',
+  tier_rank: 1,
+  price_currency_override: null,
+  price_value_override: null,
+  price_currency: 'USD',
+  price_value: 900,
+  entitlements: [],
+  max_machines: 1,
+  duration_days: 0,
+  grace_period_days: 7,
+  is_trial: false,
+  trial_days: 0,
+  is_recurring: true,
+  renewal_period_days: 30,
+  highlighted: false,
+  public: true,
+  active: true,
+  ...over,
+})

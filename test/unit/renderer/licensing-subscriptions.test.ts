@@ -1,6 +1,7 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BackendApi } from '../../../src-renderer/api'
+import { monthlyTier } from './fixtures'
 import { button, buttons, flush, mountWith, unmountAll } from './mount'
 import { defineComponent, h } from 'vue'
 import SubscriptionsPanel from '../../../src-renderer/components/licensing/SubscriptionsPanel.vue'
@@ -254,29 +255,7 @@ describe('tier editor', () => {
     price_value: 900,
     active: true,
   }
-  const monthly = {
-    id: 'p-1',
-    product_id: 'prod-1',
-    slug: 'monthly',
-    name: 'Monthly',
-    description: '',
-    tier_rank: 1,
-    price_currency_override: null,
-    price_value_override: null,
-    price_currency: 'USD',
-    price_value: 900,
-    entitlements: [],
-    max_machines: 1,
-    duration_days: 0,
-    grace_period_days: 7,
-    is_trial: false,
-    trial_days: 0,
-    is_recurring: true,
-    renewal_period_days: 30,
-    highlighted: false,
-    public: true,
-    active: true,
-  }
+  const monthly = monthlyTier()
   const productsApi: BackendApi = {
     transport: 'http',
     call: (async (method: string) => {
