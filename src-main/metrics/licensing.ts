@@ -124,8 +124,8 @@ function validationCounter(registers: Registry[]): { countValidation(ok: boolean
 
 /**
  * The access licenses' current periods by product and tier (never by buyer), as gauges: tokens sold
- * (quotas plus top-ups), tokens used, revenue and licenses. One read of the licenses per scrape,
- * shared by the four gauges.
+ * (quotas plus top-ups), tokens used, audio seconds sold and used, revenue and licenses. One read
+ * of the licenses per scrape, shared by the gauges.
  */
 export function accessMetrics(registers: Registry[], access: () => readonly AccessTierTotals[]): void {
   let held: readonly AccessTierTotals[] | null = null
@@ -161,6 +161,16 @@ export function accessMetrics(registers: Registry[], access: () => readonly Acce
     'tandem_access_revenue_sats',
     "Sats paid for the access licenses' current periods, by tier",
     (t) => t.revenue_sats,
+  )
+  gauge(
+    'tandem_access_audio_seconds_sold',
+    "Audio seconds the standing access licenses may use this period (their tier's audio minutes × 60), by tier",
+    (t) => t.audio_seconds_sold,
+  )
+  gauge(
+    'tandem_access_audio_seconds_used',
+    "Audio seconds (transcribed or synthesized) the access licenses' gateway keys used this period, by tier",
+    (t) => t.audio_seconds_used,
   )
   gauge('tandem_access_licenses', 'Standing access licenses, by tier', (t) => t.licenses)
 }

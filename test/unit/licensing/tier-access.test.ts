@@ -22,6 +22,7 @@ describe('a tier’s access entitlements', () => {
       tokens_per_period: 1_000_000,
       requests_per_minute: 30,
       concurrent_streams: null,
+      audio_minutes_per_period: null,
     })
     expect(f.catalog.getPolicy(created.id).access).toEqual(created.access)
   })
@@ -47,6 +48,7 @@ describe('a tier’s access entitlements', () => {
       tokens_per_period: null,
       requests_per_minute: null,
       concurrent_streams: 2,
+      audio_minutes_per_period: null,
     })
     expect(f.catalog.updatePolicy(id, PolicyPatch.parse({ access: null })).access).toBeNull()
   })
@@ -55,6 +57,9 @@ describe('a tier’s access entitlements', () => {
     const bad = [
       { tokens_per_period: 0 },
       { requests_per_minute: 1.5 },
+      { audio_minutes_per_period: 0 },
+      { audio_minutes_per_period: 1.5 },
+      { audio_minutes_per_period: -1 },
       { models: [] },
       { models: ['bad model'] },
       { tokens: 10 },
