@@ -52,3 +52,13 @@ export function chatAs(rig: GatewayRig, secret?: string, stream = false): Promis
     body: JSON.stringify({ model: ACCESS_MODEL, stream, messages: [{ role: 'user', content: 'hello there' }] }),
   })
 }
+
+/** The buyer's `/recover` page for a license key, as HTML. */
+export async function recoverPage(rig: GatewayRig, licenseKey: string): Promise<string> {
+  const res = await fetch(`${rig.daemon.url}/recover`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ key: licenseKey }).toString(),
+  })
+  return res.text()
+}

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AccessLicenseRow } from '../../../src-main/contract/licensing'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { parseWavHead } from '../../../src-main/gateway/audio/wavChunks'
-import { accessTier, adminPost, chatAs, issueAccess } from './accessRig'
+import { accessTier, adminPost, chatAs, issueAccess, recoverPage } from './accessRig'
 import { silenceWav, startRig, type GatewayRig } from './setup'
 
 /** A license's audio minutes per period (issue 45): speech and transcription spend them, not tokens. */
@@ -103,13 +103,7 @@ describe("a license's audio minutes", () => {
     ).json()) as { access?: Record<string, unknown> }
     expect(v.access).toMatchObject({ audio_minutes_per_period: 1, audio_seconds_used: 80, audio_seconds_remaining: 0 })
 
-    const page = await (
-      await fetch(`${rig.daemon.url}/recover`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ key: lic.licenseKey }).toString(),
-      })
-    ).text()
+    const page = await recoverPage(rig, lic.licenseKey)
     expect(/<dd id="access-audio">\s*([^<]*?)\s*<\/dd>/.exec(page)?.[1]).toBe('1.3 of 1 used, 0 left')
 
     // The operator's view and /metrics: used against sold, by product and tier.
