@@ -66,7 +66,7 @@ export class LicenseGate {
     if (used >= allowed) {
       const spent =
         quota === 'audio'
-          ? `${allowed / 60} audio minutes for this period (${Math.round(used)} s counted)`
+          ? `${allowed / 60} audio minute${allowed === 60 ? '' : 's'} for this period (${Math.round(used)} s counted)`
           : `${allowed} tokens for this period (${used} counted)`
       throw new ApiError(
         'insufficient_quota',

@@ -66,7 +66,7 @@ async function expectOutOfAudio(res: Response): Promise<void> {
   expect(res.headers.get('x-should-retry')).toBe('false')
   const body = (await res.json()) as { error: { code: string; message: string } }
   expect(body.error.code).toBe('insufficient_quota')
-  expect(body.error.message).toMatch(/audio minutes/)
+  expect(body.error.message).toMatch(/has used its 1 audio minute for this period \(80 s counted\)/)
   expect(body.error.message).toContain('resets at 2026-02-10T12:00:00.000Z')
 }
 
