@@ -6,8 +6,9 @@ import type { PeriodUsage } from './periodUsage'
 /**
  * The gate a license's gateway key passes on every request (issue 45): licensing says whether the
  * license stands and what its period allows; the key's usage this period says whether tokens (or,
- * for speech and transcription, audio seconds) are left. Only the start of a request is checked, so a stream that crosses the quota finishes and
- * its overage is counted; the next request is refused.
+ * for speech and transcription, audio seconds) are left. Only the start of a request is checked,
+ * so a stream that crosses the quota finishes and its overage is counted; the next request is
+ * refused.
  */
 export class LicenseGate {
   /** Licensing's answer; until it is wired, license keys are refused (fail closed). */

@@ -44,8 +44,8 @@ function addCounts(into: PendingRow, c: PeriodCounts): void {
 }
 
 /**
- * A license key's usage per access period and model (issue 45), for its token and audio quotas and the
- * buyer's `GET /v1/usage`. Requests add to a tally in memory that the key usage store writes in its
+ * A license key's usage per access period and model (issue 45), for its token and audio quotas
+ * and the buyer's `GET /v1/usage`. Requests add to a tally in memory that the key usage store writes in its
  * batch every few seconds (kill -9 loses at most that batch; a written batch is cleared in the same
  * step, so nothing is counted twice). The running total a quota check reads is held per key for
  * the period last asked for and read from the database only when that period changes.
