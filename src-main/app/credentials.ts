@@ -1,5 +1,5 @@
 import { ApiError } from '../contract/errors'
-import type { AccessSales } from '../platform/accessKeys'
+import type { AccessSales, QuotaKind } from '../platform/accessKeys'
 import type { ConsumerIdentity } from '../platform/callerIdentity'
 import { ADMIN_TOKEN_FIX, secretEquals } from './adminToken'
 import { rateLimitedError, type Limits } from '../platform/limits'
@@ -12,7 +12,7 @@ export interface NamedConsumerKeys {
   /** The secret is shaped like a named key's (`tdm_…`), whether or not it is one now. */
   claims(secret: string): boolean
   /** Throws 429 over the key's rate or concurrency; returns the release for when the request ends. */
-  admit(who: ConsumerIdentity & { kind: 'key' }, spendsQuota?: boolean): () => void
+  admit(who: ConsumerIdentity & { kind: 'key' }, quota?: QuotaKind | null): () => void
 }
 
 const LEGACY: ConsumerIdentity = { kind: 'legacy' }
@@ -105,11 +105,11 @@ export class Credentials {
   }
 
   /**
-   * Admits one request of a named key (429 over its limits; `spendsQuota`: also once a license's
-   * tokens are spent); the returned release ends it.
+   * Admits one request of a named key (429 over its limits; also once the license's allowance
+   * `quota` names is spent); the returned release ends it.
    */
-  admitConsumer(who: ConsumerIdentity, spendsQuota = true): () => void {
-    return who.kind === 'key' && this.opts.namedKeys ? this.opts.namedKeys.admit(who, spendsQuota) : () => undefined
+  admitConsumer(who: ConsumerIdentity, quota: QuotaKind | null = 'tokens'): () => void {
+    return who.kind === 'key' && this.opts.namedKeys ? this.opts.namedKeys.admit(who, quota) : () => undefined
   }
 
   isMetricsToken(candidate: string): boolean {

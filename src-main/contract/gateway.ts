@@ -105,7 +105,7 @@ export const PlaygroundChatEvent = z.discriminatedUnion('type', [
   }),
 ])
 
-/** What `GET /v1/usage` answers a license's gateway key: its tokens this period, per model. */
+/** What `GET /v1/usage` answers a license's gateway key: its tokens and audio seconds this period, per model. */
 export const KeyPeriodUsage = z.object({
   object: z.literal('usage'),
   license_id: z.string(),
@@ -113,6 +113,13 @@ export const KeyPeriodUsage = z.object({
   resets_at: z.string(),
   tokens: z.object({
     /** The tier's quota plus this period's top-ups; null: no quota. */
+    allowed: z.number().nullable(),
+    used: z.number(),
+    remaining: z.number().nullable(),
+  }),
+  /** Seconds of audio transcribed (the input's length) or synthesized (the speech's length). */
+  audio_seconds: z.object({
+    /** The tier's audio minutes × 60; null: no audio quota. */
     allowed: z.number().nullable(),
     used: z.number(),
     remaining: z.number().nullable(),
@@ -132,7 +139,8 @@ export type KeyPeriodUsage = z.infer<typeof KeyPeriodUsage>
 
 export const gatewayContract = {
   keyPeriodUsage: method({
-    summary: "A license's gateway key: its tokens this period (used, remaining, when they reset) per model",
+    summary:
+      "A license's gateway key: its tokens and audio seconds this period (used, remaining, when they reset) per model",
     http: 'GET /v1/usage',
     httpOnly: true,
     errorStyle: 'openai',

@@ -1,3 +1,5 @@
+import type { QuotaKind } from '../platform/accessKeys'
+
 /**
  * Which surface a request path belongs to (DESIGN.md, "Surfaces and who may call them"). This is
  * the one place that decides credentials, the origin guard and CORS for every route, contract or
@@ -30,8 +32,13 @@ const CONSUMER_PREFIX = ['/v1/audio/', '/api/audio/']
 /** Consumer routes that spend no tokens: a license's key reaches them even with its quota spent. */
 const QUOTA_FREE = new Set(['/v1/models', '/v1/usage', '/api/endpoints'])
 
-export function spendsQuota(path: string): boolean {
-  return !QUOTA_FREE.has(path)
+/**
+ * The allowance of a license's key a path spends: audio seconds for the speech and transcription
+ * routes (the audio prefixes), none for the routes above, tokens for the rest.
+ */
+export function quotaSpentBy(path: string): QuotaKind | null {
+  if (QUOTA_FREE.has(path)) return null
+  return CONSUMER_PREFIX.some((p) => path.startsWith(p)) ? 'audio' : 'tokens'
 }
 
 const LICENSING_PUBLIC_EXACT = new Set([

@@ -1,5 +1,5 @@
 /**
- * An access license's tokens (issue 45): what its tier and this period's top-ups allow, what its
+ * An access license's tokens and audio seconds (issue 45): what its tier and this period's top-ups allow, what its
  * gateway key has used (the gateway counts, through AccessKeys), and top-ups an operator grants or
  * a buyer pays for. The gateway enforces the same allowance on each request (LicenseStanding).
  */
@@ -38,11 +38,15 @@ export class AccessQuotas {
     if (checked.refusal !== null) return null
     const a = checked.allowance
     const used = this.deps.accessKeys?.tokensUsed(licenseId, a.periodStart) ?? 0
+    const audio = this.deps.accessKeys?.audioSecondsUsed(licenseId, a.periodStart) ?? 0
     return {
       tokens_per_period: a.tokens === null ? null : a.tokens - a.topUpTokens,
       top_up_tokens: a.topUpTokens,
       tokens_used: used,
       tokens_remaining: remainingOf(a.tokens, used),
+      audio_minutes_per_period: a.audioSeconds === null ? null : a.audioSeconds / 60,
+      audio_seconds_used: audio,
+      audio_seconds_remaining: remainingOf(a.audioSeconds, audio),
       period_start: iso(a.periodStart),
       resets_at: iso(a.resetsAt),
     }

@@ -1,6 +1,6 @@
 /**
- * The operator's view of the access licenses (issue 45): each standing access license's tokens this
- * period against its quota, and in total tokens sold vs used, revenue per model and the top
+ * The operator's view of the access licenses (issue 45): each standing access license's tokens (and
+ * audio seconds) this period against its quotas, and in total tokens sold vs used, revenue per model and the top
  * consumers; /metrics reads the same rows by tier.
  *
  * Revenue of a license's period is what was paid for it, in sats: a subscription's newest settled
@@ -12,7 +12,7 @@
  */
 import type { AccessLicenseRow, AccessModelRevenue, AccessTotals } from '../contract/licensing'
 import type { Clock } from '../lib/clock'
-import { remainingOf, type AccessKeys, type AccessModelTokens } from '../platform/accessKeys'
+import { remainingOf, type AccessAllowance, type AccessKeys, type AccessModelTokens } from '../platform/accessKeys'
 import type { AccessPeriod } from './accessPeriod'
 import type { LicensingDb } from './db'
 import { accessPeriodOf, STANDING_COLUMNS, standingOf, type StandingRow } from './licenseStanding'
@@ -36,6 +36,9 @@ export interface AccessTierTotals {
   readonly licenses: number
   readonly tokens_sold: number
   readonly tokens_used: number
+  /** Audio seconds the licenses with an audio quota may use this period. */
+  readonly audio_seconds_sold: number
+  readonly audio_seconds_used: number
   readonly revenue_sats: number
 }
 
@@ -108,18 +111,18 @@ export class AccessReport {
     const now = this.deps.clock.now()
     const candidates = this.candidates.all() as Candidate[]
     const topUps = this.topUpsOf(candidates, now)
-    const standing: { c: Candidate; tokens: number | null; topUps: number; start: number; end: number }[] = []
+    const standing: { c: Candidate; a: AccessAllowance }[] = []
     for (const c of candidates) {
       const checked = standingOf(c, now, (p) => topUpsIn(topUps.get(c.id), p))
-      if (checked.refusal !== null) continue
-      const a = checked.allowance
-      standing.push({ c, tokens: a.tokens, topUps: a.topUpTokens, start: a.periodStart, end: a.resetsAt })
+      if (checked.refusal === null) standing.push({ c, a: checked.allowance })
     }
     if (standing.length === 0) return []
-    const used = this.deps.accessKeys?.periodModels(standing.map((s) => ({ licenseId: s.c.id, periodStart: s.start })))
-    const revenue = this.revenue(new Map(standing.map((s) => [s.c.id, { start: s.start, end: s.end }])))
+    const used = this.deps.accessKeys?.periodModels(
+      standing.map((s) => ({ licenseId: s.c.id, periodStart: s.a.periodStart })),
+    )
+    const revenue = this.revenue(new Map(standing.map((s) => [s.c.id, { start: s.a.periodStart, end: s.a.resetsAt }])))
     return standing
-      .map(({ c, tokens, topUps, start, end }): AccessLicenseUse => {
+      .map(({ c, a }): AccessLicenseUse => {
         const models = [...(used?.get(c.id) ?? [])].sort(
           (a, b) => b.tokens - a.tokens || a.model.localeCompare(b.model),
         )
@@ -129,13 +132,15 @@ export class AccessReport {
           product_slug: c.product_slug,
           tier_slug: c.tier_slug,
           buyer_email: c.buyer_email,
-          tokens_allowed: tokens,
-          top_up_tokens: topUps,
+          tokens_allowed: a.tokens,
+          top_up_tokens: a.topUpTokens,
           tokens_used: spent,
-          tokens_remaining: remainingOf(tokens, spent),
+          tokens_remaining: remainingOf(a.tokens, spent),
+          audio_seconds_allowed: a.audioSeconds,
+          audio_seconds_used: models.reduce((n, m) => n + m.audioSeconds, 0),
           revenue_sats: revenue.get(c.id) ?? 0,
-          period_start: start,
-          resets_at: end,
+          period_start: a.periodStart,
+          resets_at: a.resetsAt,
           models,
         }
       })
@@ -209,7 +214,15 @@ export interface AccessTotalsView {
 
 /** Totals and revenue per model over licenses' periods (most revenue first, then most tokens). */
 export function accessTotals(licenses: readonly AccessLicenseUse[]): AccessTotalsView {
-  const totals: AccessTotals = { licenses: 0, unlimited_licenses: 0, tokens_sold: 0, tokens_used: 0, revenue_sats: 0 }
+  const totals: AccessTotals = {
+    licenses: 0,
+    unlimited_licenses: 0,
+    tokens_sold: 0,
+    tokens_used: 0,
+    audio_seconds_sold: 0,
+    audio_seconds_used: 0,
+    revenue_sats: 0,
+  }
   const byModel = new Map<string | null, AccessModelRevenue>()
   const share = (model: string | null, tokens: number, requests: number, sats: number) => {
     const cur = byModel.get(model) ?? { model, tokens: 0, requests: 0, revenue_sats: 0 }
@@ -225,6 +238,8 @@ export function accessTotals(licenses: readonly AccessLicenseUse[]): AccessTotal
     if (l.tokens_allowed === null) totals.unlimited_licenses++
     else totals.tokens_sold += l.tokens_allowed
     totals.tokens_used += l.tokens_used
+    totals.audio_seconds_sold += l.audio_seconds_allowed ?? 0
+    totals.audio_seconds_used += l.audio_seconds_used
     totals.revenue_sats += l.revenue_sats
     const split = splitSats(
       l.revenue_sats,
@@ -269,6 +284,8 @@ export function accessByTier(licenses: readonly AccessLicenseUse[]): AccessTierT
       licenses: 0,
       tokens_sold: 0,
       tokens_used: 0,
+      audio_seconds_sold: 0,
+      audio_seconds_used: 0,
       revenue_sats: 0,
     }
     tiers.set(key, {
@@ -276,6 +293,8 @@ export function accessByTier(licenses: readonly AccessLicenseUse[]): AccessTierT
       licenses: cur.licenses + 1,
       tokens_sold: cur.tokens_sold + (l.tokens_allowed ?? 0),
       tokens_used: cur.tokens_used + l.tokens_used,
+      audio_seconds_sold: cur.audio_seconds_sold + (l.audio_seconds_allowed ?? 0),
+      audio_seconds_used: cur.audio_seconds_used + l.audio_seconds_used,
       revenue_sats: cur.revenue_sats + l.revenue_sats,
     })
   }

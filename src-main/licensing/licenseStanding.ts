@@ -48,6 +48,7 @@ export function standingOf(
     allowance: {
       tokens: quota === null ? null : quota + added,
       topUpTokens: added,
+      audioSeconds: access.audio_minutes_per_period === null ? null : access.audio_minutes_per_period * 60,
       periodStart: period.start,
       resetsAt: period.end,
     },
@@ -58,7 +59,7 @@ export function standingOf(
  * The gateway's question about a license's key (issue 45), answered from the license's row on each
  * request: a revoked or suspended license, or one past its expiry and grace (a subscription that
  * lapsed or was cancelled past its cycle), stops its key at the next request; a standing one gets
- * its tier's token quota (plus the period's top-ups) and the period it counts in, so an upgrade's
+ * its tier's token quota (plus the period's top-ups), its audio seconds and the period it counts in, so an upgrade's
  * quota applies at once. One indexed read, and one more for top-ups when the tier has a quota.
  */
 export function licenseStanding(db: LicensingDb, clock: Clock): LicenseStanding {

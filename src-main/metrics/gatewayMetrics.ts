@@ -69,7 +69,7 @@ export function gatewayMetrics(registers: Registry[], openStreams: () => number)
   )
   const audio = new Counter({
     name: 'tandem_gateway_audio_seconds_total',
-    help: 'Seconds of audio transcribed',
+    help: 'Seconds of audio transcribed or synthesized',
     labelNames: ['key'],
     registers,
   })

@@ -122,10 +122,24 @@ function validationCounter(registers: Registry[]): { countValidation(ok: boolean
   }
 }
 
+type AccessFigure = Exclude<keyof AccessTierTotals, 'product' | 'tier'>
+
+/** Each tier figure's gauge, named `tandem_access_<figure>`. */
+const ACCESS_GAUGES: Record<AccessFigure, string> = {
+  tokens_sold: "Tokens the standing access licenses may use this period (their tier's quota plus top-ups), by tier",
+  tokens_used: "Tokens the access licenses' gateway keys used this period, by tier",
+  audio_seconds_sold:
+    "Audio seconds the standing access licenses may use this period (their tier's audio minutes × 60), by tier",
+  audio_seconds_used:
+    "Audio seconds (transcribed or synthesized) the access licenses' gateway keys used this period, by tier",
+  revenue_sats: "Sats paid for the access licenses' current periods, by tier",
+  licenses: 'Standing access licenses, by tier',
+}
+
 /**
  * The access licenses' current periods by product and tier (never by buyer), as gauges: tokens sold
- * (quotas plus top-ups), tokens used, revenue and licenses. One read of the licenses per scrape,
- * shared by the four gauges.
+ * (quotas plus top-ups), tokens used, audio seconds sold and used, revenue and licenses. One read
+ * of the licenses per scrape, shared by the gauges.
  */
 export function accessMetrics(registers: Registry[], access: () => readonly AccessTierTotals[]): void {
   let held: readonly AccessTierTotals[] | null = null
@@ -136,31 +150,15 @@ export function accessMetrics(registers: Registry[], access: () => readonly Acce
     }
     return held
   }
-  const gauge = (name: string, help: string, value: (t: AccessTierTotals) => number) =>
+  for (const [field, help] of Object.entries(ACCESS_GAUGES) as [AccessFigure, string][])
     new Gauge({
-      name,
+      name: `tandem_access_${field}`,
       help,
       labelNames: ['product', 'tier'],
       registers,
       collect() {
         this.reset()
-        for (const t of tiers()) this.set({ product: t.product, tier: t.tier }, value(t))
+        for (const t of tiers()) this.set({ product: t.product, tier: t.tier }, t[field])
       },
     })
-  gauge(
-    'tandem_access_tokens_sold',
-    "Tokens the standing access licenses may use this period (their tier's quota plus top-ups), by tier",
-    (t) => t.tokens_sold,
-  )
-  gauge(
-    'tandem_access_tokens_used',
-    "Tokens the access licenses' gateway keys used this period, by tier",
-    (t) => t.tokens_used,
-  )
-  gauge(
-    'tandem_access_revenue_sats',
-    "Sats paid for the access licenses' current periods, by tier",
-    (t) => t.revenue_sats,
-  )
-  gauge('tandem_access_licenses', 'Standing access licenses, by tier', (t) => t.licenses)
 }

@@ -20,6 +20,8 @@ export interface AccessKeys {
   setGrant(licenseId: string, grant: AccessGrant): boolean
   /** Tokens the license's key has used in the period that began at `periodStart`; null when it has no key. */
   tokensUsed(licenseId: string, periodStart: number): number | null
+  /** Seconds of audio the license's key has used in that period; null when it has no key. */
+  audioSecondsUsed(licenseId: string, periodStart: number): number | null
   /**
    * Tokens per model that each license's key used in the period asked for it, in one call however
    * many licenses (the operator's view); a license whose key used nothing, or has none, is absent.
@@ -34,6 +36,8 @@ export interface AccessModelTokens {
   readonly model: string
   readonly requests: number
   readonly tokens: number
+  /** Seconds of audio transcribed or synthesized. */
+  readonly audioSeconds: number
 }
 
 /** A license's current access period and what its key may spend in it. */
@@ -42,10 +46,15 @@ export interface AccessAllowance {
   readonly tokens: number | null
   /** Of `tokens`, what top-ups added this period. */
   readonly topUpTokens: number
+  /** Seconds of audio for the period: the tier's audio minutes × 60; null = no audio quota. */
+  readonly audioSeconds: number | null
   readonly periodStart: number
   /** When the quota resets: the period's end (a subscription's renewal due, even while it is late). */
   readonly resetsAt: number
 }
+
+/** Which allowance a request spends: audio seconds (speech, transcription), tokens, or none (`/v1/usage`). */
+export type QuotaKind = 'tokens' | 'audio'
 
 /** What is left of an allowance (null = no quota); never below zero, as a stream may cross it. */
 export function remainingOf(allowed: number | null, used: number): number | null {

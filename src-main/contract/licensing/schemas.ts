@@ -101,6 +101,8 @@ export const AccessEntitlements = z.strictObject({
   concurrent_streams: AccessLimit.max(10_000).nullable().default(null),
   /** The top-up a buyer may buy; null: none on sale. Only a tier with a token quota has one. */
   top_up: AccessTopUpPack.nullable().default(null),
+  /** Minutes of audio per period (same period as tokens): transcribed input, synthesized speech. */
+  audio_minutes_per_period: AccessLimit.max(1e9).nullable().default(null),
 })
 export type AccessEntitlements = z.infer<typeof AccessEntitlements>
 
@@ -122,6 +124,12 @@ export const AccessQuota = z.object({
   tokens_used: z.number(),
   /** null: no quota. Never below zero; a stream that crossed the quota shows in `tokens_used`. */
   tokens_remaining: z.number().nullable(),
+  /** The tier's audio minutes per period; null: no audio quota. */
+  audio_minutes_per_period: z.number().nullable(),
+  /** Seconds of audio transcribed or synthesized this period. */
+  audio_seconds_used: z.number(),
+  /** null: no audio quota. Never below zero. */
+  audio_seconds_remaining: z.number().nullable(),
   period_start: z.string(),
   resets_at: z.string(),
 })
@@ -138,6 +146,9 @@ export const AccessLicenseRow = z.object({
   top_up_tokens: z.number(),
   tokens_used: z.number(),
   tokens_remaining: z.number().nullable(),
+  /** The tier's audio minutes × 60; null: no audio quota. */
+  audio_seconds_allowed: z.number().nullable(),
+  audio_seconds_used: z.number(),
   /** Sats paid for this period (the cycle's invoice, or a purchase, upgrade or top-up settled in it). */
   revenue_sats: z.number(),
   period_start: z.number(),
@@ -162,6 +173,9 @@ export const AccessTotals = z.object({
   /** Quotas plus top-ups of the licenses with a quota. */
   tokens_sold: z.number(),
   tokens_used: z.number(),
+  /** The audio minutes × 60 of the licenses whose tier has an audio quota. */
+  audio_seconds_sold: z.number(),
+  audio_seconds_used: z.number(),
   revenue_sats: z.number(),
 })
 export type AccessTotals = z.infer<typeof AccessTotals>

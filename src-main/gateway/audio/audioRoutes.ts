@@ -48,7 +48,7 @@ export function mountAudioRoutes(router: Router, d: AudioRouteDeps): void {
       const ac = new AbortController()
       res.once('close', () => ac.abort(new ClientGone()))
       const wav = await synthesize(d.need('tts'), sp, ac.signal, d.probe('tts'))
-      await answerSpeech(res, wav, sp.response_format ?? 'wav')
+      await answerSpeech(res, wav, sp.response_format ?? 'wav', usageMeterOf(res))
     }),
   )
 

@@ -7,6 +7,7 @@ import { SPEECH_FORMATS, SpeechRequest } from '../../contract/relays'
 import type { HttpAnswer } from '../../lib/httpClient'
 import { probeWording, type ProbeStart } from '../../services/types'
 import { encodeMultipart } from './multipart'
+import { parseWavHead, type WavLayout } from './wavChunks'
 import type { Upstream } from '../relay/upstreams'
 import { callUpstream, pipeResponse, readText, upstreamDetail, UpstreamUnreachable } from '../relay/wire'
 
@@ -298,18 +299,76 @@ async function* dataChunk(first: Buffer, it: AsyncIterator<Buffer>, size: number
   await it.return?.()
 }
 
-/** Answers `/v1/audio/speech` from the tts's WAV: as it is, or (`pcm`) its samples without the header. */
-export async function answerSpeech(res: http.ServerResponse, wav: HttpAnswer, format: SpeechFormat): Promise<void> {
+/**
+ * Seconds of speech in a WAV as it passes in chunks (issue 45, audio minutes): the header's byte
+ * rate, and the bytes of its `data` chunk that went by, so a stream the client left counts what it
+ * got. Anything that is not a WAV with its header in the first 64 KiB counts nothing.
+ */
+export class WavSeconds {
+  private head: Buffer | null = Buffer.alloc(0)
+  private layout: WavLayout | null = null
+  private counted = 0
+
+  constructor(private readonly onSeconds: (s: number) => void) {}
+
+  feed(chunk: Buffer): void {
+    let data = chunk
+    if (this.layout === null) {
+      if (this.head === null) return
+      const head = Buffer.concat([this.head, chunk])
+      const layout = parseWavHead(head, Infinity)
+      if (layout === null) {
+        this.head = head.length >= 64 * 1024 || !isRiffStart(head) ? null : head
+        return
+      }
+      this.layout = layout
+      this.head = null
+      data = head.subarray(layout.dataOffset)
+    }
+    const n = Math.min(data.length, this.layout.dataBytes - this.counted)
+    if (n <= 0) return
+    this.counted += n
+    this.onSeconds(n / this.layout.byteRate)
+  }
+}
+
+/** Whether `head` can still be the start of a RIFF/WAVE file. */
+function isRiffStart(head: Buffer): boolean {
+  const want = Buffer.from('RIFF')
+  const n = Math.min(4, head.length)
+  return head.subarray(0, n).equals(want.subarray(0, n))
+}
+
+/** The chunks of `src`, each shown to `see` as it passes. */
+async function* watched(src: AsyncIterable<Buffer>, see: (chunk: Buffer) => void): AsyncGenerator<Buffer> {
+  for await (const chunk of src) {
+    see(chunk)
+    yield chunk
+  }
+}
+
+/**
+ * Answers `/v1/audio/speech` from the tts's WAV: as it is, or (`pcm`) its samples without the
+ * header; `usage` is given the seconds of speech as they pass.
+ */
+export async function answerSpeech(
+  res: http.ServerResponse,
+  wav: HttpAnswer,
+  format: SpeechFormat,
+  usage?: { addAudioSeconds(s: number): void },
+): Promise<void> {
+  const seconds = new WavSeconds((s) => usage?.addAudioSeconds(s))
   if (format === 'wav') {
     const length = wav.headers['content-length']
     res.writeHead(200, {
       'content-type': 'audio/wav',
       ...(typeof length === 'string' ? { 'content-length': length } : {}),
     })
+    wav.body.on('data', (c: Buffer) => seconds.feed(c))
     await pipeResponse(wav.body, res)
     return
   }
-  const { format: sample, samples } = await wavSamples(wav.body)
+  const { format: sample, samples } = await wavSamples(watched(wav.body, (c) => seconds.feed(c)))
   res.writeHead(200, {
     'content-type': 'audio/pcm',
     // Raw samples say nothing about themselves: the WAV header's facts, for the client.

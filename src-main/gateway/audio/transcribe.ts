@@ -11,6 +11,7 @@ import { guardIdle, idleTimeout, tooLarge } from './uploads'
 import type { Upstream } from '../relay/upstreams'
 import { runDiarized, type DiarizedRun, type PipelineOptions } from './diarizedPipeline'
 import type { KnownVoice } from './voiceBook'
+import { readWavLayout } from './wavChunks'
 import {
   callUpstream,
   passHeaders,
@@ -120,7 +121,8 @@ export async function relayUpload(
 /**
  * Relays a form received into the spool to the asr: every text field in the order sent (repeated
  * ones included) and the file streamed from disk, in a multipart body of Tandem's own framing. The
- * asr's answer goes back as it is; its 5xx is the 503 of spec 1, 7.
+ * asr's answer goes back as it is; its 5xx is the 503 of spec 1, 7. A `json` or `text` answer says
+ * no duration: the usage counts a WAV upload's own length then.
  */
 export async function relaySpooled(
   res: http.ServerResponse,
@@ -128,6 +130,7 @@ export async function relaySpooled(
   form: { readonly entries: readonly (readonly [string, string])[]; readonly file: SpooledFile },
   opts: Omit<RelayOptions, 'maxBytes' | 'idleMs'>,
 ): Promise<void> {
+  if (opts.usage) opts.usage.uploadAudioSeconds((await readWavLayout(form.file))?.seconds ?? 0)
   const { ac, dispose } = relayAbort(res, opts.timeoutMs)
   try {
     const body = encodeMultipart(form.entries, form.file)

@@ -6,7 +6,7 @@ import type { Logger } from '../../lib/logger'
 import { RateLimiter } from '../../lib/rateLimit'
 import { openGatewayDb, type GatewayDb } from '../gatewayDb'
 import type { ConsumerIdentity } from '../../platform/callerIdentity'
-import type { LicenseStanding } from '../../platform/accessKeys'
+import type { LicenseStanding, QuotaKind } from '../../platform/accessKeys'
 import type { KeyPeriodUsage } from '../../contract/gateway'
 import { LicenseGate } from './licenseGate'
 import { PeriodUsage, type PeriodCounts } from './periodUsage'
@@ -247,14 +247,14 @@ export class ConsumerKeys {
 
   /**
    * Lets one request of `who` run: 403 when the license that sold the key no longer stands, 429
-   * once its period's tokens are spent, 429 with Retry-After over its rate or its concurrency cap.
-   * Returns the release to call when the request ends.
+   * once its period's tokens (or audio seconds, as `quota` says) are spent, 429 with Retry-After
+   * over its rate or its concurrency cap. Returns the release to call when the request ends.
    */
-  admit(who: ConsumerIdentity & { kind: 'key' }, spendsQuota = true): () => void {
+  admit(who: ConsumerIdentity & { kind: 'key' }, quota: QuotaKind | null = 'tokens'): () => void {
     const held = this.byId.get(who.id)
     if (!held) throw new ApiError('unauthorized', 'this consumer key was deleted')
     if (held.row.license_id !== null)
-      held.periodStart = this.licenses.admit(held.row.name, held.row.id, held.row.license_id, spendsQuota).periodStart
+      held.periodStart = this.licenses.admit(held.row.name, held.row.id, held.row.license_id, quota).periodStart
     const cap = held.row.max_concurrent
     if (cap !== null && held.inFlight >= cap)
       throw new ApiError('rate_limited', `key '${held.row.name}' already has ${cap} requests running (its limit)`, {

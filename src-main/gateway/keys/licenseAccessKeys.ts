@@ -24,6 +24,11 @@ export function licenseAccessKeys(keys: ConsumerKeys): AccessKeys {
       if (!cur) return null
       return keys.licenses.used(cur.id, periodStart)
     },
+    audioSecondsUsed(licenseId, periodStart) {
+      const cur = keys.forLicense(licenseId)
+      if (!cur) return null
+      return keys.licenses.audioUsed(cur.id, periodStart)
+    },
     periodModels(periods) {
       const asked = new Map(periods.map((p) => [p.licenseId, p.periodStart]))
       return keys.licenses.periods?.licenseModels(asked, (id) => keys.licenseOf(id)) ?? new Map()

@@ -5,8 +5,8 @@ import type { RelayRequest } from './wire'
 
 /**
  * What one gateway request used (issue 16): tokens from the upstream's `usage`, time to first
- * token and tokens per second on streamed answers, audio seconds transcribed and characters
- * synthesized. When a stream's upstream sends no usage, completion tokens are counted from the
+ * token and tokens per second on streamed answers, audio seconds transcribed or synthesized and
+ * characters synthesized. When a stream's upstream sends no usage, completion tokens are counted from the
  * chunks that carried text and marked `tokens_estimated`: an estimate, never shown as exact.
  */
 export interface RequestUsage {
@@ -19,6 +19,7 @@ export interface RequestUsage {
   readonly tokens_per_s: number | null
   /** First to last text chunk (s): the denominator of tokens_per_s. */
   readonly generation_s: number
+  /** A transcription's input audio, or the speech's output audio (what the tts answered). */
   readonly audio_seconds: number
   readonly speech_characters: number
   /** The model the request named (a string `model`, a tts voice); null when it named none. */
@@ -63,6 +64,8 @@ export class UsageMeter {
   private firstTextAt: number | null = null
   private lastTextAt: number | null = null
   private audio = 0
+  /** The upload's own length, counted when the transcription answer says none. */
+  private uploadSeconds = 0
   private characters = 0
   private model: string | null = null
   private streamed = false
@@ -158,10 +161,22 @@ export class UsageMeter {
     this.readAnswer()
   }
 
-  /** A plain transcription answer ended: its `duration` (or its `usage`) is counted. */
+  /**
+   * The length of the audio a transcription relays, from the upload itself (a WAV's header): what
+   * is counted when the answer says none (`json` and `text` answers carry no duration).
+   */
+  uploadAudioSeconds(s: number): void {
+    this.uploadSeconds = s
+  }
+
+  /** A plain transcription answer ended: its `duration`, else OpenAI's `usage.seconds`, else the upload's length. */
   endTranscript(): void {
-    const duration = this.readAnswer()?.duration
-    if (typeof duration === 'number') this.addAudioSeconds(duration)
+    const answer = this.readAnswer()
+    const usage = answer?.usage
+    const seconds = isObject(usage) && usage.type === 'duration' ? usage.seconds : undefined
+    if (typeof answer?.duration === 'number') this.addAudioSeconds(answer.duration)
+    else if (typeof seconds === 'number') this.addAudioSeconds(seconds)
+    else this.addAudioSeconds(this.uploadSeconds)
   }
 
   /** The plain answer parsed, its usage counted; null when it is too large or not a JSON object. */

@@ -5,7 +5,7 @@ import type { SessionStore } from '../../app/sessions'
 import type { ConsumerIdentity } from '../../platform/callerIdentity'
 import { isAdmin, type AdminCheck, type RequestState } from '../requestState'
 import { readCookie, SESSION_COOKIE } from '../session'
-import { isPlaygroundUpload, spendsQuota, type Surface } from '../surfaces'
+import { isPlaygroundUpload, quotaSpentBy, type Surface } from '../surfaces'
 import { isCrossOrigin } from './originGuard'
 
 const OPEN: ConsumerIdentity = { kind: 'open' }
@@ -111,7 +111,7 @@ function admitConsumer(credentials: Credentials, session: ConsumerSessionCheck |
 /** Lets the request run as `who`, held to its limits until the response closes; the refusal otherwise. */
 function holdTo(credentials: Credentials, a: Asked, who: ConsumerIdentity): ApiError | null {
   try {
-    a.res.once('close', credentials.admitConsumer(who, spendsQuota(pathOf(a.req))))
+    a.res.once('close', credentials.admitConsumer(who, quotaSpentBy(pathOf(a.req))))
   } catch (err) {
     if (err instanceof ApiError) return err
     throw err

@@ -315,8 +315,19 @@ function accessRows(a: AccessQuota | null | undefined): SafeHtml | '' {
     <dd id="access-tokens">
       ${allowed === null ? `${n(a.tokens_used)} used, no quota` : `${n(a.tokens_used)} of ${n(allowed)} used, ${n(a.tokens_remaining ?? 0)} left`}
     </dd>
+    ${audioRow(a)}
     <dt>Tokens reset</dt>
     <dd>${a.resets_at}</dd>`
+}
+
+/** Audio minutes this period, when the tier sells them (or the key used some). */
+function audioRow(a: AccessQuota): SafeHtml | '' {
+  if (a.audio_minutes_per_period === null && a.audio_seconds_used === 0) return ''
+  const min = (s: number) => (s / 60).toLocaleString('en', { maximumFractionDigits: 1 })
+  return html`<dt>Audio minutes</dt>
+    <dd id="access-audio">
+      ${a.audio_minutes_per_period === null ? `${min(a.audio_seconds_used)} used, no quota` : `${min(a.audio_seconds_used)} of ${a.audio_minutes_per_period.toLocaleString('en')} used, ${min(a.audio_seconds_remaining ?? 0)} left`}
+    </dd>`
 }
 
 export function recoverPage(m: {

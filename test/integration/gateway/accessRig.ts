@@ -104,3 +104,13 @@ export function demoShopRig(): { shop: LicensingSim; rig: GatewayRig } {
   })
   return ctx
 }
+
+/** The buyer's `/recover` page for a license key, as HTML. */
+export async function recoverPage(rig: GatewayRig, licenseKey: string): Promise<string> {
+  const res = await fetch(`${rig.daemon.url}/recover`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ key: licenseKey }).toString(),
+  })
+  return res.text()
+}

@@ -1,6 +1,6 @@
 import OpenAI from 'openai'
 import { describe, expect, it } from 'vitest'
-import { demoShopRig } from './accessRig'
+import { demoShopRig, recoverPage } from './accessRig'
 
 /**
  * Issue 45, item 6: the demo's shop sells access. Bought and paid through the demo's checkout, the
@@ -90,13 +90,7 @@ describe('the recover page of an access license', () => {
     })
     const used = ((await chat.json()) as { usage: { total_tokens: number } }).usage.total_tokens
     await new Promise((r) => setTimeout(r, 50))
-    const page = await (
-      await fetch(`${demo.rig.daemon.url}/recover`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ key: issued.license_key }).toString(),
-      })
-    ).text()
+    const page = await recoverPage(demo.rig, issued.license_key)
     const shown = /<dd id="access-tokens">\s*([^<]*?)\s*<\/dd>/.exec(page)?.[1]
     expect(shown).toBe(`${used} of 2,000 used, ${(2000 - used).toLocaleString('en')} left`)
     expect(page).toContain('Tokens reset')

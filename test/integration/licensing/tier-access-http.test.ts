@@ -31,19 +31,33 @@ describe('tier access over HTTP', () => {
       requests_per_minute: null,
       concurrent_streams: 2,
       top_up: null,
+      audio_minutes_per_period: null,
     })
 
     const bad = await send(`/v1/admin/policies/${tier.id}`, { access: { tokens_per_period: -1 } }, 'PATCH')
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as { detail: string }).detail).toContain('tokens_per_period')
 
-    const patched = await send(`/v1/admin/policies/${tier.id}`, { access: { requests_per_minute: 60 } }, 'PATCH')
+    const fractional = await send(
+      `/v1/admin/policies/${tier.id}`,
+      { access: { audio_minutes_per_period: 2.5 } },
+      'PATCH',
+    )
+    expect(fractional.status).toBe(400)
+    expect(((await fractional.json()) as { detail: string }).detail).toContain('audio_minutes_per_period')
+
+    const patched = await send(
+      `/v1/admin/policies/${tier.id}`,
+      { access: { requests_per_minute: 60, audio_minutes_per_period: 600 } },
+      'PATCH',
+    )
     expect(((await patched.json()) as { access: unknown }).access).toEqual({
       models: null,
       tokens_per_period: null,
       requests_per_minute: 60,
       concurrent_streams: null,
       top_up: null,
+      audio_minutes_per_period: 600,
     })
     const list = (await (await d.admin(`/v1/admin/products/${product.id}/policies`)).json()) as {
       slug: string

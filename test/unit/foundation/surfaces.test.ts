@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { allowsAnyOrigin, isOriginGuarded, surfaceOf } from '../../../src-main/http/surfaces'
+import { allowsAnyOrigin, isOriginGuarded, quotaSpentBy, surfaceOf } from '../../../src-main/http/surfaces'
 
 describe('surfaces', () => {
   it.each([
@@ -41,5 +41,18 @@ describe('surfaces', () => {
     expect(isOriginGuarded('webhook')).toBe(false)
     expect(allowsAnyOrigin('consumer')).toBe(true)
     expect(allowsAnyOrigin('control')).toBe(false)
+  })
+
+  it.each([
+    ['/v1/audio/transcriptions', 'audio'],
+    ['/v1/audio/speech', 'audio'],
+    ['/api/audio/diarize-chunk', 'audio'],
+    ['/api/audio/transcribe-with-speakers', 'audio'],
+    ['/v1/chat/completions', 'tokens'],
+    ['/v1/embeddings', 'tokens'],
+    ['/v1/usage', null],
+    ['/v1/models', null],
+  ])("%s spends a license key's %s allowance", (path, quota) => {
+    expect(quotaSpentBy(path)).toBe(quota)
   })
 })

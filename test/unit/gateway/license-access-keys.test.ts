@@ -79,15 +79,21 @@ describe('license access keys', () => {
     const k1 = keys.forLicense('lic-1')!.id
     const k2 = keys.forLicense('lic-2')!.id
     const ops = keys.create({ name: 'ops' }).id
-    const n = (tokens: number) => ({ requests: 1, prompt_tokens: tokens, completion_tokens: 1, audio_seconds: 0 })
+    const n = (tokens: number, audio = 0) => ({
+      requests: 1,
+      prompt_tokens: tokens,
+      completion_tokens: 1,
+      audio_seconds: audio,
+    })
     const periods = keys.licenses.periods!
     periods.add(k1, 100, 'm-a', n(9))
-    periods.add(k1, 100, 'm-b', n(4))
+    periods.add(k1, 100, 'm-b', n(4, 12.5))
     periods.add(k1, 50, 'm-a', n(1000)) // an earlier period: not asked for
     periods.add(k2, 200, 'm-a', n(19))
     periods.add(ops, 100, 'm-a', n(77)) // no license
     periods.write()
     periods.add(k1, 100, 'm-a', n(0)) // still pending
+    periods.add(k1, 100, 'm-b', n(0, 2)) // still pending
     const got = access.periodModels([
       { licenseId: 'lic-1', periodStart: 100 },
       { licenseId: 'lic-2', periodStart: 200 },
@@ -95,10 +101,12 @@ describe('license access keys', () => {
     ])
     const sorted = (l: string) => [...(got.get(l) ?? [])].sort((a, b) => a.model.localeCompare(b.model))
     expect(sorted('lic-1')).toEqual([
-      { model: 'm-a', requests: 2, tokens: 11 },
-      { model: 'm-b', requests: 1, tokens: 5 },
+      { model: 'm-a', requests: 2, tokens: 11, audioSeconds: 0 },
+      { model: 'm-b', requests: 2, tokens: 6, audioSeconds: 14.5 },
     ])
-    expect(sorted('lic-2')).toEqual([{ model: 'm-a', requests: 1, tokens: 20 }])
+    expect(sorted('lic-2')).toEqual([{ model: 'm-a', requests: 1, tokens: 20, audioSeconds: 0 }])
+    expect(access.audioSecondsUsed('lic-1', 100)).toBe(14.5)
+    expect(access.audioSecondsUsed('lic-3', 100)).toBeNull()
     expect(got.has('lic-3')).toBe(false)
     expect(access.periodModels([])).toEqual(new Map())
     keys.close()

@@ -6,6 +6,7 @@ import {
   parseSpeech,
   parseVoiceAliases,
   VoiceAliases,
+  WavSeconds,
   wavSamples,
 } from '../../../src-main/gateway/audio/speech'
 import { simVoices } from '../../sim/http/tts'
@@ -181,5 +182,35 @@ describe('WAV to PCM', () => {
   it('refuses what is not a WAV', async () => {
     await expect(wavSamples(pieces(Buffer.from('ID3\x04 mp3 bytes here'), 4))).rejects.toThrow(/no RIFF\/WAVE header/)
     await expect(wavSamples(pieces(riff([['fmt ', fmt(8000)]]), 8))).rejects.toThrow(/ends inside its header/)
+  })
+})
+
+describe('seconds of speech in a passing WAV', () => {
+  const tally = (wav: Buffer, size: number): number => {
+    let s = 0
+    const seconds = new WavSeconds((n) => (s += n))
+    for (let i = 0; i < wav.length; i += size) seconds.feed(wav.subarray(i, i + size))
+    return s
+  }
+
+  it('counts the data chunk at its byte rate, whatever the chunking, and not what follows it', () => {
+    // 1.5 s at 8 kHz, 16-bit mono, with a chunk before the data and one after it.
+    const wav = riff([
+      ['fmt ', fmt(8000)],
+      ['LIST', Buffer.alloc(17, 1)],
+      ['data', Buffer.alloc(24_000)],
+      ['LIST', Buffer.alloc(4000, 2)],
+    ])
+    for (const size of [1, 7, 44, 4096, wav.length]) expect(tally(wav, size), String(size)).toBeCloseTo(1.5, 9)
+  })
+
+  it('counts to the end when the size is unknown, and nothing for what is not a WAV', () => {
+    const streamed = riff([
+      ['fmt ', fmt(16000)],
+      ['data', Buffer.alloc(8000)],
+    ])
+    streamed.writeUInt32LE(0xffffffff, 12 + 8 + 16 + 4)
+    expect(tally(streamed, 333)).toBeCloseTo(0.25, 9)
+    expect(tally(Buffer.from('ID3\x04 mp3 bytes here and more of them'), 5)).toBe(0)
   })
 })

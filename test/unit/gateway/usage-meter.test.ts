@@ -386,7 +386,29 @@ describe('UsageMeter on a plain answer', () => {
       true,
     )
     expect(withUsage.audio_seconds).toBe(3)
+    // OpenAI's newer answers: no duration, usage in seconds.
+    expect(read(JSON.stringify({ text: 'hi', usage: { type: 'duration', seconds: 7 } }), [], true).audio_seconds).toBe(
+      7,
+    )
     // A chat answer is read for its usage only: a duration there is not audio.
     expect(read(JSON.stringify({ duration: 4, usage: { prompt_tokens: 1 } })).audio_seconds).toBe(0)
+  })
+
+  it('counts the upload’s own length when a transcription answer says none (json, text)', () => {
+    const { m } = meter()
+    m.uploadAudioSeconds(12.5)
+    m.onBodyChunk(Buffer.from(JSON.stringify({ text: 'hello' })))
+    m.endTranscript()
+    expect(m.result().audio_seconds).toBe(12.5)
+    const told = meter().m
+    told.uploadAudioSeconds(12.5)
+    told.onBodyChunk(Buffer.from(JSON.stringify({ text: 'hello', duration: 12.4 })))
+    told.endTranscript()
+    expect(told.result().audio_seconds).toBe(12.4)
+    const text = meter().m
+    text.uploadAudioSeconds(3)
+    text.onBodyChunk(Buffer.from('hello there'))
+    text.endTranscript()
+    expect(text.result().audio_seconds).toBe(3)
   })
 })

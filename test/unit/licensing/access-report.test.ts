@@ -13,12 +13,13 @@ import { paymentsHarness, satProduct, tierOn, type Harness } from './payments-ha
 const DAY = 86_400_000
 const A = 'sim/model-a'
 const B = 'sim/model-b'
-const access = (tokens: number | null) => ({
+const access = (tokens: number | null, audioMinutes: number | null = null) => ({
   models: null,
   tokens_per_period: tokens,
   requests_per_minute: null,
   concurrent_streams: null,
   top_up: null,
+  audio_minutes_per_period: audioMinutes,
 })
 let h: Harness
 let keys: ConsumerKeys
@@ -51,14 +52,14 @@ function issue(policyId: string, email: string): string {
 }
 
 /** `tokens` (all completion) counted on the license's key under `model`, in its current period. */
-function use(licenseId: string, model: string, tokens: number, requests = 1): void {
+function use(licenseId: string, model: string, tokens: number, requests = 1, audioSeconds = 0): void {
   const key = keys.forLicense(licenseId)!
   const start = Date.parse(h.services.licenses.quotas.quota(licenseId)!.period_start)
   keys.licenses.periods!.add(key.id, start, model, {
     requests,
     prompt_tokens: 0,
     completion_tokens: tokens,
-    audio_seconds: 0,
+    audio_seconds: audioSeconds,
   })
 }
 
@@ -113,6 +114,8 @@ describe('the access report', () => {
       unlimited_licenses: 1,
       tokens_sold: 2600,
       tokens_used: 450,
+      audio_seconds_sold: 0,
+      audio_seconds_used: 0,
       revenue_sats: 1070,
     })
     expect(r.revenue).toEqual([
@@ -150,10 +153,30 @@ describe('the access report', () => {
     keys.licenses.periods!.write()
     use(a, A, 2)
     use(b, B, 7)
+    const totals = { revenue_sats: 0, audio_seconds_sold: 0, audio_seconds_used: 0 }
     expect(h.services.licenses.report.byTier()).toEqual([
-      { product: 'cluster', tier: 'api', licenses: 1, tokens_sold: 1000, tokens_used: 42, revenue_sats: 0 },
-      { product: 'cluster', tier: 'open', licenses: 1, tokens_sold: 0, tokens_used: 7, revenue_sats: 0 },
+      { product: 'cluster', tier: 'api', licenses: 1, tokens_sold: 1000, tokens_used: 42, ...totals },
+      { product: 'cluster', tier: 'open', licenses: 1, tokens_sold: 0, tokens_used: 7, ...totals },
     ])
+  })
+
+  it("counts a license's audio seconds against its tier's audio minutes, written and pending", () => {
+    const audioTier = tierOn(h, productId, { slug: 'voice', rank: 3, price: 800 }, { access: access(null, 2) })
+    const v = issue(audioTier, 'v@example.com')
+    use(v, 'asr', 0, 1, 45.5)
+    keys.licenses.periods!.write()
+    use(v, 'Multivoice.EN-US.Aria', 0, 1, 3.25)
+    const row = h.services.licenses.report.licenses().find((l) => l.license_id === v)!
+    expect(row).toMatchObject({ audio_seconds_allowed: 120, audio_seconds_used: 48.75, tokens_allowed: null })
+    expect(h.services.licenses.report.byTier().find((t) => t.tier === 'voice')).toMatchObject({
+      audio_seconds_sold: 120,
+      audio_seconds_used: 48.75,
+    })
+    expect(h.services.licenses.quotas.quota(v)).toMatchObject({
+      audio_minutes_per_period: 2,
+      audio_seconds_used: 48.75,
+      audio_seconds_remaining: 71.25,
+    })
   })
 })
 

@@ -91,8 +91,24 @@ describe("a license's access period and quota", () => {
     expect(checked.allowance).toEqual({
       tokens: 1500,
       topUpTokens: 500,
+      audioSeconds: null,
       periodStart: jan31,
       resetsAt: addMonths(jan31, 1),
+    })
+  })
+
+  it("a tier's audio minutes are its allowance's audio seconds (top-ups are tokens only)", () => {
+    const db = withLicense(
+      { status: 'active', expires_at: null, grace_period_days: 0 },
+      JSON.stringify({ audio_minutes_per_period: 90 }),
+    )
+    db.prepare(
+      "INSERT INTO access_top_ups (id, license_id, tokens, source, created_at) VALUES ('t1', 'lic1', 500, 'admin', 1)",
+    ).run()
+    expect(licenseStanding(db, { now: () => 2 }).check('lic1').allowance).toMatchObject({
+      tokens: null,
+      topUpTokens: 0,
+      audioSeconds: 5400,
     })
   })
 

@@ -6,6 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { loadConfig } from '../../../src-main/config/load'
 import { PolicyInput, WebhookEndpointInput } from '../../../src-main/contract/licensing'
+import type { z } from 'zod'
 import { ManualClock } from '../../../src-main/lib/clock'
 import { createLogger, MemorySink, Redactor } from '../../../src-main/lib/logger'
 import { testCoreDeps } from '../../helpers/coreDeps'
@@ -70,7 +71,7 @@ export function tierOn(
   h: Harness,
   productId: string,
   t: { slug: string; rank: number | null; price: number },
-  extra: Partial<PolicyInput> = {},
+  extra: Partial<z.input<typeof PolicyInput>> = {},
 ): string {
   const input = { slug: t.slug, name: t.slug, tier_rank: t.rank, price_value_override: t.price, entitlements: [t.slug] }
   return h.services.catalog.createPolicy(productId, PolicyInput.parse({ ...input, ...extra })).id

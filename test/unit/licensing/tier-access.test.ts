@@ -23,6 +23,7 @@ describe('a tier’s access entitlements', () => {
       requests_per_minute: 30,
       concurrent_streams: null,
       top_up: null,
+      audio_minutes_per_period: null,
     })
     expect(f.catalog.getPolicy(created.id).access).toEqual(created.access)
   })
@@ -49,6 +50,7 @@ describe('a tier’s access entitlements', () => {
       requests_per_minute: null,
       concurrent_streams: 2,
       top_up: null,
+      audio_minutes_per_period: null,
     })
     expect(f.catalog.updatePolicy(id, PolicyPatch.parse({ access: null })).access).toBeNull()
   })
@@ -57,6 +59,9 @@ describe('a tier’s access entitlements', () => {
     const bad = [
       { tokens_per_period: 0 },
       { requests_per_minute: 1.5 },
+      { audio_minutes_per_period: 0 },
+      { audio_minutes_per_period: 1.5 },
+      { audio_minutes_per_period: -1 },
       { models: [] },
       { models: ['bad model'] },
       { tokens: 10 },

@@ -5,7 +5,13 @@ import type { BackendApi, OutputOf } from '../../../src-renderer/api'
 import AccessPanel from '../../../src-renderer/components/licensing/AccessPanel.vue'
 import { button, flush, mountWith, unmountAll } from './mount'
 
-const row = (id: string, email: string | null, allowed: number | null, used: number): AccessLicenseRow => ({
+const row = (
+  id: string,
+  email: string | null,
+  allowed: number | null,
+  used: number,
+  audio: { allowed: number | null; used: number } = { allowed: null, used: 0 },
+): AccessLicenseRow => ({
   license_id: id,
   product_slug: 'cluster',
   tier_slug: allowed === null ? 'open' : 'api',
@@ -14,6 +20,8 @@ const row = (id: string, email: string | null, allowed: number | null, used: num
   top_up_tokens: allowed === 1500 ? 500 : 0,
   tokens_used: used,
   tokens_remaining: allowed === null ? null : Math.max(0, allowed - used),
+  audio_seconds_allowed: audio.allowed,
+  audio_seconds_used: audio.used,
   revenue_sats: 0,
   period_start: Date.UTC(2026, 0, 1),
   resets_at: Date.UTC(2026, 1, 1),
@@ -21,14 +29,22 @@ const row = (id: string, email: string | null, allowed: number | null, used: num
 
 function view(offset: number): OutputOf<'licAdminAccess'> {
   const all = [
-    row('lic-a', 'heavy@example.com', 1000, 1200),
+    row('lic-a', 'heavy@example.com', 1000, 1200, { allowed: 600, used: 450 }),
     row('lic-b', 'light@example.com', 1500, 375),
     row('lic-c', null, null, 10),
   ]
   return {
     total: 51,
     licenses: offset === 0 ? all : [row('lic-z', 'last@example.com', 1000, 0)],
-    totals: { licenses: 51, unlimited_licenses: 1, tokens_sold: 52_500, tokens_used: 1585, revenue_sats: 3000 },
+    totals: {
+      licenses: 51,
+      unlimited_licenses: 1,
+      tokens_sold: 52_500,
+      tokens_used: 1585,
+      audio_seconds_sold: 600,
+      audio_seconds_used: 450,
+      revenue_sats: 3000,
+    },
     revenue: [
       { model: 'sim/model-a', tokens: 1500, requests: 9, revenue_sats: 2000 },
       { model: null, tokens: 0, requests: 0, revenue_sats: 1000 },
@@ -72,6 +88,11 @@ describe('the API access tab', () => {
     expect(meters[0]!.firstElementChild!.classList.contains('spent')).toBe(true)
     expect(rows[1]!.textContent).toContain('incl. 500 top-up')
     expect(rows[2]!.textContent).toContain('no quota')
+    // Audio minutes: used of allowed where the tier sells them, a dash where it does not.
+    const audio = [...el.querySelectorAll('[data-testid="access-audio"]')].map((c) => c.textContent!.trim())
+    expect(audio).toEqual(['7.5 / 10', '—', '—'])
+    expect(totals).toContain('Audio minutes used / sold')
+    expect(totals).toContain('7.5 / 10')
 
     button(el, 'Next').click()
     await flush()
